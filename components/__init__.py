@@ -1,0 +1,1 @@
+"""Reusable ComponentResources, one per concern, each with its typed config model beside it."""

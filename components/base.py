@@ -1,0 +1,111 @@
+"""Shared pieces of every component: the config model base, validated scalar types, and
+`Component`, which hands a component's `depends_on` down to its children.
+
+Pulumi does not pass a component's `depends_on` on to the resources it creates, so without
+this the project services a component waits for would not gate its node pools or buckets.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+import pulumi
+from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class ConfigModel(BaseModel):
+    """A config object: camelCase keys, unknown keys rejected, immutable once validated."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+    )
+
+
+class WiringModel(BaseModel):
+    """Component args that carry other components' outputs alongside a config object."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True, extra="forbid")
+
+
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _dns_label(value: str) -> str:
+    if len(value) > 63 or not _DNS_LABEL.match(value):
+        raise ValueError(
+            f"'{value}' is not a valid name: use lowercase letters, digits and '-', "
+            "starting with a letter and not ending with '-' (at most 63 characters)"
+        )
+    return value
+
+
+DnsLabel = Annotated[str, AfterValidator(_dns_label)]
+"""A name usable in GCP resource names, Kubernetes namespaces and node pool names."""
+
+
+def _cidr(value: str) -> str:
+    try:
+        network = ipaddress.IPv4Network(value, strict=False)
+    except ValueError:
+        raise ValueError(f"'{value}' is not an IPv4 CIDR range such as 10.0.0.0/20") from None
+    if str(network) != value:
+        raise ValueError(f"'{value}' has host bits set; write the range as {network}")
+    return value
+
+
+Cidr = Annotated[str, AfterValidator(_cidr)]
+
+BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
+
+
+def _role(value: str) -> str:
+    if value in BASIC_ROLES:
+        raise ValueError(
+            f"'{value}' is a basic role and grants far more than a workload needs; grant "
+            "predefined roles instead (e.g. roles/storage.objectUser, roles/logging.logWriter)"
+        )
+    if not re.match(r"^(roles/|projects/[^/]+/roles/|organizations/[0-9]+/roles/)[A-Za-z0-9_.]+$",
+                    value):
+        raise ValueError(
+            f"'{value}' is not an IAM role; use a predefined role such as roles/storage.objectUser "
+            "or a custom role projects/PROJECT/roles/NAME"
+        )
+    return value
+
+
+IamRole = Annotated[str, AfterValidator(_role)]
+"""An IAM role other than the basic roles owner, editor and viewer."""
+
+Provisioning = Literal["on-demand", "spot", "reservation", "flex-start"]
+"""How a node pool obtains capacity: on-demand, Spot VMs, a specific reservation, or
+flex-start (Dynamic Workload Scheduler queued provisioning)."""
+
+
+class Component(pulumi.ComponentResource):
+    """A ComponentResource whose children inherit its `depends_on`."""
+
+    def __init__(self, type_: str, name: str, opts: pulumi.ResourceOptions | None) -> None:
+        super().__init__(type_, name, None, opts)
+        depends_on: Any = opts.depends_on if opts else None
+        if depends_on is None:
+            depends_on = []
+        elif not isinstance(depends_on, Sequence):
+            depends_on = [depends_on]
+        self._inherited_depends_on: list[pulumi.Resource] = list(depends_on)
+
+    def child_opts(
+        self,
+        depends_on: Sequence[pulumi.Resource] = (),
+        **kwargs: Any,
+    ) -> pulumi.ResourceOptions:
+        """Options for a child: parented here and waiting on what this component waits on."""
+        deps = [*self._inherited_depends_on, *depends_on]
+        return pulumi.ResourceOptions(parent=self, depends_on=deps or None, **kwargs)

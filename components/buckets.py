@@ -1,0 +1,156 @@
+"""GCS buckets for datasets and checkpoints: uniform bucket-level access, public access
+prevention enforced, soft delete on, and grants added one member at a time so that grants made
+elsewhere (by another stack, or by hand) are never wiped.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pulumi
+import pulumi_gcp as gcp
+from pydantic import Field, field_validator
+
+from components.base import Component, ConfigModel, DnsLabel, IamRole, WiringModel
+
+BucketAccess = Literal["read", "write", "admin"]
+"""Object access a workload gets to a bucket."""
+ACCESS_ROLES: dict[str, str] = {
+    "read": "roles/storage.objectViewer",
+    "write": "roles/storage.objectUser",
+    "admin": "roles/storage.objectAdmin",
+}
+SECONDS_PER_DAY = 86_400
+
+
+class BucketMember(ConfigModel):
+    member: str
+    """`user:`, `group:`, `serviceAccount:` or `domain:`; never allUsers."""
+    role: IamRole
+
+    @field_validator("member")
+    @classmethod
+    def _not_public(cls, value: str) -> str:
+        if value in ("allUsers", "allAuthenticatedUsers"):
+            raise ValueError(
+                f"'{value}' would make the bucket public, and public access prevention is "
+                "enforced; grant a user:, group: or serviceAccount: member instead"
+            )
+        if not value.startswith(("user:", "group:", "serviceAccount:", "domain:", "principal")):
+            raise ValueError(
+                f"'{value}' is not an IAM member; write e.g. group:ml-team@example.com"
+            )
+        return value
+
+
+class BucketConfig(ConfigModel):
+    """One entry of `ai-infra:buckets`. The bucket is named `<project>-<prefix>-<name>`."""
+
+    name: DnsLabel
+    location: str | None = None
+    """Defaults to `gcp:region`, beside the TPUs that read it."""
+    storage_class: Literal["STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE"] = "STANDARD"
+    versioning: bool = False
+    soft_delete_days: int = Field(7, ge=0, le=90)
+    """Days deleted objects stay recoverable; 0 turns soft delete off, otherwise 7 to 90."""
+    delete_after_days: int | None = Field(None, ge=1)
+    """Lifecycle rule deleting objects this many days old (e.g. scratch checkpoints)."""
+    force_destroy: bool = False
+    """Let `pulumi destroy` delete a bucket that still holds objects. Refused when the stack
+    sets `ai-infra:protect`."""
+    hierarchical_namespace: bool = False
+    """Folders with atomic renames, which checkpointing libraries benefit from."""
+    members: list[BucketMember] = Field(default_factory=list)
+    """Extra per-member grants, e.g. a data team's group as objectViewer."""
+
+    @field_validator("soft_delete_days")
+    @classmethod
+    def _soft_delete_window(cls, value: int) -> int:
+        if 0 < value < 7:
+            raise ValueError(f"{value} days is below GCS's 7-day minimum; use 0 (off) or 7 to 90")
+        return value
+
+    def bucket_name(self, project: str, prefix: str) -> str:
+        return f"{project}-{prefix}-{self.name}"
+
+
+class BucketArgs(WiringModel):
+    project: str
+    region: str
+    prefix: str
+    protect: bool
+    labels: dict[str, str]
+    config: BucketConfig
+
+
+class Bucket(Component):
+    """One bucket and its per-member grants. Workload identities add their own grants."""
+
+    bucket: gcp.storage.Bucket
+    name_: str
+
+    def __init__(self, name: str, args: BucketArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ai-infra:storage:Bucket", name, opts)
+        config = args.config
+        self.name_ = config.bucket_name(args.project, args.prefix)
+        lifecycle_rules = []
+        if config.delete_after_days is not None:
+            lifecycle_rules.append(
+                gcp.storage.BucketLifecycleRuleArgs(
+                    action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+                    condition=gcp.storage.BucketLifecycleRuleConditionArgs(
+                        age=config.delete_after_days
+                    ),
+                )
+            )
+        self.bucket = gcp.storage.Bucket(
+            f"{name}-bucket",
+            project=args.project,
+            name=self.name_,
+            location=(config.location or args.region).upper(),
+            storage_class=config.storage_class,
+            uniform_bucket_level_access=True,
+            public_access_prevention="enforced",
+            versioning=gcp.storage.BucketVersioningArgs(enabled=config.versioning),
+            soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(
+                retention_duration_seconds=config.soft_delete_days * SECONDS_PER_DAY
+            ),
+            hierarchical_namespace=(
+                gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True)
+                if config.hierarchical_namespace
+                else None
+            ),
+            lifecycle_rules=lifecycle_rules,
+            force_destroy=config.force_destroy,
+            labels=args.labels,
+            opts=self.child_opts(protect=args.protect),
+        )
+        for member in config.members:
+            grant_bucket_access(
+                f"{name}-{_member_slug(member.member)}-{member.role.split('/')[-1]}",
+                self.bucket,
+                role=member.role,
+                member=member.member,
+                opts=self.child_opts(),
+            )
+        self.register_outputs({"name": self.bucket.name, "url": self.bucket.url})
+
+
+def grant_bucket_access(
+    resource_name: str,
+    bucket: gcp.storage.Bucket,
+    *,
+    role: str,
+    member: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+) -> gcp.storage.BucketIAMMember:
+    """Add one member to one role on one bucket, leaving every other grant alone."""
+    return gcp.storage.BucketIAMMember(
+        resource_name, bucket=bucket.name, role=role, member=member, opts=opts
+    )
+
+
+def _member_slug(member: str) -> str:
+    kind, _, identity = member.partition(":")
+    local = identity.split("@")[0]
+    return "".join(c if c.isalnum() else "-" for c in f"{kind}-{local}".lower())

@@ -1,0 +1,187 @@
+"""The training network: a custom-mode VPC (or an existing one), a subnet with named pods and
+services ranges and Private Google Access, Cloud Router + NAT so private nodes can pull images,
+and the firewall rules GKE private clusters need. Multi-NIC GPU networks are not built here yet.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+
+import pulumi
+import pulumi_gcp as gcp
+from pydantic import Field, model_validator
+
+from components.base import Cidr, Component, ConfigModel, WiringModel
+
+IAP_TCP_FORWARDING_RANGE = "35.235.240.0/20"
+"""Source range of Identity-Aware Proxy TCP forwarding (SSH through IAP)."""
+WEBHOOK_PORTS = ("443", "8443", "9443")
+"""Ports the GKE control plane must reach on nodes for admission webhooks (Kueue uses 9443)."""
+
+
+class AuthorizedNetwork(ConfigModel):
+    cidr: Cidr
+    """A range allowed to reach the cluster's public control-plane endpoint."""
+    name: str
+    """Shown in the cluster's authorized networks list, e.g. `office` or `ci-runners`."""
+
+
+class NetworkConfig(ConfigModel):
+    """`ai-infra:network`: address plan and control-plane access."""
+
+    subnet_cidr: Cidr = "10.129.0.0/20"
+    """Primary range of the subnet: node IPs."""
+    pods_cidr: Cidr = "192.168.64.0/20"
+    """Secondary range `pods`: each node takes a block sized by `cluster.maxPodsPerNode`."""
+    services_cidr: Cidr = "192.168.80.0/20"
+    """Secondary range `services`: ClusterIP addresses."""
+    master_cidr: Cidr = "172.16.0.0/28"
+    """The /28 GKE peers for the private control plane."""
+    existing_vpc: str | None = None
+    """Name of a VPC in the project to reuse instead of creating one; the subnet, router, NAT
+    and firewall rules are still created in it."""
+    authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
+    """Ranges allowed to reach the public control-plane endpoint (where `pulumi up` runs).
+    Empty means only addresses inside the VPC reach it."""
+
+    @model_validator(mode="after")
+    def _ranges_are_disjoint(self) -> NetworkConfig:
+        ranges = {
+            "subnetCidr": self.subnet_cidr,
+            "podsCidr": self.pods_cidr,
+            "servicesCidr": self.services_cidr,
+            "masterCidr": self.master_cidr,
+        }
+        problems = []
+        if ipaddress.IPv4Network(self.master_cidr).prefixlen != 28:
+            problems.append(f"@masterCidr: GKE needs a /28 for the control plane, got {self.master_cidr}")
+        for (a, ra), (b, rb) in itertools.combinations(ranges.items(), 2):
+            if ipaddress.IPv4Network(ra).overlaps(ipaddress.IPv4Network(rb)):
+                problems.append(
+                    f"@{b}: {rb} overlaps {a} {ra}; every range in the network must be disjoint"
+                )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+
+class NetworkArgs(WiringModel):
+    project: str
+    region: str
+    prefix: str
+    config: NetworkConfig
+
+
+class Network(Component):
+    """VPC, subnet, router, NAT and firewall for one training environment."""
+
+    network_self_link: pulumi.Output[str]
+    subnet_self_link: pulumi.Output[str]
+    pods_range_name: str = "pods"
+    services_range_name: str = "services"
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ai-infra:network:Network", name, opts)
+        config = args.config
+        if config.existing_vpc is None:
+            vpc = gcp.compute.Network(
+                f"{name}-vpc",
+                project=args.project,
+                name=f"{args.prefix}-vpc",
+                auto_create_subnetworks=False,
+                routing_mode="REGIONAL",
+                opts=self.child_opts(),
+            )
+            network_ref: pulumi.Input[str] = vpc.self_link
+            network_name: pulumi.Input[str] = vpc.name
+        else:
+            network_ref = f"projects/{args.project}/global/networks/{config.existing_vpc}"
+            network_name = config.existing_vpc
+
+        subnet = gcp.compute.Subnetwork(
+            f"{name}-subnet",
+            project=args.project,
+            region=args.region,
+            name=f"{args.prefix}-subnet",
+            network=network_ref,
+            ip_cidr_range=config.subnet_cidr,
+            private_ip_google_access=True,
+            secondary_ip_ranges=[
+                gcp.compute.SubnetworkSecondaryIpRangeArgs(
+                    range_name=self.pods_range_name, ip_cidr_range=config.pods_cidr
+                ),
+                gcp.compute.SubnetworkSecondaryIpRangeArgs(
+                    range_name=self.services_range_name, ip_cidr_range=config.services_cidr
+                ),
+            ],
+            log_config=gcp.compute.SubnetworkLogConfigArgs(
+                aggregation_interval="INTERVAL_10_MIN", flow_sampling=0.5
+            ),
+            opts=self.child_opts(),
+        )
+        router = gcp.compute.Router(
+            f"{name}-router",
+            project=args.project,
+            region=args.region,
+            name=f"{args.prefix}-router",
+            network=network_ref,
+            opts=self.child_opts(),
+        )
+        gcp.compute.RouterNat(
+            f"{name}-nat",
+            project=args.project,
+            region=args.region,
+            name=f"{args.prefix}-nat",
+            router=router.name,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
+            subnetworks=[
+                gcp.compute.RouterNatSubnetworkArgs(
+                    name=subnet.self_link, source_ip_ranges_to_nats=["ALL_IP_RANGES"]
+                )
+            ],
+            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+            opts=self.child_opts(),
+        )
+
+        internal_ranges = [config.subnet_cidr, config.pods_cidr, config.services_cidr]
+        rules = {
+            "allow-internal": (
+                internal_ranges,
+                [
+                    gcp.compute.FirewallAllowArgs(protocol="tcp"),
+                    gcp.compute.FirewallAllowArgs(protocol="udp"),
+                    gcp.compute.FirewallAllowArgs(protocol="icmp"),
+                ],
+                "Node, pod and service traffic inside the environment",
+            ),
+            "allow-iap-ssh": (
+                [IAP_TCP_FORWARDING_RANGE],
+                [gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
+                "SSH to nodes through Identity-Aware Proxy only",
+            ),
+            "allow-webhooks": (
+                [config.master_cidr],
+                [gcp.compute.FirewallAllowArgs(protocol="tcp", ports=list(WEBHOOK_PORTS))],
+                "GKE control plane to admission webhooks on nodes (Kueue, JobSet)",
+            ),
+        }
+        for rule, (sources, allows, description) in rules.items():
+            gcp.compute.Firewall(
+                f"{name}-{rule}",
+                project=args.project,
+                name=f"{args.prefix}-{rule}",
+                network=network_name,
+                direction="INGRESS",
+                source_ranges=sources,
+                allows=allows,
+                description=description,
+                opts=self.child_opts(),
+            )
+
+        self.network_self_link = pulumi.Output.from_input(network_ref)
+        self.subnet_self_link = subnet.self_link
+        self.register_outputs(
+            {"network": self.network_self_link, "subnetwork": self.subnet_self_link}
+        )

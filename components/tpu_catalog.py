@@ -1,0 +1,239 @@
+"""The Cloud TPU accelerator catalog: the one place that maps an accelerator type to hardware.
+
+Node pools, Kueue flavors, quotas and the offline plan all read `resolve()`; no other module
+restates a machine type, topology or chip count. Sources: Cloud TPU docs (tpu/docs/v4, v5e,
+v5p, v6e, tpu7x, types-topologies) and GKE docs (concepts/tpus, concepts/tpu-ironwood).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass
+from functools import cache
+
+TPU_RESOURCE = "google.com/tpu"
+"""Extended resource GKE advertises for TPU chips; pods request it, Kueue quotas count it."""
+ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+TPU_TAINT_KEY = "google.com/tpu"
+"""GKE taints TPU nodes `google.com/tpu=present:NoSchedule`; TPU workloads tolerate it."""
+
+
+@dataclass(frozen=True)
+class TpuFamily:
+    """Facts shared by every size of one Cloud TPU generation."""
+
+    prefix: str
+    """Accelerator type prefix, e.g. `v5p` in `v5p-32`."""
+    gke_accelerator: str
+    """Value of the `cloud.google.com/gke-tpu-accelerator` node label."""
+    suffix_counts: str
+    """What the number after the prefix counts: `TensorCores` or `chips`."""
+    cores_per_chip: int
+    multi_host_machine_type: str
+    chips_per_multi_host_vm: int
+    single_host: dict[str, tuple[str, int]]
+    """Single-host topology -> (machine type, chips on that one VM)."""
+    multi_host_topologies: tuple[str, ...]
+    """Multi-host topologies in order of chip count; the first per chip count is the default."""
+    workload_policy_for_multi_host: bool = False
+    """tpu7x places multi-host slices with a HIGH_THROUGHPUT workload policy, not COMPACT."""
+
+    def size_of(self, chips: int) -> int:
+        return chips * self.cores_per_chip
+
+    def accelerator_of(self, topology: str) -> str:
+        return f"{self.prefix}-{self.size_of(_chips(topology))}"
+
+
+@dataclass(frozen=True)
+class TpuShape:
+    """One slice: an accelerator type resolved to everything GKE and Kueue need to know."""
+
+    accelerator: str
+    family: TpuFamily
+    topology: str
+    machine_type: str
+    hosts: int
+    chips_per_host: int
+
+    @property
+    def chips(self) -> int:
+        return self.hosts * self.chips_per_host
+
+    @property
+    def multi_host(self) -> bool:
+        return self.hosts > 1
+
+    @property
+    def gke_accelerator(self) -> str:
+        return self.family.gke_accelerator
+
+    @property
+    def needs_workload_policy(self) -> bool:
+        return self.multi_host and self.family.workload_policy_for_multi_host
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        """Labels GKE sets on every node of the slice; Kueue flavors select on them."""
+        return {ACCELERATOR_LABEL: self.gke_accelerator, TOPOLOGY_LABEL: self.topology}
+
+
+def _chips(topology: str) -> int:
+    return math.prod(int(d) for d in topology.split("x"))
+
+
+def _cubic_topologies(max_chips: int) -> tuple[str, ...]:
+    """3D topologies A x B x C (A <= B <= C) that the Cloud TPU docs allow for v4, v5p, tpu7x.
+
+    Either every dimension is at most 4 (the sub-cube shapes 2x2x2, 2x2x4, 2x4x4) or every
+    dimension is a multiple of 4. For each chip count the shape closest to a cube comes first,
+    because that is the default topology Cloud TPU picks for an accelerator type.
+    """
+    small = [(2, 2, 2), (2, 2, 4), (2, 4, 4)]
+    side = range(4, max_chips + 1, 4)
+    large = [
+        (a, b, c)
+        for a, b, c in itertools.combinations_with_replacement(side, 3)
+        if a * b * c <= max_chips
+    ]
+    ordered = sorted(small + large, key=lambda d: (math.prod(d), d[2] - d[0], d[2] - d[1]))
+    return tuple("x".join(str(n) for n in dims) for dims in ordered)
+
+
+_PLANAR_MULTI_HOST = ("4x4", "4x8", "8x8", "8x16", "16x16")
+"""v5e and v6e multi-host topologies; a pod is 16x16 chips."""
+
+FAMILIES: tuple[TpuFamily, ...] = (
+    TpuFamily(
+        prefix="v4",
+        gke_accelerator="tpu-v4-podslice",
+        suffix_counts="TensorCores",
+        cores_per_chip=2,
+        multi_host_machine_type="ct4p-hightpu-4t",
+        chips_per_multi_host_vm=4,
+        single_host={"2x2x1": ("ct4p-hightpu-4t", 4)},
+        multi_host_topologies=_cubic_topologies(max_chips=2048),
+    ),
+    TpuFamily(
+        prefix="v5litepod",
+        gke_accelerator="tpu-v5-lite-podslice",
+        suffix_counts="chips",
+        cores_per_chip=1,
+        multi_host_machine_type="ct5lp-hightpu-4t",
+        chips_per_multi_host_vm=4,
+        single_host={
+            "1x1": ("ct5lp-hightpu-1t", 1),
+            "2x2": ("ct5lp-hightpu-4t", 4),
+            "2x4": ("ct5lp-hightpu-8t", 8),
+        },
+        multi_host_topologies=_PLANAR_MULTI_HOST,
+    ),
+    TpuFamily(
+        prefix="v5p",
+        gke_accelerator="tpu-v5p-slice",
+        suffix_counts="TensorCores",
+        cores_per_chip=2,
+        multi_host_machine_type="ct5p-hightpu-4t",
+        chips_per_multi_host_vm=4,
+        single_host={"2x2x1": ("ct5p-hightpu-4t", 4)},
+        multi_host_topologies=_cubic_topologies(max_chips=6144),
+    ),
+    TpuFamily(
+        prefix="v6e",
+        gke_accelerator="tpu-v6e-slice",
+        suffix_counts="chips",
+        cores_per_chip=1,
+        multi_host_machine_type="ct6e-standard-4t",
+        chips_per_multi_host_vm=4,
+        single_host={
+            "1x1": ("ct6e-standard-1t", 1),
+            "2x2": ("ct6e-standard-4t", 4),
+            "2x4": ("ct6e-standard-8t", 8),
+        },
+        multi_host_topologies=_PLANAR_MULTI_HOST,
+    ),
+    TpuFamily(
+        prefix="tpu7x",
+        gke_accelerator="tpu7x",
+        suffix_counts="TensorCores",
+        cores_per_chip=2,
+        multi_host_machine_type="tpu7x-standard-4t",
+        chips_per_multi_host_vm=4,
+        single_host={"2x2x1": ("tpu7x-standard-4t", 4)},
+        multi_host_topologies=_cubic_topologies(max_chips=9216),
+        workload_policy_for_multi_host=True,
+    ),
+)
+
+_BY_PREFIX = {f.prefix: f for f in FAMILIES}
+_ACCELERATOR = re.compile(r"^(?P<prefix>[a-z0-9]+?)-(?P<size>[0-9]+)$")
+
+
+class CatalogError(ValueError):
+    """An accelerator type or topology the catalog does not know; the message lists valid ones."""
+
+
+@cache
+def _topologies_by_size(prefix: str) -> dict[int, list[str]]:
+    family = _BY_PREFIX[prefix]
+    sizes: dict[int, list[str]] = {}
+    for topology in (*family.single_host, *family.multi_host_topologies):
+        sizes.setdefault(family.size_of(_chips(topology)), []).append(topology)
+    return sizes
+
+
+def valid_sizes(prefix: str) -> list[int]:
+    return sorted(_topologies_by_size(prefix))
+
+
+def _describe_sizes(family: TpuFamily) -> str:
+    sizes = valid_sizes(family.prefix)
+    shown = [f"{family.prefix}-{s}" for s in sizes]
+    if len(shown) > 12:
+        shown = [*shown[:9], "...", shown[-1]]
+    return f"{family.prefix} sizes are {', '.join(shown)} (the suffix counts {family.suffix_counts})"
+
+
+def resolve(accelerator: str, topology: str | None = None) -> TpuShape:
+    """Resolve a Cloud TPU accelerator type (`v5p-32`) and optional topology to a slice shape."""
+    match = _ACCELERATOR.match(accelerator)
+    family = _BY_PREFIX.get(match["prefix"]) if match else None
+    if match is None or family is None:
+        known = ", ".join(f"{f.prefix}-<size>" for f in FAMILIES)
+        raise CatalogError(
+            f"'{accelerator}' is not a Cloud TPU accelerator type; use one of {known}, "
+            "e.g. v5p-32 or v6e-16"
+        )
+    size = int(match["size"])
+    candidates = _topologies_by_size(family.prefix).get(size)
+    if candidates is None:
+        raise CatalogError(f"'{accelerator}' is not a Cloud TPU accelerator type; "
+                           f"{_describe_sizes(family)}")
+    if topology is None:
+        topology = candidates[0]
+    elif topology not in candidates:
+        raise CatalogError(
+            f"topology '{topology}' does not fit {accelerator}; valid topologies for "
+            f"{accelerator} are {', '.join(candidates)}"
+        )
+    if topology in family.single_host:
+        machine_type, chips_per_host = family.single_host[topology]
+        return TpuShape(accelerator, family, topology, machine_type, 1, chips_per_host)
+    chips_per_host = family.chips_per_multi_host_vm
+    return TpuShape(
+        accelerator=accelerator,
+        family=family,
+        topology=topology,
+        machine_type=family.multi_host_machine_type,
+        hosts=_chips(topology) // chips_per_host,
+        chips_per_host=chips_per_host,
+    )
+
+
+def topologies_for(accelerator: str) -> list[str]:
+    """Every topology an accelerator type can take; the first is its default."""
+    shape = resolve(accelerator)
+    return list(_topologies_by_size(shape.family.prefix)[shape.family.size_of(shape.chips)])

@@ -1,0 +1,114 @@
+"""Workload Identity: a Google service account with project roles and bucket access, usable by
+exactly one Kubernetes service account (`serviceAccount:PROJECT.svc.id.goog[NS/KSA]`).
+The Kubernetes side (namespace, annotated KSA) is created with the cluster's objects.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pulumi
+import pulumi_gcp as gcp
+from pydantic import Field, SkipValidation, field_validator
+
+from components.base import Component, ConfigModel, DnsLabel, IamRole, WiringModel
+from components.buckets import ACCESS_ROLES, BucketAccess, grant_bucket_access
+
+_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+
+
+def account_id_problem(account_id: str) -> str | None:
+    if _ACCOUNT_ID.match(account_id):
+        return None
+    return (
+        f"service account id '{account_id}' must be 6 to 30 lowercase letters, digits or '-', "
+        "starting with a letter; shorten the name or the stack prefix"
+    )
+
+
+class WorkloadIdentityConfig(ConfigModel):
+    """One entry of `ai-infra:workloadIdentities`."""
+
+    name: DnsLabel
+    """The Google service account is `<prefix>-<name>@PROJECT.iam.gserviceaccount.com`."""
+    namespace: DnsLabel
+    service_account: DnsLabel
+    """The Kubernetes service account that may act as the Google service account."""
+    roles: list[IamRole] = Field(default_factory=list)
+    """Project roles, e.g. roles/tpu.viewer. Basic roles are refused."""
+    buckets: dict[str, BucketAccess] = Field(default_factory=dict)
+    """`ai-infra:buckets` names -> read | write | admin."""
+
+    @field_validator("roles")
+    @classmethod
+    def _unique(cls, roles: list[str]) -> list[str]:
+        duplicates = sorted({r for r in roles if roles.count(r) > 1})
+        if duplicates:
+            raise ValueError(f"{', '.join(duplicates)} listed twice; list each role once")
+        return roles
+
+
+class WorkloadIdentityArgs(WiringModel):
+    project: str
+    account_id: str
+    display_name: str
+    namespace: str
+    kubernetes_service_account: str
+    roles: list[str]
+    bucket_access: list[tuple[str, SkipValidation[gcp.storage.Bucket], str]] = Field(
+        default_factory=list
+    )
+    """(bucket config name, bucket, role)."""
+
+
+class WorkloadIdentity(Component):
+    """GSA + per-member project roles + bucket grants + the Workload Identity binding."""
+
+    service_account: gcp.serviceaccount.Account
+    email: pulumi.Output[str]
+    workload_member: str
+
+    def __init__(
+        self, name: str, args: WorkloadIdentityArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("ai-infra:identity:WorkloadIdentity", name, opts)
+        self.service_account = gcp.serviceaccount.Account(
+            f"{name}-gsa",
+            project=args.project,
+            account_id=args.account_id,
+            display_name=args.display_name,
+            opts=self.child_opts(),
+        )
+        self.email = self.service_account.email
+        self.workload_member = (
+            f"serviceAccount:{args.project}.svc.id.goog"
+            f"[{args.namespace}/{args.kubernetes_service_account}]"
+        )
+        gcp.serviceaccount.IAMMember(
+            f"{name}-workload-identity",
+            service_account_id=self.service_account.name,
+            role="roles/iam.workloadIdentityUser",
+            member=self.workload_member,
+            opts=self.child_opts(),
+        )
+        for role in args.roles:
+            gcp.projects.IAMMember(
+                f"{name}-{role.split('/')[-1]}",
+                project=args.project,
+                role=role,
+                member=self.service_account.member,
+                opts=self.child_opts(),
+            )
+        for bucket_key, bucket, role in args.bucket_access:
+            grant_bucket_access(
+                f"{name}-bucket-{bucket_key}",
+                bucket,
+                role=role,
+                member=self.service_account.member,
+                opts=self.child_opts(),
+            )
+        self.register_outputs({"email": self.email, "member": self.workload_member})
+
+
+def bucket_role(access: BucketAccess) -> str:
+    return ACCESS_ROLES[access]

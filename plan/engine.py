@@ -1,0 +1,203 @@
+"""A Pulumi mock engine that records every registration: type, name, parent, inputs and options.
+
+Tests and the offline plan both run the real program through `run_program` and read the graph
+it returns. Outputs a provider would compute (emails, endpoints) are synthesised so that the
+program's own `apply` chains run the way they would against GCP.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import config as runtime_config
+from pulumi.runtime import mocks as runtime_mocks
+from pulumi.runtime import settings as runtime_settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+PROJECT = "ai-infra"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One resource as the program registered it."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    inputs: dict[str, Any]
+    protect: bool
+    dependencies: tuple[str, ...]
+    aliases: tuple[str, ...]
+    ignore_changes: tuple[str, ...]
+    delete_before_replace: bool
+    retain_on_delete: bool
+    provider: str
+
+
+@dataclass
+class Graph:
+    """Every registration of one program run, in registration order."""
+
+    resources: list[Registration] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Registration]:
+        return iter(self.resources)
+
+    def __len__(self) -> int:
+        return len(self.resources)
+
+    @property
+    def urns(self) -> list[str]:
+        return [r.urn for r in self.resources]
+
+    def of_type(self, type_: str) -> list[Registration]:
+        return [r for r in self.resources if r.type == type_]
+
+    def named(self, name: str) -> Registration:
+        found = [r for r in self.resources if r.name == name]
+        if len(found) != 1:
+            raise KeyError(f"expected one resource named {name!r}, found {[r.urn for r in found]}")
+        return found[0]
+
+    def by_urn(self, urn: str) -> Registration:
+        for r in self.resources:
+            if r.urn == urn:
+                return r
+        raise KeyError(urn)
+
+    def children(self, parent_urn: str) -> list[Registration]:
+        return [r for r in self.resources if r.parent == parent_urn]
+
+
+def _fake_outputs(args: runtime_mocks.MockResourceArgs, project: str) -> dict[str, Any]:
+    """Provider-computed outputs the program reads back, with predictable values."""
+    inputs = dict(args.inputs)
+    name = inputs.get("name", args.name)
+    if args.typ == "gcp:serviceaccount/account:Account":
+        inputs["email"] = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
+        inputs["member"] = f"serviceAccount:{inputs['email']}"
+    elif args.typ == "gcp:container/cluster:Cluster":
+        inputs["endpoint"] = "203.0.113.10"
+        inputs["masterAuth"] = {"clusterCaCertificate": "bW9jay1jYQ=="}
+        location = inputs.get("location", "")
+        inputs["selfLink"] = f"projects/{project}/locations/{location}/clusters/{name}"
+    elif args.typ.startswith("gcp:compute/"):
+        inputs["selfLink"] = f"https://www.googleapis.com/compute/v1/projects/{project}/{name}"
+    elif args.typ == "gcp:storage/bucket:Bucket":
+        inputs["url"] = f"gs://{name}"
+    return inputs
+
+
+class _RecordingMocks(runtime_mocks.Mocks):
+    def __init__(self, project: str) -> None:
+        self.project = project
+
+    def new_resource(self, args: runtime_mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        return f"{args.name}-id", _fake_outputs(args, self.project)
+
+    def call(self, args: runtime_mocks.MockCallArgs) -> tuple[dict[str, Any], None]:
+        return {}, None
+
+
+class _RecordingMonitor(runtime_mocks.MockMonitor):
+    def __init__(self, mocks: runtime_mocks.Mocks) -> None:
+        super().__init__(mocks)
+        self.graph = Graph()
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        self.graph.resources.append(
+            Registration(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                custom=request.custom,
+                inputs=_sync_await(_deserialize(request.object)),
+                protect=bool(request.protect),
+                dependencies=tuple(request.dependencies),
+                aliases=tuple(str(a) for a in request.aliases),
+                ignore_changes=tuple(request.ignoreChanges),
+                delete_before_replace=request.deleteBeforeReplace,
+                retain_on_delete=bool(request.retainOnDelete),
+                provider=request.provider,
+            )
+        )
+        return response
+
+
+async def _deserialize(struct: Any) -> dict[str, Any]:
+    from pulumi.runtime import rpc
+
+    return rpc.deserialize_properties(struct)
+
+
+def stack_file(stack: str) -> Path:
+    return REPO_ROOT / f"Pulumi.{stack}.yaml"
+
+
+def load_stack_config(stack: str) -> dict[str, Any]:
+    """The `config:` map of `Pulumi.<stack>.yaml`, as YAML values."""
+    import yaml
+
+    path = stack_file(stack)
+    if not path.exists():
+        raise FileNotFoundError(f"{path.name} not found: stacks are {', '.join(list_stacks())}")
+    document = yaml.safe_load(path.read_text()) or {}
+    return dict(document.get("config") or {})
+
+
+def list_stacks() -> list[str]:
+    return sorted(p.name.split(".")[1] for p in REPO_ROOT.glob("Pulumi.*.yaml"))
+
+
+def _engine_config(config: Mapping[str, Any]) -> dict[str, str]:
+    """Config as the Pulumi CLI hands it to a program: strings, objects as JSON."""
+    return {
+        key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()
+    }
+
+
+def run_program(
+    config: Mapping[str, Any],
+    stack: str = "test",
+    program: Callable[[], Any] | None = None,
+) -> Graph:
+    """Run `program` (default: the repository's `__main__.py`) under the mock engine.
+
+    Raises what the program raises; in that case no graph is returned at all.
+    """
+    project_id = str(config.get("gcp:project", "mock-project"))
+    mocks = _RecordingMocks(project_id)
+    monitor = _RecordingMonitor(mocks)
+    runtime_settings.ROOT.set(None)
+    runtime_settings.SETTINGS.rpc_manager.clear()
+    runtime_settings.SETTINGS.outputs.clear()
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    runtime_config.set_all_config(_engine_config(config))
+
+    def body() -> None:
+        if program is None:
+            runpy.run_path(str(REPO_ROOT / "__main__.py"), run_name="__main__")
+        else:
+            program()
+
+    _sync_await(run_pulumi_func(body))
+    return monitor.graph
+
+
+def run_stack(stack: str) -> Graph:
+    """Run the program for a shipped `Pulumi.<stack>.yaml`."""
+    return run_program(load_stack_config(stack), stack=stack)

@@ -1,0 +1,1 @@
+"""Per-environment composition: the config schema and the wiring of components from it."""

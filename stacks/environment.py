@@ -1,0 +1,164 @@
+"""Composes one training environment from a validated `StackConfig`.
+
+This is the only place components are wired together; each config key maps to one component
+here (`tpuSlices` -> `TpuSlice`, `buckets` -> `Bucket`, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+
+from components.buckets import Bucket, BucketArgs
+from components.gke import GkeCluster, GkeClusterArgs
+from components.gpu_pools import GpuPool, GpuPoolArgs
+from components.network import Network, NetworkArgs
+from components.services import ProjectServices, ProjectServicesArgs
+from components.tpu_slices import TpuSlice, TpuSliceArgs
+from components.workload_identity import WorkloadIdentity, WorkloadIdentityArgs, bucket_role
+from stacks.config import TPU_PROVISIONER_KSA, TPU_PROVISIONER_NAMESPACE, StackConfig
+
+
+@dataclass
+class Environment:
+    """Handles on what was built, for exports and for the components that come after."""
+
+    config: StackConfig
+    services: ProjectServices
+    network: Network
+    gke: GkeCluster
+    slices: dict[str, TpuSlice] = field(default_factory=dict)
+    gpu_pools: dict[str, GpuPool] = field(default_factory=dict)
+    buckets: dict[str, Bucket] = field(default_factory=dict)
+    identities: dict[str, WorkloadIdentity] = field(default_factory=dict)
+
+
+def build(config: StackConfig) -> Environment:
+    labels = {"managed-by": "pulumi", "ai-infra-stack": config.prefix, **config.labels}
+    services = ProjectServices("services", ProjectServicesArgs(project=config.project))
+    after_services = pulumi.ResourceOptions(depends_on=services.services)
+
+    network = Network(
+        "network",
+        NetworkArgs(
+            project=config.project,
+            region=config.region,
+            prefix=config.prefix,
+            config=config.network,
+        ),
+        after_services,
+    )
+    gke = GkeCluster(
+        "gke",
+        GkeClusterArgs(
+            project=config.project,
+            region=config.region,
+            zone=config.zone,
+            prefix=config.prefix,
+            protect=config.protect,
+            labels=labels,
+            config=config.cluster,
+            network=config.network,
+            network_self_link=network.network_self_link,
+            subnet_self_link=network.subnet_self_link,
+            pods_range_name=network.pods_range_name,
+            services_range_name=network.services_range_name,
+        ),
+        after_services,
+    )
+    env = Environment(config=config, services=services, network=network, gke=gke)
+    location = gke.args.location
+    # Accelerator pools wait for the CPU pool: GKE serialises node pool operations per cluster,
+    # and the controllers the slices serve run on the CPU pool.
+    after_cpu_pool = pulumi.ResourceOptions(depends_on=[gke.cpu_pool])
+
+    for slice_config in config.tpu_slices:
+        env.slices[slice_config.name] = TpuSlice(
+            f"tpu-{slice_config.name}",
+            TpuSliceArgs(
+                project=config.project,
+                region=config.region,
+                zone=config.slice_zone(slice_config),
+                prefix=config.prefix,
+                labels=labels,
+                cluster_name=gke.cluster.name,
+                cluster_location=location,
+                node_service_account=gke.node_service_account.email,
+                auto_upgrade=gke.auto_upgrade,
+                image_streaming=config.cluster.image_streaming,
+                config=slice_config,
+            ),
+            after_cpu_pool,
+        )
+    for gpu_config in config.gpu_pools:
+        env.gpu_pools[gpu_config.name] = GpuPool(
+            f"gpu-{gpu_config.name}",
+            GpuPoolArgs(
+                project=config.project,
+                zone=config.slice_zone(gpu_config),
+                labels=labels,
+                cluster_name=gke.cluster.name,
+                cluster_location=location,
+                node_service_account=gke.node_service_account.email,
+                auto_upgrade=gke.auto_upgrade,
+                image_streaming=config.cluster.image_streaming,
+                config=gpu_config,
+            ),
+            after_cpu_pool,
+        )
+    for bucket_config in config.buckets:
+        env.buckets[bucket_config.name] = Bucket(
+            f"bucket-{bucket_config.name}",
+            BucketArgs(
+                project=config.project,
+                region=config.region,
+                prefix=config.prefix,
+                protect=config.protect,
+                labels=labels,
+                config=bucket_config,
+            ),
+            after_services,
+        )
+    for identity in config.workload_identities:
+        env.identities[identity.name] = WorkloadIdentity(
+            f"wi-{identity.name}",
+            WorkloadIdentityArgs(
+                project=config.project,
+                account_id=f"{config.prefix}-{identity.name}",
+                display_name=f"Workload {identity.namespace}/{identity.service_account}",
+                namespace=identity.namespace,
+                kubernetes_service_account=identity.service_account,
+                roles=identity.roles,
+                bucket_access=[
+                    (bucket, env.buckets[bucket].bucket, bucket_role(access))
+                    for bucket, access in identity.buckets.items()
+                ],
+            ),
+            # The identity pool PROJECT.svc.id.goog exists only once the cluster does.
+            pulumi.ResourceOptions(depends_on=[*services.services, gke.cluster]),
+        )
+    if config.tpu_provisioner.enabled:
+        env.identities["tpu-provisioner"] = WorkloadIdentity(
+            "tpu-provisioner",
+            WorkloadIdentityArgs(
+                project=config.project,
+                account_id=f"{config.prefix}-tpu-prov",
+                display_name="GKE TPU provisioner",
+                namespace=TPU_PROVISIONER_NAMESPACE,
+                kubernetes_service_account=TPU_PROVISIONER_KSA,
+                roles=["roles/container.clusterAdmin"],
+            ),
+            pulumi.ResourceOptions(depends_on=[*services.services, gke.cluster]),
+        )
+    return env
+
+
+def export(env: Environment) -> None:
+    pulumi.export("clusterName", env.gke.cluster.name)
+    pulumi.export("clusterLocation", env.gke.args.location)
+    pulumi.export("kubeconfig", env.gke.kubeconfig)
+    pulumi.export("nodeServiceAccount", env.gke.node_service_account.email)
+    pulumi.export("tpuChips", env.config.tpu_chips)
+    pulumi.export("buckets", {k: b.bucket.url for k, b in env.buckets.items()})
+    pulumi.export("workloadIdentities", {k: i.email for k, i in env.identities.items()})
