@@ -72,8 +72,9 @@ def _role(value: str) -> str:
             f"'{value}' is a basic role and grants far more than a workload needs; grant "
             "predefined roles instead (e.g. roles/storage.objectUser, roles/logging.logWriter)"
         )
-    if not re.match(r"^(roles/|projects/[^/]+/roles/|organizations/[0-9]+/roles/)[A-Za-z0-9_.]+$",
-                    value):
+    if not re.match(
+        r"^(roles/|projects/[^/]+/roles/|organizations/[0-9]+/roles/)[A-Za-z0-9_.]+$", value
+    ):
         raise ValueError(
             f"'{value}' is not an IAM role; use a predefined role such as roles/storage.objectUser "
             "or a custom role projects/PROJECT/roles/NAME"

@@ -51,9 +51,9 @@ class BucketConfig(ConfigModel):
     """Defaults to `gcp:region`, beside the TPUs that read it."""
     storage_class: Literal["STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE"] = "STANDARD"
     versioning: bool = False
-    soft_delete_days: int = Field(7, ge=0, le=90)
+    soft_delete_days: int = Field(default=7, ge=0, le=90)
     """Days deleted objects stay recoverable; 0 turns soft delete off, otherwise 7 to 90."""
-    delete_after_days: int | None = Field(None, ge=1)
+    delete_after_days: int | None = Field(default=None, ge=1)
     """Lifecycle rule deleting objects this many days old (e.g. scratch checkpoints)."""
     force_destroy: bool = False
     """Let `pulumi destroy` delete a bucket that still holds objects. Refused when the stack

@@ -32,11 +32,11 @@ class CpuPoolConfig(ConfigModel):
     """`ai-infra:cluster.cpuPool`: the pool for system pods, Kueue and JobSet controllers."""
 
     machine_type: str = "e2-standard-8"
-    disk_size_gb: int = Field(100, ge=10, le=65536)
+    disk_size_gb: int = Field(default=100, ge=10, le=65536)
     disk_type: Literal["pd-standard", "pd-balanced", "pd-ssd"] = "pd-balanced"
-    min_nodes: int = Field(1, ge=0)
+    min_nodes: int = Field(default=1, ge=0)
     """Per zone of the cluster."""
-    max_nodes: int = Field(3, ge=1)
+    max_nodes: int = Field(default=3, ge=1)
     """Per zone of the cluster."""
     spot: bool = False
 
@@ -59,7 +59,7 @@ class ClusterConfig(ConfigModel):
     image_streaming: bool = True
     deletion_protection: bool | None = None
     """GKE-side deletion protection; defaults to `ai-infra:protect`."""
-    max_pods_per_node: int = Field(110, ge=8, le=256)
+    max_pods_per_node: int = Field(default=110, ge=8, le=256)
     maintenance_start_time: str = "03:00"
     """Daily four-hour maintenance window start, UTC, HH:MM."""
 
@@ -67,9 +67,17 @@ class ClusterConfig(ConfigModel):
     @classmethod
     def _hh_mm(cls, value: str) -> str:
         hours, _, minutes = value.partition(":")
-        if not (hours.isdigit() and minutes.isdigit() and int(hours) < 24 and int(minutes) < 60
-                and len(hours) == 2 and len(minutes) == 2):
-            raise ValueError(f"'{value}' is not a time of day; write it as HH:MM in UTC, e.g. 03:00")
+        if not (
+            hours.isdigit()
+            and minutes.isdigit()
+            and int(hours) < 24
+            and int(minutes) < 60
+            and len(hours) == 2
+            and len(minutes) == 2
+        ):
+            raise ValueError(
+                f"'{value}' is not a time of day; write it as HH:MM in UTC, e.g. 03:00"
+            )
         return value
 
 
@@ -242,7 +250,9 @@ class GkeCluster(Component):
                 ),
             ),
             release_channel=gcp.container.ClusterReleaseChannelArgs(
-                channel="UNSPECIFIED" if config.release_channel == "NONE" else config.release_channel
+                channel="UNSPECIFIED"
+                if config.release_channel == "NONE"
+                else config.release_channel
             ),
             min_master_version=config.version,
             datapath_provider="ADVANCED_DATAPATH" if config.dataplane_v2 else "LEGACY_DATAPATH",

@@ -26,16 +26,16 @@ class GpuPoolConfig(ConfigModel):
     """e.g. `g2-standard-24`, `a3-highgpu-8g`."""
     accelerator_type: str
     """GKE accelerator type, e.g. `nvidia-l4`, `nvidia-h100-80gb`."""
-    accelerator_count: int = Field(1, ge=1, le=16)
+    accelerator_count: int = Field(default=1, ge=1, le=16)
     """GPUs per node."""
     driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
     """GKE-managed NVIDIA driver; INSTALLATION_DISABLED if you install drivers yourself."""
     zone: str | None = None
-    min_nodes: int = Field(0, ge=0)
-    max_nodes: int = Field(1, ge=0)
+    min_nodes: int = Field(default=0, ge=0)
+    max_nodes: int = Field(default=1, ge=0)
     provisioning: Provisioning = "on-demand"
     reservation: str | None = None
-    disk_size_gb: int = Field(200, ge=10)
+    disk_size_gb: int = Field(default=200, ge=10)
     disk_type: Literal["pd-balanced", "pd-ssd", "hyperdisk-balanced"] = "pd-balanced"
 
     @model_validator(mode="after")

@@ -55,7 +55,9 @@ class NetworkConfig(ConfigModel):
         }
         problems = []
         if ipaddress.IPv4Network(self.master_cidr).prefixlen != 28:
-            problems.append(f"@masterCidr: GKE needs a /28 for the control plane, got {self.master_cidr}")
+            problems.append(
+                f"@masterCidr: GKE needs a /28 for the control plane, got {self.master_cidr}"
+            )
         for (a, ra), (b, rb) in itertools.combinations(ranges.items(), 2):
             if ipaddress.IPv4Network(ra).overlaps(ipaddress.IPv4Network(rb)):
                 problems.append(

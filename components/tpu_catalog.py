@@ -7,7 +7,6 @@ v5p, v6e, tpu7x, types-topologies) and GKE docs (concepts/tpus, concepts/tpu-iro
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -93,11 +92,13 @@ def _cubic_topologies(max_chips: int) -> tuple[str, ...]:
     because that is the default topology Cloud TPU picks for an accelerator type.
     """
     small = [(2, 2, 2), (2, 2, 4), (2, 4, 4)]
-    side = range(4, max_chips + 1, 4)
     large = [
         (a, b, c)
-        for a, b, c in itertools.combinations_with_replacement(side, 3)
-        if a * b * c <= max_chips
+        for a in range(4, max_chips + 1, 4)
+        if a**3 <= max_chips
+        for b in range(a, max_chips + 1, 4)
+        if a * b * b <= max_chips
+        for c in range(b, max_chips // (a * b) + 1, 4)
     ]
     ordered = sorted(small + large, key=lambda d: (math.prod(d), d[2] - d[0], d[2] - d[1]))
     return tuple("x".join(str(n) for n in dims) for dims in ordered)
@@ -194,7 +195,9 @@ def _describe_sizes(family: TpuFamily) -> str:
     shown = [f"{family.prefix}-{s}" for s in sizes]
     if len(shown) > 12:
         shown = [*shown[:9], "...", shown[-1]]
-    return f"{family.prefix} sizes are {', '.join(shown)} (the suffix counts {family.suffix_counts})"
+    return (
+        f"{family.prefix} sizes are {', '.join(shown)} (the suffix counts {family.suffix_counts})"
+    )
 
 
 def resolve(accelerator: str, topology: str | None = None) -> TpuShape:
@@ -210,8 +213,9 @@ def resolve(accelerator: str, topology: str | None = None) -> TpuShape:
     size = int(match["size"])
     candidates = _topologies_by_size(family.prefix).get(size)
     if candidates is None:
-        raise CatalogError(f"'{accelerator}' is not a Cloud TPU accelerator type; "
-                           f"{_describe_sizes(family)}")
+        raise CatalogError(
+            f"'{accelerator}' is not a Cloud TPU accelerator type; {_describe_sizes(family)}"
+        )
     if topology is None:
         topology = candidates[0]
     elif topology not in candidates:

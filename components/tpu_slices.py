@@ -25,7 +25,7 @@ class TpuSliceConfig(ConfigModel):
     """Names the node pools (`<name>-0`, `<name>-1`, ...) and the Kueue flavor's slices."""
     accelerator: str
     """Cloud TPU accelerator type, e.g. `v5p-32`, `v5litepod-16`, `v6e-8`, `tpu7x-64`."""
-    count: int = Field(1, ge=0)
+    count: int = Field(default=1, ge=0)
     """Identical slices to create; 0 keeps the entry (and its queue flavor) with no nodes."""
     zone: str | None = None
     """Defaults to `gcp:zone`; must be in `gcp:region`."""
@@ -59,7 +59,7 @@ class TpuSliceConfig(ConfigModel):
                 f"@reservation: only used with provisioning 'reservation', not "
                 f"'{self.provisioning}'; remove it or set provisioning: reservation"
             )
-        longest = self.pool_name(max(self.count - 1, 0))
+        longest = f"{self.name}-{max(self.count - 1, 0)}"
         if len(longest) > GKE_NODE_POOL_NAME_MAX:
             problems.append(
                 f"@name: node pool name '{longest}' is longer than GKE's "
@@ -78,8 +78,12 @@ class TpuSliceConfig(ConfigModel):
         """Chips all `count` slices of this entry provide."""
         return self.shape.chips * self.count
 
-    def pool_name(self, index: int) -> str:
-        return f"{self.name}-{index}" if self.shape.multi_host else self.name
+    @property
+    def pool_names(self) -> list[str]:
+        """GKE node pool names: one per multi-host slice, one shared by single-host slices."""
+        if self.shape.multi_host:
+            return [f"{self.name}-{i}" for i in range(self.count)]
+        return [self.name] if self.count else []
 
 
 class TpuSliceArgs(WiringModel):
@@ -129,9 +133,9 @@ class TpuSlice(Component):
             )
 
         if shape.multi_host:
-            pools = [(f"{name}-{i}", config.pool_name(i), shape.hosts) for i in range(config.count)]
+            pools = [(f"{name}-{i}", pool, shape.hosts) for i, pool in enumerate(config.pool_names)]
         else:
-            pools = [(f"{name}-pool", config.pool_name(0), config.count)] if config.count else []
+            pools = [(f"{name}-pool", pool, config.count) for pool in config.pool_names]
 
         self.node_pools = []
         for resource_name, pool_name, nodes in pools:

@@ -86,6 +86,7 @@ def _fake_outputs(args: runtime_mocks.MockResourceArgs, project: str) -> dict[st
     if args.typ == "gcp:serviceaccount/account:Account":
         inputs["email"] = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
         inputs["member"] = f"serviceAccount:{inputs['email']}"
+        inputs["name"] = f"projects/{project}/serviceAccounts/{inputs['email']}"
     elif args.typ == "gcp:container/cluster:Cluster":
         inputs["endpoint"] = "203.0.113.10"
         inputs["masterAuth"] = {"clusterCaCertificate": "bW9jay1jYQ=="}
@@ -183,8 +184,6 @@ def run_program(
     mocks = _RecordingMocks(project_id)
     monitor = _RecordingMonitor(mocks)
     runtime_settings.ROOT.set(None)
-    runtime_settings.SETTINGS.rpc_manager.clear()
-    runtime_settings.SETTINGS.outputs.clear()
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     runtime_config.set_all_config(_engine_config(config))
 

@@ -70,7 +70,9 @@ class StackConfig(ConfigModel):
     @classmethod
     def _project_id(cls, value: str) -> str:
         if not _PROJECT_ID.match(value):
-            raise ValueError(f"'{value}' is not a GCP project id (6-30 lowercase letters, digits, '-')")
+            raise ValueError(
+                f"'{value}' is not a GCP project id (6-30 lowercase letters, digits, '-')"
+            )
         return value
 
     @field_validator("region")
@@ -91,7 +93,11 @@ class StackConfig(ConfigModel):
     @classmethod
     def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
         pattern = re.compile(r"^[a-z][-_a-z0-9]{0,62}$")
-        bad = [k for k, v in labels.items() if not pattern.match(k) or not re.match(r"^[-_a-z0-9]{0,63}$", v)]
+        bad = [
+            k
+            for k, v in labels.items()
+            if not pattern.match(k) or not re.match(r"^[-_a-z0-9]{0,63}$", v)
+        ]
         if bad:
             raise ValueError(
                 f"labels {', '.join(bad)} are not GCP labels: keys and values use lowercase "
@@ -119,28 +125,37 @@ class StackConfig(ConfigModel):
             ("workloadIdentities", self.workload_identities),
         ):
             yield from _duplicates(kind, [e.name for e in entries])
-        pool_names = ["cpu"] + [s.pool_name(i) for s in self.tpu_slices for i in range(s.count)]
+        pool_names = ["cpu"] + [name for s in self.tpu_slices for name in s.pool_names]
         pool_names += [g.name for g in self.gpu_pools]
         for name, seen in Counter(pool_names).items():
-            if seen > 1 and name != "cpu":
-                yield f"{NAMESPACE}:gpuPools", (
-                    f"node pool name '{name}' is used by a TPU slice and a GPU pool; rename one"
+            if seen > 1:
+                yield (
+                    f"{NAMESPACE}:tpuSlices",
+                    (
+                        f"node pool name '{name}' would be used {seen} times (multi-host "
+                        "slices make pools <name>-0, <name>-1, ...; single-host slices and GPU "
+                        "pools use their name; the CPU pool is 'cpu'); rename one"
+                    ),
                 )
-            elif seen > 1:
-                yield f"{NAMESPACE}:tpuSlices", "'cpu' is the CPU pool's name; rename the slice"
 
         for kind, pools in (("tpuSlices", self.tpu_slices), ("gpuPools", self.gpu_pools)):
             for i, pool in enumerate(pools):
                 zone = self.slice_zone(pool)
                 if not zone.startswith(self.region + "-"):
-                    yield f"{NAMESPACE}:{kind}[{i}].zone", (
-                        f"{zone} is not in gcp:region {self.region}; node pools must be in the "
-                        "cluster's region"
+                    yield (
+                        f"{NAMESPACE}:{kind}[{i}].zone",
+                        (
+                            f"{zone} is not in gcp:region {self.region}; node pools must be in the "
+                            "cluster's region"
+                        ),
                     )
                 elif not self.cluster.regional and zone != self.zone:
-                    yield f"{NAMESPACE}:{kind}[{i}].zone", (
-                        f"the cluster is zonal in {self.zone}, so its node pools cannot be in "
-                        f"{zone}; drop the zone or set cluster.regional: true"
+                    yield (
+                        f"{NAMESPACE}:{kind}[{i}].zone",
+                        (
+                            f"the cluster is zonal in {self.zone}, so its node pools cannot be in "
+                            f"{zone}; drop the zone or set cluster.regional: true"
+                        ),
                     )
 
         yield from self._capacity_problems()
@@ -149,13 +164,18 @@ class StackConfig(ConfigModel):
         for i, bucket in enumerate(self.buckets):
             full_name = bucket.bucket_name(self.project, self.prefix)
             if len(full_name) > 63:
-                yield f"{NAMESPACE}:buckets[{i}].name", (
-                    f"bucket name '{full_name}' is longer than 63 characters; shorten the name"
+                yield (
+                    f"{NAMESPACE}:buckets[{i}].name",
+                    (f"bucket name '{full_name}' is longer than 63 characters; shorten the name"),
                 )
             if bucket.force_destroy and self.protect:
-                yield f"{NAMESPACE}:buckets[{i}].forceDestroy", (
-                    "this stack sets ai-infra:protect, so its buckets must not be force-destroyed; "
-                    "remove forceDestroy (or set ai-infra:protect: false for a throwaway stack)"
+                yield (
+                    f"{NAMESPACE}:buckets[{i}].forceDestroy",
+                    (
+                        "this stack sets ai-infra:protect, so its buckets must not be "
+                        "force-destroyed; remove forceDestroy (or set ai-infra:protect: false "
+                        "for a throwaway stack)"
+                    ),
                 )
         for i, identity in enumerate(self.workload_identities):
             problem = account_id_problem(f"{self.prefix}-{identity.name}")
@@ -163,15 +183,21 @@ class StackConfig(ConfigModel):
                 yield f"{NAMESPACE}:workloadIdentities[{i}].name", problem
             for bucket in identity.buckets:
                 if bucket not in buckets:
-                    yield f"{NAMESPACE}:workloadIdentities[{i}].buckets.{bucket}", (
-                        f"no bucket named '{bucket}' in ai-infra:buckets; known: "
-                        f"{', '.join(sorted(buckets)) or 'none'}"
+                    yield (
+                        f"{NAMESPACE}:workloadIdentities[{i}].buckets.{bucket}",
+                        (
+                            f"no bucket named '{bucket}' in ai-infra:buckets; known: "
+                            f"{', '.join(sorted(buckets)) or 'none'}"
+                        ),
                     )
         if self.tpu_provisioner.enabled and self.cluster.release_channel != "NONE":
-            yield f"{NAMESPACE}:tpuProvisioner.enabled", (
-                "the TPU provisioner manages node pools itself and requires a cluster without "
-                f"a release channel; set ai-infra:cluster.releaseChannel: NONE (now "
-                f"{self.cluster.release_channel})"
+            yield (
+                f"{NAMESPACE}:tpuProvisioner.enabled",
+                (
+                    "the TPU provisioner manages node pools itself and requires a cluster without "
+                    f"a release channel; set ai-infra:cluster.releaseChannel: NONE (now "
+                    f"{self.cluster.release_channel})"
+                ),
             )
 
     def _capacity_problems(self) -> Iterable[tuple[str, str]]:
@@ -181,19 +207,26 @@ class StackConfig(ConfigModel):
         capacity = 2 ** max(per_node - pods.prefixlen, 0) if per_node >= pods.prefixlen else 0
         zones = 3 if self.cluster.regional else 1
         nodes = self.cluster.cpu_pool.max_nodes * zones
-        nodes += sum(s.shape.hosts * s.count if s.shape.multi_host else s.count
-                     for s in self.tpu_slices)
+        nodes += sum(
+            s.shape.hosts * s.count if s.shape.multi_host else s.count for s in self.tpu_slices
+        )
         nodes += sum(g.max_nodes for g in self.gpu_pools)
         if nodes > capacity:
-            yield f"{NAMESPACE}:network.podsCidr", (
-                f"{self.network.pods_cidr} holds {capacity} nodes at cluster.maxPodsPerNode "
-                f"{self.cluster.max_pods_per_node} (a /{per_node} each), but the pools can grow "
-                f"to {nodes} nodes; widen podsCidr or lower cluster.maxPodsPerNode"
+            yield (
+                f"{NAMESPACE}:network.podsCidr",
+                (
+                    f"{self.network.pods_cidr} holds {capacity} nodes at cluster.maxPodsPerNode "
+                    f"{self.cluster.max_pods_per_node} (a /{per_node} each), but the pools can "
+                    f"grow to {nodes} nodes; widen podsCidr or lower cluster.maxPodsPerNode"
+                ),
             )
         if self.cluster.cpu_pool.max_nodes < self.cluster.cpu_pool.min_nodes:
-            yield f"{NAMESPACE}:cluster.cpuPool.maxNodes", (
-                f"{self.cluster.cpu_pool.max_nodes} is below minNodes "
-                f"{self.cluster.cpu_pool.min_nodes}"
+            yield (
+                f"{NAMESPACE}:cluster.cpuPool.maxNodes",
+                (
+                    f"{self.cluster.cpu_pool.max_nodes} is below minNodes "
+                    f"{self.cluster.cpu_pool.min_nodes}"
+                ),
             )
 
     @property
@@ -205,8 +238,9 @@ def _duplicates(kind: str, names: list[str]) -> Iterable[tuple[str, str]]:
     for name, seen in Counter(names).items():
         if seen > 1:
             index = [i for i, n in enumerate(names) if n == name][1]
-            yield f"{NAMESPACE}:{kind}[{index}].name", (
-                f"'{name}' is used by {seen} entries of {kind}; names must be unique"
+            yield (
+                f"{NAMESPACE}:{kind}[{index}].name",
+                (f"'{name}' is used by {seen} entries of {kind}; names must be unique"),
             )
 
 
@@ -321,8 +355,10 @@ def parse(raw: Mapping[str, Any], stack: str) -> StackConfig:
     for key in list(data):
         if key not in valid_keys and key not in GCP_KEYS:
             problems.append(
-                (f"{NAMESPACE}:{key}",
-                 f"unknown config key; valid keys are {', '.join(sorted(valid_keys))}")
+                (
+                    f"{NAMESPACE}:{key}",
+                    f"unknown config key; valid keys are {', '.join(sorted(valid_keys))}",
+                )
             )
             del data[key]
     try:

@@ -1,0 +1,45 @@
+"""Shared fixtures: a minimal valid config and a builder that runs the real program on it."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from plan.engine import Graph, run_program
+
+BASE_CONFIG: dict[str, Any] = {
+    "gcp:project": "test-project",
+    "gcp:region": "us-east5",
+    "gcp:zone": "us-east5-a",
+    "ai-infra:protect": False,
+}
+
+Build = Callable[..., Graph]
+
+
+def build_graph(config: dict[str, Any], stack: str = "test") -> Graph:
+    graph = run_program(config, stack=stack)
+    assert len(graph) > 0, "the mock engine recorded no resources: were mocks set too late?"
+    urns = graph.urns
+    duplicates = sorted({u for u in urns if urns.count(u) > 1})
+    assert not duplicates, f"duplicate URNs: {duplicates}"
+    return graph
+
+
+def with_config(**overrides: Any) -> dict[str, Any]:
+    """BASE_CONFIG plus `ai-infra:` keys given in snake-free form: with_config(tpuSlices=[...])."""
+    config = copy.deepcopy(BASE_CONFIG)
+    for key, value in overrides.items():
+        config[key if ":" in key else f"ai-infra:{key}"] = value
+    return config
+
+
+@pytest.fixture
+def build() -> Build:
+    def _build(stack: str = "test", **overrides: Any) -> Graph:
+        return build_graph(with_config(**overrides), stack=stack)
+
+    return _build

@@ -1,0 +1,239 @@
+"""Config validation, apart from resources: every bad input names its path and its fix, all
+problems are reported together, and a bad config registers nothing at all."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from plan.engine import run_program
+from stacks.config import ConfigError, parse
+from tests.conftest import with_config
+
+
+def problems(**overrides: Any) -> dict[str, str]:
+    with pytest.raises(ConfigError) as error:
+        parse(with_config(**overrides), "test")
+    return dict(error.value.problems)
+
+
+def test_minimal_config_takes_the_documented_defaults():
+    config = parse(with_config(), "test")
+    assert config.prefix == "ai-test"
+    assert config.network.subnet_cidr == "10.129.0.0/20"
+    assert config.network.pods_cidr == "192.168.64.0/20"
+    assert config.network.services_cidr == "192.168.80.0/20"
+    assert config.cluster.regional is True
+    assert config.cluster.release_channel == "REGULAR"
+    assert config.tpu_slices == [] and config.buckets == [] and config.gpu_pools == []
+
+
+def test_values_arrive_as_json_strings_like_the_pulumi_engine_sends_them():
+    config = parse(
+        with_config(**{"tpuSlices": '[{"name": "a", "accelerator": "v5p-32"}]', "protect": "true"}),
+        "test",
+    )
+    assert config.tpu_slices[0].shape.hosts == 4
+    assert config.protect is True
+
+
+def test_slice_defaults_need_only_name_and_accelerator():
+    config = parse(with_config(tpuSlices=[{"name": "a", "accelerator": "v6e-16"}]), "test")
+    slice_ = config.tpu_slices[0]
+    assert (slice_.count, slice_.provisioning, slice_.zone) == (1, "on-demand", None)
+    assert config.slice_zone(slice_) == "us-east5-a"
+
+
+def test_invalid_accelerator_size_lists_valid_sizes():
+    found = problems(
+        tpuSlices=[{"name": "a", "accelerator": "v5p-8"}, {"name": "b", "accelerator": "v5p-33"}]
+    )
+    assert list(found) == ["ai-infra:tpuSlices[1].accelerator"]
+    assert "v5p sizes are v5p-8, v5p-16, v5p-32" in found["ai-infra:tpuSlices[1].accelerator"]
+
+
+def test_topology_override_must_fit_the_size():
+    found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-512", "topology": "8x8x8"}])
+    assert "4x8x8, 4x4x16" in found["ai-infra:tpuSlices[0].topology"]
+
+
+def test_unknown_top_level_key_is_an_error():
+    found = problems(tpuSlice=[{"name": "a", "accelerator": "v5p-8"}])
+    assert "unknown config key" in found["ai-infra:tpuSlice"]
+    assert "tpuSlices" in found["ai-infra:tpuSlice"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path", "valid"),
+    [
+        (
+            {"tpuSlices": [{"name": "a", "accelerator": "v5p-8", "zones": "x"}]},
+            "ai-infra:tpuSlices[0].zones",
+            "zone",
+        ),
+        ({"network": {"subnetCIDR": "10.0.0.0/20"}}, "ai-infra:network.subnetCIDR", "subnetCidr"),
+        (
+            {"cluster": {"cpuPool": {"machine": "e2-standard-4"}}},
+            "ai-infra:cluster.cpuPool.machine",
+            "machineType",
+        ),
+        (
+            {
+                "buckets": [
+                    {
+                        "name": "b",
+                        "members": [
+                            {"member": "group:g@x.com", "role": "roles/x", "condition": "y"}
+                        ],
+                    }
+                ]
+            },
+            "ai-infra:buckets[0].members[0].condition",
+            "role",
+        ),
+    ],
+)
+def test_unknown_nested_fields_are_errors_that_list_valid_fields(overrides, path, valid):
+    found = problems(**overrides)
+    assert path in found, found
+    assert "unknown field" in found[path] and valid in found[path]
+
+
+@pytest.mark.parametrize(
+    ("network", "path", "fragment"),
+    [
+        ({"subnetCidr": "10.129.0.0/33"}, "ai-infra:network.subnetCidr", "not an IPv4 CIDR"),
+        ({"podsCidr": "banana"}, "ai-infra:network.podsCidr", "not an IPv4 CIDR"),
+        (
+            {"servicesCidr": "192.168.80.1/20"},
+            "ai-infra:network.servicesCidr",
+            "write the range as 192.168.80.0/20",
+        ),
+        ({"podsCidr": "10.129.0.0/16"}, "ai-infra:network.podsCidr", "overlaps subnetCidr"),
+        ({"masterCidr": "172.16.0.0/24"}, "ai-infra:network.masterCidr", "needs a /28"),
+    ],
+)
+def test_malformed_and_overlapping_cidrs(network, path, fragment):
+    found = problems(network=network)
+    assert fragment in found[path], found
+
+
+def test_slice_zone_outside_the_region():
+    found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-8", "zone": "us-central1-a"}])
+    assert "not in gcp:region us-east5" in found["ai-infra:tpuSlices[0].zone"]
+
+
+def test_default_zone_outside_the_region():
+    found = problems(**{"gcp:zone": "europe-west4-a"})
+    assert "not in gcp:region" in found["gcp:zone"]
+
+
+def test_missing_project():
+    config = with_config()
+    del config["gcp:project"]
+    with pytest.raises(ConfigError) as error:
+        parse(config, "test")
+    assert dict(error.value.problems) == {"gcp:project": "is required"}
+
+
+@pytest.mark.parametrize("role", ["roles/owner", "roles/editor", "roles/viewer"])
+def test_basic_roles_are_refused(role):
+    found = problems(
+        workloadIdentities=[
+            {"name": "train", "namespace": "ns", "serviceAccount": "ksa", "roles": [role]}
+        ]
+    )
+    assert "basic role" in found["ai-infra:workloadIdentities[0].roles[0]"]
+
+
+def test_all_problems_are_reported_together():
+    found = problems(
+        tpuSlices=[{"name": "a", "accelerator": "v5p-33"}],
+        network={"podsCidr": "nope"},
+        bogus=1,
+    )
+    assert {
+        "ai-infra:tpuSlices[0].accelerator",
+        "ai-infra:network.podsCidr",
+        "ai-infra:bogus",
+    } <= set(found)
+
+
+def test_cross_checks_are_reported_together():
+    found = problems(
+        tpuSlices=[
+            {"name": "a", "accelerator": "v5p-8", "zone": "us-west1-a"},
+            {"name": "a", "accelerator": "v5p-16"},
+        ],
+        buckets=[{"name": "b", "forceDestroy": True}],
+        protect=True,
+    )
+    assert "ai-infra:tpuSlices[0].zone" in found
+    assert "names must be unique" in found["ai-infra:tpuSlices[1].name"]
+    assert "must not be force-destroyed" in found["ai-infra:buckets[0].forceDestroy"]
+
+
+def test_reservation_provisioning_needs_a_reservation_name():
+    found = problems(
+        tpuSlices=[{"name": "a", "accelerator": "v5p-8", "provisioning": "reservation"}]
+    )
+    assert "needs the reservation's name" in found["ai-infra:tpuSlices[0].reservation"]
+
+
+def test_tpu_provisioner_rejects_a_release_channel():
+    found = problems(tpuProvisioner={"enabled": True}, cluster={"releaseChannel": "RAPID"})
+    assert "releaseChannel: NONE" in found["ai-infra:tpuProvisioner.enabled"]
+    parse(with_config(tpuProvisioner={"enabled": True}, cluster={"releaseChannel": "NONE"}), "test")
+
+
+def test_pods_range_must_hold_every_node_the_pools_can_reach():
+    # A /20 pods range at 110 pods per node (a /24 each) holds 16 nodes; a v5p-128 is 16 hosts.
+    found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-128"}])
+    assert "widen podsCidr" in found["ai-infra:network.podsCidr"]
+    parse(
+        with_config(
+            tpuSlices=[{"name": "a", "accelerator": "v5p-128"}], cluster={"maxPodsPerNode": 32}
+        ),
+        "test",
+    )
+
+
+def test_identity_bucket_reference_must_exist():
+    found = problems(
+        workloadIdentities=[
+            {
+                "name": "train",
+                "namespace": "ns",
+                "serviceAccount": "ksa",
+                "buckets": {"data": "read"},
+            }
+        ]
+    )
+    assert "no bucket named 'data'" in found["ai-infra:workloadIdentities[0].buckets.data"]
+
+
+def test_public_bucket_members_are_refused():
+    found = problems(
+        buckets=[
+            {"name": "b", "members": [{"member": "allUsers", "role": "roles/storage.objectViewer"}]}
+        ]
+    )
+    assert "public" in found["ai-infra:buckets[0].members[0].member"]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"tpuSlices": [{"name": "a", "accelerator": "v5p-33"}]},
+        {"bogus": True},
+        {"network": {"podsCidr": "10.129.0.0/20"}},
+        {"tpuSlices": [{"name": "a", "accelerator": "v5p-8", "zone": "us-west1-b"}]},
+        {"gcp:project": None},
+    ],
+)
+def test_bad_config_registers_no_resource(overrides):
+    config = with_config(**overrides)
+    config = {k: v for k, v in config.items() if v is not None}
+    with pytest.raises(ConfigError):
+        run_program(config)

@@ -1,0 +1,132 @@
+"""The GKE cluster, its node service account and its CPU pool."""
+
+from __future__ import annotations
+
+import yaml
+
+from components.gke import NODE_SA_ROLES, pods_per_node_prefix
+from plan.engine import run_program
+from tests.conftest import with_config
+
+
+def test_node_service_account_has_exactly_the_least_privilege_roles(build):
+    graph = build()
+    member = "serviceAccount:ai-test-nodes@test-project.iam.gserviceaccount.com"
+    grants = {
+        r.inputs["role"]
+        for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
+        if r.inputs["member"] == member
+    }
+    assert (
+        grants
+        == set(NODE_SA_ROLES)
+        == {
+            "roles/logging.logWriter",
+            "roles/monitoring.metricWriter",
+            "roles/monitoring.viewer",
+            "roles/stackdriver.resourceMetadata.writer",
+            "roles/artifactregistry.reader",
+        }
+    )
+    cluster = graph.named("gke-cluster")
+    for grant in graph.of_type("gcp:projects/iAMMember:IAMMember"):
+        if grant.inputs["member"] == member:
+            assert grant.urn in cluster.dependencies
+
+
+def test_cluster_settings_follow_config(build):
+    graph = build(
+        cluster={
+            "name": "train",
+            "regional": False,
+            "releaseChannel": "RAPID",
+            "version": "1.33",
+            "dataplaneV2": False,
+            "gcsFuseCsiDriver": False,
+            "imageStreaming": False,
+            "maintenanceStartTime": "05:30",
+        },
+        network={"authorizedNetworks": [{"cidr": "198.51.100.0/24", "name": "ci"}]},
+    )
+    cluster = graph.named("gke-cluster").inputs
+    assert cluster["name"] == "train" and cluster["location"] == "us-east5-a"
+    assert cluster["releaseChannel"] == {"channel": "RAPID"}
+    assert cluster["minMasterVersion"] == "1.33"
+    assert cluster["datapathProvider"] == "LEGACY_DATAPATH"
+    assert cluster["addonsConfig"]["gcsFuseCsiDriverConfig"] == {"enabled": False}
+    assert cluster["nodePoolDefaults"]["nodeConfigDefaults"]["gcfsConfig"] == {"enabled": False}
+    assert cluster["maintenancePolicy"]["dailyMaintenanceWindow"]["startTime"] == "05:30"
+    assert cluster["masterAuthorizedNetworksConfig"]["cidrBlocks"] == [
+        {"cidrBlock": "198.51.100.0/24", "displayName": "ci"}
+    ]
+    cpu = graph.named("gke-cpu").inputs
+    assert cpu["location"] == "us-east5-a"
+    assert cpu["management"] == {"autoRepair": True, "autoUpgrade": True}
+
+
+def test_defaults_are_regional_dataplane_v2_fuse_and_image_streaming(build):
+    cluster = build().named("gke-cluster").inputs
+    assert cluster["location"] == "us-east5"
+    assert cluster["datapathProvider"] == "ADVANCED_DATAPATH"
+    assert cluster["addonsConfig"]["gcsFuseCsiDriverConfig"] == {"enabled": True}
+    assert cluster["releaseChannel"] == {"channel": "REGULAR"}
+    assert cluster["defaultMaxPodsPerNode"] == 110
+
+
+def test_no_release_channel_turns_node_auto_upgrade_off(build):
+    graph = build(
+        cluster={"releaseChannel": "NONE"}, tpuSlices=[{"name": "s", "accelerator": "v5p-16"}]
+    )
+    assert graph.named("gke-cluster").inputs["releaseChannel"] == {"channel": "UNSPECIFIED"}
+    for pool in graph.of_type("gcp:container/nodePool:NodePool"):
+        assert pool.inputs["management"]["autoUpgrade"] is False, pool.urn
+
+
+def test_cpu_pool_sizing(build):
+    graph = build(
+        cluster={
+            "cpuPool": {
+                "machineType": "n2-standard-16",
+                "minNodes": 2,
+                "maxNodes": 5,
+                "diskSizeGb": 200,
+                "spot": True,
+            }
+        }
+    )
+    cpu = graph.named("gke-cpu").inputs
+    assert cpu["nodeConfig"]["machineType"] == "n2-standard-16"
+    assert cpu["nodeConfig"]["diskSizeGb"] == 200
+    assert cpu["nodeConfig"]["spot"] is True
+    assert cpu["autoscaling"] == {"minNodeCount": 2, "maxNodeCount": 5}
+    assert cpu["nodeConfig"]["gvnic"] == {"enabled": True}
+
+
+def test_cluster_bootstrap_pool_changes_never_replace_the_cluster(build):
+    cluster = build().named("gke-cluster")
+    assert set(cluster.ignore_changes) >= {"nodeConfig", "initialNodeCount"}
+
+
+def test_kubeconfig_uses_the_gke_auth_plugin_and_is_secret():
+    captured = {}
+
+    def program():
+        from stacks import config, environment
+
+        env = environment.build(config.load())
+        env.gke.kubeconfig.apply(lambda text: captured.setdefault("kubeconfig", text))
+        captured["secret"] = env.gke.kubeconfig.is_secret()
+
+    run_program(with_config(), program=program)
+    document = yaml.safe_load(captured["kubeconfig"])
+    user = document["users"][0]["user"]
+    assert user["exec"]["command"] == "gke-gcloud-auth-plugin"
+    assert document["clusters"][0]["cluster"]["server"].startswith("https://")
+    assert "token" not in user
+
+
+def test_pods_per_node_block_size():
+    assert pods_per_node_prefix(110) == 24
+    assert pods_per_node_prefix(32) == 26
+    assert pods_per_node_prefix(8) == 28
+    assert pods_per_node_prefix(256) == 23

@@ -1,0 +1,118 @@
+"""Every shipped Pulumi.<env>.yaml builds under the mock engine with unique URNs and holds the
+security invariants the product promises."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.base import BASIC_ROLES
+from plan.engine import Graph, list_stacks, load_stack_config
+from stacks.config import parse
+from tests.conftest import build_graph
+
+STACKS = list_stacks()
+NODE_POOL = "gcp:container/nodePool:NodePool"
+CLUSTER = "gcp:container/cluster:Cluster"
+BUCKET = "gcp:storage/bucket:Bucket"
+
+
+@pytest.fixture(scope="module", params=STACKS)
+def stack(request) -> tuple[str, Graph]:
+    return request.param, build_graph(load_stack_config(request.param), stack=request.param)
+
+
+def test_dev_and_prod_ship():
+    assert {"dev", "prod"} <= set(STACKS)
+
+
+def test_cluster_is_private_vpc_native_with_workload_identity(stack):
+    name, graph = stack
+    (cluster,) = graph.of_type(CLUSTER)
+    inputs = cluster.inputs
+    project = load_stack_config(name)["gcp:project"]
+    assert inputs["privateClusterConfig"]["enablePrivateNodes"] is True, cluster.urn
+    assert inputs["networkingMode"] == "VPC_NATIVE", cluster.urn
+    assert inputs["ipAllocationPolicy"]["clusterSecondaryRangeName"] == "pods"
+    assert inputs["workloadIdentityConfig"]["workloadPool"] == f"{project}.svc.id.goog"
+    assert inputs["enableShieldedNodes"] is True
+    assert inputs["removeDefaultNodePool"] is True
+    assert not inputs.get("enableLegacyAbac")
+
+
+def test_no_pool_runs_as_the_default_compute_service_account(stack):
+    name, graph = stack
+    (node_sa,) = [
+        r for r in graph.of_type("gcp:serviceaccount/account:Account") if r.name == "gke-nodes"
+    ]
+    prefix = parse(load_stack_config(name), name).prefix
+    project = load_stack_config(name)["gcp:project"]
+    email = f"{prefix}-nodes@{project}.iam.gserviceaccount.com"
+    assert node_sa.inputs["accountId"] == f"{prefix}-nodes"
+    (cluster,) = graph.of_type(CLUSTER)
+    configs = [(cluster.urn, cluster.inputs["nodeConfig"])]
+    configs += [(p.urn, p.inputs["nodeConfig"]) for p in graph.of_type(NODE_POOL)]
+    for urn, node_config in configs:
+        assert node_config["serviceAccount"] == email, urn
+        assert node_config["workloadMetadataConfig"]["mode"] == "GKE_METADATA", urn
+        assert node_config["shieldedInstanceConfig"]["enableSecureBoot"] is True, urn
+
+
+def test_no_basic_roles_and_no_authoritative_iam(stack):
+    _, graph = stack
+    for r in graph:
+        assert not r.type.endswith(("IAMBinding:IAMBinding", "IAMPolicy:IAMPolicy")), r.urn
+        if "role" in r.inputs:
+            assert r.inputs["role"] not in BASIC_ROLES, r.urn
+
+
+def test_buckets_are_private_and_uniform(stack):
+    name, graph = stack
+    protect = parse(load_stack_config(name), name).protect
+    for bucket in graph.of_type(BUCKET):
+        assert bucket.inputs["uniformBucketLevelAccess"] is True, bucket.urn
+        assert bucket.inputs["publicAccessPrevention"] == "enforced", bucket.urn
+        assert bucket.protect is protect, bucket.urn
+        if protect:
+            assert bucket.inputs["forceDestroy"] is False, bucket.urn
+
+
+def test_every_resource_waits_for_the_project_services(stack):
+    _, graph = stack
+    services = {r.urn for r in graph.of_type("gcp:projects/service:Service")}
+    assert len(services) == 11
+    for r in graph:
+        if r.custom and r.type != "gcp:projects/service:Service" and r.type.startswith("gcp:"):
+            assert services & set(r.dependencies) or _depends_on_via(graph, r, services), r.urn
+
+
+def _depends_on_via(graph: Graph, r, services: set[str]) -> bool:
+    seen, todo = set(), list(r.dependencies)
+    while todo:
+        urn = todo.pop()
+        if urn in services:
+            return True
+        if urn not in seen:
+            seen.add(urn)
+            todo.extend(graph.by_urn(urn).dependencies)
+    return False
+
+
+def test_prod_protects_the_cluster_and_buckets():
+    graph = build_graph(load_stack_config("prod"), stack="prod")
+    (cluster,) = graph.of_type(CLUSTER)
+    assert cluster.protect and cluster.inputs["deletionProtection"] is True
+    assert graph.of_type(BUCKET) and all(b.protect for b in graph.of_type(BUCKET))
+
+
+def test_dev_is_cheap_and_disposable():
+    config = parse(load_stack_config("dev"), "dev")
+    assert config.protect is False and config.tpu_chips <= 8
+    graph = build_graph(load_stack_config("dev"), stack="dev")
+    (cluster,) = graph.of_type(CLUSTER)
+    assert cluster.inputs["deletionProtection"] is False and not cluster.protect
+    (scratch,) = graph.of_type(BUCKET)
+    assert scratch.inputs["forceDestroy"] is True
+    binding = graph.named("wi-tpu-training-workload-identity")
+    assert binding.inputs["member"] == (
+        "serviceAccount:ml-platform-dev.svc.id.goog[tpu-training/cloud-tpu-sa]"
+    )

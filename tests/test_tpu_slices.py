@@ -1,0 +1,141 @@
+"""TPU slice node pools: shape from the catalog, placement, provisioning, count."""
+
+from __future__ import annotations
+
+from components.tpu_catalog import resolve
+
+POOL = "gcp:container/nodePool:NodePool"
+
+
+def slice_pools(graph, slice_name):
+    component = graph.named(f"tpu-{slice_name}")
+    return sorted(
+        (r for r in graph.children(component.urn) if r.type == POOL), key=lambda r: r.name
+    )
+
+
+def test_multi_host_slices_get_one_compact_pool_each_sized_to_the_hosts(build):
+    graph = build(
+        tpuSlices=[{"name": "train", "accelerator": "v5p-32", "count": 2}],
+        cluster={"maxPodsPerNode": 32},
+    )
+    pools = slice_pools(graph, "train")
+    assert [p.inputs["name"] for p in pools] == ["train-0", "train-1"]
+    for pool in pools:
+        assert pool.inputs["nodeCount"] == 4, pool.urn
+        assert pool.inputs["nodeConfig"]["machineType"] == "ct5p-hightpu-4t"
+        assert pool.inputs["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "2x2x4"}
+        assert pool.inputs["nodeLocations"] == ["us-east5-a"]
+        assert pool.inputs["nodeConfig"]["gvnic"] == {"enabled": True}
+        assert pool.inputs["management"]["autoRepair"] is True
+        assert pool.inputs["upgradeSettings"]["maxSurge"] == 0
+
+
+def test_identical_single_host_slices_share_a_pool(build):
+    graph = build(tpuSlices=[{"name": "serve", "accelerator": "v6e-8", "count": 3}])
+    (pool,) = slice_pools(graph, "serve")
+    assert pool.inputs["name"] == "serve"
+    assert pool.inputs["nodeCount"] == 3
+    assert pool.inputs["nodeConfig"]["machineType"] == "ct6e-standard-8t"
+    assert "placementPolicy" not in pool.inputs
+
+
+def test_every_family_lands_on_its_machine_type(build):
+    slices = [
+        {"name": "a", "accelerator": "v4-16"},
+        {"name": "b", "accelerator": "v5litepod-16"},
+        {"name": "c", "accelerator": "v5p-16"},
+        {"name": "d", "accelerator": "v6e-16"},
+        {"name": "e", "accelerator": "v5litepod-1"},
+    ]
+    graph = build(tpuSlices=slices, cluster={"maxPodsPerNode": 32})
+    for entry in slices:
+        shape = resolve(entry["accelerator"])
+        (pool,) = slice_pools(graph, entry["name"])
+        assert pool.inputs["nodeConfig"]["machineType"] == shape.machine_type, pool.urn
+        assert pool.inputs["nodeCount"] == shape.hosts, pool.urn
+
+
+def test_tpu7x_multi_host_uses_a_workload_policy_instead_of_a_topology(build):
+    graph = build(
+        tpuSlices=[{"name": "iron", "accelerator": "tpu7x-128"}], cluster={"maxPodsPerNode": 32}
+    )
+    policy = graph.named("tpu-iron-workload-policy")
+    assert policy.inputs["workloadPolicy"] == {
+        "type": "HIGH_THROUGHPUT",
+        "acceleratorTopology": "4x4x4",
+    }
+    assert policy.inputs["region"] == "us-east5"
+    (pool,) = slice_pools(graph, "iron")
+    assert pool.inputs["placementPolicy"] == {"type": "COMPACT", "policyName": "ai-test-iron"}
+    assert "tpuTopology" not in pool.inputs["placementPolicy"]
+    assert policy.urn in pool.dependencies
+    assert pool.inputs["nodeCount"] == 16
+
+
+def test_single_host_tpu7x_needs_no_policy(build):
+    graph = build(tpuSlices=[{"name": "iron", "accelerator": "tpu7x-8"}])
+    assert not graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+
+
+def test_spot_and_reservation(build):
+    graph = build(
+        tpuSlices=[
+            {"name": "cheap", "accelerator": "v5litepod-4", "provisioning": "spot"},
+            {
+                "name": "held",
+                "accelerator": "v5p-8",
+                "provisioning": "reservation",
+                "reservation": "v5p-res",
+            },
+        ]
+    )
+    (cheap,) = slice_pools(graph, "cheap")
+    assert cheap.inputs["nodeConfig"]["spot"] is True
+    assert "reservationAffinity" not in cheap.inputs["nodeConfig"]
+    (held,) = slice_pools(graph, "held")
+    assert "spot" not in held.inputs["nodeConfig"]
+    assert held.inputs["nodeConfig"]["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["v5p-res"],
+    }
+
+
+def test_flex_start_pools_rest_at_zero_with_queued_provisioning(build):
+    graph = build(
+        tpuSlices=[{"name": "flex", "accelerator": "v6e-16", "provisioning": "flex-start"}]
+    )
+    (pool,) = slice_pools(graph, "flex")
+    inputs = pool.inputs
+    assert inputs["queuedProvisioning"] == {"enabled": True}
+    assert inputs["nodeConfig"]["flexStart"] is True
+    assert inputs["initialNodeCount"] == 0 and "nodeCount" not in inputs
+    assert inputs["autoscaling"] == {
+        "totalMinNodeCount": 0,
+        "totalMaxNodeCount": 4,
+        "locationPolicy": "ANY",
+    }
+    assert inputs["management"]["autoRepair"] is False
+    assert inputs["nodeConfig"]["reservationAffinity"] == {
+        "consumeReservationType": "NO_RESERVATION"
+    }
+
+
+def test_count_zero_keeps_the_entry_but_creates_no_pool(build):
+    graph = build(
+        tpuSlices=[
+            {"name": "idle", "accelerator": "v5p-64", "count": 0},
+            {"name": "iron", "accelerator": "tpu7x-64", "count": 0},
+        ]
+    )
+    assert slice_pools(graph, "idle") == []
+    assert not graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+
+
+def test_slice_zone_override_and_dependency_on_the_cpu_pool(build):
+    graph = build(tpuSlices=[{"name": "b", "accelerator": "v5p-8", "zone": "us-east5-b"}])
+    (pool,) = slice_pools(graph, "b")
+    assert pool.inputs["nodeLocations"] == ["us-east5-b"]
+    assert pool.inputs["cluster"] == "ai-test-gke"
+    assert graph.named("gke-cpu").urn in pool.dependencies
