@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import yaml
 
 from components.gke import NODE_SA_ROLES, pods_per_node_prefix
@@ -115,7 +117,7 @@ def test_kubeconfig_uses_the_gke_auth_plugin_and_is_secret():
 
         env = environment.build(config.load())
         env.gke.kubeconfig.apply(lambda text: captured.setdefault("kubeconfig", text))
-        captured["secret"] = env.gke.kubeconfig.is_secret()
+        captured["secret"] = asyncio.ensure_future(env.gke.kubeconfig.is_secret())
 
     run_program(with_config(), program=program)
     document = yaml.safe_load(captured["kubeconfig"])
@@ -123,6 +125,7 @@ def test_kubeconfig_uses_the_gke_auth_plugin_and_is_secret():
     assert user["exec"]["command"] == "gke-gcloud-auth-plugin"
     assert document["clusters"][0]["cluster"]["server"].startswith("https://")
     assert "token" not in user
+    assert captured["secret"].result() is True
 
 
 def test_pods_per_node_block_size():
