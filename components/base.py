@@ -90,6 +90,12 @@ Provisioning = Literal["on-demand", "spot", "reservation", "flex-start"]
 flex-start (Dynamic Workload Scheduler queued provisioning)."""
 
 
+def service_account_email(account_id: str, project: str) -> str:
+    """A user-managed service account's email is fixed by its id; knowing it up front keeps
+    IAM members plain strings instead of outputs to wait on."""
+    return f"{account_id}@{project}.iam.gserviceaccount.com"
+
+
 class Component(pulumi.ComponentResource):
     """A ComponentResource whose children inherit its `depends_on`."""
 

@@ -88,6 +88,7 @@ class Bucket(Component):
 
     bucket: gcp.storage.Bucket
     name_: str
+    """The bucket's name, known before it exists."""
 
     def __init__(self, name: str, args: BucketArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ai-infra:storage:Bucket", name, opts)
@@ -128,7 +129,7 @@ class Bucket(Component):
         for member in config.members:
             grant_bucket_access(
                 f"{name}-{_member_slug(member.member)}-{member.role.split('/')[-1]}",
-                self.bucket,
+                self,
                 role=member.role,
                 member=member.member,
                 opts=self.child_opts(),
@@ -138,15 +139,16 @@ class Bucket(Component):
 
 def grant_bucket_access(
     resource_name: str,
-    bucket: gcp.storage.Bucket,
+    bucket: Bucket,
     *,
     role: str,
-    member: pulumi.Input[str],
+    member: str,
     opts: pulumi.ResourceOptions,
 ) -> gcp.storage.BucketIAMMember:
     """Add one member to one role on one bucket, leaving every other grant alone."""
+    opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[bucket.bucket]))
     return gcp.storage.BucketIAMMember(
-        resource_name, bucket=bucket.name, role=role, member=member, opts=opts
+        resource_name, bucket=bucket.name_, role=role, member=member, opts=opts
     )
 
 

@@ -12,7 +12,13 @@ import pulumi_gcp as gcp
 import yaml
 from pydantic import Field, SkipValidation, field_validator
 
-from components.base import Component, ConfigModel, Provisioning, WiringModel
+from components.base import (
+    Component,
+    ConfigModel,
+    Provisioning,
+    WiringModel,
+    service_account_email,
+)
 from components.network import NetworkConfig
 
 NODE_SA_ROLES: tuple[str, ...] = (
@@ -62,6 +68,9 @@ class ClusterConfig(ConfigModel):
     max_pods_per_node: int = Field(default=110, ge=8, le=256)
     maintenance_start_time: str = "03:00"
     """Daily four-hour maintenance window start, UTC, HH:MM."""
+    rbac_security_group: str | None = None
+    """`gke-security-groups@<domain>`: enables Google Groups for RBAC, which team `groups`
+    need; the teams' groups must be members of it."""
 
     @field_validator("maintenance_start_time")
     @classmethod
@@ -94,13 +103,17 @@ def node_config(
     disk_size_gb: int,
     disk_type: str,
     labels: dict[str, str],
+    resource_labels: dict[str, str],
     image_streaming: bool,
     provisioning: Provisioning = "on-demand",
     reservation: str | None = None,
     taints: list[gcp.container.NodePoolNodeConfigTaintArgs] | None = None,
     guest_accelerators: list[gcp.container.NodePoolNodeConfigGuestAcceleratorArgs] | None = None,
 ) -> gcp.container.NodePoolNodeConfigArgs:
-    """Node settings every pool shares: dedicated SA, GKE metadata server, shielded VM, gVNIC."""
+    """Node settings every pool shares: dedicated SA, GKE metadata server, shielded VM, gVNIC.
+
+    `labels` are Kubernetes node labels; `resource_labels` are GCP labels on the VMs (no '/').
+    """
     reservation_affinity = None
     if provisioning == "reservation":
         reservation_affinity = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
@@ -120,7 +133,7 @@ def node_config(
         service_account=service_account,
         oauth_scopes=[CLOUD_PLATFORM_SCOPE],
         labels=labels,
-        resource_labels=labels,
+        resource_labels=resource_labels,
         taints=taints,
         guest_accelerators=guest_accelerators,
         spot=True if provisioning == "spot" else None,
@@ -167,6 +180,7 @@ class GkeCluster(Component):
     cluster: gcp.container.Cluster
     cpu_pool: gcp.container.NodePool
     node_service_account: gcp.serviceaccount.Account
+    node_service_account_email: str
     auto_upgrade: bool
     """Whether node pools auto-upgrade; GKE requires it on a release channel."""
     kubeconfig: pulumi.Output[str]
@@ -184,13 +198,16 @@ class GkeCluster(Component):
             display_name=f"GKE nodes of {args.cluster_name}",
             opts=self.child_opts(),
         )
+        self.node_service_account_email = service_account_email(
+            f"{args.prefix}-nodes", args.project
+        )
         node_roles = [
             gcp.projects.IAMMember(
                 f"{name}-nodes-{role.split('/')[-1]}",
                 project=args.project,
                 role=role,
-                member=self.node_service_account.member,
-                opts=self.child_opts(),
+                member=f"serviceAccount:{self.node_service_account_email}",
+                opts=self.child_opts(depends_on=[self.node_service_account]),
             )
             for role in NODE_SA_ROLES
         ]
@@ -240,7 +257,7 @@ class GkeCluster(Component):
             initial_node_count=1,
             node_config=gcp.container.ClusterNodeConfigArgs(
                 machine_type="e2-medium",
-                service_account=self.node_service_account.email,
+                service_account=self.node_service_account_email,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
                 workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
                     mode="GKE_METADATA"
@@ -292,6 +309,13 @@ class GkeCluster(Component):
                     enabled=True
                 ),
             ),
+            authenticator_groups_config=(
+                gcp.container.ClusterAuthenticatorGroupsConfigArgs(
+                    security_group=config.rbac_security_group
+                )
+                if config.rbac_security_group
+                else None
+            ),
             resource_labels=args.labels,
             deletion_protection=deletion_protection,
             opts=self.child_opts(
@@ -321,11 +345,12 @@ class GkeCluster(Component):
                 strategy="SURGE", max_surge=1, max_unavailable=0
             ),
             node_config=node_config(
-                service_account=self.node_service_account.email,
+                service_account=self.node_service_account_email,
                 machine_type=cpu.machine_type,
                 disk_size_gb=cpu.disk_size_gb,
                 disk_type=cpu.disk_type,
-                labels={**args.labels, "ai-infra/pool": "cpu"},
+                labels={"ai-infra/pool": "cpu"},
+                resource_labels=args.labels,
                 image_streaming=config.image_streaming,
                 provisioning="spot" if cpu.spot else "on-demand",
             ),

@@ -62,7 +62,7 @@ class GpuPoolArgs(WiringModel):
     labels: dict[str, str]
     cluster_name: SkipValidation[pulumi.Output[str]]
     cluster_location: str
-    node_service_account: SkipValidation[pulumi.Output[str]]
+    node_service_account: str
     auto_upgrade: bool
     image_streaming: bool
     config: GpuPoolConfig
@@ -104,7 +104,8 @@ class GpuPool(Component):
                 machine_type=config.machine_type,
                 disk_size_gb=config.disk_size_gb,
                 disk_type=config.disk_type,
-                labels={**args.labels, "ai-infra/pool": config.name},
+                labels={"ai-infra/pool": config.name},
+                resource_labels=args.labels,
                 image_streaming=args.image_streaming,
                 provisioning=config.provisioning,
                 reservation=config.reservation,

@@ -80,6 +80,8 @@ class Network(Component):
 
     network_self_link: pulumi.Output[str]
     subnet_self_link: pulumi.Output[str]
+    webhook_firewall: gcp.compute.Firewall
+    """The control plane's path to admission webhooks; Kueue's release waits for it."""
     pods_range_name: str = "pods"
     services_range_name: str = "services"
 
@@ -169,8 +171,9 @@ class Network(Component):
                 "GKE control plane to admission webhooks on nodes (Kueue, JobSet)",
             ),
         }
+        firewalls = {}
         for rule, (sources, allows, description) in rules.items():
-            gcp.compute.Firewall(
+            firewalls[rule] = gcp.compute.Firewall(
                 f"{name}-{rule}",
                 project=args.project,
                 name=f"{args.prefix}-{rule}",
@@ -182,6 +185,7 @@ class Network(Component):
                 opts=self.child_opts(),
             )
 
+        self.webhook_firewall = firewalls["allow-webhooks"]
         self.network_self_link = pulumi.Output.from_input(network_ref)
         self.subnet_self_link = subnet.self_link
         self.register_outputs(

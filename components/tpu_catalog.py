@@ -200,6 +200,7 @@ def _describe_sizes(family: TpuFamily) -> str:
     )
 
 
+@cache
 def resolve(accelerator: str, topology: str | None = None) -> TpuShape:
     """Resolve a Cloud TPU accelerator type (`v5p-32`) and optional topology to a slice shape."""
     match = _ACCELERATOR.match(accelerator)

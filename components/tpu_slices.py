@@ -16,6 +16,9 @@ from components.base import Component, ConfigModel, DnsLabel, Provisioning, Wiri
 from components.gke import node_config
 
 GKE_NODE_POOL_NAME_MAX = 40
+CAPACITY_LABEL = "ai-infra/capacity"
+"""Node label with the slice's provisioning; Kueue flavors select on it so that spot,
+reserved and flex-start capacity of the same shape stay apart."""
 
 
 class TpuSliceConfig(ConfigModel):
@@ -94,7 +97,7 @@ class TpuSliceArgs(WiringModel):
     labels: dict[str, str]
     cluster_name: SkipValidation[pulumi.Output[str]]
     cluster_location: str
-    node_service_account: SkipValidation[pulumi.Output[str]]
+    node_service_account: str
     auto_upgrade: bool
     image_streaming: bool
     config: TpuSliceConfig
@@ -139,7 +142,11 @@ class TpuSlice(Component):
 
         self.node_pools = []
         for resource_name, pool_name, nodes in pools:
-            labels = {**args.labels, "ai-infra/pool": pool_name, "ai-infra/slice": config.name}
+            labels = {
+                "ai-infra/pool": pool_name,
+                "ai-infra/slice": config.name,
+                CAPACITY_LABEL: config.provisioning,
+            }
             if flex_start:
                 # Dynamic Workload Scheduler creates the nodes when a ProvisioningRequest asks
                 # for them; the pool rests at zero and must not be auto-repaired.
@@ -176,6 +183,7 @@ class TpuSlice(Component):
                         disk_size_gb=100,
                         disk_type="pd-balanced",
                         labels=labels,
+                        resource_labels=args.labels,
                         image_streaming=args.image_streaming,
                         provisioning=config.provisioning,
                         reservation=config.reservation,

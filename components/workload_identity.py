@@ -9,10 +9,18 @@ import re
 
 import pulumi
 import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
 from pydantic import Field, SkipValidation, field_validator
 
-from components.base import Component, ConfigModel, DnsLabel, IamRole, WiringModel
-from components.buckets import ACCESS_ROLES, BucketAccess, grant_bucket_access
+from components.base import (
+    Component,
+    ConfigModel,
+    DnsLabel,
+    IamRole,
+    WiringModel,
+    service_account_email,
+)
+from components.buckets import ACCESS_ROLES, Bucket, BucketAccess, grant_bucket_access
 
 _ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
 
@@ -38,6 +46,8 @@ class WorkloadIdentityConfig(ConfigModel):
     """Project roles, e.g. roles/tpu.viewer. Basic roles are refused."""
     buckets: dict[str, BucketAccess] = Field(default_factory=dict)
     """`ai-infra:buckets` names -> read | write | admin."""
+    create_namespace: bool = True
+    """Create the namespace; turn off when another identity or a team already has it."""
 
     @field_validator("roles")
     @classmethod
@@ -48,6 +58,10 @@ class WorkloadIdentityConfig(ConfigModel):
         return roles
 
 
+class KubernetesSide(WiringModel):
+    create_namespace: bool
+
+
 class WorkloadIdentityArgs(WiringModel):
     project: str
     account_id: str
@@ -55,17 +69,19 @@ class WorkloadIdentityArgs(WiringModel):
     namespace: str
     kubernetes_service_account: str
     roles: list[str]
-    bucket_access: list[tuple[str, SkipValidation[gcp.storage.Bucket], str]] = Field(
-        default_factory=list
-    )
+    bucket_access: list[tuple[str, SkipValidation[Bucket], str]] = Field(default_factory=list)
     """(bucket config name, bucket, role)."""
+    kubernetes: KubernetesSide | None = None
+    """Create the annotated Kubernetes service account (and namespace) as well."""
 
 
 class WorkloadIdentity(Component):
     """GSA + per-member project roles + bucket grants + the Workload Identity binding."""
 
     service_account: gcp.serviceaccount.Account
-    email: pulumi.Output[str]
+    email: str
+    member: str
+    """`serviceAccount:<email>`, for IAM grants."""
     workload_member: str
 
     def __init__(
@@ -79,33 +95,54 @@ class WorkloadIdentity(Component):
             display_name=args.display_name,
             opts=self.child_opts(),
         )
-        self.email = self.service_account.email
+        gsa = [self.service_account]
+        self.email = service_account_email(args.account_id, args.project)
+        self.member = f"serviceAccount:{self.email}"
         self.workload_member = (
             f"serviceAccount:{args.project}.svc.id.goog"
             f"[{args.namespace}/{args.kubernetes_service_account}]"
         )
         gcp.serviceaccount.IAMMember(
             f"{name}-workload-identity",
-            service_account_id=self.service_account.name,
+            service_account_id=f"projects/{args.project}/serviceAccounts/{self.email}",
             role="roles/iam.workloadIdentityUser",
             member=self.workload_member,
-            opts=self.child_opts(),
+            opts=self.child_opts(depends_on=gsa),
         )
         for role in args.roles:
             gcp.projects.IAMMember(
                 f"{name}-{role.split('/')[-1]}",
                 project=args.project,
                 role=role,
-                member=self.service_account.member,
-                opts=self.child_opts(),
+                member=self.member,
+                opts=self.child_opts(depends_on=gsa),
             )
         for bucket_key, bucket, role in args.bucket_access:
             grant_bucket_access(
                 f"{name}-bucket-{bucket_key}",
                 bucket,
                 role=role,
-                member=self.service_account.member,
-                opts=self.child_opts(),
+                member=self.member,
+                opts=self.child_opts(depends_on=gsa),
+            )
+        if args.kubernetes is not None:
+            after: list[pulumi.Resource] = []
+            if args.kubernetes.create_namespace:
+                after.append(
+                    k8s.core.v1.Namespace(
+                        f"{name}-namespace",
+                        metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace),
+                        opts=self.child_opts(),
+                    )
+                )
+            k8s.core.v1.ServiceAccount(
+                f"{name}-service-account",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=args.kubernetes_service_account,
+                    namespace=args.namespace,
+                    annotations={"iam.gke.io/gcp-service-account": self.email},
+                ),
+                opts=self.child_opts(depends_on=after),
             )
         self.register_outputs({"email": self.email, "member": self.workload_member})
 

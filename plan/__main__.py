@@ -109,7 +109,7 @@ def _details(r: Registration) -> str:
         meta = i.get("metadata") or {}
         name = meta.get("name") or i.get("name")
         namespace = meta.get("namespace") or i.get("namespace")
-        parts = [f"{namespace}/{name}" if namespace else str(name)]
+        parts = [f"{namespace}/{name}" if namespace else str(name)] if name else []
         parts += _kubernetes_details(t, i)
     if r.protect:
         parts.append("[protected]")
@@ -129,6 +129,8 @@ def _kubernetes_details(type_: str, inputs: dict[str, Any]) -> list[str]:
         return [f"clusterQueue={spec.get('clusterQueue')}"]
     if type_.endswith("helm.sh/v3:Release"):
         return [f"chart={inputs.get('chart')}@{inputs.get('version')}"]
+    if type_ == "kubernetes:yaml/v2:ConfigGroup":
+        return [", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in inputs.get("objs", []))]
     if type_.endswith("ServiceAccount"):
         annotations = (inputs.get("metadata") or {}).get("annotations") or {}
         return [f"gsa={annotations.get('iam.gke.io/gcp-service-account')}"]
@@ -148,8 +150,9 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
 
     def walk(r: Registration, depth: int) -> None:
         indent = "  " * depth
-        label = f"{indent}{'+' if r.custom else '#'} {_short_type(r.type)} {r.name}"
-        details = _details(r) if r.custom else ""
+        applied = r.custom or r.remote
+        label = f"{indent}{'+' if applied else '#'} {_short_type(r.type)} {r.name}"
+        details = _details(r) if applied else ""
         lines.append(f"{label}  {details}".rstrip())
         for child in sorted(by_parent.get(r.urn, []), key=lambda c: (c.custom, c.type, c.name)):
             walk(child, depth + 1)
@@ -159,7 +162,7 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
             walk(r, 0)
 
     lines += ["", "Resources by type:"]
-    for type_, count in sorted(Counter(r.type for r in graph if r.custom).items()):
+    for type_, count in sorted(Counter(r.type for r in graph.resources_to_apply).items()):
         lines.append(f"  {count:4d}  {type_}")
     lines += ["", "TPU slices:"]
     if not config.tpu_slices:
@@ -172,7 +175,32 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
             f"{shape.chips} chips per slice, {s.chips} chips, {s.provisioning}"
         )
     lines.append(f"  total: {config.tpu_chips} TPU chips")
+    lines += ["", "Teams (namespace/queue, nominal quota, Google service account):"]
+    lines += _teams(graph) or ["  none"]
     return "\n".join(lines)
+
+
+def _teams(graph: Graph) -> list[str]:
+    lines = []
+    service_accounts = {
+        r.inputs["metadata"]["namespace"]: r.inputs["metadata"]
+        for r in graph.of_type("kubernetes:core/v1:ServiceAccount")
+    }
+    queues = graph.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+    for queue in sorted(queues, key=lambda q: q.inputs["metadata"]["name"]):
+        team = queue.inputs["metadata"]["name"]
+        quotas = [
+            f"{flavor['name']}={_integral(res['nominalQuota'])} {res['name']}"
+            for group in queue.inputs["spec"].get("resourceGroups", [])
+            for flavor in group["flavors"]
+            for res in flavor["resources"]
+            if res["name"] not in ("cpu", "memory")
+        ]
+        ksa = service_accounts.get(team, {})
+        gsa = (ksa.get("annotations") or {}).get("iam.gke.io/gcp-service-account")
+        lines.append(f"  {team}/{team}: {', '.join(quotas) or 'no accelerator quota'}")
+        lines.append(f"    runs as {team}/{ksa.get('name')} -> {gsa}")
+    return lines
 
 
 def _read_config(target: str) -> tuple[str, dict[str, Any]]:

@@ -17,9 +17,11 @@ from typing import Any
 import pulumi
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import mocks as runtime_mocks
+from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
+from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 PROJECT = "ai-infra"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +36,8 @@ class Registration:
     name: str
     parent: str
     custom: bool
+    remote: bool
+    """A component the provider expands (helm v4, yaml v2): its children are not visible."""
     inputs: dict[str, Any]
     protect: bool
     dependencies: tuple[str, ...]
@@ -75,28 +79,35 @@ class Graph:
                 return r
         raise KeyError(urn)
 
+    @property
+    def resources_to_apply(self) -> list[Registration]:
+        """What the engine would create: custom resources and provider-expanded components."""
+        return [r for r in self.resources if r.custom or r.remote]
+
     def children(self, parent_urn: str) -> list[Registration]:
         return [r for r in self.resources if r.parent == parent_urn]
 
 
-def _fake_outputs(args: runtime_mocks.MockResourceArgs, project: str) -> dict[str, Any]:
-    """Provider-computed outputs the program reads back, with predictable values."""
-    inputs = dict(args.inputs)
-    name = inputs.get("name", args.name)
-    if args.typ == "gcp:serviceaccount/account:Account":
-        inputs["email"] = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
-        inputs["member"] = f"serviceAccount:{inputs['email']}"
-        inputs["name"] = f"projects/{project}/serviceAccounts/{inputs['email']}"
-    elif args.typ == "gcp:container/cluster:Cluster":
-        inputs["endpoint"] = "203.0.113.10"
-        inputs["masterAuth"] = {"clusterCaCertificate": "bW9jay1jYQ=="}
+def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, Any]:
+    """The outputs the program reads back, with predictable values. Other inputs are not
+    echoed: the program never reads them, and echoing them doubles the engine's work."""
+    name = inputs.get("name")
+    outputs: dict[str, Any] = {"name": name} if name is not None else {}
+    if typ == "gcp:serviceaccount/account:Account":
+        email = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
+        outputs["email"] = email
+        outputs["member"] = f"serviceAccount:{email}"
+        outputs["name"] = f"projects/{project}/serviceAccounts/{email}"
+    elif typ == "gcp:container/cluster:Cluster":
+        outputs["endpoint"] = "203.0.113.10"
+        outputs["masterAuth"] = {"clusterCaCertificate": "bW9jay1jYQ=="}
         location = inputs.get("location", "")
-        inputs["selfLink"] = f"projects/{project}/locations/{location}/clusters/{name}"
-    elif args.typ.startswith("gcp:compute/"):
-        inputs["selfLink"] = f"https://www.googleapis.com/compute/v1/projects/{project}/{name}"
-    elif args.typ == "gcp:storage/bucket:Bucket":
-        inputs["url"] = f"gs://{name}"
-    return inputs
+        outputs["selfLink"] = f"projects/{project}/locations/{location}/clusters/{name}"
+    elif typ.startswith("gcp:compute/"):
+        outputs["selfLink"] = f"https://www.googleapis.com/compute/v1/projects/{project}/{name}"
+    elif typ == "gcp:storage/bucket:Bucket":
+        outputs["url"] = f"gs://{name}"
+    return outputs
 
 
 class _RecordingMocks(runtime_mocks.Mocks):
@@ -104,29 +115,47 @@ class _RecordingMocks(runtime_mocks.Mocks):
         self.project = project
 
     def new_resource(self, args: runtime_mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        return f"{args.name}-id", _fake_outputs(args, self.project)
+        return f"{args.name}-id", _fake_outputs(args.typ, args.inputs, self.project)
 
     def call(self, args: runtime_mocks.MockCallArgs) -> tuple[dict[str, Any], None]:
         return {}, None
 
 
 class _RecordingMonitor(runtime_mocks.MockMonitor):
-    def __init__(self, mocks: runtime_mocks.Mocks) -> None:
+    """Pulumi's MockMonitor, recording each registration with its options. It deserializes a
+    request's inputs once, for both the record and the mocks."""
+
+    def __init__(self, mocks: _RecordingMocks) -> None:
         super().__init__(mocks)
+        self.recording_mocks = mocks
         self.graph = Graph()
 
     def RegisterResource(self, request: Any) -> Any:
-        response = super().RegisterResource(request)
+        urn = self.make_urn(request.parent, request.type, request.name)
         if request.type == "pulumi:pulumi:Stack":
-            return response
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        _ensure_event_loop()
+        inputs = rpc.deserialize_properties(request.object)
+        id_, state = self.recording_mocks.new_resource(
+            runtime_mocks.MockResourceArgs(
+                typ=request.type,
+                name=request.name,
+                inputs=inputs,
+                provider=request.provider,
+                resource_id=request.importId,
+                custom=request.custom or False,
+            )
+        )
+        self.resources[urn] = runtime_mocks.MockMonitor.ResourceRegistration(urn, id_, state)
         self.graph.resources.append(
             Registration(
-                urn=response.urn,
+                urn=urn,
                 type=request.type,
                 name=request.name,
                 parent=request.parent,
                 custom=request.custom,
-                inputs=_sync_await(_deserialize(request.object)),
+                remote=request.remote,
+                inputs=inputs,
                 protect=bool(request.protect),
                 dependencies=tuple(request.dependencies),
                 aliases=tuple(str(a) for a in request.aliases),
@@ -136,13 +165,8 @@ class _RecordingMonitor(runtime_mocks.MockMonitor):
                 provider=request.provider,
             )
         )
-        return response
-
-
-async def _deserialize(struct: Any) -> dict[str, Any]:
-    from pulumi.runtime import rpc
-
-    return rpc.deserialize_properties(struct)
+        state_proto = _sync_await(rpc.serialize_properties(state, {}))
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=state_proto)
 
 
 def stack_file(stack: str) -> Path:

@@ -22,7 +22,10 @@ from components.base import ConfigModel, DnsLabel
 from components.buckets import BucketConfig
 from components.gke import ClusterConfig, pods_per_node_prefix
 from components.gpu_pools import GpuPoolConfig
+from components.kueue import CHARTS, KueueConfig
 from components.network import NetworkConfig
+from components.quota import derive_flavors, explicit_units
+from components.teams import TeamConfig
 from components.tpu_slices import TpuSliceConfig
 from components.workload_identity import WorkloadIdentityConfig, account_id_problem
 
@@ -30,6 +33,19 @@ NAMESPACE = "ai-infra"
 GCP_KEYS = {"project": "gcp:project", "region": "gcp:region", "zone": "gcp:zone"}
 TPU_PROVISIONER_NAMESPACE = "tpu-provisioner-system"
 TPU_PROVISIONER_KSA = "tpu-provisioner-controller-manager"
+
+RESERVED_NAMESPACES = frozenset(
+    {
+        "default",
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        "gke-managed-system",
+        TPU_PROVISIONER_NAMESPACE,
+    }
+)
+MAX_FLAVORS_PER_GROUP = 64
+"""Kueue's limit of flavors in one ClusterQueue resource group."""
 
 _PROJECT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
 _REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
@@ -65,6 +81,8 @@ class StackConfig(ConfigModel):
     buckets: list[BucketConfig] = Field(default_factory=list)
     workload_identities: list[WorkloadIdentityConfig] = Field(default_factory=list)
     tpu_provisioner: TpuProvisionerConfig = Field(default_factory=TpuProvisionerConfig)
+    kueue: KueueConfig = Field(default_factory=KueueConfig)
+    teams: list[TeamConfig] = Field(default_factory=list)
 
     @field_validator("project")
     @classmethod
@@ -123,6 +141,7 @@ class StackConfig(ConfigModel):
             ("gpuPools", self.gpu_pools),
             ("buckets", self.buckets),
             ("workloadIdentities", self.workload_identities),
+            ("teams", self.teams),
         ):
             yield from _duplicates(kind, [e.name for e in entries])
         pool_names = ["cpu"] + [name for s in self.tpu_slices for name in s.pool_names]
@@ -190,6 +209,8 @@ class StackConfig(ConfigModel):
                             f"{', '.join(sorted(buckets)) or 'none'}"
                         ),
                     )
+        yield from self._identity_namespace_problems()
+        yield from self._team_problems()
         if self.tpu_provisioner.enabled and self.cluster.release_channel != "NONE":
             yield (
                 f"{NAMESPACE}:tpuProvisioner.enabled",
@@ -199,6 +220,104 @@ class StackConfig(ConfigModel):
                     f"{self.cluster.release_channel})"
                 ),
             )
+
+    def _identity_namespace_problems(self) -> Iterable[tuple[str, str]]:
+        teams = {t.name for t in self.teams}
+        reserved = {c.namespace for c in CHARTS.values()} | RESERVED_NAMESPACES
+        created: dict[str, int] = {}
+        for i, identity in enumerate(self.workload_identities):
+            path = f"{NAMESPACE}:workloadIdentities[{i}]"
+            if identity.name in teams:
+                yield (
+                    f"{path}.name",
+                    (
+                        f"'{identity.name}' is also a team, whose service account has the same id; "
+                        "rename the identity"
+                    ),
+                )
+            if not identity.create_namespace:
+                continue
+            if identity.namespace in teams or identity.namespace in reserved:
+                owner = "a team" if identity.namespace in teams else "the platform"
+                yield (
+                    f"{path}.createNamespace",
+                    (
+                        f"namespace '{identity.namespace}' is created by {owner}; set "
+                        "createNamespace: false"
+                    ),
+                )
+            elif identity.namespace in created:
+                yield (
+                    f"{path}.createNamespace",
+                    (
+                        f"namespace '{identity.namespace}' is already created by "
+                        f"workloadIdentities[{created[identity.namespace]}]; "
+                        "set createNamespace: false"
+                    ),
+                )
+            else:
+                created[identity.namespace] = i
+
+    def _team_problems(self) -> Iterable[tuple[str, str]]:
+        sources = {s.name: s.chips for s in self.tpu_slices}
+        sources |= {g.name: g.max_nodes * g.accelerator_count for g in self.gpu_pools}
+        claimed: dict[str, int] = {}
+        buckets = {b.name for b in self.buckets}
+        reserved = {c.namespace for c in CHARTS.values()} | RESERVED_NAMESPACES
+        for i, team in enumerate(self.teams):
+            path = f"{NAMESPACE}:teams[{i}]"
+            if team.name in reserved:
+                yield f"{path}.name", f"'{team.name}' is a system namespace; choose another name"
+            problem = account_id_problem(f"{self.prefix}-{team.name}")
+            if problem:
+                yield f"{path}.name", problem
+            for key, share in team.quota.items():
+                if key not in sources:
+                    yield (
+                        f"{path}.quota.{key}",
+                        (
+                            f"no TPU slice or GPU pool named '{key}'; known: "
+                            f"{', '.join(sources) or 'none'}"
+                        ),
+                    )
+                    continue
+                claimed[key] = claimed.get(key, 0) + explicit_units(share, sources[key])
+                if claimed[key] > sources[key]:
+                    yield (
+                        f"{path}.quota.{key}",
+                        (
+                            f"teams' shares of '{key}' add up to {claimed[key]}, but it provides "
+                            f"{sources[key]}; lower the shares or add capacity"
+                        ),
+                    )
+            for bucket in team.buckets:
+                if bucket not in buckets:
+                    yield (
+                        f"{path}.buckets.{bucket}",
+                        (
+                            f"no bucket named '{bucket}' in ai-infra:buckets; known: "
+                            f"{', '.join(sorted(buckets)) or 'none'}"
+                        ),
+                    )
+            if team.groups and not self.cluster.rbac_security_group:
+                yield (
+                    f"{path}.groups",
+                    (
+                        "Google groups in RBAC need ai-infra:cluster.rbacSecurityGroup "
+                        "(gke-security-groups@<your domain>) with these groups as members"
+                    ),
+                )
+        flavors = derive_flavors(self.tpu_slices, self.gpu_pools)
+        for resource in {f.resource for f in flavors}:
+            count = sum(f.resource == resource for f in flavors)
+            if count > MAX_FLAVORS_PER_GROUP:
+                yield (
+                    f"{NAMESPACE}:tpuSlices",
+                    (
+                        f"{count} distinct {resource} flavors exceed Kueue's "
+                        f"{MAX_FLAVORS_PER_GROUP} per resource group; use fewer distinct shapes"
+                    ),
+                )
 
     def _capacity_problems(self) -> Iterable[tuple[str, str]]:
         """The pods range must hold a per-node block for every node the pools can reach."""

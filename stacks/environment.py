@@ -9,14 +9,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from components.buckets import Bucket, BucketArgs
 from components.gke import GkeCluster, GkeClusterArgs
 from components.gpu_pools import GpuPool, GpuPoolArgs
+from components.kueue import BatchSystem, BatchSystemArgs, Queues, QueuesArgs
 from components.network import Network, NetworkArgs
+from components.quota import allocate, derive_flavors
 from components.services import ProjectServices, ProjectServicesArgs
+from components.teams import GroupAccess, GroupAccessArgs, Team, TeamArgs
 from components.tpu_slices import TpuSlice, TpuSliceArgs
-from components.workload_identity import WorkloadIdentity, WorkloadIdentityArgs, bucket_role
+from components.workload_identity import (
+    KubernetesSide,
+    WorkloadIdentity,
+    WorkloadIdentityArgs,
+    bucket_role,
+)
 from stacks.config import TPU_PROVISIONER_KSA, TPU_PROVISIONER_NAMESPACE, StackConfig
 
 
@@ -32,6 +41,9 @@ class Environment:
     gpu_pools: dict[str, GpuPool] = field(default_factory=dict)
     buckets: dict[str, Bucket] = field(default_factory=dict)
     identities: dict[str, WorkloadIdentity] = field(default_factory=dict)
+    teams: dict[str, Team] = field(default_factory=dict)
+    batch: BatchSystem | None = None
+    queues: Queues | None = None
 
 
 def build(config: StackConfig) -> Environment:
@@ -84,7 +96,7 @@ def build(config: StackConfig) -> Environment:
                 labels=labels,
                 cluster_name=gke.cluster.name,
                 cluster_location=location,
-                node_service_account=gke.node_service_account.email,
+                node_service_account=gke.node_service_account_email,
                 auto_upgrade=gke.auto_upgrade,
                 image_streaming=config.cluster.image_streaming,
                 config=slice_config,
@@ -100,7 +112,7 @@ def build(config: StackConfig) -> Environment:
                 labels=labels,
                 cluster_name=gke.cluster.name,
                 cluster_location=location,
-                node_service_account=gke.node_service_account.email,
+                node_service_account=gke.node_service_account_email,
                 auto_upgrade=gke.auto_upgrade,
                 image_streaming=config.cluster.image_streaming,
                 config=gpu_config,
@@ -120,6 +132,14 @@ def build(config: StackConfig) -> Environment:
             ),
             after_services,
         )
+    kubernetes = k8s.Provider(
+        "gke-kubernetes",
+        kubeconfig=gke.kubeconfig,
+        enable_server_side_apply=True,
+        opts=pulumi.ResourceOptions(depends_on=[gke.cpu_pool]),
+    )
+    on_cluster: list[pulumi.ProviderResource] = [kubernetes]
+
     for identity in config.workload_identities:
         env.identities[identity.name] = WorkloadIdentity(
             f"wi-{identity.name}",
@@ -131,12 +151,15 @@ def build(config: StackConfig) -> Environment:
                 kubernetes_service_account=identity.service_account,
                 roles=identity.roles,
                 bucket_access=[
-                    (bucket, env.buckets[bucket].bucket, bucket_role(access))
+                    (bucket, env.buckets[bucket], bucket_role(access))
                     for bucket, access in identity.buckets.items()
                 ],
+                kubernetes=KubernetesSide(create_namespace=identity.create_namespace),
             ),
             # The identity pool PROJECT.svc.id.goog exists only once the cluster does.
-            pulumi.ResourceOptions(depends_on=[*services.services, gke.cluster]),
+            pulumi.ResourceOptions(
+                depends_on=[*services.services, gke.cluster], providers=on_cluster
+            ),
         )
     if config.tpu_provisioner.enabled:
         env.identities["tpu-provisioner"] = WorkloadIdentity(
@@ -151,14 +174,70 @@ def build(config: StackConfig) -> Environment:
             ),
             pulumi.ResourceOptions(depends_on=[*services.services, gke.cluster]),
         )
+    build_queues(env, kubernetes)
     return env
+
+
+def build_queues(env: Environment, kubernetes: k8s.Provider) -> None:
+    """JobSet, Kueue, the queue objects derived from the slices, and the teams."""
+    config = env.config
+    on_cluster = pulumi.ResourceOptions(providers=[kubernetes])
+    env.batch = BatchSystem(
+        "batch",
+        BatchSystemArgs(cpu_pool=env.gke.cpu_pool, webhook_firewall=env.network.webhook_firewall),
+        on_cluster,
+    )
+    flavors = derive_flavors(config.tpu_slices, config.gpu_pools)
+    allocation = allocate(flavors, {team.name: team.quota for team in config.teams})
+    env.queues = Queues(
+        "queues",
+        QueuesArgs(
+            config=config.kueue,
+            flavors=flavors,
+            allocation=allocation,
+            kueue_release=env.batch.kueue,
+        ),
+        on_cluster,
+    )
+    for team in config.teams:
+        env.teams[team.name] = Team(
+            f"team-{team.name}",
+            TeamArgs(
+                project=config.project,
+                prefix=config.prefix,
+                cohort=config.kueue.cohort,
+                config=team,
+                flavors=flavors,
+                quotas=allocation.teams[team.name],
+                flex_start_checks=env.queues.flex_start_checks,
+                kueue_release=env.batch.kueue,
+                cluster=env.gke.cluster,
+                buckets=env.buckets,
+            ),
+            # The team's cloud resources reach the project services through the cluster.
+            on_cluster,
+        )
+    groups = sorted({group for team in config.teams for group in team.groups})
+    if groups:
+        GroupAccess(
+            "team-groups",
+            GroupAccessArgs(project=config.project, groups=groups),
+            pulumi.ResourceOptions(depends_on=env.services.services),
+        )
 
 
 def export(env: Environment) -> None:
     pulumi.export("clusterName", env.gke.cluster.name)
     pulumi.export("clusterLocation", env.gke.args.location)
     pulumi.export("kubeconfig", env.gke.kubeconfig)
-    pulumi.export("nodeServiceAccount", env.gke.node_service_account.email)
+    pulumi.export("nodeServiceAccount", env.gke.node_service_account_email)
     pulumi.export("tpuChips", env.config.tpu_chips)
     pulumi.export("buckets", {k: b.bucket.url for k, b in env.buckets.items()})
     pulumi.export("workloadIdentities", {k: i.email for k, i in env.identities.items()})
+    pulumi.export(
+        "teams",
+        {
+            name: {"namespace": name, "queue": name, "serviceAccount": team.identity.email}
+            for name, team in env.teams.items()
+        },
+    )

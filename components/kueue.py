@@ -1,0 +1,309 @@
+"""JobSet and Kueue on the cluster, and the cluster-wide Kueue objects derived from the slices:
+ResourceFlavors, the cohort, WorkloadPriorityClasses and the flex-start admission check.
+Per-team ClusterQueues and LocalQueues belong to `teams.py`.
+
+Both charts are installed as `helm.v3.Release`s, pinned in `CHARTS`, onto the CPU pool. They
+never wait for TPU slices, so queues exist while slices are still being created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+from pydantic import Field, SkipValidation
+
+from components.base import Component, ConfigModel, DnsLabel, WiringModel
+from components.quota import Allocation, Flavor
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+MANAGED_NAMESPACE_LABEL = "ai-infra/kueue-managed"
+"""Namespaces with this label (team namespaces) are the only ones Kueue's job webhooks see."""
+CPU_FLAVOR = "cpu"
+FLEX_START_CHECK = "flex-start"
+CONTROLLER_NODE_SELECTOR = {"cloud.google.com/gke-nodepool": "cpu"}
+
+
+@dataclass(frozen=True)
+class Chart:
+    name: str
+    repository: str
+    version: str
+    namespace: str
+
+
+CHARTS: dict[str, Chart] = {
+    "jobset": Chart(
+        name="jobset",
+        repository="oci://registry.k8s.io/jobset/charts/jobset",
+        version="0.12.0",
+        namespace="jobset-system",
+    ),
+    "kueue": Chart(
+        name="kueue",
+        repository="oci://registry.k8s.io/kueue/charts/kueue",
+        version="0.19.2",
+        namespace="kueue-system",
+    ),
+}
+"""The one place chart versions are pinned."""
+
+
+class KueueConfig(ConfigModel):
+    """`ai-infra:kueue`: cluster-wide queueing policy."""
+
+    cohort: DnsLabel = "ai-infra"
+    """Cohort of every team ClusterQueue: idle quota is borrowed inside it."""
+    priority_classes: dict[DnsLabel, int] = Field(
+        default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000}
+    )
+    """WorkloadPriorityClass name -> value. Jobs pick one with the
+    `kueue.x-k8s.io/priority-class` label."""
+
+
+def kueue_manager_config() -> dict[str, Any]:
+    """Kueue's Configuration. The chart takes it as one document that replaces its default, so
+    it is complete here."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 5,
+                "LocalQueue.kueue.x-k8s.io": 1,
+                "ClusterQueue.kueue.x-k8s.io": 1,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
+        "clientConnection": {"qps": 50, "burst": 100},
+        "manageJobsWithoutQueueName": False,
+        # A label, not a list of names: onboarding a team must not change this release.
+        "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
+        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+    }
+
+
+def kueue_values() -> dict[str, Any]:
+    return {
+        "controllerManager": {"nodeSelector": CONTROLLER_NODE_SELECTOR},
+        "managerConfig": {
+            "controllerManagerConfigYaml": yaml.safe_dump(kueue_manager_config(), sort_keys=False)
+        },
+    }
+
+
+def jobset_values() -> dict[str, Any]:
+    return {"controller": {"nodeSelector": CONTROLLER_NODE_SELECTOR}}
+
+
+class BatchSystemArgs(WiringModel):
+    cpu_pool: SkipValidation[pulumi.Resource]
+    webhook_firewall: SkipValidation[pulumi.Resource]
+
+
+class BatchSystem(Component):
+    """The JobSet and Kueue releases, each in its own namespace."""
+
+    jobset: k8s.helm.v3.Release
+    kueue: k8s.helm.v3.Release
+
+    def __init__(
+        self, name: str, args: BatchSystemArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("ai-infra:kueue:BatchSystem", name, opts)
+        releases: dict[str, k8s.helm.v3.Release] = {}
+        values = {"jobset": jobset_values(), "kueue": kueue_values()}
+        for key in ("jobset", "kueue"):
+            chart = CHARTS[key]
+            namespace = k8s.core.v1.Namespace(
+                f"{name}-{key}-namespace",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=chart.namespace),
+                opts=self.child_opts(),
+            )
+            # Kueue's JobSet integration needs the JobSet API; its webhooks need the control
+            # plane to reach tcp 9443 on the nodes.
+            after = [args.cpu_pool, namespace]
+            if key == "kueue":
+                after += [releases["jobset"], args.webhook_firewall]
+            releases[key] = k8s.helm.v3.Release(
+                f"{name}-{key}",
+                name=chart.name,
+                chart=chart.repository,
+                version=chart.version,
+                namespace=chart.namespace,
+                create_namespace=False,
+                values=values[key],
+                atomic=True,
+                cleanup_on_fail=True,
+                timeout=600,
+                opts=self.child_opts(depends_on=after),
+            )
+        self.jobset = releases["jobset"]
+        self.kueue = releases["kueue"]
+        self.register_outputs({key: CHARTS[key].version for key in releases})
+
+
+def resource_flavor(flavor: Flavor) -> dict[str, Any]:
+    return {"nodeLabels": flavor.node_labels, "tolerations": flavor.tolerations}
+
+
+def resource_groups(
+    flavors: list[Flavor], quotas: dict[str, int], cpu: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """ClusterQueue/Cohort resource groups: cpu+memory (if given), TPU chips, then GPUs."""
+    groups = []
+    if cpu is not None:
+        groups.append(
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    {
+                        "name": CPU_FLAVOR,
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": cpu["cpu"]},
+                            {"name": "memory", "nominalQuota": cpu["memory"]},
+                        ],
+                    }
+                ],
+            }
+        )
+    for resource in dict.fromkeys(f.resource for f in flavors):
+        members = [f for f in flavors if f.resource == resource]
+        groups.append(
+            {
+                "coveredResources": [resource],
+                "flavors": [
+                    {
+                        "name": f.name,
+                        "resources": [{"name": resource, "nominalQuota": quotas[f.name]}],
+                    }
+                    for f in members
+                ],
+            }
+        )
+    return groups
+
+
+class QueuesArgs(WiringModel):
+    config: KueueConfig
+    flavors: list[Flavor]
+    allocation: Allocation
+    kueue_release: SkipValidation[pulumi.Resource]
+
+
+class Queues(Component):
+    """Cluster-wide Kueue objects. Team queues need only the Kueue release before them: Kueue
+    activates a ClusterQueue once the flavors and checks it names exist."""
+
+    flex_start_checks: list[str]
+
+    def __init__(self, name: str, args: QueuesArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ai-infra:kueue:Queues", name, opts)
+        after_kueue = [args.kueue_release]
+        flavors = [
+            kueue_object(
+                self, f"{name}-flavor-{CPU_FLAVOR}", "ResourceFlavor", CPU_FLAVOR, {}, after_kueue
+            )
+        ]
+        for flavor in args.flavors:
+            flavors.append(
+                kueue_object(
+                    self,
+                    f"{name}-flavor-{flavor.name}",
+                    "ResourceFlavor",
+                    flavor.name,
+                    resource_flavor(flavor),
+                    after_kueue,
+                )
+            )
+
+        cohort_spec: dict[str, Any] = {}
+        groups = resource_groups(args.flavors, args.allocation.cohort)
+        if groups:
+            cohort_spec["resourceGroups"] = groups
+        kueue_object(
+            self,
+            f"{name}-cohort",
+            "Cohort",
+            args.config.cohort,
+            cohort_spec,
+            after_kueue + flavors,
+        )
+
+        self.flex_start_checks = []
+        resources = sorted({f.resource for f in args.flavors if f.flex_start})
+        if resources:
+            config = kueue_object(
+                self,
+                f"{name}-provisioning-config",
+                "ProvisioningRequestConfig",
+                FLEX_START_CHECK,
+                {
+                    "provisioningClassName": "queued-provisioning.gke.io",
+                    "managedResources": resources,
+                },
+                after_kueue,
+            )
+            kueue_object(
+                self,
+                f"{name}-admission-check",
+                "AdmissionCheck",
+                FLEX_START_CHECK,
+                {
+                    "controllerName": "kueue.x-k8s.io/provisioning-request",
+                    "parameters": {
+                        "apiGroup": "kueue.x-k8s.io",
+                        "kind": "ProvisioningRequestConfig",
+                        "name": FLEX_START_CHECK,
+                    },
+                },
+                [*after_kueue, config],
+            )
+            self.flex_start_checks.append(FLEX_START_CHECK)
+
+        # WorkloadPriorityClass carries `value` at the top level, which CustomResource cannot
+        # express; a yaml/v2 group renders the explicit objects.
+        self.priority_classes = k8s.yaml.v2.ConfigGroup(
+            f"{name}-priority-classes",
+            objs=[
+                {
+                    "apiVersion": KUEUE_API,
+                    "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": priority},
+                    "value": value,
+                    "description": f"ai-infra '{priority}' training priority",
+                }
+                for priority, value in args.config.priority_classes.items()
+            ],
+            opts=self.child_opts(depends_on=after_kueue),
+        )
+        self.register_outputs({"flavors": [f.name for f in args.flavors]})
+
+
+def kueue_object(
+    parent: Component,
+    resource_name: str,
+    kind: str,
+    name: str,
+    spec: dict[str, Any],
+    depends_on: list[pulumi.Resource],
+    namespace: str | None = None,
+) -> k8s.apiextensions.CustomResource:
+    """A Kueue object with an explicit name, waiting for the Kueue release and what it needs."""
+    return k8s.apiextensions.CustomResource(
+        resource_name,
+        api_version=KUEUE_API,
+        kind=kind,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace),
+        spec=spec,
+        opts=parent.child_opts(depends_on=depends_on),
+    )

@@ -1,0 +1,140 @@
+"""Kueue flavors and quotas, derived from the slices and GPU pools; nobody types a chip count.
+
+A flavor is a distinct (accelerator, topology, capacity) shape. Its capacity is the chips (or
+GPUs) of every slice of that shape. Each slice's chips are divided among teams: explicit shares
+first (chips, a fraction, or a percentage), the rest split evenly among the teams that set no
+share for it, or held by the cohort when every team set one. So the quotas of a flavor across
+all team queues and the cohort always add up to exactly what the slices provide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from components import tpu_catalog
+from components.gpu_pools import GPU_RESOURCE, GpuPoolConfig
+from components.tpu_slices import CAPACITY_LABEL, TpuSliceConfig
+
+QUEUED_PROVISIONING_TAINT = "cloud.google.com/gke-queued"
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A slice entry or GPU pool that contributes capacity to a flavor."""
+
+    name: str
+    units: int
+    """Chips (TPU) or GPUs this entry provides in total."""
+
+
+@dataclass
+class Flavor:
+    """One Kueue ResourceFlavor and the capacity behind it."""
+
+    name: str
+    resource: str
+    node_labels: dict[str, str]
+    tolerations: list[dict[str, str]]
+    flex_start: bool
+    sources: list[Source] = field(default_factory=list)
+
+    @property
+    def capacity(self) -> int:
+        return sum(s.units for s in self.sources)
+
+
+def tpu_flavor_name(slice_: TpuSliceConfig) -> str:
+    shape = slice_.shape
+    name = shape.accelerator
+    if shape.topology != tpu_catalog.topologies_for(shape.accelerator)[0]:
+        name += f"-{shape.topology}"
+    if slice_.provisioning != "on-demand":
+        name += f"-{slice_.provisioning}"
+    return name
+
+
+def derive_flavors(
+    slices: Sequence[TpuSliceConfig], gpu_pools: Sequence[GpuPoolConfig]
+) -> list[Flavor]:
+    """Flavors in config order: TPU shapes first, then one per GPU pool."""
+    flavors: dict[str, Flavor] = {}
+    for slice_ in slices:
+        name = tpu_flavor_name(slice_)
+        if name not in flavors:
+            tolerations = [
+                {"key": tpu_catalog.TPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+            ]
+            if slice_.provisioning == "flex-start":
+                tolerations.append(
+                    {"key": QUEUED_PROVISIONING_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+                )
+            flavors[name] = Flavor(
+                name=name,
+                resource=tpu_catalog.TPU_RESOURCE,
+                node_labels={**slice_.shape.node_labels, CAPACITY_LABEL: slice_.provisioning},
+                tolerations=tolerations,
+                flex_start=slice_.provisioning == "flex-start",
+            )
+        flavors[name].sources.append(Source(slice_.name, slice_.chips))
+    for pool in gpu_pools:
+        tolerations = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
+        if pool.provisioning == "flex-start":
+            tolerations.append(
+                {"key": QUEUED_PROVISIONING_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+            )
+        flavors[f"gpu-{pool.name}"] = Flavor(
+            name=f"gpu-{pool.name}",
+            resource=GPU_RESOURCE,
+            node_labels={NODE_POOL_LABEL: pool.name},
+            tolerations=tolerations,
+            flex_start=pool.provisioning == "flex-start",
+            sources=[Source(pool.name, pool.max_nodes * pool.accelerator_count)],
+        )
+    return list(flavors.values())
+
+
+Share = int | float
+"""Chips/GPUs (int) or a fraction of the entry (float in (0, 1])."""
+
+
+def explicit_units(share: Share, units: int) -> int:
+    if isinstance(share, float):
+        return int(share * units)
+    return share
+
+
+@dataclass
+class Allocation:
+    """Nominal quota per team and flavor, and what the cohort itself holds."""
+
+    teams: dict[str, dict[str, int]]
+    cohort: dict[str, int]
+
+
+def allocate(flavors: Sequence[Flavor], shares: Mapping[str, Mapping[str, Share]]) -> Allocation:
+    """Split every source's units among teams (`shares`: team -> source -> share).
+
+    Callers validate that explicit shares fit; here they are assumed to.
+    """
+    teams = {team: {f.name: 0 for f in flavors} for team in shares}
+    cohort = {f.name: 0 for f in flavors}
+    for flavor in flavors:
+        for source in flavor.sources:
+            explicit = {
+                team: explicit_units(team_shares[source.name], source.units)
+                for team, team_shares in shares.items()
+                if source.name in team_shares
+            }
+            rest = source.units - sum(explicit.values())
+            implicit = [team for team in shares if team not in explicit]
+            for team, units in explicit.items():
+                teams[team][flavor.name] += units
+            if not implicit:
+                cohort[flavor.name] += rest
+                continue
+            base, extra = divmod(rest, len(implicit))
+            for position, team in enumerate(implicit):
+                teams[team][flavor.name] += base + (1 if position < extra else 0)
+    return Allocation(teams=teams, cohort=cohort)

@@ -1,0 +1,239 @@
+"""Teams onboarded by config. Each team gets a namespace, a Kubernetes service account bound to
+its own Google service account through Workload Identity, a ClusterQueue in the shared cohort
+with its quota, a LocalQueue, `edit` for its Google groups, and access to the buckets it names.
+Everything a team owns is a child of its `Team` component, so adding or removing a team touches
+nothing else (other teams' quotas aside).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+from pydantic import Field, SkipValidation, field_validator
+
+from components.base import Component, ConfigModel, DnsLabel, IamRole, WiringModel
+from components.buckets import Bucket, BucketAccess
+from components.kueue import MANAGED_NAMESPACE_LABEL, kueue_object, resource_groups
+from components.quota import Flavor, Share
+from components.workload_identity import (
+    KubernetesSide,
+    WorkloadIdentity,
+    WorkloadIdentityArgs,
+    bucket_role,
+)
+
+TEAM_LABEL = "ai-infra/team"
+_PERCENT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)%$")
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$")
+
+
+def _share(key: str, value: Any) -> Share:
+    if isinstance(value, bool):
+        raise ValueError(f"@{key}: {value} is not a share; use chips (16), a fraction (0.5) or 50%")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"@{key}: {value} chips is negative")
+        return value
+    if isinstance(value, float):
+        if not 0 < value <= 1:
+            raise ValueError(f"@{key}: fraction {value} must be in (0, 1]; write chips as an int")
+        return value
+    if isinstance(value, str) and (match := _PERCENT.match(value)):
+        percent = float(match[1])
+        if not 0 < percent <= 100:
+            raise ValueError(f"@{key}: {value} must be between 0% and 100%")
+        return percent / 100
+    raise ValueError(f"@{key}: {value!r} is not a share; use chips (16), a fraction (0.5) or 50%")
+
+
+def _quantity(value: str) -> str:
+    if not _QUANTITY.match(value):
+        raise ValueError(f"'{value}' is not a Kubernetes quantity such as 200 or 800Gi")
+    return value
+
+
+class TeamConfig(ConfigModel):
+    """One entry of `ai-infra:teams`."""
+
+    name: DnsLabel
+    """Namespace, ClusterQueue and LocalQueue name; Google service account `<prefix>-<name>`."""
+    quota: dict[str, Any] = Field(default_factory=dict)
+    """Slice or GPU pool name -> this team's share of it: chips/GPUs (`64`), a fraction
+    (`0.25`) or a percentage (`"25%"`). Entries a team does not name are split evenly among
+    the teams that do not name them."""
+    cpu: str = "1000"
+    """Nominal CPU quota (cores); high by default so TPU chips are the constraint."""
+    memory: str = "4000Gi"
+    roles: list[IamRole] = Field(default_factory=list)
+    """Extra project roles for the team's Google service account; basic roles are refused."""
+    buckets: dict[str, BucketAccess] = Field(default_factory=dict)
+    """`ai-infra:buckets` names -> read | write | admin."""
+    groups: list[str] = Field(default_factory=list)
+    """Google groups (emails) that get `edit` in the team namespace."""
+    service_account: DnsLabel = "training"
+    """Kubernetes service account that jobs run as (`serviceAccountName`)."""
+
+    @field_validator("quota")
+    @classmethod
+    def _shares(cls, quota: dict[str, Any]) -> dict[str, Share]:
+        problems, shares = [], {}
+        for key, value in quota.items():
+            try:
+                shares[key] = _share(key, value)
+            except ValueError as error:
+                problems.append(str(error))
+        if problems:
+            raise ValueError("\n".join(problems))
+        return shares
+
+    @field_validator("cpu", "memory")
+    @classmethod
+    def _quantities(cls, value: str | int) -> str:
+        return _quantity(str(value))
+
+    @field_validator("groups")
+    @classmethod
+    def _emails(cls, groups: list[str]) -> list[str]:
+        bad = [g for g in groups if not re.match(r"^[^@\s:]+@[^@\s]+\.[a-z]+$", g)]
+        if bad:
+            raise ValueError(
+                f"{', '.join(bad)}: write Google groups as plain emails, e.g. ml-team@example.com"
+            )
+        return groups
+
+
+class TeamArgs(WiringModel):
+    project: str
+    prefix: str
+    cohort: str
+    config: TeamConfig
+    flavors: list[Flavor]
+    quotas: dict[str, int]
+    """Nominal quota per flavor for this team, from `quota.allocate`."""
+    flex_start_checks: list[str]
+    kueue_release: SkipValidation[pulumi.Resource]
+    cluster: SkipValidation[pulumi.Resource]
+    buckets: dict[str, SkipValidation[Bucket]]
+
+
+class Team(Component):
+    """Everything one team owns."""
+
+    namespace: k8s.core.v1.Namespace
+    identity: WorkloadIdentity
+    cluster_queue: k8s.apiextensions.CustomResource
+    local_queue: k8s.apiextensions.CustomResource
+
+    def __init__(self, name: str, args: TeamArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ai-infra:teams:Team", name, opts)
+        team = args.config
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=team.name,
+                labels={TEAM_LABEL: team.name, MANAGED_NAMESPACE_LABEL: "true"},
+            ),
+            opts=self.child_opts(),
+        )
+        self.identity = WorkloadIdentity(
+            f"{name}-identity",
+            WorkloadIdentityArgs(
+                project=args.project,
+                account_id=f"{args.prefix}-{team.name}",
+                display_name=f"Team {team.name} workloads",
+                namespace=team.name,
+                kubernetes_service_account=team.service_account,
+                roles=team.roles,
+                bucket_access=[
+                    (bucket, args.buckets[bucket], bucket_role(access))
+                    for bucket, access in team.buckets.items()
+                ],
+                kubernetes=KubernetesSide(create_namespace=False),
+            ),
+            self.child_opts(depends_on=[args.cluster, self.namespace]),
+        )
+        if team.groups:
+            k8s.rbac.v1.RoleBinding(
+                f"{name}-edit",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name="ai-infra-team-edit", namespace=team.name),
+                role_ref=k8s.rbac.v1.RoleRefArgs(
+                    api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="edit"
+                ),
+                subjects=[
+                    k8s.rbac.v1.SubjectArgs(
+                        api_group="rbac.authorization.k8s.io", kind="Group", name=group
+                    )
+                    for group in team.groups
+                ],
+                opts=self.child_opts(depends_on=[self.namespace]),
+            )
+
+        spec: dict[str, Any] = {
+            "cohortName": args.cohort,
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.name}},
+            "queueingStrategy": "BestEffortFIFO",
+            "resourceGroups": resource_groups(
+                args.flavors, args.quotas, cpu={"cpu": team.cpu, "memory": team.memory}
+            ),
+            # Borrow idle chips from the cohort, take them back when the lender needs them,
+            # and let urgent work displace less important work inside the team.
+            "preemption": {
+                "reclaimWithinCohort": "Any",
+                "borrowWithinCohort": {"policy": "LowerPriority"},
+                "withinClusterQueue": "LowerPriority",
+            },
+            "flavorFungibility": {
+                "whenCanBorrow": "MayStopSearch",
+                "whenCanPreempt": "TryNextFlavor",
+            },
+        }
+        flex_flavors = [f.name for f in args.flavors if f.flex_start]
+        if flex_flavors and args.flex_start_checks:
+            spec["admissionChecksStrategy"] = {
+                "admissionChecks": [
+                    {"name": check, "onFlavors": flex_flavors} for check in args.flex_start_checks
+                ]
+            }
+        self.cluster_queue = kueue_object(
+            self, f"{name}-cluster-queue", "ClusterQueue", team.name, spec, [args.kueue_release]
+        )
+        self.local_queue = kueue_object(
+            self,
+            f"{name}-local-queue",
+            "LocalQueue",
+            team.name,
+            {"clusterQueue": team.name},
+            [args.kueue_release, self.namespace, self.cluster_queue],
+            namespace=team.name,
+        )
+        self.register_outputs(
+            {"namespace": team.name, "queue": team.name, "serviceAccount": self.identity.email}
+        )
+
+
+class GroupAccessArgs(WiringModel):
+    project: str
+    groups: list[str]
+
+
+class GroupAccess(Component):
+    """`roles/container.clusterViewer` for every team group, once per group however many teams
+    name it, so its members can fetch cluster credentials; namespaces grant the rest."""
+
+    def __init__(
+        self, name: str, args: GroupAccessArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("ai-infra:teams:GroupAccess", name, opts)
+        for group in args.groups:
+            gcp.projects.IAMMember(
+                f"{name}-{group.split('@')[0]}-{group.split('@')[1].split('.')[0]}",
+                project=args.project,
+                role="roles/container.clusterViewer",
+                member=f"group:{group}",
+                opts=self.child_opts(),
+            )
+        self.register_outputs({"groups": args.groups})

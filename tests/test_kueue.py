@@ -1,0 +1,307 @@
+"""JobSet and Kueue: installs, flavors and quotas derived from the slices, schema validity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from components.kueue import CHARTS, MANAGED_NAMESPACE_LABEL
+from plan.engine import Graph, list_stacks, load_stack_config
+from stacks.config import parse
+from tests.conftest import build_graph, with_config
+from tests.crd_schema import validate
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+MIXED = dict(
+    tpuSlices=[
+        {"name": "big", "accelerator": "v5p-32", "count": 2},
+        {"name": "big2", "accelerator": "v5p-32", "provisioning": "spot"},
+        {"name": "flex", "accelerator": "v6e-16", "provisioning": "flex-start", "count": 2},
+        {"name": "iron", "accelerator": "tpu7x-16"},
+        {"name": "idle", "accelerator": "v5litepod-16", "count": 0},
+    ],
+    gpuPools=[
+        {
+            "name": "l4",
+            "machineType": "g2-standard-24",
+            "acceleratorType": "nvidia-l4",
+            "acceleratorCount": 2,
+            "maxNodes": 3,
+        }
+    ],
+    teams=[
+        {"name": "alpha", "quota": {"big": 16, "flex": "50%"}},
+        {"name": "beta", "quota": {"l4": 0.5}},
+        {"name": "gamma"},
+    ],
+    cluster={"maxPodsPerNode": 32},
+)
+
+
+def kueue_objects(graph: Graph) -> list[tuple[str, dict[str, Any]]]:
+    """(urn, object) for every Kueue object the program renders."""
+    found = []
+    for r in graph:
+        if r.type.startswith(f"kubernetes:{KUEUE}:"):
+            obj = {
+                "apiVersion": KUEUE,
+                "kind": r.type.rsplit(":", 1)[1],
+                "metadata": r.inputs["metadata"],
+                "spec": r.inputs.get("spec", {}),
+            }
+            found.append((r.urn, obj))
+        elif r.type == "kubernetes:yaml/v2:ConfigGroup":
+            found += [(r.urn, obj) for obj in r.inputs["objs"]]
+    return found
+
+
+def objects_of(graph: Graph, kind: str) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o for _, o in kueue_objects(graph) if o["kind"] == kind}
+
+
+def nominal(queue: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """flavor -> resource -> nominalQuota."""
+    out: dict[str, dict[str, Any]] = {}
+    for group in queue["spec"].get("resourceGroups", []):
+        for flavor in group["flavors"]:
+            for res in flavor["resources"]:
+                out.setdefault(flavor["name"], {})[res["name"]] = res["nominalQuota"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def mixed() -> Graph:
+    return build_graph(with_config(**MIXED))
+
+
+@pytest.mark.parametrize("stack", list_stacks())
+def test_every_kueue_object_of_every_stack_matches_the_upstream_crd(stack):
+    graph = build_graph(load_stack_config(stack), stack=stack)
+    objects = kueue_objects(graph)
+    assert {o["kind"] for _, o in objects} >= {
+        "ResourceFlavor",
+        "ClusterQueue",
+        "LocalQueue",
+        "Cohort",
+        "WorkloadPriorityClass",
+    }
+    for urn, obj in objects:
+        assert validate(obj) == [], urn
+
+
+def test_mixed_stack_objects_match_the_upstream_crd(mixed):
+    objects = kueue_objects(mixed)
+    assert {"AdmissionCheck", "ProvisioningRequestConfig"} <= {o["kind"] for _, o in objects}
+    for urn, obj in objects:
+        assert validate(obj) == [], urn
+
+
+def test_flavor_per_shape_and_capacity(mixed):
+    flavors = objects_of(mixed, "ResourceFlavor")
+    assert set(flavors) == {
+        "cpu",
+        "v5p-32",
+        "v5p-32-spot",
+        "v6e-16-flex-start",
+        "tpu7x-16",
+        "v5litepod-16",
+        "gpu-l4",
+    }
+    v5p = flavors["v5p-32"]["spec"]
+    assert v5p["nodeLabels"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
+        "cloud.google.com/gke-tpu-topology": "2x2x4",
+        "ai-infra/capacity": "on-demand",
+    }
+    assert v5p["tolerations"] == [
+        {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    flex = flavors["v6e-16-flex-start"]["spec"]
+    assert {
+        "key": "cloud.google.com/gke-queued",
+        "operator": "Exists",
+        "effect": "NoSchedule",
+    } in flex["tolerations"]
+    assert flavors["gpu-l4"]["spec"]["nodeLabels"] == {"cloud.google.com/gke-nodepool": "l4"}
+    assert flavors["cpu"]["spec"] == {}
+
+
+def test_flavor_labels_match_the_pools_they_select(mixed):
+    """A flavor's node labels are ones GKE (TPU labels) or we (capacity) put on its pools."""
+    for pool in mixed.of_type("gcp:container/nodePool:NodePool"):
+        labels = pool.inputs["nodeConfig"]["labels"]
+        if labels.get("ai-infra/slice") == "big2":
+            assert labels["ai-infra/capacity"] == "spot"
+        if labels.get("ai-infra/slice") == "flex":
+            assert labels["ai-infra/capacity"] == "flex-start"
+
+
+def test_quota_of_each_flavor_across_queues_equals_the_chips_of_its_slices(mixed):
+    config = parse(with_config(**MIXED), "test")
+    queues = objects_of(mixed, "ClusterQueue")
+    cohort = objects_of(mixed, "Cohort")["ai-infra"]
+    expected = {
+        "v5p-32": 2 * 16,
+        "v5p-32-spot": 16,
+        "v6e-16-flex-start": 2 * 16,
+        "tpu7x-16": 8,
+        "v5litepod-16": 0,
+        "gpu-l4": 6,
+    }
+    for slice_ in config.tpu_slices:  # the same facts, from the catalog
+        shape = slice_.shape
+        assert (
+            shape.hosts * shape.chips_per_host * slice_.count
+            <= expected[next(f for f in expected if f.startswith(shape.accelerator))]
+        )
+    for flavor, chips in expected.items():
+        resource = "nvidia.com/gpu" if flavor.startswith("gpu") else "google.com/tpu"
+        total = sum(nominal(q).get(flavor, {}).get(resource, 0) for q in queues.values())
+        total += nominal(cohort).get(flavor, {}).get(resource, 0)
+        assert total == chips, flavor
+    assert nominal(queues["alpha"])["v5p-32"]["google.com/tpu"] == 16 + 0
+    assert nominal(queues["alpha"])["v6e-16-flex-start"]["google.com/tpu"] == 16
+    assert nominal(queues["beta"])["gpu-l4"]["nvidia.com/gpu"] == 3
+    # gamma names nothing: it gets an even split of what others did not claim.
+    assert nominal(queues["gamma"])["v5p-32"]["google.com/tpu"] == 8
+    assert nominal(queues["gamma"])["tpu7x-16"]["google.com/tpu"] == 2  # 8 = 3 + 3 + 2
+
+
+def test_count_zero_keeps_the_flavor_with_zero_quota(mixed):
+    queues = objects_of(mixed, "ClusterQueue")
+    assert all(nominal(q)["v5litepod-16"]["google.com/tpu"] == 0 for q in queues.values())
+
+
+def test_cohort_holds_what_no_team_receives():
+    graph = build_graph(
+        with_config(
+            tpuSlices=[{"name": "s", "accelerator": "v5p-16"}],
+            teams=[{"name": "a", "quota": {"s": 4}}, {"name": "b", "quota": {"s": "25%"}}],
+        )
+    )
+    cohort = objects_of(graph, "Cohort")["ai-infra"]
+    assert nominal(cohort)["v5p-16"]["google.com/tpu"] == 8 - 4 - 2
+
+
+def test_cluster_queues_share_a_cohort_borrow_and_preempt(mixed):
+    for name, queue in objects_of(mixed, "ClusterQueue").items():
+        spec = queue["spec"]
+        assert spec["cohortName"] == "ai-infra"
+        assert spec["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": name}}
+        assert spec["preemption"]["reclaimWithinCohort"] == "Any"
+        assert spec["preemption"]["withinClusterQueue"] == "LowerPriority"
+        for group in spec["resourceGroups"]:
+            for flavor in group["flavors"]:
+                for res in flavor["resources"]:
+                    assert "borrowingLimit" not in res and "lendingLimit" not in res
+        assert spec["admissionChecksStrategy"] == {
+            "admissionChecks": [{"name": "flex-start", "onFlavors": ["v6e-16-flex-start"]}]
+        }
+
+
+def test_flex_start_admission_check_and_provisioning_config(mixed):
+    config = objects_of(mixed, "ProvisioningRequestConfig")["flex-start"]["spec"]
+    assert config == {
+        "provisioningClassName": "queued-provisioning.gke.io",
+        "managedResources": ["google.com/tpu"],
+    }
+    check = objects_of(mixed, "AdmissionCheck")["flex-start"]["spec"]
+    assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
+    assert check["parameters"]["name"] == "flex-start"
+
+
+def test_no_admission_check_without_flex_start():
+    graph = build_graph(
+        with_config(tpuSlices=[{"name": "s", "accelerator": "v5p-8"}], teams=[{"name": "a"}])
+    )
+    assert not objects_of(graph, "AdmissionCheck")
+    assert "admissionChecksStrategy" not in objects_of(graph, "ClusterQueue")["a"]["spec"]
+
+
+def test_priority_classes(mixed):
+    classes = objects_of(mixed, "WorkloadPriorityClass")
+    assert {n: c["value"] for n, c in classes.items()} == {
+        "low": 100,
+        "normal": 1000,
+        "high": 10000,
+    }
+
+
+def test_releases_are_pinned_and_configured(mixed):
+    jobset = mixed.named("batch-jobset").inputs
+    kueue = mixed.named("batch-kueue").inputs
+    assert (jobset["chart"], jobset["version"], jobset["namespace"], jobset["name"]) == (
+        "oci://registry.k8s.io/jobset/charts/jobset",
+        CHARTS["jobset"].version,
+        "jobset-system",
+        "jobset",
+    )
+    assert (kueue["chart"], kueue["version"], kueue["namespace"], kueue["name"]) == (
+        "oci://registry.k8s.io/kueue/charts/kueue",
+        CHARTS["kueue"].version,
+        "kueue-system",
+        "kueue",
+    )
+    assert CHARTS["kueue"].version.startswith("0.19.")
+    assert CHARTS["jobset"].version.startswith("0.12.")
+    manager = yaml.safe_load(kueue["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert "jobset.x-k8s.io/jobset" in manager["integrations"]["frameworks"]
+    assert manager["managedJobsNamespaceSelector"] == {
+        "matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}
+    }
+    assert manager["webhook"]["port"] == 9443
+    assert kueue["values"]["controllerManager"]["nodeSelector"] == {
+        "cloud.google.com/gke-nodepool": "cpu"
+    }
+    assert jobset["values"]["controller"]["nodeSelector"] == {
+        "cloud.google.com/gke-nodepool": "cpu"
+    }
+
+
+def _reaches(graph: Graph, start: str, target: str) -> bool:
+    seen, todo = set(), [start]
+    while todo:
+        urn = todo.pop()
+        if urn == target:
+            return True
+        if urn in seen:
+            continue
+        seen.add(urn)
+        r = graph.by_urn(urn)
+        todo += list(r.dependencies)
+        if r.parent in graph.urns:
+            todo.append(r.parent)
+    return False
+
+
+def test_installs_wait_for_the_cpu_pool_and_webhook_firewall_but_never_for_slices(mixed):
+    kueue = mixed.named("batch-kueue")
+    jobset = mixed.named("batch-jobset")
+    cpu = mixed.named("gke-cpu").urn
+    assert cpu in kueue.dependencies and cpu in jobset.dependencies
+    assert jobset.urn in kueue.dependencies
+    assert mixed.named("network-allow-webhooks").urn in kueue.dependencies
+    slice_pools = [
+        p.urn for p in mixed.of_type("gcp:container/nodePool:NodePool") if p.name != "gke-cpu"
+    ]
+    assert slice_pools
+    queue_objects = [r for r in mixed if r.type.startswith(f"kubernetes:{KUEUE}:")]
+    for r in [kueue, jobset, *queue_objects]:
+        for pool in slice_pools:
+            assert not _reaches(mixed, r.urn, pool), f"{r.urn} waits for {pool}"
+
+
+def test_every_kueue_object_waits_for_the_kueue_release(mixed):
+    release = mixed.named("batch-kueue").urn
+    for r in mixed:
+        if r.type.startswith(f"kubernetes:{KUEUE}:") or r.type.endswith("ConfigGroup"):
+            assert release in r.dependencies, r.urn
+
+
+def test_kubernetes_objects_use_the_cluster_provider(mixed):
+    (provider,) = mixed.of_type("pulumi:providers:kubernetes")
+    for r in mixed:
+        if r.type.startswith("kubernetes:") and r.custom:
+            assert r.provider.startswith(provider.urn), r.urn
