@@ -19,12 +19,7 @@ from components.base import Component, ConfigModel, DnsLabel, IamRole, WiringMod
 from components.buckets import Bucket, BucketAccess
 from components.kueue import MANAGED_NAMESPACE_LABEL, kueue_object, resource_groups
 from components.quota import Flavor, Share
-from components.workload_identity import (
-    KubernetesSide,
-    WorkloadIdentity,
-    WorkloadIdentityArgs,
-    bucket_role,
-)
+from components.workload_identity import WorkloadIdentity, workload_identity_args
 
 TEAM_LABEL = "ai-infra/team"
 _PERCENT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)%$")
@@ -141,18 +136,16 @@ class Team(Component):
         )
         self.identity = WorkloadIdentity(
             f"{name}-identity",
-            WorkloadIdentityArgs(
+            workload_identity_args(
                 project=args.project,
                 account_id=f"{args.prefix}-{team.name}",
                 display_name=f"Team {team.name} workloads",
                 namespace=team.name,
-                kubernetes_service_account=team.service_account,
+                service_account=team.service_account,
                 roles=team.roles,
-                bucket_access=[
-                    (bucket, args.buckets[bucket], bucket_role(access))
-                    for bucket, access in team.buckets.items()
-                ],
-                kubernetes=KubernetesSide(create_namespace=False),
+                buckets=team.buckets,
+                bucket_components=args.buckets,
+                create_namespace=False,
             ),
             self.child_opts(depends_on=[args.cluster, self.namespace]),
         )

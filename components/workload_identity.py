@@ -6,6 +6,7 @@ The Kubernetes side (namespace, annotated KSA) is created with the cluster's obj
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import pulumi
 import pulumi_gcp as gcp
@@ -149,3 +150,31 @@ class WorkloadIdentity(Component):
 
 def bucket_role(access: BucketAccess) -> str:
     return ACCESS_ROLES[access]
+
+
+def workload_identity_args(
+    *,
+    project: str,
+    account_id: str,
+    display_name: str,
+    namespace: str,
+    service_account: str,
+    roles: list[str],
+    buckets: Mapping[str, BucketAccess],
+    bucket_components: Mapping[str, Bucket],
+    create_namespace: bool,
+) -> WorkloadIdentityArgs:
+    """Args for an identity whose bucket access is named by `ai-infra:buckets` keys."""
+    return WorkloadIdentityArgs(
+        project=project,
+        account_id=account_id,
+        display_name=display_name,
+        namespace=namespace,
+        kubernetes_service_account=service_account,
+        roles=roles,
+        bucket_access=[
+            (bucket, bucket_components[bucket], bucket_role(access))
+            for bucket, access in buckets.items()
+        ],
+        kubernetes=KubernetesSide(create_namespace=create_namespace),
+    )

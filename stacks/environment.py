@@ -21,10 +21,9 @@ from components.services import ProjectServices, ProjectServicesArgs
 from components.teams import GroupAccess, GroupAccessArgs, Team, TeamArgs
 from components.tpu_slices import TpuSlice, TpuSliceArgs
 from components.workload_identity import (
-    KubernetesSide,
     WorkloadIdentity,
     WorkloadIdentityArgs,
-    bucket_role,
+    workload_identity_args,
 )
 from stacks.config import TPU_PROVISIONER_KSA, TPU_PROVISIONER_NAMESPACE, StackConfig
 
@@ -143,18 +142,16 @@ def build(config: StackConfig) -> Environment:
     for identity in config.workload_identities:
         env.identities[identity.name] = WorkloadIdentity(
             f"wi-{identity.name}",
-            WorkloadIdentityArgs(
+            workload_identity_args(
                 project=config.project,
                 account_id=f"{config.prefix}-{identity.name}",
                 display_name=f"Workload {identity.namespace}/{identity.service_account}",
                 namespace=identity.namespace,
-                kubernetes_service_account=identity.service_account,
+                service_account=identity.service_account,
                 roles=identity.roles,
-                bucket_access=[
-                    (bucket, env.buckets[bucket], bucket_role(access))
-                    for bucket, access in identity.buckets.items()
-                ],
-                kubernetes=KubernetesSide(create_namespace=identity.create_namespace),
+                buckets=identity.buckets,
+                bucket_components=env.buckets,
+                create_namespace=identity.create_namespace,
             ),
             # The identity pool PROJECT.svc.id.goog exists only once the cluster does.
             pulumi.ResourceOptions(

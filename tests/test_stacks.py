@@ -116,3 +116,22 @@ def test_dev_is_cheap_and_disposable():
     assert binding.inputs["member"] == (
         "serviceAccount:ml-platform-dev.svc.id.goog[tpu-training/cloud-tpu-sa]"
     )
+
+
+def test_gcp_labels_are_valid_gcp_labels(stack):
+    """Kubernetes node labels may contain '/', GCP resource labels may not."""
+    import re
+
+    key = re.compile(r"^[a-z][-_a-z0-9]{0,62}$")
+    _, graph = stack
+    for r in graph:
+        if not r.type.startswith("gcp:"):
+            continue
+        label_sets = [
+            r.inputs.get("labels"),
+            r.inputs.get("resourceLabels"),
+            (r.inputs.get("nodeConfig") or {}).get("resourceLabels"),
+        ]
+        for labels in filter(None, label_sets):
+            for k in labels:
+                assert key.match(k), f"{r.urn}: label key {k!r}"
