@@ -90,6 +90,11 @@ Provisioning = Literal["on-demand", "spot", "reservation", "flex-start"]
 flex-start (Dynamic Workload Scheduler queued provisioning)."""
 
 
+def slug(text: str) -> str:
+    """A resource-name-safe rendering of an email, member or role that keeps it unique."""
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")
+
+
 def service_account_email(account_id: str, project: str) -> str:
     """A user-managed service account's email is fixed by its id; knowing it up front keeps
     IAM members plain strings instead of outputs to wait on."""

@@ -11,7 +11,7 @@ import pulumi
 import pulumi_gcp as gcp
 from pydantic import Field, field_validator
 
-from components.base import Component, ConfigModel, DnsLabel, IamRole, WiringModel
+from components.base import Component, ConfigModel, DnsLabel, IamRole, WiringModel, slug
 
 BucketAccess = Literal["read", "write", "admin"]
 """Object access a workload gets to a bucket."""
@@ -128,7 +128,7 @@ class Bucket(Component):
         )
         for member in config.members:
             grant_bucket_access(
-                f"{name}-{_member_slug(member.member)}-{member.role.split('/')[-1]}",
+                f"{name}-{slug(member.member)}-{slug(member.role.removeprefix('roles/'))}",
                 self,
                 role=member.role,
                 member=member.member,
@@ -150,9 +150,3 @@ def grant_bucket_access(
     return gcp.storage.BucketIAMMember(
         resource_name, bucket=bucket.name_, role=role, member=member, opts=opts
     )
-
-
-def _member_slug(member: str) -> str:
-    kind, _, identity = member.partition(":")
-    local = identity.split("@")[0]
-    return "".join(c if c.isalnum() else "-" for c in f"{kind}-{local}".lower())

@@ -5,16 +5,18 @@ Accelerator pools live in `tpu_slices.py` and `gpu_pools.py`; they share `node_c
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 import pulumi
 import pulumi_gcp as gcp
 import yaml
-from pydantic import Field, SkipValidation, field_validator
+from pydantic import Field, SkipValidation, field_validator, model_validator
 
 from components.base import (
     Component,
     ConfigModel,
+    DnsLabel,
     Provisioning,
     WiringModel,
     service_account_email,
@@ -47,6 +49,39 @@ class CpuPoolConfig(ConfigModel):
     spot: bool = False
 
 
+class MaintenanceExclusion(ConfigModel):
+    """A period in which GKE must not upgrade (e.g. a training campaign on the slices)."""
+
+    name: DnsLabel
+    start: str
+    """RFC 3339, e.g. 2026-12-01T00:00:00Z."""
+    end: str | None = None
+    """RFC 3339; omitted means until the cluster's minor version leaves support."""
+    scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = (
+        "NO_MINOR_OR_NODE_UPGRADES"
+    )
+    """NO_MINOR_OR_NODE_UPGRADES keeps nodes, and so running slices, untouched."""
+
+    @field_validator("start", "end")
+    @classmethod
+    def _rfc3339(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(
+                f"'{value}' is not an RFC 3339 time; write e.g. 2026-12-01T00:00:00Z"
+            ) from None
+        return value
+
+    @model_validator(mode="after")
+    def _bounded_no_upgrades(self) -> MaintenanceExclusion:
+        if self.scope == "NO_UPGRADES" and self.end is None:
+            raise ValueError("@end: scope NO_UPGRADES needs an end (GKE allows at most 30 days)")
+        return self
+
+
 class ClusterConfig(ConfigModel):
     """`ai-infra:cluster`."""
 
@@ -58,7 +93,8 @@ class ClusterConfig(ConfigModel):
     """`NONE` opts out of channels (needed by the TPU provisioner); node auto-upgrade is then
     off so GKE never recreates a running slice on its own."""
     version: str | None = None
-    """Minimum control-plane version, e.g. `1.33`; defaults to the channel's default."""
+    """Minimum control-plane version, e.g. `1.33` (a floor, not a pin); defaults to the
+    channel's default."""
     cpu_pool: CpuPoolConfig = Field(default_factory=CpuPoolConfig)
     dataplane_v2: bool = True
     gcs_fuse_csi_driver: bool = True
@@ -68,6 +104,9 @@ class ClusterConfig(ConfigModel):
     max_pods_per_node: int = Field(default=110, ge=8, le=256)
     maintenance_start_time: str = "03:00"
     """Daily four-hour maintenance window start, UTC, HH:MM."""
+    maintenance_exclusions: list[MaintenanceExclusion] = Field(default_factory=list)
+    """On a release channel GKE must auto-upgrade nodes, which recreates a running slice;
+    an exclusion with scope NO_MINOR_OR_NODE_UPGRADES holds node upgrades off."""
     rbac_security_group: str | None = None
     """`gke-security-groups@<domain>`: enables Google Groups for RBAC, which team `groups`
     need; the teams' groups must be members of it."""
@@ -298,7 +337,24 @@ class GkeCluster(Component):
                     gcp.container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs(
                         start_time=config.maintenance_start_time
                     )
-                )
+                ),
+                maintenance_exclusions=[
+                    gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+                        exclusion_name=exclusion.name,
+                        start_time=exclusion.start,
+                        end_time=exclusion.end,
+                        exclusion_options=(
+                            gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                                scope=exclusion.scope,
+                                end_time_behavior=(
+                                    "UNTIL_END_OF_SUPPORT" if exclusion.end is None else None
+                                ),
+                            )
+                        ),
+                    )
+                    for exclusion in config.maintenance_exclusions
+                ]
+                or None,
             ),
             logging_config=gcp.container.ClusterLoggingConfigArgs(
                 enable_components=["SYSTEM_COMPONENTS", "WORKLOADS"]

@@ -43,6 +43,11 @@ class GpuPoolConfig(ConfigModel):
         problems = []
         if self.max_nodes < self.min_nodes:
             problems.append(f"@maxNodes: {self.max_nodes} is below minNodes {self.min_nodes}")
+        if self.provisioning == "flex-start" and self.min_nodes:
+            problems.append(
+                "@minNodes: flex-start pools rest at 0 nodes and grow per provisioning "
+                "request; set minNodes: 0"
+            )
         if self.provisioning == "reservation" and not self.reservation:
             problems.append("@reservation: provisioning 'reservation' needs the reservation's name")
         if self.provisioning != "reservation" and self.reservation:

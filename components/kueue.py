@@ -250,6 +250,15 @@ class Queues(Component):
                 {
                     "provisioningClassName": "queued-provisioning.gke.io",
                     "managedResources": resources,
+                    # Pin admitted pods to the nodes provisioned for their own request.
+                    "podSetUpdates": {
+                        "nodeSelector": [
+                            {
+                                "key": "autoscaling.gke.io/provisioning-request",
+                                "valueFromProvisioningClassDetail": "ResizeRequestName",
+                            }
+                        ]
+                    },
                 },
                 after_kueue,
             )

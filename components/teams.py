@@ -15,7 +15,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 from pydantic import Field, SkipValidation, field_validator
 
-from components.base import Component, ConfigModel, DnsLabel, IamRole, WiringModel
+from components.base import Component, ConfigModel, DnsLabel, IamRole, WiringModel, slug
 from components.buckets import Bucket, BucketAccess
 from components.kueue import MANAGED_NAMESPACE_LABEL, kueue_object, resource_groups
 from components.quota import Flavor, Share
@@ -223,7 +223,7 @@ class GroupAccess(Component):
         super().__init__("ai-infra:teams:GroupAccess", name, opts)
         for group in args.groups:
             gcp.projects.IAMMember(
-                f"{name}-{group.split('@')[0]}-{group.split('@')[1].split('.')[0]}",
+                f"{name}-{slug(group)}",
                 project=args.project,
                 role="roles/container.clusterViewer",
                 member=f"group:{group}",

@@ -39,6 +39,8 @@ class TpuFamily:
     """Multi-host topologies in order of chip count; the first per chip count is the default."""
     workload_policy_for_multi_host: bool = False
     """tpu7x places multi-host slices with a HIGH_THROUGHPUT workload policy, not COMPACT."""
+    boot_disk_type: str = "pd-balanced"
+    """Ironwood (tpu7x) VMs boot from Hyperdisk only."""
 
     def size_of(self, chips: int) -> int:
         return chips * self.cores_per_chip
@@ -166,6 +168,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         single_host={"2x2x1": ("tpu7x-standard-4t", 4)},
         multi_host_topologies=_cubic_topologies(max_chips=9216),
         workload_policy_for_multi_host=True,
+        boot_disk_type="hyperdisk-balanced",
     ),
 )
 

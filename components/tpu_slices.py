@@ -181,7 +181,7 @@ class TpuSlice(Component):
                         service_account=args.node_service_account,
                         machine_type=shape.machine_type,
                         disk_size_gb=100,
-                        disk_type="pd-balanced",
+                        disk_type=shape.family.boot_disk_type,
                         labels=labels,
                         resource_labels=args.labels,
                         image_streaming=args.image_streaming,

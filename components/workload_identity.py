@@ -20,6 +20,7 @@ from components.base import (
     IamRole,
     WiringModel,
     service_account_email,
+    slug,
 )
 from components.buckets import ACCESS_ROLES, Bucket, BucketAccess, grant_bucket_access
 
@@ -112,7 +113,7 @@ class WorkloadIdentity(Component):
         )
         for role in args.roles:
             gcp.projects.IAMMember(
-                f"{name}-{role.split('/')[-1]}",
+                f"{name}-{role.split('/')[-1] if role.startswith('roles/') else slug(role)}",
                 project=args.project,
                 role=role,
                 member=self.member,

@@ -9,7 +9,7 @@ import pytest
 
 from plan.engine import run_program
 from stacks.config import ConfigError, parse
-from tests.conftest import with_config
+from tests.conftest import build_graph, with_config
 
 
 def problems(**overrides: Any) -> dict[str, str]:
@@ -237,3 +237,58 @@ def test_bad_config_registers_no_resource(overrides):
     config = {k: v for k, v in config.items() if v is not None}
     with pytest.raises(ConfigError):
         run_program(config)
+
+
+def test_maintenance_exclusions_are_validated():
+    found = problems(
+        cluster={
+            "maintenanceExclusions": [
+                {"name": "a", "start": "next tuesday"},
+                {"name": "b", "start": "2026-12-01T00:00:00Z", "scope": "NO_UPGRADES"},
+            ]
+        }
+    )
+    assert "RFC 3339" in found["ai-infra:cluster.maintenanceExclusions[0].start"]
+    assert "needs an end" in found["ai-infra:cluster.maintenanceExclusions[1].end"]
+
+
+def test_flex_start_gpu_pools_rest_at_zero():
+    found = problems(
+        gpuPools=[
+            {
+                "name": "g",
+                "machineType": "g2-standard-8",
+                "acceleratorType": "nvidia-l4",
+                "provisioning": "flex-start",
+                "minNodes": 1,
+                "maxNodes": 2,
+            }
+        ]
+    )
+    assert "set minNodes: 0" in found["ai-infra:gpuPools[0].minNodes"]
+
+
+def test_grants_for_similar_members_do_not_collide():
+    graph = build_graph(
+        with_config(
+            cluster={"rbacSecurityGroup": "gke-security-groups@example.com"},
+            teams=[
+                {"name": "a", "groups": ["ml@example.com"]},
+                {"name": "b", "groups": ["ml@example.org"]},
+            ],
+            workloadIdentities=[
+                {
+                    "name": "w",
+                    "namespace": "w",
+                    "serviceAccount": "w",
+                    "roles": ["roles/tpu.viewer", "projects/p/roles/tpu.viewer"],
+                }
+            ],
+        )
+    )
+    viewers = {
+        r.inputs["member"]
+        for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
+        if r.inputs["role"] == "roles/container.clusterViewer"
+    }
+    assert viewers == {"group:ml@example.com", "group:ml@example.org"}

@@ -133,3 +133,47 @@ def test_pods_per_node_block_size():
     assert pods_per_node_prefix(32) == 26
     assert pods_per_node_prefix(8) == 28
     assert pods_per_node_prefix(256) == 23
+
+
+def test_maintenance_exclusion_holds_node_upgrades(build):
+    graph = build(
+        cluster={
+            "maintenanceExclusions": [
+                {"name": "campaign", "start": "2026-12-01T00:00:00Z"},
+                {
+                    "name": "freeze",
+                    "start": "2026-12-20T00:00:00Z",
+                    "end": "2026-12-27T00:00:00Z",
+                    "scope": "NO_UPGRADES",
+                },
+            ]
+        }
+    )
+    exclusions = graph.named("gke-cluster").inputs["maintenancePolicy"]["maintenanceExclusions"]
+    assert exclusions == [
+        {
+            "exclusionName": "campaign",
+            "startTime": "2026-12-01T00:00:00Z",
+            "exclusionOptions": {
+                "scope": "NO_MINOR_OR_NODE_UPGRADES",
+                "endTimeBehavior": "UNTIL_END_OF_SUPPORT",
+            },
+        },
+        {
+            "exclusionName": "freeze",
+            "startTime": "2026-12-20T00:00:00Z",
+            "endTime": "2026-12-27T00:00:00Z",
+            "exclusionOptions": {"scope": "NO_UPGRADES"},
+        },
+    ]
+
+
+def test_tpu7x_boots_from_hyperdisk(build):
+    graph = build(
+        tpuSlices=[
+            {"name": "iron", "accelerator": "tpu7x-8"},
+            {"name": "v5p", "accelerator": "v5p-8"},
+        ]
+    )
+    assert graph.named("tpu-iron-pool").inputs["nodeConfig"]["diskType"] == "hyperdisk-balanced"
+    assert graph.named("tpu-v5p-pool").inputs["nodeConfig"]["diskType"] == "pd-balanced"

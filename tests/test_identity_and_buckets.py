@@ -52,7 +52,7 @@ def test_bucket_settings(build):
     assert ckpt["lifecycleRules"][0]["action"] == {"type": "Delete"}
     data = graph.named("bucket-data-bucket").inputs
     assert data["softDeletePolicy"] == {"retentionDurationSeconds": 7 * 86_400}
-    grant = graph.named("bucket-data-group-readers-storage.objectViewer").inputs
+    grant = graph.named("bucket-data-group-readers-example.com-storage.objectviewer").inputs
     assert grant == {
         "bucket": "test-project-ai-test-data",
         "role": "roles/storage.objectViewer",

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from components.kueue import CHARTS, MANAGED_NAMESPACE_LABEL
+from components.quota import tpu_flavor_name
 from plan.engine import Graph, list_stacks, load_stack_config
 from stacks.config import parse
 from tests.conftest import build_graph, with_config
@@ -128,40 +129,59 @@ def test_flavor_per_shape_and_capacity(mixed):
     assert flavors["cpu"]["spec"] == {}
 
 
-def test_flavor_labels_match_the_pools_they_select(mixed):
-    """A flavor's node labels are ones GKE (TPU labels) or we (capacity) put on its pools."""
-    for pool in mixed.of_type("gcp:container/nodePool:NodePool"):
-        labels = pool.inputs["nodeConfig"]["labels"]
-        if labels.get("ai-infra/slice") == "big2":
-            assert labels["ai-infra/capacity"] == "spot"
-        if labels.get("ai-infra/slice") == "flex":
-            assert labels["ai-infra/capacity"] == "flex-start"
+def test_each_slice_pool_is_selected_by_exactly_its_flavor(mixed):
+    """A flavor's node labels must be ones its pools' nodes carry: the labels GKE sets from the
+    machine type and topology (from the catalog) plus the labels we set on the pool."""
+    config = parse(with_config(**MIXED), "test")
+    slices = {s.name: s for s in config.tpu_slices}
+    flavors = {
+        name: f["spec"].get("nodeLabels", {})
+        for name, f in objects_of(mixed, "ResourceFlavor").items()
+        if name != "cpu"
+    }
+    pools = [
+        p
+        for p in mixed.of_type("gcp:container/nodePool:NodePool")
+        if "ai-infra/slice" in p.inputs["nodeConfig"]["labels"]
+    ]
+    assert len(pools) == 6
+    for pool in pools:
+        labels = dict(pool.inputs["nodeConfig"]["labels"])
+        slice_ = slices[labels["ai-infra/slice"]]
+        labels |= slice_.shape.node_labels | {"cloud.google.com/gke-nodepool": pool.inputs["name"]}
+        selecting = [name for name, wanted in flavors.items() if wanted.items() <= labels.items()]
+        assert selecting == [tpu_flavor_name(slice_)], pool.urn
 
 
 def test_quota_of_each_flavor_across_queues_equals_the_chips_of_its_slices(mixed):
     config = parse(with_config(**MIXED), "test")
     queues = objects_of(mixed, "ClusterQueue")
     cohort = objects_of(mixed, "Cohort")["ai-infra"]
-    expected = {
-        "v5p-32": 2 * 16,
+    # Capacity per flavor from the catalog: hosts x chips per host x count, per slice entry.
+    expected: dict[str, int] = {}
+    for slice_ in config.tpu_slices:
+        shape = slice_.shape
+        flavor = tpu_flavor_name(slice_)
+        expected[flavor] = expected.get(flavor, 0) + shape.hosts * shape.chips_per_host * (
+            slice_.count
+        )
+    for pool in config.gpu_pools:
+        expected[f"gpu-{pool.name}"] = pool.max_nodes * pool.accelerator_count
+    assert expected == {
+        "v5p-32": 32,
         "v5p-32-spot": 16,
-        "v6e-16-flex-start": 2 * 16,
+        "v6e-16-flex-start": 32,
         "tpu7x-16": 8,
         "v5litepod-16": 0,
         "gpu-l4": 6,
     }
-    for slice_ in config.tpu_slices:  # the same facts, from the catalog
-        shape = slice_.shape
-        assert (
-            shape.hosts * shape.chips_per_host * slice_.count
-            <= expected[next(f for f in expected if f.startswith(shape.accelerator))]
-        )
+    assert set(expected) == set(objects_of(mixed, "ResourceFlavor")) - {"cpu"}
     for flavor, chips in expected.items():
         resource = "nvidia.com/gpu" if flavor.startswith("gpu") else "google.com/tpu"
-        total = sum(nominal(q).get(flavor, {}).get(resource, 0) for q in queues.values())
-        total += nominal(cohort).get(flavor, {}).get(resource, 0)
+        total = sum(nominal(q)[flavor][resource] for q in queues.values())
+        total += nominal(cohort)[flavor][resource]
         assert total == chips, flavor
-    assert nominal(queues["alpha"])["v5p-32"]["google.com/tpu"] == 16 + 0
+    assert nominal(queues["alpha"])["v5p-32"]["google.com/tpu"] == 16
     assert nominal(queues["alpha"])["v6e-16-flex-start"]["google.com/tpu"] == 16
     assert nominal(queues["beta"])["gpu-l4"]["nvidia.com/gpu"] == 3
     # gamma names nothing: it gets an even split of what others did not claim.
@@ -206,6 +226,14 @@ def test_flex_start_admission_check_and_provisioning_config(mixed):
     assert config == {
         "provisioningClassName": "queued-provisioning.gke.io",
         "managedResources": ["google.com/tpu"],
+        "podSetUpdates": {
+            "nodeSelector": [
+                {
+                    "key": "autoscaling.gke.io/provisioning-request",
+                    "valueFromProvisioningClassDetail": "ResizeRequestName",
+                }
+            ]
+        },
     }
     check = objects_of(mixed, "AdmissionCheck")["flex-start"]["spec"]
     assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
