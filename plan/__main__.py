@@ -205,7 +205,9 @@ def _teams(graph: Graph) -> list[str]:
 
 def _read_config(target: str) -> tuple[str, dict[str, Any]]:
     path = Path(target)
-    if path.suffix in (".yaml", ".yml") and path.exists():
+    if path.suffix in (".yaml", ".yml"):
+        if not path.exists():
+            raise FileNotFoundError(f"{target}: no such stack file")
         stack = path.name.split(".")[1] if path.name.startswith("Pulumi.") else path.stem
         return stack, dict((yaml.safe_load(path.read_text()) or {}).get("config") or {})
     return target, load_stack_config(target)
