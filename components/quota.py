@@ -1,6 +1,7 @@
 """Kueue flavors and quotas, derived from the slices and GPU pools; nobody types a chip count.
 
-A flavor is a distinct (accelerator, topology, capacity) shape. Its capacity is the chips (or
+A flavor is a distinct slice shape (accelerator and topology); flex-start capacity of a shape
+is a flavor of its own, because only it goes through the provisioning admission check. Its capacity is the chips (or
 GPUs) of every slice of that shape. Each slice's chips are divided among teams: explicit shares
 first (chips, a fraction, or a percentage), the rest split evenly among the teams that set no
 share for it, or held by the cohort when every team set one. So the quotas of a flavor across
@@ -50,8 +51,8 @@ def tpu_flavor_name(slice_: TpuSliceConfig) -> str:
     name = shape.accelerator
     if shape.topology != tpu_catalog.topologies_for(shape.accelerator)[0]:
         name += f"-{shape.topology}"
-    if slice_.provisioning != "on-demand":
-        name += f"-{slice_.provisioning}"
+    if slice_.provisioning == "flex-start":
+        name += "-flex-start"
     return name
 
 
@@ -70,10 +71,15 @@ def derive_flavors(
                 tolerations.append(
                     {"key": QUEUED_PROVISIONING_TAINT, "operator": "Exists", "effect": "NoSchedule"}
                 )
+            node_labels = dict(slice_.shape.node_labels)
+            if slice_.provisioning == "flex-start":
+                # Flex-start nodes are also tainted gke-queued, so other flavors' pods, which
+                # do not tolerate it, never land on them.
+                node_labels[CAPACITY_LABEL] = "flex-start"
             flavors[name] = Flavor(
                 name=name,
                 resource=tpu_catalog.TPU_RESOURCE,
-                node_labels={**slice_.shape.node_labels, CAPACITY_LABEL: slice_.provisioning},
+                node_labels=node_labels,
                 tolerations=tolerations,
                 flex_start=slice_.provisioning == "flex-start",
             )

@@ -146,8 +146,10 @@ class Team(Component):
                 buckets=team.buckets,
                 bucket_components=args.buckets,
                 create_namespace=False,
+                namespace_resource=self.namespace,
             ),
-            self.child_opts(depends_on=[args.cluster, self.namespace]),
+            # The identity pool PROJECT.svc.id.goog exists once the cluster does.
+            self.child_opts(depends_on=[args.cluster]),
         )
         if team.groups:
             k8s.rbac.v1.RoleBinding(

@@ -17,8 +17,8 @@ from components.gke import node_config
 
 GKE_NODE_POOL_NAME_MAX = 40
 CAPACITY_LABEL = "ai-infra/capacity"
-"""Node label with the slice's provisioning; Kueue flavors select on it so that spot,
-reserved and flex-start capacity of the same shape stay apart."""
+"""Node label with the slice's provisioning; flex-start flavors select on it so that they
+never claim nodes of the same shape that are not flex-start."""
 
 
 class TpuSliceConfig(ConfigModel):

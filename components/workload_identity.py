@@ -62,6 +62,8 @@ class WorkloadIdentityConfig(ConfigModel):
 
 class KubernetesSide(WiringModel):
     create_namespace: bool
+    namespace: SkipValidation[pulumi.Resource] | None = None
+    """The namespace, when someone else creates it."""
 
 
 class WorkloadIdentityArgs(WiringModel):
@@ -97,7 +99,9 @@ class WorkloadIdentity(Component):
             display_name=args.display_name,
             opts=self.child_opts(),
         )
-        gsa = [self.service_account]
+        # Everything else waits for the account, and so for what the component waits for;
+        # depending on the account alone keeps each child's dependency list short.
+        after_gsa = pulumi.ResourceOptions(parent=self, depends_on=[self.service_account])
         self.email = service_account_email(args.account_id, args.project)
         self.member = f"serviceAccount:{self.email}"
         self.workload_member = (
@@ -109,7 +113,7 @@ class WorkloadIdentity(Component):
             service_account_id=f"projects/{args.project}/serviceAccounts/{self.email}",
             role="roles/iam.workloadIdentityUser",
             member=self.workload_member,
-            opts=self.child_opts(depends_on=gsa),
+            opts=after_gsa,
         )
         for role in args.roles:
             gcp.projects.IAMMember(
@@ -117,7 +121,7 @@ class WorkloadIdentity(Component):
                 project=args.project,
                 role=role,
                 member=self.member,
-                opts=self.child_opts(depends_on=gsa),
+                opts=after_gsa,
             )
         for bucket_key, bucket, role in args.bucket_access:
             grant_bucket_access(
@@ -125,16 +129,18 @@ class WorkloadIdentity(Component):
                 bucket,
                 role=role,
                 member=self.member,
-                opts=self.child_opts(depends_on=gsa),
+                opts=after_gsa,
             )
         if args.kubernetes is not None:
-            after: list[pulumi.Resource] = []
+            after: list[pulumi.Resource] = (
+                [args.kubernetes.namespace] if args.kubernetes.namespace else []
+            )
             if args.kubernetes.create_namespace:
                 after.append(
                     k8s.core.v1.Namespace(
                         f"{name}-namespace",
                         metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace),
-                        opts=self.child_opts(),
+                        opts=pulumi.ResourceOptions(parent=self),
                     )
                 )
             k8s.core.v1.ServiceAccount(
@@ -144,7 +150,7 @@ class WorkloadIdentity(Component):
                     namespace=args.namespace,
                     annotations={"iam.gke.io/gcp-service-account": self.email},
                 ),
-                opts=self.child_opts(depends_on=after),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
             )
         self.register_outputs({"email": self.email, "member": self.workload_member})
 
@@ -164,6 +170,7 @@ def workload_identity_args(
     buckets: Mapping[str, BucketAccess],
     bucket_components: Mapping[str, Bucket],
     create_namespace: bool,
+    namespace_resource: pulumi.Resource | None = None,
 ) -> WorkloadIdentityArgs:
     """Args for an identity whose bucket access is named by `ai-infra:buckets` keys."""
     return WorkloadIdentityArgs(
@@ -177,5 +184,7 @@ def workload_identity_args(
             (bucket, bucket_components[bucket], bucket_role(access))
             for bucket, access in buckets.items()
         ],
-        kubernetes=KubernetesSide(create_namespace=create_namespace),
+        kubernetes=KubernetesSide(
+            create_namespace=create_namespace, namespace=namespace_resource
+        ),
     )

@@ -38,7 +38,8 @@ def test_workload_identity_binds_exactly_one_kubernetes_service_account(build):
         "test-project-ai-test-data": "roles/storage.objectViewer",
         "test-project-ai-test-ckpt": "roles/storage.objectUser",
     }
-    assert graph.named("gke-cluster").urn in binding.dependencies
+    # The identity pool exists once the cluster does: the account, and so the binding, wait.
+    assert graph.named("gke-cluster").urn in gsa.dependencies
 
 
 def test_bucket_settings(build):

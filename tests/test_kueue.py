@@ -104,7 +104,6 @@ def test_flavor_per_shape_and_capacity(mixed):
     assert set(flavors) == {
         "cpu",
         "v5p-32",
-        "v5p-32-spot",
         "v6e-16-flex-start",
         "tpu7x-16",
         "v5litepod-16",
@@ -114,7 +113,6 @@ def test_flavor_per_shape_and_capacity(mixed):
     assert v5p["nodeLabels"] == {
         "cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
         "cloud.google.com/gke-tpu-topology": "2x2x4",
-        "ai-infra/capacity": "on-demand",
     }
     assert v5p["tolerations"] == [
         {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -168,8 +166,7 @@ def test_quota_of_each_flavor_across_queues_equals_the_chips_of_its_slices(mixed
     for pool in config.gpu_pools:
         expected[f"gpu-{pool.name}"] = pool.max_nodes * pool.accelerator_count
     assert expected == {
-        "v5p-32": 32,
-        "v5p-32-spot": 16,
+        "v5p-32": 48,
         "v6e-16-flex-start": 32,
         "tpu7x-16": 8,
         "v5litepod-16": 0,
@@ -181,11 +178,12 @@ def test_quota_of_each_flavor_across_queues_equals_the_chips_of_its_slices(mixed
         total = sum(nominal(q)[flavor][resource] for q in queues.values())
         total += nominal(cohort)[flavor][resource]
         assert total == chips, flavor
-    assert nominal(queues["alpha"])["v5p-32"]["google.com/tpu"] == 16
+    # big (32 chips): alpha 16, the other 16 split by beta and gamma; big2 (16) split 3 ways.
+    assert nominal(queues["alpha"])["v5p-32"]["google.com/tpu"] == 16 + 6
     assert nominal(queues["alpha"])["v6e-16-flex-start"]["google.com/tpu"] == 16
     assert nominal(queues["beta"])["gpu-l4"]["nvidia.com/gpu"] == 3
     # gamma names nothing: it gets an even split of what others did not claim.
-    assert nominal(queues["gamma"])["v5p-32"]["google.com/tpu"] == 8
+    assert nominal(queues["gamma"])["v5p-32"]["google.com/tpu"] == 8 + 5
     assert nominal(queues["gamma"])["tpu7x-16"]["google.com/tpu"] == 2  # 8 = 3 + 3 + 2
 
 
