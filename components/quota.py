@@ -1,11 +1,12 @@
 """Kueue flavors and quotas, derived from the slices and GPU pools; nobody types a chip count.
 
 A flavor is a distinct slice shape (accelerator and topology); flex-start capacity of a shape
-is a flavor of its own, because only it goes through the provisioning admission check. Its capacity is the chips (or
-GPUs) of every slice of that shape. Each slice's chips are divided among teams: explicit shares
-first (chips, a fraction, or a percentage), the rest split evenly among the teams that set no
-share for it, or held by the cohort when every team set one. So the quotas of a flavor across
-all team queues and the cohort always add up to exactly what the slices provide.
+is a flavor of its own, because only it goes through the provisioning admission check. A
+flavor's capacity is the chips (or GPUs) of every slice of that shape. Each slice's chips are
+divided among teams: explicit shares first (chips, a fraction, or a percentage), the rest split
+evenly among the teams that set no share for it, or held by the cohort when every team set
+one. So the quotas of a flavor across all team queues and the cohort always add up to exactly
+what the slices provide.
 """
 
 from __future__ import annotations

@@ -184,7 +184,5 @@ def workload_identity_args(
             (bucket, bucket_components[bucket], bucket_role(access))
             for bucket, access in buckets.items()
         ],
-        kubernetes=KubernetesSide(
-            create_namespace=create_namespace, namespace=namespace_resource
-        ),
+        kubernetes=KubernetesSide(create_namespace=create_namespace, namespace=namespace_resource),
     )
