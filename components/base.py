@@ -90,6 +90,18 @@ Provisioning = Literal["on-demand", "spot", "reservation", "flex-start"]
 flex-start (Dynamic Workload Scheduler queued provisioning)."""
 
 
+def reservation_problems(provisioning: Provisioning, reservation: str | None) -> list[str]:
+    """`@reservation: ...` problems of a pool's provisioning and reservation fields."""
+    if provisioning == "reservation" and not reservation:
+        return ["@reservation: provisioning 'reservation' needs the reservation's name here"]
+    if provisioning != "reservation" and reservation:
+        return [
+            f"@reservation: only used with provisioning 'reservation', not "
+            f"'{provisioning}'; remove it or set provisioning: reservation"
+        ]
+    return []
+
+
 def slug(text: str) -> str:
     """A resource-name-safe rendering of an email, member or role that keeps it unique."""
     return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")

@@ -11,11 +11,17 @@ import pulumi
 import pulumi_gcp as gcp
 from pydantic import Field, SkipValidation, model_validator
 
-from components.base import Component, ConfigModel, DnsLabel, Provisioning, WiringModel
+from components.base import (
+    Component,
+    ConfigModel,
+    DnsLabel,
+    Provisioning,
+    WiringModel,
+    reservation_problems,
+)
 from components.gke import node_config
 
 GPU_RESOURCE = "nvidia.com/gpu"
-GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 
 
 class GpuPoolConfig(ConfigModel):
@@ -48,17 +54,15 @@ class GpuPoolConfig(ConfigModel):
                 "@minNodes: flex-start pools rest at 0 nodes and grow per provisioning "
                 "request; set minNodes: 0"
             )
-        if self.provisioning == "reservation" and not self.reservation:
-            problems.append("@reservation: provisioning 'reservation' needs the reservation's name")
-        if self.provisioning != "reservation" and self.reservation:
-            problems.append("@reservation: only used with provisioning 'reservation'")
+        problems += reservation_problems(self.provisioning, self.reservation)
         if problems:
             raise ValueError("\n".join(problems))
         return self
 
     @property
-    def node_labels(self) -> dict[str, str]:
-        return {GPU_ACCELERATOR_LABEL: self.accelerator_type}
+    def gpus(self) -> int:
+        """GPUs the pool provides at its largest."""
+        return self.max_nodes * self.accelerator_count
 
 
 class GpuPoolArgs(WiringModel):

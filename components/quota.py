@@ -19,6 +19,8 @@ from components.gpu_pools import GPU_RESOURCE, GpuPoolConfig
 from components.tpu_slices import CAPACITY_LABEL, TpuSliceConfig
 
 QUEUED_PROVISIONING_TAINT = "cloud.google.com/gke-queued"
+QUEUED_TOLERATION = {"key": QUEUED_PROVISIONING_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+"""Flex-start nodes carry the gke-queued taint; only flex-start flavors tolerate it."""
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
@@ -42,10 +44,6 @@ class Flavor:
     flex_start: bool
     sources: list[Source] = field(default_factory=list)
 
-    @property
-    def capacity(self) -> int:
-        return sum(s.units for s in self.sources)
-
 
 def tpu_flavor_name(slice_: TpuSliceConfig) -> str:
     shape = slice_.shape
@@ -64,40 +62,36 @@ def derive_flavors(
     flavors: dict[str, Flavor] = {}
     for slice_ in slices:
         name = tpu_flavor_name(slice_)
+        flex_start = slice_.provisioning == "flex-start"
         if name not in flavors:
             tolerations = [
                 {"key": tpu_catalog.TPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
             ]
-            if slice_.provisioning == "flex-start":
-                tolerations.append(
-                    {"key": QUEUED_PROVISIONING_TAINT, "operator": "Exists", "effect": "NoSchedule"}
-                )
             node_labels = dict(slice_.shape.node_labels)
-            if slice_.provisioning == "flex-start":
+            if flex_start:
                 # Flex-start nodes are also tainted gke-queued, so other flavors' pods, which
                 # do not tolerate it, never land on them.
+                tolerations.append(QUEUED_TOLERATION)
                 node_labels[CAPACITY_LABEL] = "flex-start"
             flavors[name] = Flavor(
                 name=name,
                 resource=tpu_catalog.TPU_RESOURCE,
                 node_labels=node_labels,
                 tolerations=tolerations,
-                flex_start=slice_.provisioning == "flex-start",
+                flex_start=flex_start,
             )
         flavors[name].sources.append(Source(slice_.name, slice_.chips))
     for pool in gpu_pools:
         tolerations = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
         if pool.provisioning == "flex-start":
-            tolerations.append(
-                {"key": QUEUED_PROVISIONING_TAINT, "operator": "Exists", "effect": "NoSchedule"}
-            )
+            tolerations.append(QUEUED_TOLERATION)
         flavors[f"gpu-{pool.name}"] = Flavor(
             name=f"gpu-{pool.name}",
             resource=GPU_RESOURCE,
             node_labels={NODE_POOL_LABEL: pool.name},
             tolerations=tolerations,
             flex_start=pool.provisioning == "flex-start",
-            sources=[Source(pool.name, pool.max_nodes * pool.accelerator_count)],
+            sources=[Source(pool.name, pool.gpus)],
         )
     return list(flavors.values())
 

@@ -12,7 +12,14 @@ import pulumi_gcp as gcp
 from pydantic import Field, SkipValidation, field_validator, model_validator
 
 from components import tpu_catalog
-from components.base import Component, ConfigModel, DnsLabel, Provisioning, WiringModel
+from components.base import (
+    Component,
+    ConfigModel,
+    DnsLabel,
+    Provisioning,
+    WiringModel,
+    reservation_problems,
+)
 from components.gke import node_config
 
 GKE_NODE_POOL_NAME_MAX = 40
@@ -53,15 +60,7 @@ class TpuSliceConfig(ConfigModel):
                 tpu_catalog.resolve(self.accelerator, self.topology)
             except tpu_catalog.CatalogError as error:
                 problems.append(f"@topology: {error}")
-        if self.provisioning == "reservation" and not self.reservation:
-            problems.append(
-                "@reservation: provisioning 'reservation' needs the reservation's name here"
-            )
-        if self.provisioning != "reservation" and self.reservation:
-            problems.append(
-                f"@reservation: only used with provisioning 'reservation', not "
-                f"'{self.provisioning}'; remove it or set provisioning: reservation"
-            )
+        problems += reservation_problems(self.provisioning, self.reservation)
         longest = f"{self.name}-{max(self.count - 1, 0)}"
         if len(longest) > GKE_NODE_POOL_NAME_MAX:
             problems.append(
@@ -75,6 +74,11 @@ class TpuSliceConfig(ConfigModel):
     @property
     def shape(self) -> tpu_catalog.TpuShape:
         return tpu_catalog.resolve(self.accelerator, self.topology)
+
+    @property
+    def nodes(self) -> int:
+        """Nodes all `count` slices of this entry run on."""
+        return self.shape.hosts * self.count
 
     @property
     def chips(self) -> int:

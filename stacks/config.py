@@ -44,6 +44,8 @@ RESERVED_NAMESPACES = frozenset(
         TPU_PROVISIONER_NAMESPACE,
     }
 )
+SYSTEM_NAMESPACES = RESERVED_NAMESPACES | {c.namespace for c in CHARTS.values()}
+"""Namespaces the platform owns; no team or identity may create them."""
 MAX_FLAVORS_PER_GROUP = 64
 """Kueue's limit of flavors in one ClusterQueue resource group."""
 
@@ -200,15 +202,9 @@ class StackConfig(ConfigModel):
             problem = account_id_problem(f"{self.prefix}-{identity.name}")
             if problem:
                 yield f"{NAMESPACE}:workloadIdentities[{i}].name", problem
-            for bucket in identity.buckets:
-                if bucket not in buckets:
-                    yield (
-                        f"{NAMESPACE}:workloadIdentities[{i}].buckets.{bucket}",
-                        (
-                            f"no bucket named '{bucket}' in ai-infra:buckets; known: "
-                            f"{', '.join(sorted(buckets)) or 'none'}"
-                        ),
-                    )
+            yield from _unknown_buckets(
+                f"{NAMESPACE}:workloadIdentities[{i}]", identity.buckets, buckets
+            )
         yield from self._identity_namespace_problems()
         yield from self._team_problems()
         if self.tpu_provisioner.enabled and self.cluster.release_channel != "NONE":
@@ -223,7 +219,6 @@ class StackConfig(ConfigModel):
 
     def _identity_namespace_problems(self) -> Iterable[tuple[str, str]]:
         teams = {t.name for t in self.teams}
-        reserved = {c.namespace for c in CHARTS.values()} | RESERVED_NAMESPACES
         created: dict[str, int] = {}
         for i, identity in enumerate(self.workload_identities):
             path = f"{NAMESPACE}:workloadIdentities[{i}]"
@@ -237,7 +232,7 @@ class StackConfig(ConfigModel):
                 )
             if not identity.create_namespace:
                 continue
-            if identity.namespace in teams or identity.namespace in reserved:
+            if identity.namespace in teams or identity.namespace in SYSTEM_NAMESPACES:
                 owner = "a team" if identity.namespace in teams else "the platform"
                 yield (
                     f"{path}.createNamespace",
@@ -260,13 +255,12 @@ class StackConfig(ConfigModel):
 
     def _team_problems(self) -> Iterable[tuple[str, str]]:
         sources = {s.name: s.chips for s in self.tpu_slices}
-        sources |= {g.name: g.max_nodes * g.accelerator_count for g in self.gpu_pools}
+        sources |= {g.name: g.gpus for g in self.gpu_pools}
         claimed: dict[str, int] = {}
         buckets = {b.name for b in self.buckets}
-        reserved = {c.namespace for c in CHARTS.values()} | RESERVED_NAMESPACES
         for i, team in enumerate(self.teams):
             path = f"{NAMESPACE}:teams[{i}]"
-            if team.name in reserved:
+            if team.name in SYSTEM_NAMESPACES:
                 yield f"{path}.name", f"'{team.name}' is a system namespace; choose another name"
             problem = account_id_problem(f"{self.prefix}-{team.name}")
             if problem:
@@ -290,15 +284,7 @@ class StackConfig(ConfigModel):
                             f"{sources[key]}; lower the shares or add capacity"
                         ),
                     )
-            for bucket in team.buckets:
-                if bucket not in buckets:
-                    yield (
-                        f"{path}.buckets.{bucket}",
-                        (
-                            f"no bucket named '{bucket}' in ai-infra:buckets; known: "
-                            f"{', '.join(sorted(buckets)) or 'none'}"
-                        ),
-                    )
+            yield from _unknown_buckets(path, team.buckets, buckets)
             if team.groups and not self.cluster.rbac_security_group:
                 yield (
                     f"{path}.groups",
@@ -326,9 +312,7 @@ class StackConfig(ConfigModel):
         capacity = 2 ** max(per_node - pods.prefixlen, 0) if per_node >= pods.prefixlen else 0
         zones = 3 if self.cluster.regional else 1
         nodes = self.cluster.cpu_pool.max_nodes * zones
-        nodes += sum(
-            s.shape.hosts * s.count if s.shape.multi_host else s.count for s in self.tpu_slices
-        )
+        nodes += sum(s.nodes for s in self.tpu_slices)
         nodes += sum(g.max_nodes for g in self.gpu_pools)
         if nodes > capacity:
             yield (
@@ -351,6 +335,19 @@ class StackConfig(ConfigModel):
     @property
     def tpu_chips(self) -> int:
         return sum(s.chips for s in self.tpu_slices)
+
+
+def _unknown_buckets(
+    path: str, named: Iterable[str], buckets: set[str]
+) -> Iterable[tuple[str, str]]:
+    """Bucket access (of an identity or a team) that names no `ai-infra:buckets` entry."""
+    for bucket in named:
+        if bucket not in buckets:
+            yield (
+                f"{path}.buckets.{bucket}",
+                f"no bucket named '{bucket}' in ai-infra:buckets; known: "
+                f"{', '.join(sorted(buckets)) or 'none'}",
+            )
 
 
 def _duplicates(kind: str, names: list[str]) -> Iterable[tuple[str, str]]:
