@@ -230,16 +230,15 @@ class GkeCluster(Component):
         self.args = args
         self.auto_upgrade = config.release_channel != "NONE"
 
+        node_account_id = f"{args.prefix}-nodes"
         self.node_service_account = gcp.serviceaccount.Account(
             f"{name}-nodes",
             project=args.project,
-            account_id=f"{args.prefix}-nodes",
+            account_id=node_account_id,
             display_name=f"GKE nodes of {args.cluster_name}",
             opts=self.child_opts(),
         )
-        self.node_service_account_email = service_account_email(
-            f"{args.prefix}-nodes", args.project
-        )
+        self.node_service_account_email = service_account_email(node_account_id, args.project)
         node_roles = [
             gcp.projects.IAMMember(
                 f"{name}-nodes-{role.split('/')[-1]}",
@@ -423,7 +422,7 @@ class GkeCluster(Component):
             {
                 "name": self.cluster.name,
                 "endpoint": self.cluster.endpoint,
-                "nodeServiceAccount": self.node_service_account.email,
+                "nodeServiceAccount": self.node_service_account_email,
             }
         )
 

@@ -12,9 +12,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from plan.engine import Graph, Registration, list_stacks, load_stack_config, run_program
+from plan.engine import (
+    Graph,
+    Registration,
+    list_stacks,
+    load_stack_config,
+    read_stack_file,
+    run_program,
+)
 from stacks.config import ConfigError, StackConfig, parse
 
 
@@ -209,7 +214,7 @@ def _read_config(target: str) -> tuple[str, dict[str, Any]]:
         if not path.exists():
             raise FileNotFoundError(f"{target}: no such stack file")
         stack = path.name.split(".")[1] if path.name.startswith("Pulumi.") else path.stem
-        return stack, dict((yaml.safe_load(path.read_text()) or {}).get("config") or {})
+        return stack, read_stack_file(path)
     return target, load_stack_config(target)
 
 

@@ -23,6 +23,8 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
+from components.base import service_account_email
+
 PROJECT = "ai-infra"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,7 +96,7 @@ def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, A
     name = inputs.get("name")
     outputs: dict[str, Any] = {"name": name} if name is not None else {}
     if typ == "gcp:serviceaccount/account:Account":
-        email = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
+        email = service_account_email(inputs["accountId"], project)
         outputs["email"] = email
         outputs["member"] = f"serviceAccount:{email}"
         outputs["name"] = f"projects/{project}/serviceAccounts/{email}"
@@ -173,15 +175,20 @@ def stack_file(stack: str) -> Path:
     return REPO_ROOT / f"Pulumi.{stack}.yaml"
 
 
-def load_stack_config(stack: str) -> dict[str, Any]:
-    """The `config:` map of `Pulumi.<stack>.yaml`, as YAML values."""
+def read_stack_file(path: Path) -> dict[str, Any]:
+    """The `config:` map of a stack file, as YAML values."""
     import yaml
 
+    document = yaml.safe_load(path.read_text()) or {}
+    return dict(document.get("config") or {})
+
+
+def load_stack_config(stack: str) -> dict[str, Any]:
+    """The `config:` map of `Pulumi.<stack>.yaml`."""
     path = stack_file(stack)
     if not path.exists():
         raise FileNotFoundError(f"{path.name} not found: stacks are {', '.join(list_stacks())}")
-    document = yaml.safe_load(path.read_text()) or {}
-    return dict(document.get("config") or {})
+    return read_stack_file(path)
 
 
 def list_stacks() -> list[str]:
@@ -219,8 +226,3 @@ def run_program(
 
     _sync_await(run_pulumi_func(body))
     return monitor.graph
-
-
-def run_stack(stack: str) -> Graph:
-    """Run the program for a shipped `Pulumi.<stack>.yaml`."""
-    return run_program(load_stack_config(stack), stack=stack)
