@@ -2,4 +2,5 @@
 
 from stacks import config, environment
 
-environment.export(environment.build(config.load()))
+env = environment.build(config.load())
+environment.export(env)

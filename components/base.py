@@ -1,24 +1,71 @@
-"""Shared pieces of every component: the config model base, validated scalar types, and
-`Component`, which hands a component's `depends_on` down to its children.
+"""Shared pieces of every component: the config model base, validation problems as values,
+validated scalar types, and `Component`, which hands a component's `depends_on` down to its
+children.
 
-Pulumi does not pass a component's `depends_on` on to the resources it creates, so without
-this the project services a component waits for would not gate its node pools or buckets.
+Pydantic checks shapes only (types, single values); each component module owns the
+cross-checks of its own config and returns them as `Problem`s. Pulumi does not pass a
+component's `depends_on` on to the resources it creates, so without `Component` the project
+services a component waits for would not gate its node pools or buckets.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import pulumi
 from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+PathPart = str | int
+"""A config key (camelCase, as written in YAML) or a list index."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a stack's config: where (`path`, relative to whoever yields it)
+    and what to do about it (`message`)."""
+
+    path: tuple[PathPart, ...]
+    message: str
+
+    def under(self, *prefix: PathPart) -> Problem:
+        return Problem((*prefix, *self.path), self.message)
+
+
+def under(prefix: PathPart | tuple[PathPart, ...], problems: Iterable[Problem]) -> list[Problem]:
+    """Problems of a sub-config, re-rooted at the key (or path) that holds it."""
+    parts = prefix if isinstance(prefix, tuple) else (prefix,)
+    return [p.under(*parts) for p in problems]
+
+
+def duplicate_names(names: Sequence[str], what: str) -> list[Problem]:
+    """`[i, "name"]` problems for every entry whose name an earlier entry already uses."""
+    seen: Counter[str] = Counter(names)
+    first: dict[str, int] = {}
+    found = []
+    for index, name in enumerate(names):
+        if name in first:
+            found.append(
+                Problem(
+                    (index, "name"),
+                    f"'{name}' is used by {seen[name]} entries of {what} (first at "
+                    f"[{first[name]}]); names must be unique",
+                )
+            )
+        else:
+            first[name] = index
+    return found
+
 
 class ConfigModel(BaseModel):
-    """A config object: camelCase keys, unknown keys rejected, immutable once validated."""
+    """A config object: camelCase keys, unknown keys rejected, immutable once validated.
+    Field docstrings become descriptions, which the README reference and the editor schema
+    are generated from."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -26,6 +73,7 @@ class ConfigModel(BaseModel):
         extra="forbid",
         frozen=True,
         validate_default=True,
+        use_attribute_docstrings=True,
     )
 
 
@@ -35,11 +83,11 @@ class WiringModel(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True, extra="forbid")
 
 
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
 def _dns_label(value: str) -> str:
-    if len(value) > 63 or not _DNS_LABEL.match(value):
+    if len(value) > 63 or not _DNS_LABEL.fullmatch(value):
         raise ValueError(
             f"'{value}' is not a valid name: use lowercase letters, digits and '-', "
             "starting with a letter and not ending with '-' (at most 63 characters)"
@@ -64,6 +112,7 @@ def _cidr(value: str) -> str:
 Cidr = Annotated[str, AfterValidator(_cidr)]
 
 BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
+_ROLE = re.compile(r"(roles/|projects/[^/]+/roles/|organizations/[0-9]+/roles/)[A-Za-z0-9_.]+")
 
 
 def _role(value: str) -> str:
@@ -72,9 +121,7 @@ def _role(value: str) -> str:
             f"'{value}' is a basic role and grants far more than a workload needs; grant "
             "predefined roles instead (e.g. roles/storage.objectUser, roles/logging.logWriter)"
         )
-    if not re.match(
-        r"^(roles/|projects/[^/]+/roles/|organizations/[0-9]+/roles/)[A-Za-z0-9_.]+$", value
-    ):
+    if not _ROLE.fullmatch(value):
         raise ValueError(
             f"'{value}' is not an IAM role; use a predefined role such as roles/storage.objectUser "
             "or a custom role projects/PROJECT/roles/NAME"
@@ -90,14 +137,22 @@ Provisioning = Literal["on-demand", "spot", "reservation", "flex-start"]
 flex-start (Dynamic Workload Scheduler queued provisioning)."""
 
 
-def reservation_problems(provisioning: Provisioning, reservation: str | None) -> list[str]:
-    """`@reservation: ...` problems of a pool's provisioning and reservation fields."""
+def reservation_problems(provisioning: Provisioning, reservation: str | None) -> list[Problem]:
+    """Problems of a pool's `provisioning` and `reservation` fields, taken together."""
     if provisioning == "reservation" and not reservation:
-        return ["@reservation: provisioning 'reservation' needs the reservation's name here"]
+        return [
+            Problem(
+                ("reservation",),
+                "provisioning 'reservation' needs the reservation's name here",
+            )
+        ]
     if provisioning != "reservation" and reservation:
         return [
-            f"@reservation: only used with provisioning 'reservation', not "
-            f"'{provisioning}'; remove it or set provisioning: reservation"
+            Problem(
+                ("reservation",),
+                f"only used with provisioning 'reservation', not '{provisioning}'; remove it "
+                "or set provisioning: reservation",
+            )
         ]
     return []
 

@@ -5,13 +5,23 @@ elsewhere (by another stack, or by hand) are never wiped.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import Annotated, Literal
 
 import pulumi
 import pulumi_gcp as gcp
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field
 
-from components.base import Component, ConfigModel, DnsLabel, IamRole, WiringModel, slug
+from components.base import (
+    Component,
+    ConfigModel,
+    DnsLabel,
+    IamRole,
+    Problem,
+    WiringModel,
+    duplicate_names,
+    slug,
+)
 
 BucketAccess = Literal["read", "write", "admin"]
 """Object access a workload gets to a bucket."""
@@ -23,24 +33,31 @@ ACCESS_ROLES: dict[str, str] = {
 SECONDS_PER_DAY = 86_400
 
 
+def _member(value: str) -> str:
+    if value in ("allUsers", "allAuthenticatedUsers"):
+        raise ValueError(
+            f"'{value}' would make the bucket public, and public access prevention is "
+            "enforced; grant a user:, group: or serviceAccount: member instead"
+        )
+    if not value.startswith(("user:", "group:", "serviceAccount:", "domain:", "principal")):
+        raise ValueError(f"'{value}' is not an IAM member; write e.g. group:ml-team@example.com")
+    return value
+
+
+IamMember = Annotated[str, AfterValidator(_member)]
+"""An IAM principal that is never public: `user:`, `group:`, `serviceAccount:`, `domain:`."""
+
+
+def _soft_delete_days(value: int) -> int:
+    if 0 < value < 7:
+        raise ValueError(f"{value} days is below GCS's 7-day minimum; use 0 (off) or 7 to 90")
+    return value
+
+
 class BucketMember(ConfigModel):
-    member: str
+    member: IamMember
     """`user:`, `group:`, `serviceAccount:` or `domain:`; never allUsers."""
     role: IamRole
-
-    @field_validator("member")
-    @classmethod
-    def _not_public(cls, value: str) -> str:
-        if value in ("allUsers", "allAuthenticatedUsers"):
-            raise ValueError(
-                f"'{value}' would make the bucket public, and public access prevention is "
-                "enforced; grant a user:, group: or serviceAccount: member instead"
-            )
-        if not value.startswith(("user:", "group:", "serviceAccount:", "domain:", "principal")):
-            raise ValueError(
-                f"'{value}' is not an IAM member; write e.g. group:ml-team@example.com"
-            )
-        return value
 
 
 class BucketConfig(ConfigModel):
@@ -51,7 +68,9 @@ class BucketConfig(ConfigModel):
     """Defaults to `gcp:region`, beside the TPUs that read it."""
     storage_class: Literal["STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE"] = "STANDARD"
     versioning: bool = False
-    soft_delete_days: int = Field(default=7, ge=0, le=90)
+    soft_delete_days: Annotated[int, AfterValidator(_soft_delete_days)] = Field(
+        default=7, ge=0, le=90
+    )
     """Days deleted objects stay recoverable; 0 turns soft delete off, otherwise 7 to 90."""
     delete_after_days: int | None = Field(default=None, ge=1)
     """Lifecycle rule deleting objects this many days old (e.g. scratch checkpoints)."""
@@ -63,21 +82,58 @@ class BucketConfig(ConfigModel):
     members: list[BucketMember] = Field(default_factory=list)
     """Extra per-member grants, e.g. a data team's group as objectViewer."""
 
-    @field_validator("soft_delete_days")
-    @classmethod
-    def _soft_delete_window(cls, value: int) -> int:
-        if 0 < value < 7:
-            raise ValueError(f"{value} days is below GCS's 7-day minimum; use 0 (off) or 7 to 90")
-        return value
-
     def bucket_name(self, project: str, prefix: str) -> str:
         return f"{project}-{prefix}-{self.name}"
 
 
+BUCKET_NAME_MAX = 63
+
+
+def problems(
+    buckets: list[BucketConfig], *, project: str, prefix: str, protect: bool
+) -> list[Problem]:
+    """Checks of `ai-infra:buckets` that need the stack's project, prefix and protection."""
+    found = duplicate_names([b.name for b in buckets], "buckets")
+    for i, bucket in enumerate(buckets):
+        full_name = bucket.bucket_name(project, prefix)
+        if len(full_name) > BUCKET_NAME_MAX:
+            found.append(
+                Problem(
+                    (i, "name"),
+                    f"bucket name '{full_name}' is longer than {BUCKET_NAME_MAX} characters; "
+                    "shorten the name",
+                )
+            )
+        if bucket.force_destroy and protect:
+            found.append(
+                Problem(
+                    (i, "forceDestroy"),
+                    "this stack sets ai-infra:protect, so its buckets must not be "
+                    "force-destroyed; remove forceDestroy (or set ai-infra:protect: false for a "
+                    "throwaway stack)",
+                )
+            )
+    return found
+
+
+def unknown_buckets(named: Iterable[str], buckets: Iterable[str]) -> list[Problem]:
+    """`buckets.<name>` problems for bucket access that names no `ai-infra:buckets` entry."""
+    known = sorted(buckets)
+    return [
+        Problem(
+            ("buckets", bucket),
+            f"no bucket named '{bucket}' in ai-infra:buckets; known: {', '.join(known) or 'none'}",
+        )
+        for bucket in named
+        if bucket not in known
+    ]
+
+
 class BucketArgs(WiringModel):
     project: str
-    region: str
     prefix: str
+    location: str
+    """Resolved from the entry or `gcp:region`."""
     protect: bool
     labels: dict[str, str]
     config: BucketConfig
@@ -91,7 +147,7 @@ class Bucket(Component):
     """The bucket's name, known before it exists."""
 
     def __init__(self, name: str, args: BucketArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("ai-infra:storage:Bucket", name, opts)
+        super().__init__("ai-infra:buckets:Bucket", name, opts)
         config = args.config
         self.name_ = config.bucket_name(args.project, args.prefix)
         lifecycle_rules = []
@@ -108,7 +164,7 @@ class Bucket(Component):
             f"{name}-bucket",
             project=args.project,
             name=self.name_,
-            location=(config.location or args.region).upper(),
+            location=args.location.upper(),
             storage_class=config.storage_class,
             uniform_bucket_level_access=True,
             public_access_prevention="enforced",

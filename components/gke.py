@@ -5,18 +5,22 @@ Accelerator pools live in `tpu_slices.py` and `gpu_pools.py`; they share `node_c
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 import pulumi
 import pulumi_gcp as gcp
 import yaml
-from pydantic import Field, SkipValidation, field_validator, model_validator
+from pydantic import AfterValidator, Field, SkipValidation
 
 from components.base import (
     Component,
     ConfigModel,
     DnsLabel,
+    PathPart,
+    Problem,
     Provisioning,
     WiringModel,
     service_account_email,
@@ -49,37 +53,48 @@ class CpuPoolConfig(ConfigModel):
     spot: bool = False
 
 
+def _rfc3339(value: str) -> str:
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"'{value}' is not an RFC 3339 time; write e.g. 2026-12-01T00:00:00Z"
+        ) from None
+    return value
+
+
+Rfc3339 = Annotated[str, AfterValidator(_rfc3339)]
+
+
+def _time_of_day(value: str) -> str:
+    hours, _, minutes = value.partition(":")
+    if not (
+        hours.isdigit()
+        and minutes.isdigit()
+        and int(hours) < 24
+        and int(minutes) < 60
+        and len(hours) == 2
+        and len(minutes) == 2
+    ):
+        raise ValueError(f"'{value}' is not a time of day; write it as HH:MM in UTC, e.g. 03:00")
+    return value
+
+
+TimeOfDay = Annotated[str, AfterValidator(_time_of_day)]
+
+
 class MaintenanceExclusion(ConfigModel):
     """A period in which GKE must not upgrade (e.g. a training campaign on the slices)."""
 
     name: DnsLabel
-    start: str
+    start: Rfc3339
     """RFC 3339, e.g. 2026-12-01T00:00:00Z."""
-    end: str | None = None
+    end: Rfc3339 | None = None
     """RFC 3339; omitted means until the cluster's minor version leaves support."""
     scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = (
         "NO_MINOR_OR_NODE_UPGRADES"
     )
     """NO_MINOR_OR_NODE_UPGRADES keeps nodes, and so running slices, untouched."""
-
-    @field_validator("start", "end")
-    @classmethod
-    def _rfc3339(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        try:
-            datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(
-                f"'{value}' is not an RFC 3339 time; write e.g. 2026-12-01T00:00:00Z"
-            ) from None
-        return value
-
-    @model_validator(mode="after")
-    def _bounded_no_upgrades(self) -> MaintenanceExclusion:
-        if self.scope == "NO_UPGRADES" and self.end is None:
-            raise ValueError("@end: scope NO_UPGRADES needs an end (GKE allows at most 30 days)")
-        return self
 
 
 class ClusterConfig(ConfigModel):
@@ -102,7 +117,7 @@ class ClusterConfig(ConfigModel):
     deletion_protection: bool | None = None
     """GKE-side deletion protection; defaults to `ai-infra:protect`."""
     max_pods_per_node: int = Field(default=110, ge=8, le=256)
-    maintenance_start_time: str = "03:00"
+    maintenance_start_time: TimeOfDay = "03:00"
     """Daily four-hour maintenance window start, UTC, HH:MM."""
     maintenance_exclusions: list[MaintenanceExclusion] = Field(default_factory=list)
     """On a release channel GKE must auto-upgrade nodes, which recreates a running slice;
@@ -111,28 +126,120 @@ class ClusterConfig(ConfigModel):
     """`gke-security-groups@<domain>`: enables Google Groups for RBAC, which team `groups`
     need; the teams' groups must be members of it."""
 
-    @field_validator("maintenance_start_time")
-    @classmethod
-    def _hh_mm(cls, value: str) -> str:
-        hours, _, minutes = value.partition(":")
-        if not (
-            hours.isdigit()
-            and minutes.isdigit()
-            and int(hours) < 24
-            and int(minutes) < 60
-            and len(hours) == 2
-            and len(minutes) == 2
-        ):
-            raise ValueError(
-                f"'{value}' is not a time of day; write it as HH:MM in UTC, e.g. 03:00"
+
+def problems(config: ClusterConfig) -> list[Problem]:
+    """Cross-field checks of `ai-infra:cluster`."""
+    found = []
+    cpu = config.cpu_pool
+    if cpu.max_nodes < cpu.min_nodes:
+        found.append(
+            Problem(("cpuPool", "maxNodes"), f"{cpu.max_nodes} is below minNodes {cpu.min_nodes}")
+        )
+    for i, exclusion in enumerate(config.maintenance_exclusions):
+        if exclusion.scope == "NO_UPGRADES" and exclusion.end is None:
+            found.append(
+                Problem(
+                    ("maintenanceExclusions", i, "end"),
+                    "scope NO_UPGRADES needs an end (GKE allows at most 30 days)",
+                )
             )
-        return value
+    return found
 
 
-def pods_per_node_prefix(max_pods_per_node: int) -> int:
-    """Prefix length GKE gives each node from the pods range: twice the pod count, rounded up
-    to a power of two (110 pods -> /24)."""
-    return 32 - (2 * max_pods_per_node - 1).bit_length()
+def pool_zone_problems(zone: str, *, region: str, cluster_location: str) -> list[Problem]:
+    """A `zone` problem when a node pool's zone is outside the cluster's reach."""
+    if not zone.startswith(region + "-"):
+        return [
+            Problem(
+                ("zone",),
+                f"{zone} is not in gcp:region {region}; node pools must be in the cluster's region",
+            )
+        ]
+    if cluster_location != region and zone != cluster_location:
+        return [
+            Problem(
+                ("zone",),
+                f"the cluster is zonal in {cluster_location}, so its node pools cannot be in "
+                f"{zone}; drop the zone or set cluster.regional: true",
+            )
+        ]
+    return []
+
+
+CPU_POOL = "cpu"
+
+
+def pool_name_problems(pools: Mapping[tuple[PathPart, ...], Sequence[str]]) -> list[Problem]:
+    """A `name` problem for every entry whose node pool name another pool already has.
+
+    `pools` maps an entry's path (`("tpuSlices", 2)`) to the pool names it makes: multi-host
+    slices make `<name>-0`, `<name>-1`, ...; single-host slices and GPU pools use their name.
+    """
+    owner: dict[str, tuple[PathPart, ...] | None] = {CPU_POOL: None}
+    found = []
+    for path, names in pools.items():
+        for name in names:
+            if name not in owner:
+                owner[name] = path
+                continue
+            other = owner[name]
+            by = "the CPU pool" if other is None else render_relative(other)
+            found.append(
+                Problem(
+                    (*path, "name"),
+                    f"node pool name '{name}' is already used by {by}; rename one",
+                )
+            )
+            break
+    return found
+
+
+def render_relative(path: tuple[PathPart, ...]) -> str:
+    head, *rest = path
+    return str(head) + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in rest)
+
+
+@dataclass(frozen=True)
+class PoolSizing:
+    """The sizing inputs of a `gcp.container.NodePool`; unset ones stay None."""
+
+    node_count: int | None = None
+    initial_node_count: int | None = None
+    autoscaling: gcp.container.NodePoolAutoscalingArgs | None = None
+    queued_provisioning: gcp.container.NodePoolQueuedProvisioningArgs | None = None
+
+
+def pool_sizing(
+    max_nodes: int,
+    *,
+    min_nodes: int | None = None,
+    flex_start: bool = False,
+    per_zone: bool = False,
+) -> PoolSizing:
+    """How a pool is sized: `max_nodes` fixed nodes; with `min_nodes`, autoscaled between the
+    two; flex-start pools rest at zero and grow by queued provisioning requests.
+
+    `per_zone` bounds count nodes in each of the pool's zones (the CPU pool spans the
+    cluster's zones); otherwise the bounds are totals across its zones.
+    """
+    if min_nodes is None and not flex_start:
+        return PoolSizing(node_count=max_nodes)
+    low = 0 if min_nodes is None else min_nodes
+    if per_zone:
+        autoscaling = gcp.container.NodePoolAutoscalingArgs(
+            min_node_count=low, max_node_count=max_nodes
+        )
+    else:
+        autoscaling = gcp.container.NodePoolAutoscalingArgs(
+            total_min_node_count=low, total_max_node_count=max_nodes, location_policy="ANY"
+        )
+    return PoolSizing(
+        initial_node_count=0 if flex_start else low,
+        autoscaling=autoscaling,
+        queued_provisioning=(
+            gcp.container.NodePoolQueuedProvisioningArgs(enabled=True) if flex_start else None
+        ),
+    )
 
 
 def node_config(
@@ -190,12 +297,20 @@ def node_config(
     )
 
 
+def node_account_id(prefix: str) -> str:
+    """The node service account's id; teams and identities must not take it."""
+    return f"{prefix}-nodes"
+
+
 class GkeClusterArgs(WiringModel):
     project: str
-    region: str
-    zone: str
     prefix: str
+    name: str
+    """The cluster's name, resolved from `cluster.name` or the prefix."""
+    location: str
+    """The region, or the zone of a zonal cluster."""
     protect: bool
+    deletion_protection: bool
     labels: dict[str, str]
     config: ClusterConfig
     network: NetworkConfig
@@ -204,13 +319,20 @@ class GkeClusterArgs(WiringModel):
     pods_range_name: str
     services_range_name: str
 
-    @property
-    def cluster_name(self) -> str:
-        return self.config.name or f"{self.prefix}-gke"
 
-    @property
-    def location(self) -> str:
-        return self.region if self.config.regional else self.zone
+@dataclass(frozen=True)
+class ClusterHandle:
+    """What a node pool needs of the cluster it joins."""
+
+    project: str
+    name: pulumi.Output[str]
+    location: str
+    node_service_account: str
+    auto_upgrade: bool
+    """Whether node pools auto-upgrade; GKE requires it on a release channel."""
+    image_streaming: bool
+    resource_labels: dict[str, str]
+    """GCP labels for the nodes' VMs."""
 
 
 class GkeCluster(Component):
@@ -220,25 +342,23 @@ class GkeCluster(Component):
     cpu_pool: gcp.container.NodePool
     node_service_account: gcp.serviceaccount.Account
     node_service_account_email: str
-    auto_upgrade: bool
-    """Whether node pools auto-upgrade; GKE requires it on a release channel."""
+    handle: ClusterHandle
     kubeconfig: pulumi.Output[str]
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("ai-infra:gke:Cluster", name, opts)
+        super().__init__("ai-infra:gke:GkeCluster", name, opts)
         config = args.config
-        self.args = args
-        self.auto_upgrade = config.release_channel != "NONE"
+        auto_upgrade = config.release_channel != "NONE"
 
-        node_account_id = f"{args.prefix}-nodes"
+        account_id = node_account_id(args.prefix)
         self.node_service_account = gcp.serviceaccount.Account(
             f"{name}-nodes",
             project=args.project,
-            account_id=node_account_id,
-            display_name=f"GKE nodes of {args.cluster_name}",
+            account_id=account_id,
+            display_name=f"GKE nodes of {args.name}",
             opts=self.child_opts(),
         )
-        self.node_service_account_email = service_account_email(node_account_id, args.project)
+        self.node_service_account_email = service_account_email(account_id, args.project)
         node_roles = [
             gcp.projects.IAMMember(
                 f"{name}-nodes-{role.split('/')[-1]}",
@@ -250,13 +370,10 @@ class GkeCluster(Component):
             for role in NODE_SA_ROLES
         ]
 
-        deletion_protection = (
-            args.protect if config.deletion_protection is None else config.deletion_protection
-        )
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
             project=args.project,
-            name=args.cluster_name,
+            name=args.name,
             location=args.location,
             network=args.network_self_link,
             subnetwork=args.subnet_self_link,
@@ -372,7 +489,7 @@ class GkeCluster(Component):
                 else None
             ),
             resource_labels=args.labels,
-            deletion_protection=deletion_protection,
+            deletion_protection=args.deletion_protection,
             opts=self.child_opts(
                 depends_on=node_roles,
                 protect=args.protect,
@@ -383,18 +500,17 @@ class GkeCluster(Component):
         )
 
         cpu = config.cpu_pool
+        sizing = pool_sizing(cpu.max_nodes, min_nodes=cpu.min_nodes, per_zone=True)
         self.cpu_pool = gcp.container.NodePool(
             f"{name}-cpu",
             project=args.project,
             cluster=self.cluster.name,
             location=args.location,
-            name="cpu",
-            initial_node_count=cpu.min_nodes,
-            autoscaling=gcp.container.NodePoolAutoscalingArgs(
-                min_node_count=cpu.min_nodes, max_node_count=cpu.max_nodes
-            ),
+            name=CPU_POOL,
+            initial_node_count=sizing.initial_node_count,
+            autoscaling=sizing.autoscaling,
             management=gcp.container.NodePoolManagementArgs(
-                auto_repair=True, auto_upgrade=self.auto_upgrade
+                auto_repair=True, auto_upgrade=auto_upgrade
             ),
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
                 strategy="SURGE", max_surge=1, max_unavailable=0
@@ -404,12 +520,21 @@ class GkeCluster(Component):
                 machine_type=cpu.machine_type,
                 disk_size_gb=cpu.disk_size_gb,
                 disk_type=cpu.disk_type,
-                labels={"ai-infra/pool": "cpu"},
+                labels={"ai-infra/pool": CPU_POOL},
                 resource_labels=args.labels,
                 image_streaming=config.image_streaming,
                 provisioning="spot" if cpu.spot else "on-demand",
             ),
             opts=self.child_opts(ignore_changes=["initialNodeCount"]),
+        )
+        self.handle = ClusterHandle(
+            project=args.project,
+            name=self.cluster.name,
+            location=args.location,
+            node_service_account=self.node_service_account_email,
+            auto_upgrade=auto_upgrade,
+            image_streaming=config.image_streaming,
+            resource_labels=args.labels,
         )
 
         ca_certificate = self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)

@@ -5,21 +5,22 @@ component; this one covers GPUs scheduled by Kubernetes.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import pulumi
 import pulumi_gcp as gcp
-from pydantic import Field, SkipValidation, model_validator
+from pydantic import Field
 
 from components.base import (
     Component,
     ConfigModel,
     DnsLabel,
+    Problem,
     Provisioning,
     WiringModel,
     reservation_problems,
 )
-from components.gke import node_config
+from components.gke import ClusterHandle, node_config, pool_sizing
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -44,36 +45,36 @@ class GpuPoolConfig(ConfigModel):
     disk_size_gb: int = Field(default=200, ge=10)
     disk_type: Literal["pd-balanced", "pd-ssd", "hyperdisk-balanced"] = "pd-balanced"
 
-    @model_validator(mode="after")
-    def _consistent(self) -> GpuPoolConfig:
-        problems = []
-        if self.max_nodes < self.min_nodes:
-            problems.append(f"@maxNodes: {self.max_nodes} is below minNodes {self.min_nodes}")
-        if self.provisioning == "flex-start" and self.min_nodes:
-            problems.append(
-                "@minNodes: flex-start pools rest at 0 nodes and grow per provisioning "
-                "request; set minNodes: 0"
-            )
-        problems += reservation_problems(self.provisioning, self.reservation)
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
-
     @property
     def gpus(self) -> int:
         """GPUs the pool provides at its largest."""
         return self.max_nodes * self.accelerator_count
 
 
+def problems(pools: list[GpuPoolConfig]) -> list[Problem]:
+    """Per-entry checks of `ai-infra:gpuPools`, each at `[i].<field>`."""
+    found = []
+    for i, config in enumerate(pools):
+        if config.max_nodes < config.min_nodes:
+            found.append(
+                Problem((i, "maxNodes"), f"{config.max_nodes} is below minNodes {config.min_nodes}")
+            )
+        if config.provisioning == "flex-start" and config.min_nodes:
+            found.append(
+                Problem(
+                    (i, "minNodes"),
+                    "flex-start pools rest at 0 nodes and grow per provisioning request; set "
+                    "minNodes: 0",
+                )
+            )
+        found += [p.under(i) for p in reservation_problems(config.provisioning, config.reservation)]
+    return found
+
+
 class GpuPoolArgs(WiringModel):
-    project: str
+    cluster: ClusterHandle
     zone: str
-    labels: dict[str, str]
-    cluster_name: SkipValidation[pulumi.Output[str]]
-    cluster_location: str
-    node_service_account: str
-    auto_upgrade: bool
-    image_streaming: bool
+    """The pool's zone, resolved from the entry or `gcp:zone`."""
     config: GpuPoolConfig
 
 
@@ -83,39 +84,29 @@ class GpuPool(Component):
     node_pool: gcp.container.NodePool
 
     def __init__(self, name: str, args: GpuPoolArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("ai-infra:gpu:Pool", name, opts)
+        super().__init__("ai-infra:gpu_pools:GpuPool", name, opts)
+        cluster = args.cluster
         config = args.config
         flex_start = config.provisioning == "flex-start"
-        sizing: dict[str, Any] = {
-            "initial_node_count": 0 if flex_start else config.min_nodes,
-            "autoscaling": gcp.container.NodePoolAutoscalingArgs(
-                total_min_node_count=config.min_nodes,
-                total_max_node_count=config.max_nodes,
-                location_policy="ANY",
-            ),
-        }
-        if flex_start:
-            sizing["queued_provisioning"] = gcp.container.NodePoolQueuedProvisioningArgs(
-                enabled=True
-            )
+        sizing = pool_sizing(config.max_nodes, min_nodes=config.min_nodes, flex_start=flex_start)
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
-            project=args.project,
-            cluster=args.cluster_name,
-            location=args.cluster_location,
+            project=cluster.project,
+            cluster=cluster.name,
+            location=cluster.location,
             name=config.name,
             node_locations=[args.zone],
             management=gcp.container.NodePoolManagementArgs(
-                auto_repair=not flex_start, auto_upgrade=args.auto_upgrade
+                auto_repair=not flex_start, auto_upgrade=cluster.auto_upgrade
             ),
             node_config=node_config(
-                service_account=args.node_service_account,
+                service_account=cluster.node_service_account,
                 machine_type=config.machine_type,
                 disk_size_gb=config.disk_size_gb,
                 disk_type=config.disk_type,
                 labels={"ai-infra/pool": config.name},
-                resource_labels=args.labels,
-                image_streaming=args.image_streaming,
+                resource_labels=cluster.resource_labels,
+                image_streaming=cluster.image_streaming,
                 provisioning=config.provisioning,
                 reservation=config.reservation,
                 guest_accelerators=[
@@ -130,7 +121,9 @@ class GpuPool(Component):
                     )
                 ],
             ),
+            initial_node_count=sizing.initial_node_count,
+            autoscaling=sizing.autoscaling,
+            queued_provisioning=sizing.queued_provisioning,
             opts=self.child_opts(ignore_changes=["initialNodeCount"]),
-            **sizing,
         )
         self.register_outputs({"nodePool": self.node_pool.name})

@@ -10,9 +10,9 @@ import itertools
 
 import pulumi
 import pulumi_gcp as gcp
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from components.base import Cidr, Component, ConfigModel, WiringModel
+from components.base import Cidr, Component, ConfigModel, Problem, WiringModel
 
 IAP_TCP_FORWARDING_RANGE = "35.235.240.0/20"
 """Source range of Identity-Aware Proxy TCP forwarding (SSH through IAP)."""
@@ -45,27 +45,54 @@ class NetworkConfig(ConfigModel):
     """Ranges allowed to reach the public control-plane endpoint (where `pulumi up` runs).
     Empty means only addresses inside the VPC reach it."""
 
-    @model_validator(mode="after")
-    def _ranges_are_disjoint(self) -> NetworkConfig:
-        ranges = {
-            "subnetCidr": self.subnet_cidr,
-            "podsCidr": self.pods_cidr,
-            "servicesCidr": self.services_cidr,
-            "masterCidr": self.master_cidr,
-        }
-        problems = []
-        if ipaddress.IPv4Network(self.master_cidr).prefixlen != 28:
-            problems.append(
-                f"@masterCidr: GKE needs a /28 for the control plane, got {self.master_cidr}"
+
+def pods_per_node_prefix(max_pods_per_node: int) -> int:
+    """Prefix length GKE gives each node from the pods range: twice the pod count, rounded up
+    to a power of two (110 pods -> /24)."""
+    return 32 - (2 * max_pods_per_node - 1).bit_length()
+
+
+def problems(config: NetworkConfig) -> list[Problem]:
+    """The address plan as a whole: a /28 control plane and four disjoint ranges."""
+    ranges = {
+        "subnetCidr": config.subnet_cidr,
+        "podsCidr": config.pods_cidr,
+        "servicesCidr": config.services_cidr,
+        "masterCidr": config.master_cidr,
+    }
+    found = []
+    if ipaddress.IPv4Network(config.master_cidr).prefixlen != 28:
+        found.append(
+            Problem(
+                ("masterCidr",),
+                f"GKE needs a /28 for the control plane, got {config.master_cidr}",
             )
-        for (a, ra), (b, rb) in itertools.combinations(ranges.items(), 2):
-            if ipaddress.IPv4Network(ra).overlaps(ipaddress.IPv4Network(rb)):
-                problems.append(
-                    f"@{b}: {rb} overlaps {a} {ra}; every range in the network must be disjoint"
+        )
+    for (a, ra), (b, rb) in itertools.combinations(ranges.items(), 2):
+        if ipaddress.IPv4Network(ra).overlaps(ipaddress.IPv4Network(rb)):
+            found.append(
+                Problem(
+                    (b,), f"{rb} overlaps {a} {ra}; every range in the network must be disjoint"
                 )
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
+            )
+    return found
+
+
+def capacity_problems(config: NetworkConfig, max_pods_per_node: int, nodes: int) -> list[Problem]:
+    """The pods range must hold a per-node block for every node the pools can reach."""
+    per_node = pods_per_node_prefix(max_pods_per_node)
+    pods = ipaddress.IPv4Network(config.pods_cidr)
+    capacity = 2 ** (per_node - pods.prefixlen) if per_node >= pods.prefixlen else 0
+    if nodes <= capacity:
+        return []
+    return [
+        Problem(
+            ("podsCidr",),
+            f"{config.pods_cidr} holds {capacity} nodes at cluster.maxPodsPerNode "
+            f"{max_pods_per_node} (a /{per_node} each), but the pools can grow to {nodes} "
+            "nodes; widen podsCidr or lower cluster.maxPodsPerNode",
+        )
+    ]
 
 
 class NetworkArgs(WiringModel):

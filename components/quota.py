@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from components import tpu_catalog
+from components.base import Problem
 from components.gpu_pools import GPU_RESOURCE, GpuPoolConfig
 from components.tpu_slices import CAPACITY_LABEL, TpuSliceConfig
 
@@ -22,6 +23,8 @@ QUEUED_PROVISIONING_TAINT = "cloud.google.com/gke-queued"
 QUEUED_TOLERATION = {"key": QUEUED_PROVISIONING_TAINT, "operator": "Exists", "effect": "NoSchedule"}
 """Flex-start nodes carry the gke-queued taint; only flex-start flavors tolerate it."""
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+MAX_FLAVORS_PER_GROUP = 64
+"""Kueue's limit of flavors in one ClusterQueue resource group."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,23 @@ def derive_flavors(
             sources=[Source(pool.name, pool.gpus)],
         )
     return list(flavors.values())
+
+
+def flavor_problems(flavors: Sequence[Flavor]) -> list[Problem]:
+    """A `tpuSlices` problem when the slices make more flavors of one resource than a
+    ClusterQueue resource group may list."""
+    found = []
+    for resource in dict.fromkeys(f.resource for f in flavors):
+        count = sum(f.resource == resource for f in flavors)
+        if count > MAX_FLAVORS_PER_GROUP:
+            found.append(
+                Problem(
+                    ("tpuSlices",),
+                    f"{count} distinct {resource} flavors exceed Kueue's "
+                    f"{MAX_FLAVORS_PER_GROUP} per resource group; use fewer distinct shapes",
+                )
+            )
+    return found
 
 
 Share = int | float

@@ -8,47 +8,84 @@ nothing else (other teams' quotas aside).
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
-from pydantic import Field, SkipValidation, field_validator
+from pydantic import AfterValidator, BeforeValidator, Field, SkipValidation
 
-from components.base import Component, ConfigModel, DnsLabel, IamRole, WiringModel, slug
-from components.buckets import Bucket, BucketAccess
+from components.base import (
+    Component,
+    ConfigModel,
+    DnsLabel,
+    IamRole,
+    Problem,
+    WiringModel,
+    duplicate_names,
+    slug,
+)
+from components.buckets import Bucket, BucketAccess, unknown_buckets
 from components.kueue import MANAGED_NAMESPACE_LABEL, kueue_object, resource_groups
-from components.quota import Flavor, Share
-from components.workload_identity import WorkloadIdentity, workload_identity_args
+from components.quota import Flavor, Share, explicit_units
+from components.workload_identity import (
+    WorkloadIdentity,
+    account_id_problems,
+    duplicate_roles,
+    workload_identity_args,
+)
 
 TEAM_LABEL = "ai-infra/team"
-_PERCENT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)%$")
-_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$")
+_PERCENT = re.compile(r"([0-9]+(?:\.[0-9]+)?)%")
+_QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?")
+_GROUP_EMAIL = re.compile(r"[^@\s:]+@[^@\s]+\.[a-z]+")
 
 
-def _share(key: str, value: Any) -> Share:
+def _share(value: Any) -> Share:
+    """A share as written in YAML: chips (16), a fraction (0.5) or a percentage ("50%")."""
     if isinstance(value, bool):
-        raise ValueError(f"@{key}: {value} is not a share; use chips (16), a fraction (0.5) or 50%")
+        raise ValueError(f"{value} is not a share; use chips (16), a fraction (0.5) or 50%")
     if isinstance(value, int):
         if value < 0:
-            raise ValueError(f"@{key}: {value} chips is negative")
+            raise ValueError(f"{value} chips is negative")
         return value
     if isinstance(value, float):
         if not 0 < value <= 1:
-            raise ValueError(f"@{key}: fraction {value} must be in (0, 1]; write chips as an int")
+            raise ValueError(f"fraction {value} must be in (0, 1]; write chips as an int")
         return value
-    if isinstance(value, str) and (match := _PERCENT.match(value)):
+    if isinstance(value, str) and (match := _PERCENT.fullmatch(value)):
         percent = float(match[1])
         if not 0 < percent <= 100:
-            raise ValueError(f"@{key}: {value} must be between 0% and 100%")
+            raise ValueError(f"{value} must be between 0% and 100%")
         return percent / 100
-    raise ValueError(f"@{key}: {value!r} is not a share; use chips (16), a fraction (0.5) or 50%")
+    raise ValueError(f"{value!r} is not a share; use chips (16), a fraction (0.5) or 50%")
 
 
-def _quantity(value: str) -> str:
-    if not _QUANTITY.match(value):
-        raise ValueError(f"'{value}' is not a Kubernetes quantity such as 200 or 800Gi")
+QuotaShare = Annotated[Share, BeforeValidator(_share)]
+
+
+def _quantity(value: Any) -> str:
+    """A Kubernetes quantity; YAML's `1000` (an int) is the quantity "1000"."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)
+    if not isinstance(value, str) or not _QUANTITY.fullmatch(value):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity such as 200 or 800Gi")
     return value
+
+
+Quantity = Annotated[str, BeforeValidator(_quantity)]
+
+
+def _group_email(value: str) -> str:
+    if not _GROUP_EMAIL.fullmatch(value):
+        raise ValueError(
+            f"'{value}': write a Google group as a plain email, e.g. ml-team@example.com"
+        )
+    return value
+
+
+GroupEmail = Annotated[str, AfterValidator(_group_email)]
 
 
 class TeamConfig(ConfigModel):
@@ -56,49 +93,76 @@ class TeamConfig(ConfigModel):
 
     name: DnsLabel
     """Namespace, ClusterQueue and LocalQueue name; Google service account `<prefix>-<name>`."""
-    quota: dict[str, Any] = Field(default_factory=dict)
+    quota: dict[str, QuotaShare] = Field(default_factory=dict)
     """Slice or GPU pool name -> this team's share of it: chips/GPUs (`64`), a fraction
     (`0.25`) or a percentage (`"25%"`). Entries a team does not name are split evenly among
     the teams that do not name them."""
-    cpu: str = "1000"
+    cpu: Quantity = "1000"
     """Nominal CPU quota (cores); high by default so TPU chips are the constraint."""
-    memory: str = "4000Gi"
+    memory: Quantity = "4000Gi"
+    """Nominal memory quota."""
     roles: list[IamRole] = Field(default_factory=list)
     """Extra project roles for the team's Google service account; basic roles are refused."""
     buckets: dict[str, BucketAccess] = Field(default_factory=dict)
     """`ai-infra:buckets` names -> read | write | admin."""
-    groups: list[str] = Field(default_factory=list)
+    groups: list[GroupEmail] = Field(default_factory=list)
     """Google groups (emails) that get `edit` in the team namespace."""
     service_account: DnsLabel = "training"
     """Kubernetes service account that jobs run as (`serviceAccountName`)."""
 
-    @field_validator("quota")
-    @classmethod
-    def _shares(cls, quota: dict[str, Any]) -> dict[str, Share]:
-        problems, shares = [], {}
-        for key, value in quota.items():
-            try:
-                shares[key] = _share(key, value)
-            except ValueError as error:
-                problems.append(str(error))
-        if problems:
-            raise ValueError("\n".join(problems))
-        return shares
 
-    @field_validator("cpu", "memory")
-    @classmethod
-    def _quantities(cls, value: str | int) -> str:
-        return _quantity(str(value))
-
-    @field_validator("groups")
-    @classmethod
-    def _emails(cls, groups: list[str]) -> list[str]:
-        bad = [g for g in groups if not re.match(r"^[^@\s:]+@[^@\s]+\.[a-z]+$", g)]
-        if bad:
-            raise ValueError(
-                f"{', '.join(bad)}: write Google groups as plain emails, e.g. ml-team@example.com"
+def problems(
+    teams: list[TeamConfig],
+    *,
+    prefix: str,
+    sources: Mapping[str, int],
+    buckets: Iterable[str],
+    reserved_namespaces: Iterable[str],
+    rbac_security_group: str | None,
+) -> list[Problem]:
+    """Checks of `ai-infra:teams` against the rest of the stack. `sources` maps every slice
+    and GPU pool name to the chips or GPUs it provides."""
+    found = duplicate_names([t.name for t in teams], "teams")
+    reserved, known_buckets = set(reserved_namespaces), list(buckets)
+    claimed: dict[str, int] = {}
+    for i, team in enumerate(teams):
+        entry: list[Problem] = []
+        if team.name in reserved:
+            entry.append(
+                Problem(("name",), f"'{team.name}' is a system namespace; choose another name")
             )
-        return groups
+        entry += account_id_problems(f"{prefix}-{team.name}")
+        entry += duplicate_roles(team.roles)
+        for key, share in team.quota.items():
+            if key not in sources:
+                entry.append(
+                    Problem(
+                        ("quota", key),
+                        f"no TPU slice or GPU pool named '{key}'; known: "
+                        f"{', '.join(sources) or 'none'}",
+                    )
+                )
+                continue
+            claimed[key] = claimed.get(key, 0) + explicit_units(share, sources[key])
+            if claimed[key] > sources[key]:
+                entry.append(
+                    Problem(
+                        ("quota", key),
+                        f"teams' shares of '{key}' add up to {claimed[key]}, but it provides "
+                        f"{sources[key]}; lower the shares or add capacity",
+                    )
+                )
+        entry += unknown_buckets(team.buckets, known_buckets)
+        if team.groups and not rbac_security_group:
+            entry.append(
+                Problem(
+                    ("groups",),
+                    "Google groups in RBAC need ai-infra:cluster.rbacSecurityGroup "
+                    "(gke-security-groups@<your domain>) with these groups as members",
+                )
+            )
+        found += [p.under(i) for p in entry]
+    return found
 
 
 class TeamArgs(WiringModel):

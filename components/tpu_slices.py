@@ -5,22 +5,23 @@ GKE provisions, repairs and upgrades); identical single-host slices share one po
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
 
 import pulumi
 import pulumi_gcp as gcp
-from pydantic import Field, SkipValidation, field_validator, model_validator
+from pydantic import AfterValidator, Field
 
 from components import tpu_catalog
 from components.base import (
     Component,
     ConfigModel,
     DnsLabel,
+    Problem,
     Provisioning,
     WiringModel,
     reservation_problems,
 )
-from components.gke import node_config
+from components.gke import ClusterHandle, node_config, pool_sizing
 
 GKE_NODE_POOL_NAME_MAX = 40
 CAPACITY_LABEL = "ai-infra/capacity"
@@ -28,12 +29,21 @@ CAPACITY_LABEL = "ai-infra/capacity"
 never claim nodes of the same shape that are not flex-start."""
 
 
+def _accelerator(value: str) -> str:
+    tpu_catalog.resolve(value)
+    return value
+
+
+Accelerator = Annotated[str, AfterValidator(_accelerator)]
+"""A Cloud TPU accelerator type the catalog knows, e.g. `v5p-32`."""
+
+
 class TpuSliceConfig(ConfigModel):
     """One entry of `ai-infra:tpuSlices`."""
 
     name: DnsLabel
     """Names the node pools (`<name>-0`, `<name>-1`, ...) and the Kueue flavor's slices."""
-    accelerator: str
+    accelerator: Accelerator
     """Cloud TPU accelerator type, e.g. `v5p-32`, `v5litepod-16`, `v6e-8`, `tpu7x-64`."""
     count: int = Field(default=1, ge=0)
     """Identical slices to create; 0 keeps the entry (and its queue flavor) with no nodes."""
@@ -45,31 +55,6 @@ class TpuSliceConfig(ConfigModel):
     `provisioning: reservation`."""
     topology: str | None = None
     """Only where a size has several topologies (e.g. v5p-512: 4x8x8 or 4x4x16)."""
-
-    @field_validator("accelerator")
-    @classmethod
-    def _known_accelerator(cls, value: str) -> str:
-        tpu_catalog.resolve(value)
-        return value
-
-    @model_validator(mode="after")
-    def _consistent(self) -> TpuSliceConfig:
-        problems = []
-        if self.topology is not None:
-            try:
-                tpu_catalog.resolve(self.accelerator, self.topology)
-            except tpu_catalog.CatalogError as error:
-                problems.append(f"@topology: {error}")
-        problems += reservation_problems(self.provisioning, self.reservation)
-        longest = f"{self.name}-{max(self.count - 1, 0)}"
-        if len(longest) > GKE_NODE_POOL_NAME_MAX:
-            problems.append(
-                f"@name: node pool name '{longest}' is longer than GKE's "
-                f"{GKE_NODE_POOL_NAME_MAX} characters; shorten the slice name"
-            )
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
 
     @property
     def shape(self) -> tpu_catalog.TpuShape:
@@ -93,17 +78,35 @@ class TpuSliceConfig(ConfigModel):
         return [self.name] if self.count else []
 
 
+def problems(slices: list[TpuSliceConfig]) -> list[Problem]:
+    """Per-entry checks of `ai-infra:tpuSlices`, each at `[i].<field>`."""
+    found = []
+    for i, config in enumerate(slices):
+        if config.topology is not None:
+            try:
+                tpu_catalog.resolve(config.accelerator, config.topology)
+            except tpu_catalog.CatalogError as error:
+                found.append(Problem((i, "topology"), str(error)))
+        found += [p.under(i) for p in reservation_problems(config.provisioning, config.reservation)]
+        longest = f"{config.name}-{max(config.count - 1, 0)}"
+        if len(longest) > GKE_NODE_POOL_NAME_MAX:
+            found.append(
+                Problem(
+                    (i, "name"),
+                    f"node pool name '{longest}' is longer than GKE's "
+                    f"{GKE_NODE_POOL_NAME_MAX} characters; shorten the slice name",
+                )
+            )
+    return found
+
+
 class TpuSliceArgs(WiringModel):
-    project: str
-    region: str
-    zone: str
+    cluster: ClusterHandle
     prefix: str
-    labels: dict[str, str]
-    cluster_name: SkipValidation[pulumi.Output[str]]
-    cluster_location: str
-    node_service_account: str
-    auto_upgrade: bool
-    image_streaming: bool
+    region: str
+    """Where a workload policy lives (the cluster's region)."""
+    zone: str
+    """The slice's zone, resolved from the entry or `gcp:zone`."""
     config: TpuSliceConfig
 
 
@@ -114,7 +117,8 @@ class TpuSlice(Component):
     node_pools: list[gcp.container.NodePool]
 
     def __init__(self, name: str, args: TpuSliceArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("ai-infra:tpu:Slice", name, opts)
+        super().__init__("ai-infra:tpu_slices:TpuSlice", name, opts)
+        cluster = args.cluster
         config = args.config
         shape = self.shape = config.shape
         flex_start = config.provisioning == "flex-start"
@@ -123,7 +127,7 @@ class TpuSlice(Component):
         if shape.needs_workload_policy and config.count > 0:
             policy = gcp.compute.ResourcePolicy(
                 f"{name}-workload-policy",
-                project=args.project,
+                project=cluster.project,
                 region=args.region,
                 name=f"{args.prefix}-{config.name}",
                 workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
@@ -151,49 +155,41 @@ class TpuSlice(Component):
                 "ai-infra/slice": config.name,
                 CAPACITY_LABEL: config.provisioning,
             }
-            if flex_start:
-                # Dynamic Workload Scheduler creates the nodes when a ProvisioningRequest asks
-                # for them; the pool rests at zero and must not be auto-repaired.
-                sizing: dict[str, Any] = {
-                    "initial_node_count": 0,
-                    "autoscaling": gcp.container.NodePoolAutoscalingArgs(
-                        total_min_node_count=0, total_max_node_count=nodes, location_policy="ANY"
-                    ),
-                    "queued_provisioning": gcp.container.NodePoolQueuedProvisioningArgs(
-                        enabled=True
-                    ),
-                }
-            else:
-                sizing = {"node_count": nodes}
+            # Dynamic Workload Scheduler creates flex-start nodes when a ProvisioningRequest
+            # asks for them; such a pool rests at zero and must not be auto-repaired.
+            sizing = pool_sizing(nodes, flex_start=flex_start)
             self.node_pools.append(
                 gcp.container.NodePool(
                     resource_name,
-                    project=args.project,
-                    cluster=args.cluster_name,
-                    location=args.cluster_location,
+                    project=cluster.project,
+                    cluster=cluster.name,
+                    location=cluster.location,
                     name=pool_name,
                     node_locations=[args.zone],
                     placement_policy=placement,
                     management=gcp.container.NodePoolManagementArgs(
-                        auto_repair=not flex_start, auto_upgrade=args.auto_upgrade
+                        auto_repair=not flex_start, auto_upgrade=cluster.auto_upgrade
                     ),
                     # No surge: there is no spare TPU capacity to surge into.
                     upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
                         strategy="SURGE", max_surge=0, max_unavailable=1
                     ),
                     node_config=node_config(
-                        service_account=args.node_service_account,
+                        service_account=cluster.node_service_account,
                         machine_type=shape.machine_type,
                         disk_size_gb=100,
                         disk_type=shape.family.boot_disk_type,
                         labels=labels,
-                        resource_labels=args.labels,
-                        image_streaming=args.image_streaming,
+                        resource_labels=cluster.resource_labels,
+                        image_streaming=cluster.image_streaming,
                         provisioning=config.provisioning,
                         reservation=config.reservation,
                     ),
+                    node_count=sizing.node_count,
+                    initial_node_count=sizing.initial_node_count,
+                    autoscaling=sizing.autoscaling,
+                    queued_provisioning=sizing.queued_provisioning,
                     opts=self.child_opts(),
-                    **sizing,
                 )
             )
         self.register_outputs(

@@ -6,34 +6,46 @@ The Kubernetes side (namespace, annotated KSA) is created with the cluster's obj
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
-from pydantic import Field, SkipValidation, field_validator
+from pydantic import Field, SkipValidation
 
 from components.base import (
     Component,
     ConfigModel,
     DnsLabel,
     IamRole,
+    Problem,
     WiringModel,
+    duplicate_names,
     service_account_email,
     slug,
 )
-from components.buckets import ACCESS_ROLES, Bucket, BucketAccess, grant_bucket_access
+from components.buckets import (
+    ACCESS_ROLES,
+    Bucket,
+    BucketAccess,
+    grant_bucket_access,
+    unknown_buckets,
+)
 
-_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+_ACCOUNT_ID = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")
 
 
-def account_id_problem(account_id: str) -> str | None:
-    if _ACCOUNT_ID.match(account_id):
-        return None
-    return (
-        f"service account id '{account_id}' must be 6 to 30 lowercase letters, digits or '-', "
-        "starting with a letter; shorten the name or the stack prefix"
-    )
+def account_id_problems(account_id: str) -> list[Problem]:
+    """A `name` problem when `<prefix>-<name>` is not a valid service account id."""
+    if _ACCOUNT_ID.fullmatch(account_id):
+        return []
+    return [
+        Problem(
+            ("name",),
+            f"service account id '{account_id}' must be 6 to 30 lowercase letters, digits or "
+            "'-', starting with a letter; shorten the name or the stack prefix",
+        )
+    ]
 
 
 class WorkloadIdentityConfig(ConfigModel):
@@ -51,13 +63,64 @@ class WorkloadIdentityConfig(ConfigModel):
     create_namespace: bool = True
     """Create the namespace; turn off when another identity or a team already has it."""
 
-    @field_validator("roles")
-    @classmethod
-    def _unique(cls, roles: list[str]) -> list[str]:
-        duplicates = sorted({r for r in roles if roles.count(r) > 1})
-        if duplicates:
-            raise ValueError(f"{', '.join(duplicates)} listed twice; list each role once")
-        return roles
+
+def duplicate_roles(roles: list[str]) -> list[Problem]:
+    """`roles[i]` problems for a role an earlier entry already lists."""
+    return [
+        Problem(("roles", i), f"{role} is listed twice; list each role once")
+        for i, role in enumerate(roles)
+        if role in roles[:i]
+    ]
+
+
+def problems(
+    identities: list[WorkloadIdentityConfig],
+    *,
+    prefix: str,
+    buckets: Iterable[str],
+    teams: Iterable[str],
+    reserved_namespaces: Iterable[str],
+) -> list[Problem]:
+    """Checks of `ai-infra:workloadIdentities` against the rest of the stack: account ids,
+    bucket names, and who creates each namespace."""
+    found = duplicate_names([i.name for i in identities], "workloadIdentities")
+    team_names, reserved, known_buckets = set(teams), set(reserved_namespaces), list(buckets)
+    created: dict[str, int] = {}
+    for i, identity in enumerate(identities):
+        entry: list[Problem] = account_id_problems(f"{prefix}-{identity.name}")
+        entry += duplicate_roles(identity.roles)
+        entry += unknown_buckets(identity.buckets, known_buckets)
+        if identity.name in team_names:
+            entry.append(
+                Problem(
+                    ("name",),
+                    f"'{identity.name}' is also a team, whose service account has the same id; "
+                    "rename the identity",
+                )
+            )
+        if identity.create_namespace:
+            if identity.namespace in team_names or identity.namespace in reserved:
+                owner = "a team" if identity.namespace in team_names else "the platform"
+                entry.append(
+                    Problem(
+                        ("createNamespace",),
+                        f"namespace '{identity.namespace}' is created by {owner}; set "
+                        "createNamespace: false",
+                    )
+                )
+            elif identity.namespace in created:
+                entry.append(
+                    Problem(
+                        ("createNamespace",),
+                        f"namespace '{identity.namespace}' is already created by "
+                        f"workloadIdentities[{created[identity.namespace]}]; set "
+                        "createNamespace: false",
+                    )
+                )
+            else:
+                created[identity.namespace] = i
+        found += [p.under(i) for p in entry]
+    return found
 
 
 class KubernetesSide(WiringModel):
@@ -91,7 +154,7 @@ class WorkloadIdentity(Component):
     def __init__(
         self, name: str, args: WorkloadIdentityArgs, opts: pulumi.ResourceOptions | None = None
     ):
-        super().__init__("ai-infra:identity:WorkloadIdentity", name, opts)
+        super().__init__("ai-infra:workload_identity:WorkloadIdentity", name, opts)
         self.service_account = gcp.serviceaccount.Account(
             f"{name}-gsa",
             project=args.project,

@@ -1,16 +1,18 @@
 """Composes one training environment from a validated `StackConfig`.
 
 This is the only place components are wired together; each config key maps to one component
-here (`tpuSlices` -> `TpuSlice`, `buckets` -> `Bucket`, ...).
+here (`tpuSlices` -> `TpuSlice`, `buckets` -> `Bucket`, ...), and `Environment.sources` records
+which key each top-level component comes from.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import tpu_provisioner
 from components.buckets import Bucket, BucketArgs
 from components.gke import GkeCluster, GkeClusterArgs
 from components.gpu_pools import GpuPool, GpuPoolArgs
@@ -25,33 +27,42 @@ from components.workload_identity import (
     WorkloadIdentityArgs,
     workload_identity_args,
 )
-from stacks.config import TPU_PROVISIONER_KSA, TPU_PROVISIONER_NAMESPACE, StackConfig
+from stacks.config import StackConfig, render_path
 
 
-@dataclass
+@dataclass(frozen=True)
 class Environment:
-    """Handles on what was built, for exports and for the components that come after."""
+    """Handles on what was built, for exports and for whoever reads the program's graph."""
 
     config: StackConfig
     services: ProjectServices
     network: Network
     gke: GkeCluster
-    slices: dict[str, TpuSlice] = field(default_factory=dict)
-    gpu_pools: dict[str, GpuPool] = field(default_factory=dict)
-    buckets: dict[str, Bucket] = field(default_factory=dict)
-    identities: dict[str, WorkloadIdentity] = field(default_factory=dict)
-    teams: dict[str, Team] = field(default_factory=dict)
-    batch: BatchSystem | None = None
-    queues: Queues | None = None
+    slices: dict[str, TpuSlice]
+    gpu_pools: dict[str, GpuPool]
+    buckets: dict[str, Bucket]
+    identities: dict[str, WorkloadIdentity]
+    batch: BatchSystem
+    queues: Queues
+    teams: dict[str, Team]
+    sources: dict[str, str]
+    """Top-level component name -> the config key it comes from (`ai-infra:tpuSlices[2]`)."""
 
 
 def build(config: StackConfig) -> Environment:
-    labels = {"managed-by": "pulumi", "ai-infra-stack": config.prefix, **config.labels}
-    services = ProjectServices("services", ProjectServicesArgs(project=config.project))
+    sources: dict[str, str] = {}
+
+    def source(name: str, *path: str | int) -> str:
+        sources[name] = render_path(path)
+        return name
+
+    services = ProjectServices(
+        source("services", "project"), ProjectServicesArgs(project=config.project)
+    )
     after_services = pulumi.ResourceOptions(depends_on=services.services)
 
     network = Network(
-        "network",
+        source("network", "network"),
         NetworkArgs(
             project=config.project,
             region=config.region,
@@ -61,14 +72,15 @@ def build(config: StackConfig) -> Environment:
         after_services,
     )
     gke = GkeCluster(
-        "gke",
+        source("gke", "cluster"),
         GkeClusterArgs(
             project=config.project,
-            region=config.region,
-            zone=config.zone,
             prefix=config.prefix,
+            name=config.cluster_name,
+            location=config.cluster_location,
             protect=config.protect,
-            labels=labels,
+            deletion_protection=config.deletion_protection,
+            labels=config.resource_labels,
             config=config.cluster,
             network=config.network,
             network_self_link=network.network_self_link,
@@ -78,70 +90,58 @@ def build(config: StackConfig) -> Environment:
         ),
         after_services,
     )
-    env = Environment(config=config, services=services, network=network, gke=gke)
-    location = gke.args.location
     # Accelerator pools wait for the CPU pool: GKE serialises node pool operations per cluster,
     # and the controllers the slices serve run on the CPU pool.
     after_cpu_pool = pulumi.ResourceOptions(depends_on=[gke.cpu_pool])
 
-    for slice_config in config.tpu_slices:
-        env.slices[slice_config.name] = TpuSlice(
-            f"tpu-{slice_config.name}",
+    slices = {
+        slice_config.name: TpuSlice(
+            source(f"tpu-{slice_config.name}", "tpuSlices", i),
             TpuSliceArgs(
-                project=config.project,
-                region=config.region,
-                zone=config.slice_zone(slice_config),
+                cluster=gke.handle,
                 prefix=config.prefix,
-                labels=labels,
-                cluster_name=gke.cluster.name,
-                cluster_location=location,
-                node_service_account=gke.node_service_account_email,
-                auto_upgrade=gke.auto_upgrade,
-                image_streaming=config.cluster.image_streaming,
+                region=config.region,
+                zone=config.zone_of(slice_config),
                 config=slice_config,
             ),
             after_cpu_pool,
         )
-    for gpu_config in config.gpu_pools:
-        env.gpu_pools[gpu_config.name] = GpuPool(
-            f"gpu-{gpu_config.name}",
-            GpuPoolArgs(
-                project=config.project,
-                zone=config.slice_zone(gpu_config),
-                labels=labels,
-                cluster_name=gke.cluster.name,
-                cluster_location=location,
-                node_service_account=gke.node_service_account_email,
-                auto_upgrade=gke.auto_upgrade,
-                image_streaming=config.cluster.image_streaming,
-                config=gpu_config,
-            ),
+        for i, slice_config in enumerate(config.tpu_slices)
+    }
+    gpu_pools = {
+        gpu_config.name: GpuPool(
+            source(f"gpu-{gpu_config.name}", "gpuPools", i),
+            GpuPoolArgs(cluster=gke.handle, zone=config.zone_of(gpu_config), config=gpu_config),
             after_cpu_pool,
         )
-    for bucket_config in config.buckets:
-        env.buckets[bucket_config.name] = Bucket(
-            f"bucket-{bucket_config.name}",
+        for i, gpu_config in enumerate(config.gpu_pools)
+    }
+    buckets = {
+        bucket_config.name: Bucket(
+            source(f"bucket-{bucket_config.name}", "buckets", i),
             BucketArgs(
                 project=config.project,
-                region=config.region,
                 prefix=config.prefix,
+                location=config.bucket_location(bucket_config),
                 protect=config.protect,
-                labels=labels,
+                labels=config.resource_labels,
                 config=bucket_config,
             ),
             after_services,
         )
+        for i, bucket_config in enumerate(config.buckets)
+    }
     kubernetes = k8s.Provider(
         "gke-kubernetes",
         kubeconfig=gke.kubeconfig,
         enable_server_side_apply=True,
         opts=pulumi.ResourceOptions(depends_on=[gke.cpu_pool]),
     )
-    on_cluster: list[pulumi.ProviderResource] = [kubernetes]
-
-    for identity in config.workload_identities:
-        env.identities[identity.name] = WorkloadIdentity(
-            f"wi-{identity.name}",
+    # The identity pool PROJECT.svc.id.goog exists only once the cluster does.
+    after_cluster = [*services.services, gke.cluster]
+    identities = {
+        identity.name: WorkloadIdentity(
+            source(f"wi-{identity.name}", "workloadIdentities", i),
             workload_identity_args(
                 project=config.project,
                 account_id=f"{config.prefix}-{identity.name}",
@@ -150,55 +150,46 @@ def build(config: StackConfig) -> Environment:
                 service_account=identity.service_account,
                 roles=identity.roles,
                 buckets=identity.buckets,
-                bucket_components=env.buckets,
+                bucket_components=buckets,
                 create_namespace=identity.create_namespace,
             ),
-            # The identity pool PROJECT.svc.id.goog exists only once the cluster does.
-            pulumi.ResourceOptions(
-                depends_on=[*services.services, gke.cluster], providers=on_cluster
-            ),
+            pulumi.ResourceOptions(depends_on=after_cluster, providers=[kubernetes]),
         )
+        for i, identity in enumerate(config.workload_identities)
+    }
     if config.tpu_provisioner.enabled:
-        env.identities["tpu-provisioner"] = WorkloadIdentity(
-            "tpu-provisioner",
+        identities["tpu-provisioner"] = WorkloadIdentity(
+            source("tpu-provisioner", "tpuProvisioner"),
             WorkloadIdentityArgs(
                 project=config.project,
                 account_id=f"{config.prefix}-tpu-prov",
                 display_name="GKE TPU provisioner",
-                namespace=TPU_PROVISIONER_NAMESPACE,
-                kubernetes_service_account=TPU_PROVISIONER_KSA,
+                namespace=tpu_provisioner.NAMESPACE,
+                kubernetes_service_account=tpu_provisioner.KUBERNETES_SERVICE_ACCOUNT,
                 roles=["roles/container.clusterAdmin"],
             ),
-            pulumi.ResourceOptions(depends_on=[*services.services, gke.cluster]),
+            pulumi.ResourceOptions(depends_on=after_cluster),
         )
-    build_queues(env, kubernetes)
-    return env
 
-
-def build_queues(env: Environment, kubernetes: k8s.Provider) -> None:
-    """JobSet, Kueue, the queue objects derived from the slices, and the teams."""
-    config = env.config
+    # JobSet, Kueue, the queue objects derived from the slices, and the teams.
     on_cluster = pulumi.ResourceOptions(providers=[kubernetes])
-    env.batch = BatchSystem(
-        "batch",
-        BatchSystemArgs(cpu_pool=env.gke.cpu_pool, webhook_firewall=env.network.webhook_firewall),
+    batch = BatchSystem(
+        source("batch", "kueue"),
+        BatchSystemArgs(cpu_pool=gke.cpu_pool, webhook_firewall=network.webhook_firewall),
         on_cluster,
     )
     flavors = derive_flavors(config.tpu_slices, config.gpu_pools)
     allocation = allocate(flavors, {team.name: team.quota for team in config.teams})
-    env.queues = Queues(
-        "queues",
+    queues = Queues(
+        source("queues", "kueue"),
         QueuesArgs(
-            config=config.kueue,
-            flavors=flavors,
-            allocation=allocation,
-            kueue_release=env.batch.kueue,
+            config=config.kueue, flavors=flavors, allocation=allocation, kueue_release=batch.kueue
         ),
         on_cluster,
     )
-    for team in config.teams:
-        env.teams[team.name] = Team(
-            f"team-{team.name}",
+    teams = {
+        team.name: Team(
+            source(f"team-{team.name}", "teams", i),
             TeamArgs(
                 project=config.project,
                 prefix=config.prefix,
@@ -206,26 +197,42 @@ def build_queues(env: Environment, kubernetes: k8s.Provider) -> None:
                 config=team,
                 flavors=flavors,
                 quotas=allocation.teams[team.name],
-                flex_start_checks=env.queues.flex_start_checks,
-                kueue_release=env.batch.kueue,
-                cluster=env.gke.cluster,
-                buckets=env.buckets,
+                flex_start_checks=queues.flex_start_checks,
+                kueue_release=batch.kueue,
+                cluster=gke.cluster,
+                buckets=buckets,
             ),
             # The team's cloud resources reach the project services through the cluster.
             on_cluster,
         )
+        for i, team in enumerate(config.teams)
+    }
     groups = sorted({group for team in config.teams for group in team.groups})
     if groups:
         GroupAccess(
-            "team-groups",
+            source("team-groups", "teams"),
             GroupAccessArgs(project=config.project, groups=groups),
-            pulumi.ResourceOptions(depends_on=env.services.services),
+            after_services,
         )
+    return Environment(
+        config=config,
+        services=services,
+        network=network,
+        gke=gke,
+        slices=slices,
+        gpu_pools=gpu_pools,
+        buckets=buckets,
+        identities=identities,
+        batch=batch,
+        queues=queues,
+        teams=teams,
+        sources=sources,
+    )
 
 
 def export(env: Environment) -> None:
     pulumi.export("clusterName", env.gke.cluster.name)
-    pulumi.export("clusterLocation", env.gke.args.location)
+    pulumi.export("clusterLocation", env.config.cluster_location)
     pulumi.export("kubeconfig", env.gke.kubeconfig)
     pulumi.export("nodeServiceAccount", env.gke.node_service_account_email)
     pulumi.export("tpuChips", env.config.tpu_chips)

@@ -15,7 +15,7 @@ from tests.conftest import build_graph, with_config
 def problems(**overrides: Any) -> dict[str, str]:
     with pytest.raises(ConfigError) as error:
         parse(with_config(**overrides), "test")
-    return dict(error.value.problems)
+    return dict(error.value.rendered)
 
 
 def test_minimal_config_takes_the_documented_defaults():
@@ -42,7 +42,7 @@ def test_slice_defaults_need_only_name_and_accelerator():
     config = parse(with_config(tpuSlices=[{"name": "a", "accelerator": "v6e-16"}]), "test")
     slice_ = config.tpu_slices[0]
     assert (slice_.count, slice_.provisioning, slice_.zone) == (1, "on-demand", None)
-    assert config.slice_zone(slice_) == "us-east5-a"
+    assert config.zone_of(slice_) == "us-east5-a"
 
 
 def test_invalid_accelerator_size_lists_valid_sizes():
@@ -134,7 +134,7 @@ def test_missing_project():
     del config["gcp:project"]
     with pytest.raises(ConfigError) as error:
         parse(config, "test")
-    assert dict(error.value.problems) == {"gcp:project": "is required"}
+    assert dict(error.value.rendered) == {"gcp:project": "is required"}
 
 
 @pytest.mark.parametrize("role", ["roles/owner", "roles/editor", "roles/viewer"])
@@ -240,15 +240,17 @@ def test_bad_config_registers_no_resource(overrides):
 
 
 def test_maintenance_exclusions_are_validated():
+    found = problems(cluster={"maintenanceExclusions": [{"name": "a", "start": "next tuesday"}]})
+    assert "RFC 3339" in found["ai-infra:cluster.maintenanceExclusions[0].start"]
     found = problems(
         cluster={
             "maintenanceExclusions": [
-                {"name": "a", "start": "next tuesday"},
+                {"name": "a", "start": "2026-12-01T00:00:00Z"},
                 {"name": "b", "start": "2026-12-01T00:00:00Z", "scope": "NO_UPGRADES"},
             ]
         }
     )
-    assert "RFC 3339" in found["ai-infra:cluster.maintenanceExclusions[0].start"]
+    assert list(found) == ["ai-infra:cluster.maintenanceExclusions[1].end"]
     assert "needs an end" in found["ai-infra:cluster.maintenanceExclusions[1].end"]
 
 

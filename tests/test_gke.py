@@ -6,7 +6,8 @@ import asyncio
 
 import yaml
 
-from components.gke import NODE_SA_ROLES, pods_per_node_prefix
+from components.gke import NODE_SA_ROLES
+from components.network import pods_per_node_prefix
 from plan.engine import run_program
 from tests.conftest import with_config
 

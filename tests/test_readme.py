@@ -9,7 +9,7 @@ import yaml
 
 from components.base import ConfigModel
 from plan.engine import REPO_ROOT
-from stacks.config import NAMESPACE, StackConfig, _unwrap
+from stacks.config import NAMESPACE, StackConfig, config_model_in
 from tests.conftest import build_graph
 
 README = (REPO_ROOT / "README.md").read_text()
@@ -37,7 +37,7 @@ def _fields(model: type[ConfigModel], path: str) -> list[str]:
     for field, info in model.model_fields.items():
         alias = info.alias or field
         names.append(f"{path}{alias}")
-        nested = _unwrap(info.annotation)
+        nested = config_model_in(info.annotation)
         if nested is not None and nested is not model:
             names += _fields(nested, f"{path}{alias}.")
     return names
@@ -53,7 +53,7 @@ def test_config_reference_documents_every_key():
             assert f"gcp:{field}" in documented
             continue
         key = f"{NAMESPACE}:{alias}"
-        nested = _unwrap(info.annotation)
+        nested = config_model_in(info.annotation)
         if nested is None:
             if key not in documented:
                 missing.append(key)

@@ -106,7 +106,7 @@ def problems(**overrides: Any) -> dict[str, str]:
         parse(config, "test")
     with pytest.raises(ConfigError):
         run_program(config)
-    return dict(error.value.problems)
+    return dict(error.value.rendered)
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ def problems(**overrides: Any) -> dict[str, str]:
             "ai-infra:teams[0].buckets.logs",
             "no bucket named 'logs'",
         ),
-        ([{"name": "a", "groups": ["not-an-email"]}], "ai-infra:teams[0].groups", "emails"),
+        ([{"name": "a", "groups": ["not-an-email"]}], "ai-infra:teams[0].groups[0]", "email"),
         ([{"name": "a", "queue": "x"}], "ai-infra:teams[0].queue", "unknown field"),
         ([{"name": "a-very-long-team-name-indeed"}], "ai-infra:teams[0].name", "6 to 30"),
     ],
