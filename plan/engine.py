@@ -202,15 +202,14 @@ def _engine_config(config: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def run_program(
+def record_program(
     config: Mapping[str, Any],
     stack: str = "test",
     program: Callable[[], Any] | None = None,
-) -> Graph:
-    """Run `program` (default: the repository's `__main__.py`) under the mock engine.
-
-    Raises what the program raises; in that case no graph is returned at all.
-    """
+) -> tuple[Graph, BaseException | None]:
+    """Run `program` (default: the repository's `__main__.py`) under the mock engine and
+    return what it registered, with the exception it raised, if any. A bad config must raise
+    before registering anything; tests check that on the returned graph."""
     project_id = str(config.get("gcp:project", "mock-project"))
     mocks = _RecordingMocks(project_id)
     monitor = _RecordingMonitor(mocks)
@@ -224,5 +223,20 @@ def run_program(
         else:
             program()
 
-    _sync_await(run_pulumi_func(body))
-    return monitor.graph
+    try:
+        _sync_await(run_pulumi_func(body))
+    except Exception as error:
+        return monitor.graph, error
+    return monitor.graph, None
+
+
+def run_program(
+    config: Mapping[str, Any],
+    stack: str = "test",
+    program: Callable[[], Any] | None = None,
+) -> Graph:
+    """`record_program`, raising what the program raises."""
+    graph, error = record_program(config, stack, program)
+    if error is not None:
+        raise error
+    return graph

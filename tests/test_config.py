@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from plan.engine import run_program
+from plan.engine import record_program
 from stacks.config import ConfigError, parse
 from tests.conftest import build_graph, with_config
 
@@ -235,8 +235,23 @@ def test_public_bucket_members_are_refused():
 def test_bad_config_registers_no_resource(overrides):
     config = with_config(**overrides)
     config = {k: v for k, v in config.items() if v is not None}
-    with pytest.raises(ConfigError):
-        run_program(config)
+    graph, error = record_program(config)
+    assert isinstance(error, ConfigError)
+    assert graph.resources == [], [r.urn for r in graph]
+
+
+def test_the_harness_sees_resources_registered_before_an_error():
+    """The check above can fail: a program that registers, then raises, leaves a graph."""
+
+    def program():
+        import pulumi_gcp as gcp
+
+        gcp.projects.Service("early", project="p", service="compute.googleapis.com")
+        raise ConfigError([])
+
+    graph, error = record_program(with_config(), program=program)
+    assert isinstance(error, ConfigError)
+    assert [r.name for r in graph] == ["early"]
 
 
 def test_maintenance_exclusions_are_validated():
