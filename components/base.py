@@ -69,7 +69,13 @@ class ConfigModel(BaseModel):
 
     model_config = ConfigDict(
         alias_generator=to_camel,
-        populate_by_name=True,
+        # Only the camelCase keys a stack file documents: `force_destroy` is an unknown key,
+        # not a silent alias of `forceDestroy`.
+        validate_by_name=False,
+        validate_by_alias=True,
+        # `count: yes` or `count: "3"` is a typo, not a number; YAML and the Pulumi engine
+        # hand over real booleans and numbers.
+        strict=True,
         extra="forbid",
         frozen=True,
         validate_default=True,
@@ -104,6 +110,8 @@ def _cidr(value: str) -> str:
         network = ipaddress.IPv4Network(value, strict=False)
     except ValueError:
         raise ValueError(f"'{value}' is not an IPv4 CIDR range such as 10.0.0.0/20") from None
+    if "/" not in value:
+        raise ValueError(f"'{value}' has no prefix length; write a range such as {value}/20")
     if str(network) != value:
         raise ValueError(f"'{value}' has host bits set; write the range as {network}")
     return value
@@ -112,11 +120,16 @@ def _cidr(value: str) -> str:
 Cidr = Annotated[str, AfterValidator(_cidr)]
 
 BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
-_ROLE = re.compile(r"(roles/|projects/[^/]+/roles/|organizations/[0-9]+/roles/)[A-Za-z0-9_.]+")
+_ROLE = re.compile(
+    r"(roles/|projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/roles/|organizations/[0-9]+/roles/)"
+    r"[A-Za-z0-9_.]{3,64}"
+)
 
 
 def _role(value: str) -> str:
-    if value in BASIC_ROLES:
+    # Compared without case or surrounding space, so `roles/Owner` or `roles/owner\n` cannot
+    # slip a basic role past the check.
+    if value.strip().lower() in BASIC_ROLES:
         raise ValueError(
             f"'{value}' is a basic role and grants far more than a workload needs; grant "
             "predefined roles instead (e.g. roles/storage.objectUser, roles/logging.logWriter)"

@@ -5,6 +5,7 @@ elsewhere (by another stack, or by hand) are never wiped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
@@ -33,19 +34,39 @@ ACCESS_ROLES: dict[str, str] = {
 SECONDS_PER_DAY = 86_400
 
 
+_MEMBER = re.compile(
+    r"(user|group|serviceAccount):[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"
+    r"|domain:[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+"
+    r"|principal(Set)?://iam\.googleapis\.com/[!-~]+"
+)
+
+
 def _member(value: str) -> str:
     if value in ("allUsers", "allAuthenticatedUsers"):
         raise ValueError(
             f"'{value}' would make the bucket public, and public access prevention is "
             "enforced; grant a user:, group: or serviceAccount: member instead"
         )
-    if not value.startswith(("user:", "group:", "serviceAccount:", "domain:", "principal")):
-        raise ValueError(f"'{value}' is not an IAM member; write e.g. group:ml-team@example.com")
+    if not _MEMBER.fullmatch(value):
+        raise ValueError(
+            f"'{value}' is not an IAM member; write e.g. group:ml-team@example.com, "
+            "user:alice@example.com, serviceAccount:NAME@PROJECT.iam.gserviceaccount.com or "
+            "domain:example.com"
+        )
     return value
 
 
 IamMember = Annotated[str, AfterValidator(_member)]
 """An IAM principal that is never public: `user:`, `group:`, `serviceAccount:`, `domain:`."""
+
+
+def _location(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z]+[0-9]*(-[A-Za-z]+[0-9]*)*", value):
+        raise ValueError(
+            f"'{value}' is not a GCS location; write a region (us-east5), a dual-region "
+            "(nam4) or a multi-region (US)"
+        )
+    return value
 
 
 def _soft_delete_days(value: int) -> int:
@@ -64,7 +85,13 @@ class BucketConfig(ConfigModel):
     """One entry of `ai-infra:buckets`. The bucket is named `<project>-<prefix>-<name>`."""
 
     name: DnsLabel
-    location: str | None = None
+    location: (
+        Annotated[
+            str,
+            AfterValidator(_location),
+        ]
+        | None
+    ) = None
     """Defaults to `gcp:region`, beside the TPUs that read it."""
     storage_class: Literal["STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE"] = "STANDARD"
     versioning: bool = False
@@ -104,6 +131,15 @@ def problems(
                     "shorten the name",
                 )
             )
+        # GCS "Bucket naming guidelines": no "google" anywhere, no "goog" prefix.
+        if "google" in full_name or full_name.startswith("goog"):
+            found.append(
+                Problem(
+                    (i, "name"),
+                    f"bucket name '{full_name}' contains 'google' or starts with 'goog', "
+                    "which GCS refuses; rename the bucket (or the stack prefix)",
+                )
+            )
         if bucket.force_destroy and protect:
             found.append(
                 Problem(
@@ -113,6 +149,37 @@ def problems(
                     "throwaway stack)",
                 )
             )
+        if bucket.hierarchical_namespace and bucket.versioning:
+            # GCS refuses object versioning on buckets with hierarchical namespace
+            # (cluster-toolkit's cloud-storage-bucket module checks the same).
+            found.append(
+                Problem(
+                    (i, "versioning"),
+                    "hierarchical namespace buckets cannot keep object versions; turn one off "
+                    "(soft delete still protects deleted objects)",
+                )
+            )
+        found += [p.under(i) for p in member_problems(bucket.members)]
+    return found
+
+
+def member_problems(members: list[BucketMember]) -> list[Problem]:
+    """`members[i]` problems for a grant an earlier entry already makes, including members
+    that differ only in case or `_`/`-` (IAM folds case, and both would get one resource
+    name)."""
+    seen: dict[tuple[str, str], int] = {}
+    found = []
+    for i, member in enumerate(members):
+        key = (slug(member.member), member.role)
+        if key in seen:
+            found.append(
+                Problem(
+                    ("members", i),
+                    f"grants {member.role} to the member of members[{seen[key]}] again "
+                    "(members differing only in case, '_' or '-' are one); list it once",
+                )
+            )
+        seen.setdefault(key, i)
     return found
 
 

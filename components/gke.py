@@ -5,9 +5,10 @@ Accelerator pools live in `tpu_slices.py` and `gpu_pools.py`; they share `node_c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
 import pulumi
@@ -25,17 +26,33 @@ from components.base import (
     WiringModel,
     service_account_email,
 )
+from components.locations import zone_problem
 from components.network import NetworkConfig
 
 NODE_SA_ROLES: tuple[str, ...] = (
-    "roles/logging.logWriter",
-    "roles/monitoring.metricWriter",
-    "roles/monitoring.viewer",
-    "roles/stackdriver.resourceMetadata.writer",
+    # GKE's minimum for a custom node service account: logs, metrics, autoscaling metrics
+    # ("Configure GKE node service accounts"). It replaces the four legacy roles.
+    "roles/container.defaultNodeServiceAccount",
+    # Not in the role above: pulling images from Artifact Registry.
     "roles/artifactregistry.reader",
 )
-"""What a GKE node needs: write logs and metrics, read images. Nothing else."""
+"""What a GKE node needs. Nothing else."""
+IMAGE_STREAMING_ROLE = "roles/serviceusage.serviceUsageConsumer"
+"""Image streaming with a custom node service account needs it on the project that hosts the
+images ("Use Image streaming", requirements)."""
 
+
+def node_roles(image_streaming: bool) -> tuple[str, ...]:
+    return (*NODE_SA_ROLES, IMAGE_STREAMING_ROLE) if image_streaming else NODE_SA_ROLES
+
+
+MAX_NODES_PER_POOL = 1000
+"""GKE's limit of nodes per node pool per zone (GKE quotas and limits)."""
+MAX_EXCLUSIONS = 20
+"""GKE allows 20 maintenance exclusions per cluster (terraform-provider-google schema)."""
+NO_UPGRADES_MAX = timedelta(days=30)
+"""GKE documents 30 days as the longest NO_UPGRADES exclusion ("Maintenance windows and
+exclusions"); a 2026 note reports 90, which the docs read here do not confirm."""
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "NONE"]
 
@@ -43,17 +60,25 @@ ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "NONE"]
 class CpuPoolConfig(ConfigModel):
     """`ai-infra:cluster.cpuPool`: the pool for system pods, Kueue and JobSet controllers."""
 
-    machine_type: str = "e2-standard-8"
+    machine_type: MachineType = "e2-standard-8"
     disk_size_gb: int = Field(default=100, ge=10, le=65536)
     disk_type: Literal["pd-standard", "pd-balanced", "pd-ssd"] = "pd-balanced"
-    min_nodes: int = Field(default=1, ge=0)
+    min_nodes: int = Field(default=1, ge=0, le=MAX_NODES_PER_POOL)
     """Per zone of the cluster."""
-    max_nodes: int = Field(default=3, ge=1)
+    max_nodes: int = Field(default=3, ge=1, le=MAX_NODES_PER_POOL)
     """Per zone of the cluster."""
     spot: bool = False
 
 
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
 def _rfc3339(value: str) -> str:
+    # ASCII digits only: fromisoformat alone would take other scripts' digits.
+    if not _RFC3339.fullmatch(value):
+        raise ValueError(f"'{value}' is not an RFC 3339 time; write e.g. 2026-12-01T00:00:00Z")
     try:
         datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
@@ -66,18 +91,57 @@ def _rfc3339(value: str) -> str:
 Rfc3339 = Annotated[str, AfterValidator(_rfc3339)]
 
 
+_TIME_OF_DAY = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
+
+
 def _time_of_day(value: str) -> str:
-    hours, _, minutes = value.partition(":")
-    if not (
-        hours.isdigit()
-        and minutes.isdigit()
-        and int(hours) < 24
-        and int(minutes) < 60
-        and len(hours) == 2
-        and len(minutes) == 2
-    ):
+    if not _TIME_OF_DAY.fullmatch(value):
         raise ValueError(f"'{value}' is not a time of day; write it as HH:MM in UTC, e.g. 03:00")
     return value
+
+
+def _pattern(pattern: str, explain: str) -> AfterValidator:
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"'{value}' {explain}")
+        return value
+
+    return AfterValidator(check)
+
+
+GkeName = Annotated[
+    str,
+    _pattern(
+        r"[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?",
+        "is not a GKE name: 1 to 40 lowercase letters, digits and '-', starting with a letter "
+        "and ending with a letter or digit",
+    ),
+]
+GkeVersion = Annotated[
+    str,
+    _pattern(
+        r"latest|1\.[0-9]{1,3}(\.[0-9]{1,3}(-gke\.[0-9]{1,10})?)?",
+        "is not a GKE version: write 1.X, 1.X.Y, 1.X.Y-gke.N or latest (quote it in YAML: "
+        'version: "1.34")',
+    ),
+]
+MachineType = Annotated[
+    str,
+    _pattern(
+        r"[a-z][a-z0-9]*(-[a-z0-9]+){1,4}",
+        "is not a Compute Engine machine type such as e2-standard-8 or n2-highmem-32",
+    ),
+]
+SecurityGroup = Annotated[
+    str,
+    _pattern(
+        r"gke-security-groups@[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+",
+        "is not GKE's RBAC security group: Google Groups for RBAC requires the group "
+        "gke-security-groups@<your domain>, e.g. gke-security-groups@example.com",
+    ),
+]
 
 
 TimeOfDay = Annotated[str, AfterValidator(_time_of_day)]
@@ -100,14 +164,14 @@ class MaintenanceExclusion(ConfigModel):
 class ClusterConfig(ConfigModel):
     """`ai-infra:cluster`."""
 
-    name: str | None = None
+    name: GkeName | None = None
     """Cluster name; defaults to `<prefix>-gke`."""
     regional: bool = True
     """A regional control plane survives a zone outage; zonal clusters are cheaper for dev."""
     release_channel: ReleaseChannel = "REGULAR"
     """`NONE` opts out of channels (needed by the TPU provisioner); node auto-upgrade is then
     off so GKE never recreates a running slice on its own."""
-    version: str | None = None
+    version: GkeVersion | None = None
     """Minimum control-plane version, e.g. `1.33` (a floor, not a pin); defaults to the
     channel's default."""
     cpu_pool: CpuPoolConfig = Field(default_factory=CpuPoolConfig)
@@ -122,7 +186,7 @@ class ClusterConfig(ConfigModel):
     maintenance_exclusions: list[MaintenanceExclusion] = Field(default_factory=list)
     """On a release channel GKE must auto-upgrade nodes, which recreates a running slice;
     an exclusion with scope NO_MINOR_OR_NODE_UPGRADES holds node upgrades off."""
-    rbac_security_group: str | None = None
+    rbac_security_group: SecurityGroup | None = None
     """`gke-security-groups@<domain>`: enables Google Groups for RBAC, which team `groups`
     need; the teams' groups must be members of it."""
 
@@ -135,26 +199,85 @@ def problems(config: ClusterConfig) -> list[Problem]:
         found.append(
             Problem(("cpuPool", "maxNodes"), f"{cpu.max_nodes} is below minNodes {cpu.min_nodes}")
         )
-    for i, exclusion in enumerate(config.maintenance_exclusions):
-        if exclusion.scope == "NO_UPGRADES" and exclusion.end is None:
-            found.append(
-                Problem(
-                    ("maintenanceExclusions", i, "end"),
-                    "scope NO_UPGRADES needs an end (GKE allows at most 30 days)",
-                )
-            )
+    found += _exclusion_problems(config.maintenance_exclusions)
     return found
 
 
-def pool_zone_problems(zone: str, *, region: str, cluster_location: str) -> list[Problem]:
-    """A `zone` problem when a node pool's zone is outside the cluster's reach."""
-    if not zone.startswith(region + "-"):
-        return [
+def _when(time: str) -> datetime:
+    return datetime.fromisoformat(time.replace("Z", "+00:00"))
+
+
+def _exclusion_problems(exclusions: list[MaintenanceExclusion]) -> list[Problem]:
+    found = []
+    if len(exclusions) > MAX_EXCLUSIONS:
+        found.append(
             Problem(
-                ("zone",),
-                f"{zone} is not in gcp:region {region}; node pools must be in the cluster's region",
+                ("maintenanceExclusions",),
+                f"{len(exclusions)} exclusions; GKE allows {MAX_EXCLUSIONS} per cluster",
             )
-        ]
+        )
+    names: dict[str, int] = {}
+    spans: list[tuple[int, datetime, datetime | None]] = []
+    for i, exclusion in enumerate(exclusions):
+        path = ("maintenanceExclusions", i)
+        if exclusion.name in names:
+            found.append(
+                Problem(
+                    (*path, "name"),
+                    f"'{exclusion.name}' already names maintenanceExclusions"
+                    f"[{names[exclusion.name]}]; GKE keys exclusions by name",
+                )
+            )
+        names.setdefault(exclusion.name, i)
+        start = _when(exclusion.start)
+        end = _when(exclusion.end) if exclusion.end else None
+        if exclusion.scope == "NO_UPGRADES" and end is None:
+            found.append(
+                Problem((*path, "end"), "scope NO_UPGRADES needs an end (GKE allows 30 days)")
+            )
+        if end is not None and end <= start:
+            found.append(Problem((*path, "end"), f"{exclusion.end} is not after the start"))
+            continue
+        if exclusion.scope == "NO_UPGRADES" and end is not None and end - start > NO_UPGRADES_MAX:
+            found.append(
+                Problem(
+                    (*path, "end"),
+                    f"a NO_UPGRADES exclusion lasts at most {NO_UPGRADES_MAX.days} days; end it "
+                    "sooner, or use scope NO_MINOR_OR_NODE_UPGRADES, which may last until the "
+                    "version's end of support",
+                )
+            )
+        for j, other_start, other_end in spans:
+            if (other_end is None or start < other_end) and (end is None or other_start < end):
+                found.append(
+                    Problem(
+                        (*path, "start"),
+                        f"overlaps maintenanceExclusions[{j}]; merge the two or move one",
+                    )
+                )
+        spans.append((i, start, end))
+    return found
+
+
+def version_at_least(version: str, minimum: str) -> bool:
+    """Whether a `cluster.version` floor (`1.34`, `1.34.1`, `1.34.1-gke.5`, `latest`) is at
+    or above `minimum`. A partial version stands for its highest patch, as GKE resolves it."""
+    if version == "latest":
+        return True
+
+    def parts(text: str) -> tuple[float, ...]:
+        numbers = re.findall(r"[0-9]+", text)
+        values: list[float] = [float(n) for n in numbers]
+        return tuple(values + [float("inf")] * (4 - len(values)))
+
+    return parts(version) >= parts(minimum)
+
+
+def pool_zone_problems(zone: str, *, region: str, cluster_location: str) -> list[Problem]:
+    """A `zone` problem when a node pool's zone does not exist or is outside the cluster's
+    reach."""
+    if problem := zone_problem(zone, region):
+        return [Problem(("zone",), f"{problem}; node pools must be in the cluster's region")]
     if cluster_location != region and zone != cluster_location:
         return [
             Problem(
@@ -197,6 +320,24 @@ def pool_name_problems(pools: Mapping[tuple[PathPart, ...], Sequence[str]]) -> l
 def render_relative(path: tuple[PathPart, ...]) -> str:
     head, *rest = path
     return str(head) + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in rest)
+
+
+def hold_upgrades(
+    cluster: ClusterHandle,
+) -> list[gcp.container.NodePoolMaintenancePolicyArgs] | None:
+    """On a release channel GKE must auto-upgrade nodes, and upgrading any node of a
+    multi-host slice recreates the whole slice. A node-pool exclusion holds the pool's
+    upgrades until its version's end of support, so GKE never recreates a running slice on
+    its own before then (GKE API `NodePool.NodePoolMaintenancePolicy`)."""
+    if not cluster.auto_upgrade:
+        return None
+    return [
+        gcp.container.NodePoolMaintenancePolicyArgs(
+            exclusion_until_end_of_supports=[
+                gcp.container.NodePoolMaintenancePolicyExclusionUntilEndOfSupportArgs(enabled=True)
+            ]
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -359,7 +500,7 @@ class GkeCluster(Component):
             opts=self.child_opts(),
         )
         self.node_service_account_email = service_account_email(account_id, args.project)
-        node_roles = [
+        role_grants = [
             gcp.projects.IAMMember(
                 f"{name}-nodes-{role.split('/')[-1]}",
                 project=args.project,
@@ -367,7 +508,7 @@ class GkeCluster(Component):
                 member=f"serviceAccount:{self.node_service_account_email}",
                 opts=self.child_opts(depends_on=[self.node_service_account]),
             )
-            for role in NODE_SA_ROLES
+            for role in node_roles(config.image_streaming)
         ]
 
         self.cluster = gcp.container.Cluster(
@@ -491,7 +632,7 @@ class GkeCluster(Component):
             resource_labels=args.labels,
             deletion_protection=args.deletion_protection,
             opts=self.child_opts(
-                depends_on=node_roles,
+                depends_on=role_grants,
                 protect=args.protect,
                 # The bootstrap pool's settings only matter at creation; a change to them
                 # must never replace the cluster.

@@ -20,17 +20,28 @@ from components.base import (
     WiringModel,
     reservation_problems,
 )
-from components.gke import ClusterHandle, node_config, pool_sizing
+from components.gke import (
+    MAX_NODES_PER_POOL,
+    ClusterHandle,
+    MachineType,
+    node_config,
+    pool_sizing,
+)
+from components.gpu_catalog import boot_disk_problem, gpu_problem
 
 GPU_RESOURCE = "nvidia.com/gpu"
+GPU_MAX_PODS_PER_NODE = 32
+"""Room for a pod per GPU plus GKE's daemonsets: a /26 of the pods range per node (xpk uses
+32 for A3 pools) instead of the /24 of GKE's default 110."""
 
 
 class GpuPoolConfig(ConfigModel):
     """One entry of `ai-infra:gpuPools`."""
 
     name: DnsLabel
-    machine_type: str
-    """e.g. `g2-standard-24`, `a3-highgpu-8g`."""
+    machine_type: MachineType
+    """e.g. `g2-standard-24`, `a3-highgpu-8g`; machine types with built-in GPUs must match
+    `acceleratorType` and `acceleratorCount`."""
     accelerator_type: str
     """GKE accelerator type, e.g. `nvidia-l4`, `nvidia-h100-80gb`."""
     accelerator_count: int = Field(default=1, ge=1, le=16)
@@ -38,12 +49,17 @@ class GpuPoolConfig(ConfigModel):
     driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
     """GKE-managed NVIDIA driver; INSTALLATION_DISABLED if you install drivers yourself."""
     zone: str | None = None
-    min_nodes: int = Field(default=0, ge=0)
-    max_nodes: int = Field(default=1, ge=0)
+    min_nodes: int = Field(default=0, ge=0, le=MAX_NODES_PER_POOL)
+    """Autoscaling floor across the pool's zone."""
+    max_nodes: int = Field(default=1, ge=0, le=MAX_NODES_PER_POOL)
+    """Autoscaling ceiling across the pool's zone."""
     provisioning: Provisioning = "on-demand"
     reservation: str | None = None
     disk_size_gb: int = Field(default=200, ge=10)
     disk_type: Literal["pd-balanced", "pd-ssd", "hyperdisk-balanced"] = "pd-balanced"
+    """Boot disk; a3-ultragpu, a4 and a4x boot only from hyperdisk-balanced."""
+    max_pods_per_node: int = Field(default=GPU_MAX_PODS_PER_NODE, ge=8, le=256)
+    """Pods per GPU node; sizes each node's block of the pods range."""
 
     @property
     def gpus(self) -> int:
@@ -68,6 +84,12 @@ def problems(pools: list[GpuPoolConfig]) -> list[Problem]:
                 )
             )
         found += [p.under(i) for p in reservation_problems(config.provisioning, config.reservation)]
+        if problem := gpu_problem(
+            config.machine_type, config.accelerator_type, config.accelerator_count
+        ):
+            found.append(Problem((i, "acceleratorType"), problem))
+        if problem := boot_disk_problem(config.machine_type, config.disk_type):
+            found.append(Problem((i, "diskType"), f"{problem}; set diskType accordingly"))
     return found
 
 
@@ -99,6 +121,17 @@ class GpuPool(Component):
             management=gcp.container.NodePoolManagementArgs(
                 auto_repair=not flex_start, auto_upgrade=cluster.auto_upgrade
             ),
+            # A reservation has no spare machine for a surge node: replace one node at a time
+            # (GKE counts upgrade nodes against the reservation, "Ensure resources for node
+            # upgrades").
+            upgrade_settings=(
+                gcp.container.NodePoolUpgradeSettingsArgs(
+                    strategy="SURGE", max_surge=0, max_unavailable=1
+                )
+                if config.provisioning == "reservation"
+                else None
+            ),
+            max_pods_per_node=config.max_pods_per_node,
             node_config=node_config(
                 service_account=cluster.node_service_account,
                 machine_type=config.machine_type,

@@ -2,14 +2,14 @@
 ResourceFlavors, the cohort, WorkloadPriorityClasses and the flex-start admission check.
 Per-team ClusterQueues and LocalQueues belong to `teams.py`.
 
-Both charts are installed as `helm.v3.Release`s, pinned in `CHARTS`, onto the CPU pool. They
-never wait for TPU slices, so queues exist while slices are still being created.
+Both charts are installed as `helm.v3.Release`s, pinned in `CHARTS`, onto the CPU pool, side
+by side. They never wait for TPU slices, so queues exist while slices are still being created.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -57,7 +57,7 @@ class KueueConfig(ConfigModel):
 
     cohort: DnsLabel = "ai-infra"
     """Cohort of every team ClusterQueue: idle quota is borrowed inside it."""
-    priority_classes: dict[DnsLabel, int] = Field(
+    priority_classes: dict[DnsLabel, Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]] = Field(
         default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000}
     )
     """WorkloadPriorityClass name -> value. Jobs pick one with the
@@ -74,17 +74,19 @@ def kueue_manager_config() -> dict[str, Any]:
         "metrics": {"bindAddress": ":8443"},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        # The chart's own values (charts/kueue/values.yaml at v0.19.2): this document replaces
+        # the chart's, and Kueue's code has no default concurrency of its own.
         "controller": {
             "groupKindConcurrency": {
                 "Job.batch": 5,
                 "Pod": 5,
-                "Workload.kueue.x-k8s.io": 5,
-                "LocalQueue.kueue.x-k8s.io": 1,
-                "ClusterQueue.kueue.x-k8s.io": 1,
+                "Workload.kueue.x-k8s.io": 10,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "ClusterQueue.kueue.x-k8s.io": 5,
                 "ResourceFlavor.kueue.x-k8s.io": 1,
             }
         },
-        "clientConnection": {"qps": 50, "burst": 100},
+        "clientConnection": {"qps": 300, "burst": 500},
         "manageJobsWithoutQueueName": False,
         # A label, not a list of names: onboarding a team must not change this release.
         "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
@@ -129,11 +131,13 @@ class BatchSystem(Component):
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=chart.namespace),
                 opts=self.child_opts(),
             )
-            # Kueue's JobSet integration needs the JobSet API; its webhooks need the control
-            # plane to reach tcp 9443 on the nodes.
+            # Kueue's webhooks need the control plane to reach tcp 9443 on the nodes. It need
+            # not wait for JobSet: since v0.8.1 Kueue sets up an integration once its CRD
+            # appears (pkg/controller/jobframework/setup.go, WaitForAPI), so both install
+            # side by side.
             after = [args.cpu_pool, namespace]
             if key == "kueue":
-                after += [releases["jobset"], args.webhook_firewall]
+                after.append(args.webhook_firewall)
             releases[key] = k8s.helm.v3.Release(
                 f"{name}-{key}",
                 name=chart.name,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+from collections.abc import Iterable
 
 import pulumi
 import pulumi_gcp as gcp
@@ -52,8 +53,18 @@ def pods_per_node_prefix(max_pods_per_node: int) -> int:
     return 32 - (2 * max_pods_per_node - 1).bit_length()
 
 
+PREFIX_LIMITS: dict[str, tuple[int, int]] = {
+    "subnetCidr": (8, 29),
+    "podsCidr": (9, 24),
+    "servicesCidr": (16, 28),
+}
+"""Prefix lengths GKE accepts for a VPC-native cluster's node, pods and services ranges
+(GKE "VPC-native clusters", defaults and limits for user-managed ranges)."""
+
+
 def problems(config: NetworkConfig) -> list[Problem]:
-    """The address plan as a whole: a /28 control plane and four disjoint ranges."""
+    """The address plan as a whole: ranges GKE can use, a /28 control plane, and four
+    disjoint ranges."""
     ranges = {
         "subnetCidr": config.subnet_cidr,
         "podsCidr": config.pods_cidr,
@@ -61,6 +72,16 @@ def problems(config: NetworkConfig) -> list[Problem]:
         "masterCidr": config.master_cidr,
     }
     found = []
+    for key, (widest, narrowest) in PREFIX_LIMITS.items():
+        prefix = ipaddress.IPv4Network(ranges[key]).prefixlen
+        if not widest <= prefix <= narrowest:
+            found.append(
+                Problem(
+                    (key,),
+                    f"GKE takes a /{widest} to /{narrowest} here, not /{prefix}; resize "
+                    f"{ranges[key]}",
+                )
+            )
     if ipaddress.IPv4Network(config.master_cidr).prefixlen != 28:
         found.append(
             Problem(
@@ -78,19 +99,31 @@ def problems(config: NetworkConfig) -> list[Problem]:
     return found
 
 
-def capacity_problems(config: NetworkConfig, max_pods_per_node: int, nodes: int) -> list[Problem]:
-    """The pods range must hold a per-node block for every node the pools can reach."""
-    per_node = pods_per_node_prefix(max_pods_per_node)
+def capacity_problems(
+    config: NetworkConfig, pools: Iterable[tuple[str, int, int]]
+) -> list[Problem]:
+    """The pods range must hold a per-node block for every node every pool can reach.
+
+    `pools` are (name, most nodes, max pods per node). Blocks are powers of two, so a range
+    holds them all exactly when their sizes add up to at most its own.
+    """
     pods = ipaddress.IPv4Network(config.pods_cidr)
-    capacity = 2 ** (per_node - pods.prefixlen) if per_node >= pods.prefixlen else 0
-    if nodes <= capacity:
+    needed = 0
+    largest: tuple[int, str, int] = (0, "", 0)
+    for name, nodes, max_pods in pools:
+        block = 2 ** (32 - pods_per_node_prefix(max_pods))
+        needed += nodes * block
+        largest = max(largest, (nodes * block, name, max_pods))
+    if needed <= pods.num_addresses:
         return []
+    _, name, max_pods = largest
     return [
         Problem(
             ("podsCidr",),
-            f"{config.pods_cidr} holds {capacity} nodes at cluster.maxPodsPerNode "
-            f"{max_pods_per_node} (a /{per_node} each), but the pools can grow to {nodes} "
-            "nodes; widen podsCidr or lower cluster.maxPodsPerNode",
+            f"{config.pods_cidr} has {pods.num_addresses} addresses, but the node pools can "
+            f"grow to need {needed} (each node takes a block of twice its max pods, rounded "
+            f"up to a power of two; the most goes to '{name}' at {max_pods} pods per node); "
+            "widen podsCidr or lower maxPodsPerNode",
         )
     ]
 

@@ -22,6 +22,8 @@ REQUIRED_SERVICES: tuple[str, ...] = (
     "file.googleapis.com",
     "artifactregistry.googleapis.com",
 )
+IMAGE_STREAMING_SERVICE = "containerfilesystem.googleapis.com"
+"""Image streaming needs the Container File System API ("Use Image streaming", requirements)."""
 
 
 class ProjectServicesArgs(WiringModel):
@@ -35,7 +37,7 @@ class ProjectServices(Component):
     def __init__(
         self, name: str, args: ProjectServicesArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("ai-infra:project:Services", name, opts)
+        super().__init__("ai-infra:services:ProjectServices", name, opts)
         self.services: list[gcp.projects.Service] = [
             gcp.projects.Service(
                 f"{name}-{api.split('.')[0]}",

@@ -8,7 +8,7 @@ nothing else (other teams' quotas aside).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any
 
 import pulumi
@@ -117,19 +117,25 @@ def problems(
     prefix: str,
     sources: Mapping[str, int],
     buckets: Iterable[str],
-    reserved_namespaces: Iterable[str],
+    namespace_owner: Callable[[str], str | None],
     rbac_security_group: str | None,
 ) -> list[Problem]:
     """Checks of `ai-infra:teams` against the rest of the stack. `sources` maps every slice
-    and GPU pool name to the chips or GPUs it provides."""
+    and GPU pool name to the chips or GPUs it provides; `namespace_owner` names who creates
+    a namespace a team may not take."""
     found = duplicate_names([t.name for t in teams], "teams")
-    reserved, known_buckets = set(reserved_namespaces), list(buckets)
+    known_buckets = list(buckets)
     claimed: dict[str, int] = {}
+    fractions: dict[str, float] = {}
+    groups: dict[str, tuple[int, str]] = {}  # slug -> (team index, group) first listing it
     for i, team in enumerate(teams):
         entry: list[Problem] = []
-        if team.name in reserved:
+        if owner := namespace_owner(team.name):
             entry.append(
-                Problem(("name",), f"'{team.name}' is a system namespace; choose another name")
+                Problem(
+                    ("name",),
+                    f"namespace '{team.name}' belongs to {owner}; choose another team name",
+                )
             )
         entry += account_id_problems(f"{prefix}-{team.name}")
         entry += duplicate_roles(team.roles)
@@ -144,7 +150,18 @@ def problems(
                 )
                 continue
             claimed[key] = claimed.get(key, 0) + explicit_units(share, sources[key])
-            if claimed[key] > sources[key]:
+            if isinstance(share, float):
+                fractions[key] = fractions.get(key, 0) + share
+            # Fractions are checked before rounding: 60% + 50% of 8 chips rounds to 4 + 4.
+            if fractions.get(key, 0) > 1 + 1e-9:
+                entry.append(
+                    Problem(
+                        ("quota", key),
+                        f"teams' fractions of '{key}' add up to {fractions[key]:.0%}; lower "
+                        "them to 100% or less",
+                    )
+                )
+            elif claimed[key] > sources[key]:
                 entry.append(
                     Problem(
                         ("quota", key),
@@ -153,6 +170,20 @@ def problems(
                     )
                 )
         entry += unknown_buckets(team.buckets, known_buckets)
+        for j, group in enumerate(team.groups):
+            first = groups.setdefault(slug(group), (i, group))
+            if first == (i, group) and group not in team.groups[:j]:
+                continue
+            if first[1] == group and first[0] != i:
+                continue  # teams may share a group; it is granted once
+            entry.append(
+                Problem(
+                    ("groups", j),
+                    f"'{group}' repeats '{first[1]}' (teams[{first[0]}]) up to case or "
+                    "punctuation, and both would get one IAM grant; list each group once, "
+                    "written the same way",
+                )
+            )
         if team.groups and not rbac_security_group:
             entry.append(
                 Problem(

@@ -37,10 +37,20 @@ class TpuFamily:
     """Single-host topology -> (machine type, chips on that one VM)."""
     multi_host_topologies: tuple[str, ...]
     """Multi-host topologies in order of chip count; the first per chip count is the default."""
+    zones: tuple[str, ...]
+    """Zones Cloud TPU documents for the family ("TPU regions and zones", read 2026-11;
+    only the North America and Europe rows could be confirmed)."""
+    boot_disk_type: str
+    """v4, v5e and v5p boot from Balanced Persistent Disk; v6e and tpu7x from Hyperdisk
+    Balanced only (Cloud TPU "Attach durable block storage": v6e lists Hyperdisk only)."""
+    min_gke_version: str | None = None
+    """The oldest GKE version with node pools of this family, where GKE documents one that
+    a supported version could still be below."""
+    flex_start: bool = True
+    """Whether GKE offers flex-start (Dynamic Workload Scheduler) for the family; GKE's
+    flex-start page: "TPU v3 and v4 are not supported"."""
     workload_policy_for_multi_host: bool = False
     """tpu7x places multi-host slices with a HIGH_THROUGHPUT workload policy, not COMPACT."""
-    boot_disk_type: str = "pd-balanced"
-    """Ironwood (tpu7x) VMs boot from Hyperdisk only."""
 
     def size_of(self, chips: int) -> int:
         return chips * self.cores_per_chip
@@ -119,6 +129,9 @@ FAMILIES: tuple[TpuFamily, ...] = (
         chips_per_multi_host_vm=4,
         single_host={"2x2x1": ("ct4p-hightpu-4t", 4)},
         multi_host_topologies=_cubic_topologies(max_chips=2048),
+        zones=("us-central2-b",),
+        boot_disk_type="pd-balanced",
+        flex_start=False,
     ),
     TpuFamily(
         prefix="v5litepod",
@@ -133,6 +146,8 @@ FAMILIES: tuple[TpuFamily, ...] = (
             "2x4": ("ct5lp-hightpu-8t", 8),
         },
         multi_host_topologies=_PLANAR_MULTI_HOST,
+        zones=("us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a"),
+        boot_disk_type="pd-balanced",
     ),
     TpuFamily(
         prefix="v5p",
@@ -143,6 +158,8 @@ FAMILIES: tuple[TpuFamily, ...] = (
         chips_per_multi_host_vm=4,
         single_host={"2x2x1": ("ct5p-hightpu-4t", 4)},
         multi_host_topologies=_cubic_topologies(max_chips=6144),
+        zones=("us-central1-a", "us-east5-a"),
+        boot_disk_type="pd-balanced",
     ),
     TpuFamily(
         prefix="v6e",
@@ -157,6 +174,10 @@ FAMILIES: tuple[TpuFamily, ...] = (
             "2x4": ("ct6e-standard-8t", 8),
         },
         multi_host_topologies=_PLANAR_MULTI_HOST,
+        zones=("us-central1-b", "us-east1-d", "us-east5-a", "us-east5-b", "europe-west4-a"),
+        boot_disk_type="hyperdisk-balanced",
+        # Ray's GKE TPU guide quoting GKE; GKE's own table could not be read.
+        min_gke_version="1.31.2-gke.1115000",
     ),
     TpuFamily(
         prefix="tpu7x",
@@ -167,13 +188,16 @@ FAMILIES: tuple[TpuFamily, ...] = (
         chips_per_multi_host_vm=4,
         single_host={"2x2x1": ("tpu7x-standard-4t", 4)},
         multi_host_topologies=_cubic_topologies(max_chips=9216),
-        workload_policy_for_multi_host=True,
+        zones=("us-central1-ai1a", "us-central1-c"),
         boot_disk_type="hyperdisk-balanced",
+        # GKE "About Ironwood (TPU7x) in GKE": Standard clusters at this version and later.
+        min_gke_version="1.34.0-gke.2201000",
+        workload_policy_for_multi_host=True,
     ),
 )
 
 _BY_PREFIX = {f.prefix: f for f in FAMILIES}
-_ACCELERATOR = re.compile(r"^(?P<prefix>[a-z0-9]+?)-(?P<size>[0-9]+)$")
+_ACCELERATOR = re.compile(r"(?P<prefix>[a-z0-9]+?)-(?P<size>[0-9]{1,6})")
 
 
 class CatalogError(ValueError):
@@ -206,7 +230,7 @@ def _describe_sizes(family: TpuFamily) -> str:
 @cache
 def resolve(accelerator: str, topology: str | None = None) -> TpuShape:
     """Resolve a Cloud TPU accelerator type (`v5p-32`) and optional topology to a slice shape."""
-    match = _ACCELERATOR.match(accelerator)
+    match = _ACCELERATOR.fullmatch(accelerator)
     family = _BY_PREFIX.get(match["prefix"]) if match else None
     if match is None or family is None:
         known = ", ".join(f"{f.prefix}-<size>" for f in FAMILIES)
@@ -238,6 +262,20 @@ def resolve(accelerator: str, topology: str | None = None) -> TpuShape:
         machine_type=family.multi_host_machine_type,
         hosts=_chips(topology) // chips_per_host,
         chips_per_host=chips_per_host,
+    )
+
+
+FLEX_START_MIN_GKE_VERSION = "1.33.0-gke.1712000"
+"""GKE "About flex-start": TPUs need GKE 1.33.0-gke.1712000 or later."""
+
+
+def zone_problem(family: TpuFamily, zone: str) -> str | None:
+    """Why `zone` cannot host `family`, or None when Cloud TPU documents it there."""
+    if zone in family.zones:
+        return None
+    return (
+        f"Cloud TPU offers {family.prefix} in {', '.join(family.zones)}, not {zone}; pick "
+        "one of those zones (or set allowUnlistedZone: true if Google has since added it)"
     )
 
 

@@ -11,6 +11,11 @@ NAMESPACE = "tpu-provisioner-system"
 KUBERNETES_SERVICE_ACCOUNT = "tpu-provisioner-controller-manager"
 
 
+def account_id(prefix: str) -> str:
+    """The provisioner's Google service account id, reserved whether or not it is enabled."""
+    return f"{prefix}-tpu-prov"
+
+
 class TpuProvisionerConfig(ConfigModel):
     """`ai-infra:tpuProvisioner`: the identity for GKE's open-source TPU provisioner, which
     creates slice node pools on demand. It manages node pools itself, so the cluster must not

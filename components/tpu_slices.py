@@ -5,6 +5,7 @@ GKE provisions, repairs and upgrades); identical single-host slices share one po
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 import pulumi
@@ -21,9 +22,15 @@ from components.base import (
     WiringModel,
     reservation_problems,
 )
-from components.gke import ClusterHandle, node_config, pool_sizing
+from components.gke import ClusterHandle, hold_upgrades, node_config, pool_sizing
 
 GKE_NODE_POOL_NAME_MAX = 40
+MAX_SLICES_PER_ENTRY = 256
+"""A bound of this program's, so that a typo in `count` is refused before anything is
+enumerated; more identical slices belong in several entries."""
+TPU_MAX_PODS_PER_NODE = 16
+"""A TPU host runs one workload pod plus GKE's daemonsets; 16 pods take a /27 of the pods
+range instead of the /24 of GKE's default 110 (xpk uses 15 for multi-host TPU pools)."""
 CAPACITY_LABEL = "ai-infra/capacity"
 """Node label with the slice's provisioning; flex-start flavors select on it so that they
 never claim nodes of the same shape that are not flex-start."""
@@ -45,10 +52,15 @@ class TpuSliceConfig(ConfigModel):
     """Names the node pools (`<name>-0`, `<name>-1`, ...) and the Kueue flavor's slices."""
     accelerator: Accelerator
     """Cloud TPU accelerator type, e.g. `v5p-32`, `v5litepod-16`, `v6e-8`, `tpu7x-64`."""
-    count: int = Field(default=1, ge=0)
+    count: int = Field(default=1, ge=0, le=MAX_SLICES_PER_ENTRY)
     """Identical slices to create; 0 keeps the entry (and its queue flavor) with no nodes."""
     zone: str | None = None
-    """Defaults to `gcp:zone`; must be in `gcp:region`."""
+    """Defaults to `gcp:zone`; must be in `gcp:region` and a zone Cloud TPU documents for the
+    family."""
+    allow_unlisted_zone: bool = False
+    """Accept a zone the catalog does not list for the family (one Google added since)."""
+    max_pods_per_node: int = Field(default=TPU_MAX_PODS_PER_NODE, ge=8, le=256)
+    """Pods per TPU host; sizes each node's block of the pods range."""
     provisioning: Provisioning = "on-demand"
     reservation: str | None = None
     """Reservation name (or `projects/P/reservations/R` for a shared one) when
@@ -78,10 +90,12 @@ class TpuSliceConfig(ConfigModel):
         return [self.name] if self.count else []
 
 
-def problems(slices: list[TpuSliceConfig]) -> list[Problem]:
-    """Per-entry checks of `ai-infra:tpuSlices`, each at `[i].<field>`."""
+def problems(slices: list[TpuSliceConfig], zones: list[str]) -> list[Problem]:
+    """Per-entry checks of `ai-infra:tpuSlices`, each at `[i].<field>`; `zones` are the
+    entries' resolved zones."""
     found = []
-    for i, config in enumerate(slices):
+    for i, (config, zone) in enumerate(zip(slices, zones, strict=True)):
+        family = tpu_catalog.resolve(config.accelerator).family
         if config.topology is not None:
             try:
                 tpu_catalog.resolve(config.accelerator, config.topology)
@@ -97,6 +111,41 @@ def problems(slices: list[TpuSliceConfig]) -> list[Problem]:
                     f"{GKE_NODE_POOL_NAME_MAX} characters; shorten the slice name",
                 )
             )
+        if not config.allow_unlisted_zone and (problem := tpu_catalog.zone_problem(family, zone)):
+            inherited = "" if config.zone else f"the slice inherits gcp:zone {zone}: "
+            found.append(Problem((i, "zone"), inherited + problem))
+        if config.provisioning == "flex-start" and not family.flex_start:
+            found.append(
+                Problem(
+                    (i, "provisioning"),
+                    f"GKE offers no flex-start for {family.prefix}; use on-demand, spot or a "
+                    "reservation, or a family that has it (v5e, v5p, v6e, tpu7x)",
+                )
+            )
+    return found
+
+
+def version_problems(
+    slices: list[TpuSliceConfig], version: str | None, at_least: Callable[[str, str], bool]
+) -> list[Problem]:
+    """`[i].accelerator` problems when `cluster.version` is set below what a slice needs."""
+    if version is None:
+        return []
+    found = []
+    for i, config in enumerate(slices):
+        family = tpu_catalog.resolve(config.accelerator).family
+        needs = [(family.min_gke_version, f"{family.prefix} node pools")]
+        if config.provisioning == "flex-start":
+            needs.append((tpu_catalog.FLEX_START_MIN_GKE_VERSION, "flex-start TPU pools"))
+        for minimum, what in needs:
+            if minimum is not None and not at_least(version, minimum):
+                found.append(
+                    Problem(
+                        (i, "accelerator"),
+                        f"{what} need GKE {minimum} or later, but cluster.version is "
+                        f"{version}; raise cluster.version",
+                    )
+                )
     return found
 
 
@@ -156,8 +205,11 @@ class TpuSlice(Component):
                 CAPACITY_LABEL: config.provisioning,
             }
             # Dynamic Workload Scheduler creates flex-start nodes when a ProvisioningRequest
-            # asks for them; such a pool rests at zero and must not be auto-repaired.
-            sizing = pool_sizing(nodes, flex_start=flex_start)
+            # asks for them; such a pool rests at zero and must not be auto-repaired. Its bound
+            # is per zone: GKE checks a multi-host slice against the per-zone maximum, which
+            # is 0 when only total limits are set (cluster-toolkit gke-node-pool works around
+            # the same; the API refuses "Maximum node count 0 ... TPU pod slice").
+            sizing = pool_sizing(nodes, flex_start=flex_start, per_zone=True)
             self.node_pools.append(
                 gcp.container.NodePool(
                     resource_name,
@@ -174,6 +226,8 @@ class TpuSlice(Component):
                     upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
                         strategy="SURGE", max_surge=0, max_unavailable=1
                     ),
+                    maintenance_policies=hold_upgrades(cluster),
+                    max_pods_per_node=config.max_pods_per_node,
                     node_config=node_config(
                         service_account=cluster.node_service_account,
                         machine_type=shape.machine_type,

@@ -6,7 +6,7 @@ The Kubernetes side (namespace, annotated KSA) is created with the cluster's obj
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import pulumi
 import pulumi_gcp as gcp
@@ -79,28 +79,22 @@ def problems(
     prefix: str,
     buckets: Iterable[str],
     teams: Iterable[str],
-    reserved_namespaces: Iterable[str],
+    namespace_owner: Callable[[str], str | None],
 ) -> list[Problem]:
     """Checks of `ai-infra:workloadIdentities` against the rest of the stack: account ids,
-    bucket names, and who creates each namespace."""
+    bucket names, and who creates each namespace. `namespace_owner` names who creates a
+    namespace the stack may not create (Kubernetes, GKE, the platform), or None."""
     found = duplicate_names([i.name for i in identities], "workloadIdentities")
-    team_names, reserved, known_buckets = set(teams), set(reserved_namespaces), list(buckets)
+    team_names, known_buckets = set(teams), list(buckets)
     created: dict[str, int] = {}
     for i, identity in enumerate(identities):
         entry: list[Problem] = account_id_problems(f"{prefix}-{identity.name}")
         entry += duplicate_roles(identity.roles)
         entry += unknown_buckets(identity.buckets, known_buckets)
-        if identity.name in team_names:
-            entry.append(
-                Problem(
-                    ("name",),
-                    f"'{identity.name}' is also a team, whose service account has the same id; "
-                    "rename the identity",
-                )
-            )
         if identity.create_namespace:
-            if identity.namespace in team_names or identity.namespace in reserved:
-                owner = "a team" if identity.namespace in team_names else "the platform"
+            owner = "a team" if identity.namespace in team_names else None
+            owner = owner or namespace_owner(identity.namespace)
+            if owner:
                 entry.append(
                     Problem(
                         ("createNamespace",),
@@ -121,6 +115,36 @@ def problems(
                 created[identity.namespace] = i
         found += [p.under(i) for p in entry]
     return found
+
+
+Claim = tuple[tuple[str | int, ...], str]
+"""(config path of the entry that claims it, what it claims)."""
+
+
+def ownership_problems(claims: Sequence[Claim], what: str, field: str) -> list[Problem]:
+    """A `<path>.<field>` problem for every claim an earlier entry already made: each
+    Kubernetes service account (`namespace/name`) and each Google service account id has
+    exactly one owner, or one entry could act as another's identity."""
+    owner: dict[str, tuple[str | int, ...]] = {}
+    found = []
+    for path, claimed in claims:
+        if claimed in owner:
+            first = owner[claimed]
+            found.append(
+                Problem(
+                    (*path, field),
+                    f"{what} '{claimed}' already belongs to {_describe(first)}; each has exactly "
+                    "one owner, so pick another",
+                )
+            )
+        else:
+            owner[claimed] = path
+    return found
+
+
+def _describe(path: tuple[str | int, ...]) -> str:
+    head, *rest = path
+    return str(head) + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in rest)
 
 
 class KubernetesSide(WiringModel):

@@ -229,12 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         stack, raw = _read_config(args.stack)
-    except FileNotFoundError as error:
-        print(error, file=sys.stderr)
-        return 2
-    try:
         config = parse(raw, stack)
-    except ConfigError as error:
+    except (FileNotFoundError, ConfigError) as error:
         print(error, file=sys.stderr)
         return 2
     graph = run_program(raw, stack=stack)

@@ -177,9 +177,9 @@ def stack_file(stack: str) -> Path:
 
 def read_stack_file(path: Path) -> dict[str, Any]:
     """The `config:` map of a stack file, as YAML values."""
-    import yaml
+    from stacks.config import load_yaml
 
-    document = yaml.safe_load(path.read_text()) or {}
+    document = load_yaml(path.read_text()) or {}
     return dict(document.get("config") or {})
 
 

@@ -16,12 +16,14 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 import pulumi
+import yaml
 from pydantic import AfterValidator, Field, ValidationError
+from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from components import buckets as buckets_module
-from components import gke, network, quota, teams, tpu_provisioner, tpu_slices
+from components import gke, locations, network, quota, teams, tpu_provisioner, tpu_slices
 from components import gpu_pools as gpu_pools_module
 from components import workload_identity as workload_identity_module
 from components.base import (
@@ -40,10 +42,13 @@ from components.network import NetworkConfig
 from components.teams import TeamConfig
 from components.tpu_provisioner import TpuProvisionerConfig
 from components.tpu_slices import TpuSliceConfig
-from components.workload_identity import WorkloadIdentityConfig
+from components.workload_identity import WorkloadIdentityConfig, ownership_problems
 
 NAMESPACE = "ai-infra"
 GCP_KEYS = {"project": "gcp:project", "region": "gcp:region", "zone": "gcp:zone"}
+
+OTHER_NAMESPACES = frozenset({"gcp", "pulumi", "kubernetes"})
+"""Config namespaces that belong to Pulumi and its providers; any other is a typo."""
 
 RESERVED_NAMESPACES = frozenset(
     {
@@ -57,8 +62,35 @@ RESERVED_NAMESPACES = frozenset(
 )
 SYSTEM_NAMESPACES = RESERVED_NAMESPACES | {c.namespace for c in CHARTS.values()}
 """Namespaces the platform owns; no team or identity may create them."""
+GKE_NAMESPACES = frozenset(
+    {
+        "gmp-system",
+        "gmp-public",
+        "config-management-system",
+        "gatekeeper-system",
+        "istio-system",
+        "knative-serving",
+    }
+)
+"""Namespaces GKE creates for managed Prometheus, Config Sync, Policy Controller and service
+mesh; its own `gke-*` namespaces are covered by prefix (no complete list is published)."""
 MANAGED_LABELS = ("managed-by", "ai-infra-stack")
 """GCP labels the program puts on every resource beside `ai-infra:labels`."""
+PROVIDER_LABELS = ("goog-pulumi-provisioned",)
+"""Labels pulumi-gcp adds to every labelled resource (`addPulumiAttributionLabel`)."""
+MAX_LABELS = 64
+"""GCP's limit of labels per resource ("Create and manage cluster and node pool labels")."""
+
+
+def namespace_owner(name: str) -> str | None:
+    """Who creates namespace `name`, when it is not for a team or identity to create."""
+    if name.startswith("kube-") or name == "default":
+        return "Kubernetes"  # "kube-" is reserved for Kubernetes system namespaces
+    if name in SYSTEM_NAMESPACES:
+        return "the platform (JobSet, Kueue, the TPU provisioner)"
+    if name.startswith("gke-") or name in GKE_NAMESPACES:
+        return "GKE"
+    return None
 
 
 def _checked(pattern: str, what: str) -> AfterValidator:
@@ -72,14 +104,24 @@ def _checked(pattern: str, what: str) -> AfterValidator:
     return AfterValidator(check)
 
 
+def _no_google(value: str) -> str:
+    # "Creating and managing projects": ids cannot contain restricted strings such as google.
+    if "google" in value:
+        raise ValueError(f"'{value}' contains 'google', which GCP project ids may not")
+    return value
+
+
 ProjectId = Annotated[
     str,
     _checked(
         r"[a-z][-a-z0-9]{4,28}[a-z0-9]", "a GCP project id (6-30 lowercase letters, digits, '-')"
     ),
+    AfterValidator(_no_google),
 ]
-Region = Annotated[str, _checked(r"[a-z]+-[a-z]+[0-9]+", "a GCP region such as us-east5")]
-Zone = Annotated[str, _checked(r"[a-z]+-[a-z]+[0-9]+-[a-z]", "a GCP zone such as us-east5-a")]
+Region = Annotated[str, _checked(r"[a-z]+-[a-z]+[0-9]{1,2}", "a GCP region such as us-east5")]
+Zone = Annotated[
+    str, _checked(r"[a-z]+-[a-z]+[0-9]{1,2}-[a-z][a-z0-9]{0,4}", "a GCP zone such as us-east5-a")
+]
 _LABEL_KEY = re.compile(r"[a-z][-_a-z0-9]{0,62}")
 _LABEL_VALUE = re.compile(r"[-_a-z0-9]{0,63}")
 
@@ -91,7 +133,18 @@ def _labels(labels: dict[str, str]) -> dict[str, str]:
     if bad:
         raise ValueError(
             f"labels {', '.join(bad)} are not GCP labels: keys and values use lowercase "
-            "letters, digits, '-' and '_' (keys start with a letter)"
+            "letters, digits, '-' and '_' (keys start with a letter), at most 63 characters"
+        )
+    taken = [k for k in labels if k in MANAGED_LABELS or k in PROVIDER_LABELS]
+    if taken:
+        raise ValueError(
+            f"{', '.join(taken)} are set by the program itself; choose other label keys"
+        )
+    room = MAX_LABELS - len(MANAGED_LABELS) - len(PROVIDER_LABELS)
+    if len(labels) > room:
+        raise ValueError(
+            f"{len(labels)} labels, but GCP allows {MAX_LABELS} per resource and the program "
+            f"and provider add {MAX_LABELS - room}; keep at most {room}"
         )
     return labels
 
@@ -168,14 +221,17 @@ class StackConfig(ConfigModel):
 def problems(config: StackConfig) -> list[Problem]:
     """Every cross-check of a config whose shapes are valid, from the module that owns it."""
     found: list[Problem] = []
-    if not config.zone.startswith(config.region + "-"):
-        found.append(Problem(("zone",), f"{config.zone} is not in gcp:region {config.region}"))
+    if problem := locations.zone_problem(config.zone, config.region):
+        found.append(Problem(("zone",), problem))
     found += under("network", network.problems(config.network))
     found += under("cluster", gke.problems(config.cluster))
     slice_problems = under(
         "tpuSlices",
         duplicate_names([s.name for s in config.tpu_slices], "tpuSlices")
-        + tpu_slices.problems(config.tpu_slices),
+        + tpu_slices.problems(config.tpu_slices, [config.zone_of(s) for s in config.tpu_slices])
+        + tpu_slices.version_problems(
+            config.tpu_slices, config.cluster.version, gke.version_at_least
+        ),
     )
     pool_problems = under(
         "gpuPools",
@@ -206,9 +262,10 @@ def problems(config: StackConfig) -> list[Problem]:
             prefix=config.prefix,
             buckets=bucket_names,
             teams=[t.name for t in config.teams],
-            reserved_namespaces=SYSTEM_NAMESPACES,
+            namespace_owner=namespace_owner,
         ),
     )
+    found += _ownership_problems(config)
     found += under(
         "tpuProvisioner",
         tpu_provisioner.problems(config.tpu_provisioner, config.cluster.release_channel),
@@ -220,13 +277,14 @@ def problems(config: StackConfig) -> list[Problem]:
         {("tpuSlices", i): s.pool_names for i, s in enumerate(config.tpu_slices)}
         | {("gpuPools", i): [g.name] for i, g in enumerate(config.gpu_pools)}
     )
+    # A regional cluster's CPU pool has nodes in each of the region's three zones.
     zones = 3 if config.cluster.regional else 1
-    nodes = config.cluster.cpu_pool.max_nodes * zones
-    nodes += sum(s.nodes for s in config.tpu_slices) + sum(g.max_nodes for g in config.gpu_pools)
-    found += under(
-        "network",
-        network.capacity_problems(config.network, config.cluster.max_pods_per_node, nodes),
-    )
+    pools = [
+        (gke.CPU_POOL, config.cluster.cpu_pool.max_nodes * zones, config.cluster.max_pods_per_node)
+    ]
+    pools += [(s.name, s.nodes, s.max_pods_per_node) for s in config.tpu_slices]
+    pools += [(g.name, g.max_nodes, g.max_pods_per_node) for g in config.gpu_pools]
+    found += under("network", network.capacity_problems(config.network, pools))
     sources = {s.name: s.chips for s in config.tpu_slices} | {
         g.name: g.gpus for g in config.gpu_pools
     }
@@ -237,12 +295,40 @@ def problems(config: StackConfig) -> list[Problem]:
             prefix=config.prefix,
             sources=sources,
             buckets=bucket_names,
-            reserved_namespaces=SYSTEM_NAMESPACES,
+            namespace_owner=namespace_owner,
             rbac_security_group=config.cluster.rbac_security_group,
         ),
     )
     found += quota.flavor_problems(quota.derive_flavors(config.tpu_slices, config.gpu_pools))
     return found
+
+
+def _ownership_problems(config: StackConfig) -> list[Problem]:
+    """Each Google service account id and each Kubernetes service account has one owner: the
+    node pools, the TPU provisioner, a team or a workload identity."""
+    accounts: list[tuple[tuple[str | int, ...], str]] = [
+        (("cluster",), gke.node_account_id(config.prefix)),
+        (("tpuProvisioner",), tpu_provisioner.account_id(config.prefix)),
+    ]
+    accounts += [(("teams", i), f"{config.prefix}-{t.name}") for i, t in enumerate(config.teams)]
+    accounts += [
+        (("workloadIdentities", i), f"{config.prefix}-{w.name}")
+        for i, w in enumerate(config.workload_identities)
+    ]
+    ksas: list[tuple[tuple[str | int, ...], str]] = [
+        (
+            ("tpuProvisioner",),
+            f"{tpu_provisioner.NAMESPACE}/{tpu_provisioner.KUBERNETES_SERVICE_ACCOUNT}",
+        )
+    ]
+    ksas += [(("teams", i), f"{t.name}/{t.service_account}") for i, t in enumerate(config.teams)]
+    ksas += [
+        (("workloadIdentities", i), f"{w.namespace}/{w.service_account}")
+        for i, w in enumerate(config.workload_identities)
+    ]
+    return ownership_problems(accounts, "service account id", "name") + ownership_problems(
+        ksas, "Kubernetes service account", "serviceAccount"
+    )
 
 
 class ConfigError(pulumi.RunError):
@@ -285,17 +371,66 @@ _PYDANTIC_TAG = re.compile(r"\[|^(function-(after|before|wrap|plain)|lax-or-stri
 """Location parts pydantic adds for validators and unions; they are not config keys."""
 
 
+_EXPECTED = {
+    "string_type": "expected text{example}; quote values YAML would read as numbers or booleans",
+    "int_type": "expected a whole number{example}, written without quotes",
+    "float_type": "expected a number{example}",
+    "bool_type": "expected true or false, written without quotes",
+    "list_type": "expected a list{example}: one '- ' item per line",
+    "dict_type": "expected a mapping of keys to values{example}",
+    "model_type": "expected a mapping of fields{example}",
+    "model_attributes_type": "expected a mapping of fields{example}",
+}
+"""Pydantic's error types, as sentences that name the expected shape."""
+_EXAMPLES = {
+    "string_type": ", e.g. name: train",
+    "int_type": ", e.g. count: 2",
+    "float_type": ", e.g. 0.5",
+    "list_type": ", e.g. tpuSlices: [{name: train, accelerator: v5p-32}]",
+    "dict_type": ", e.g. quota: {train: 16}",
+    "model_type": ", e.g. cpuPool: {machineType: e2-standard-8}",
+    "model_attributes_type": ", e.g. cpuPool: {machineType: e2-standard-8}",
+}
+
+
+def _message(error: ErrorDetails) -> str:
+    kind = error["type"]
+    got = error.get("input")
+    shown = f"; got {got!r}" if isinstance(got, str | int | float | bool) else ""
+    if kind in _EXPECTED:
+        return _EXPECTED[kind].format(example=_EXAMPLES.get(kind, "")) + shown
+    if kind == "literal_error":
+        expected = (error.get("ctx") or {}).get("expected", "")
+        return f"must be one of {expected}{shown}"
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        ctx = error.get("ctx") or {}
+        bound = {
+            "greater_than_equal": f"at least {ctx.get('ge')}",
+            "less_than_equal": f"at most {ctx.get('le')}",
+            "greater_than": f"more than {ctx.get('gt')}",
+            "less_than": f"less than {ctx.get('lt')}",
+        }[kind]
+        return f"must be {bound}{shown}"
+    if kind == "string_too_long":
+        return f"must be at most {(error.get('ctx') or {}).get('max_length')} characters{shown}"
+    return error["msg"].removeprefix("Value error, ")
+
+
 def _problem_of(error: ErrorDetails) -> Problem:
     loc = tuple(
         part for part in error["loc"] if isinstance(part, int) or not _PYDANTIC_TAG.search(part)
     )
-    message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         parent = _model_at(loc[:-1])
-        valid = ", ".join(sorted(_aliases(parent))) if parent else ""
-        return Problem(loc, f"unknown field; valid fields here are {valid}")
+        valid = sorted(_aliases(parent)) if parent else []
+        key = str(loc[-1])
+        camel = to_camel(key)
+        if camel != key and camel in valid:
+            return Problem(loc, f"keys are camelCase: write {camel}, not {key}")
+        return Problem(loc, f"unknown field; valid fields here are {', '.join(valid)}")
     if error["type"] == "missing":
         return Problem(loc, "is required")
+    message = _message(error)
     if "[key]" in error["loc"]:
         message = f"key: {message}"
     return Problem(loc, message)
@@ -349,22 +484,44 @@ def parse(raw: Mapping[str, Any], stack: str) -> StackConfig:
         if raw.get(key) is not None:
             data[field] = raw[key]
     for key, value in raw.items():
-        namespace, _, name = key.partition(":")
+        namespace, colon, name = key.partition(":")
         if namespace != NAMESPACE:
+            if not colon or namespace not in OTHER_NAMESPACES:
+                found.append(
+                    Problem(
+                        (key,),
+                        f"unknown config namespace '{namespace}'; this program's keys are "
+                        f"written {NAMESPACE}:<key> (valid namespaces: {NAMESPACE}, "
+                        f"{', '.join(sorted(OTHER_NAMESPACES))})",
+                    )
+                )
             continue
         if name not in valid_keys:
-            found.append(
-                Problem(
-                    (name,),
-                    f"unknown config key; valid keys are {', '.join(sorted(valid_keys))}",
-                )
+            camel = to_camel(name)
+            hint = (
+                f"keys are camelCase: write {NAMESPACE}:{camel}"
+                if camel != name and camel in valid_keys
+                else f"unknown config key; valid keys are {', '.join(sorted(valid_keys))}"
             )
+            found.append(Problem((name,), hint))
             continue
         data[name] = _decode(value)
     try:
         config = StackConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(found + [_problem_of(detail) for detail in error.errors()]) from None
+        shapes = [_problem_of(detail) for detail in error.errors()]
+        if f"{NAMESPACE}:prefix" not in raw:
+            shapes = [
+                Problem(
+                    p.path,
+                    f"the prefix ai-{stack} comes from the stack name '{stack}' and {p.message}; "
+                    f"set {NAMESPACE}:prefix to a short DNS label, e.g. ai-dev",
+                )
+                if p.path[:1] == ("prefix",)
+                else p
+                for p in shapes
+            ]
+        raise ConfigError(found + shapes) from None
     found += problems(config)
     if found:
         raise ConfigError(found)
@@ -378,6 +535,32 @@ def _decode(value: Any) -> Any:
         return json.loads(value)
     except json.JSONDecodeError:
         return value
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key repeated in one mapping, as the Pulumi CLI's YAML
+    parser does; PyYAML would silently keep the last value."""
+
+
+def _mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            line = key_node.start_mark.line + 1
+            raise ConfigError(
+                [Problem((str(key),), f"is written twice (again on line {line}); keep one")]
+            )
+        seen.add(key)
+    return dict(loader.construct_pairs(node, deep=True))
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def load_yaml(text: str) -> Any:
+    """Parse a stack file, refusing repeated keys."""
+    return yaml.load(text, Loader=_StrictLoader)
 
 
 def read_pulumi_config() -> dict[str, Any]:

@@ -19,7 +19,12 @@ from components.gpu_pools import GpuPool, GpuPoolArgs
 from components.kueue import BatchSystem, BatchSystemArgs, Queues, QueuesArgs
 from components.network import Network, NetworkArgs
 from components.quota import allocate, derive_flavors
-from components.services import ProjectServices, ProjectServicesArgs
+from components.services import (
+    IMAGE_STREAMING_SERVICE,
+    REQUIRED_SERVICES,
+    ProjectServices,
+    ProjectServicesArgs,
+)
 from components.teams import GroupAccess, GroupAccessArgs, Team, TeamArgs
 from components.tpu_slices import TpuSlice, TpuSliceArgs
 from components.workload_identity import (
@@ -56,8 +61,11 @@ def build(config: StackConfig) -> Environment:
         sources[name] = render_path(path)
         return name
 
+    apis = REQUIRED_SERVICES
+    if config.cluster.image_streaming:
+        apis += (IMAGE_STREAMING_SERVICE,)
     services = ProjectServices(
-        source("services", "project"), ProjectServicesArgs(project=config.project)
+        source("services", "project"), ProjectServicesArgs(project=config.project, services=apis)
     )
     after_services = pulumi.ResourceOptions(depends_on=services.services)
 
@@ -90,9 +98,10 @@ def build(config: StackConfig) -> Environment:
         ),
         after_services,
     )
-    # Accelerator pools wait for the CPU pool: GKE serialises node pool operations per cluster,
-    # and the controllers the slices serve run on the CPU pool.
-    after_cpu_pool = pulumi.ResourceOptions(depends_on=[gke.cpu_pool])
+    # Accelerator pools wait for the cluster only (through its name), not for the CPU pool:
+    # GKE runs operations on different node pools concurrently and the provider locks per
+    # pool ("Add and manage node pools"; terraform-provider-google nodePoolLockKey), so
+    # slices come up beside the CPU pool, and the queues never wait for them.
 
     slices = {
         slice_config.name: TpuSlice(
@@ -104,7 +113,8 @@ def build(config: StackConfig) -> Environment:
                 zone=config.zone_of(slice_config),
                 config=slice_config,
             ),
-            after_cpu_pool,
+            # The workload policy needs the Compute API; the pools wait for the cluster.
+            after_services,
         )
         for i, slice_config in enumerate(config.tpu_slices)
     }
@@ -112,7 +122,7 @@ def build(config: StackConfig) -> Environment:
         gpu_config.name: GpuPool(
             source(f"gpu-{gpu_config.name}", "gpuPools", i),
             GpuPoolArgs(cluster=gke.handle, zone=config.zone_of(gpu_config), config=gpu_config),
-            after_cpu_pool,
+            after_services,
         )
         for i, gpu_config in enumerate(config.gpu_pools)
     }
@@ -162,7 +172,7 @@ def build(config: StackConfig) -> Environment:
             source("tpu-provisioner", "tpuProvisioner"),
             WorkloadIdentityArgs(
                 project=config.project,
-                account_id=f"{config.prefix}-tpu-prov",
+                account_id=tpu_provisioner.account_id(config.prefix),
                 display_name="GKE TPU provisioner",
                 namespace=tpu_provisioner.NAMESPACE,
                 kubernetes_service_account=tpu_provisioner.KUBERNETES_SERVICE_ACCOUNT,

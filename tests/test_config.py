@@ -188,12 +188,16 @@ def test_tpu_provisioner_rejects_a_release_channel():
 
 
 def test_pods_range_must_hold_every_node_the_pools_can_reach():
-    # A /20 pods range at 110 pods per node (a /24 each) holds 16 nodes; a v5p-128 is 16 hosts.
-    found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-128"}])
+    # A /20 pods range has 4,096 addresses. The regional CPU pool can reach 9 nodes at a /24
+    # each (2,304); a v5p-1024 slice is 128 hosts at a /27 each (4,096): too much.
+    found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-1024"}])
     assert "widen podsCidr" in found["ai-infra:network.podsCidr"]
+    assert "'a' at 16 pods per node" in found["ai-infra:network.podsCidr"]
+    # The seed reference, two v4-32 slices on a regional cluster, fits: 9 x 256 + 8 x 32.
     parse(
         with_config(
-            tpuSlices=[{"name": "a", "accelerator": "v5p-128"}], cluster={"maxPodsPerNode": 32}
+            **{"gcp:region": "us-central2", "gcp:zone": "us-central2-b"},
+            tpuSlices=[{"name": "a", "accelerator": "v4-32", "count": 2}],
         ),
         "test",
     )
@@ -260,8 +264,8 @@ def test_maintenance_exclusions_are_validated():
     found = problems(
         cluster={
             "maintenanceExclusions": [
-                {"name": "a", "start": "2026-12-01T00:00:00Z"},
-                {"name": "b", "start": "2026-12-01T00:00:00Z", "scope": "NO_UPGRADES"},
+                {"name": "a", "start": "2026-12-01T00:00:00Z", "end": "2026-12-10T00:00:00Z"},
+                {"name": "b", "start": "2026-12-11T00:00:00Z", "scope": "NO_UPGRADES"},
             ]
         }
     )
@@ -298,7 +302,7 @@ def test_grants_for_similar_members_do_not_collide():
                     "name": "w",
                     "namespace": "w",
                     "serviceAccount": "w",
-                    "roles": ["roles/tpu.viewer", "projects/p/roles/tpu.viewer"],
+                    "roles": ["roles/tpu.viewer", "projects/test-project/roles/tpu.viewer"],
                 }
             ],
         )

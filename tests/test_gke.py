@@ -13,28 +13,36 @@ from tests.conftest import with_config
 
 
 def test_node_service_account_has_exactly_the_least_privilege_roles(build):
-    graph = build()
     member = "serviceAccount:ai-test-nodes@test-project.iam.gserviceaccount.com"
-    grants = {
-        r.inputs["role"]
-        for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
-        if r.inputs["member"] == member
-    }
+
+    def grants(graph):
+        return {
+            r.inputs["role"]
+            for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
+            if r.inputs["member"] == member
+        }
+
+    graph = build()
     assert (
-        grants
-        == set(NODE_SA_ROLES)
+        grants(graph)
+        == {*NODE_SA_ROLES, "roles/serviceusage.serviceUsageConsumer"}
         == {
-            "roles/logging.logWriter",
-            "roles/monitoring.metricWriter",
-            "roles/monitoring.viewer",
-            "roles/stackdriver.resourceMetadata.writer",
+            "roles/container.defaultNodeServiceAccount",
             "roles/artifactregistry.reader",
+            "roles/serviceusage.serviceUsageConsumer",
         }
     )
     cluster = graph.named("gke-cluster")
     for grant in graph.of_type("gcp:projects/iAMMember:IAMMember"):
         if grant.inputs["member"] == member:
             assert grant.urn in cluster.dependencies
+    # Image streaming needs its API and Service Usage Consumer; without it, neither.
+    services = {s.inputs["service"] for s in graph.of_type("gcp:projects/service:Service")}
+    assert "containerfilesystem.googleapis.com" in services
+    plain = build(cluster={"imageStreaming": False})
+    assert grants(plain) == set(NODE_SA_ROLES)
+    services = {s.inputs["service"] for s in plain.of_type("gcp:projects/service:Service")}
+    assert "containerfilesystem.googleapis.com" not in services
 
 
 def test_cluster_settings_follow_config(build):
@@ -143,8 +151,8 @@ def test_maintenance_exclusion_holds_node_upgrades(build):
                 {"name": "campaign", "start": "2026-12-01T00:00:00Z"},
                 {
                     "name": "freeze",
-                    "start": "2026-12-20T00:00:00Z",
-                    "end": "2026-12-27T00:00:00Z",
+                    "start": "2026-11-20T00:00:00Z",
+                    "end": "2026-11-27T00:00:00Z",
                     "scope": "NO_UPGRADES",
                 },
             ]
@@ -162,8 +170,8 @@ def test_maintenance_exclusion_holds_node_upgrades(build):
         },
         {
             "exclusionName": "freeze",
-            "startTime": "2026-12-20T00:00:00Z",
-            "endTime": "2026-12-27T00:00:00Z",
+            "startTime": "2026-11-20T00:00:00Z",
+            "endTime": "2026-11-27T00:00:00Z",
             "exclusionOptions": {"scope": "NO_UPGRADES"},
         },
     ]
@@ -171,10 +179,11 @@ def test_maintenance_exclusion_holds_node_upgrades(build):
 
 def test_tpu7x_boots_from_hyperdisk(build):
     graph = build(
+        **{"gcp:region": "us-central1", "gcp:zone": "us-central1-a"},
         tpuSlices=[
-            {"name": "iron", "accelerator": "tpu7x-8"},
+            {"name": "iron", "accelerator": "tpu7x-8", "zone": "us-central1-c"},
             {"name": "v5p", "accelerator": "v5p-8"},
-        ]
+        ],
     )
     assert graph.named("tpu-iron-pool").inputs["nodeConfig"]["diskType"] == "hyperdisk-balanced"
     assert graph.named("tpu-v5p-pool").inputs["nodeConfig"]["diskType"] == "pd-balanced"

@@ -15,12 +15,23 @@ from tests.conftest import build_graph, with_config
 from tests.crd_schema import validate
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
-MIXED = dict(
+# us-central1 offers every family: v5p and v5e in -a, v6e in -b, tpu7x in -c.
+MIXED = {
+    "gcp:region": "us-central1",
+    "gcp:zone": "us-central1-a",
+}
+MIXED |= dict(
     tpuSlices=[
         {"name": "big", "accelerator": "v5p-32", "count": 2},
         {"name": "big2", "accelerator": "v5p-32", "provisioning": "spot"},
-        {"name": "flex", "accelerator": "v6e-16", "provisioning": "flex-start", "count": 2},
-        {"name": "iron", "accelerator": "tpu7x-16"},
+        {
+            "name": "flex",
+            "accelerator": "v6e-16",
+            "provisioning": "flex-start",
+            "count": 2,
+            "zone": "us-central1-b",
+        },
+        {"name": "iron", "accelerator": "tpu7x-16", "zone": "us-central1-c"},
         {"name": "idle", "accelerator": "v5litepod-16", "count": 0},
     ],
     gpuPools=[
@@ -307,7 +318,8 @@ def test_installs_wait_for_the_cpu_pool_and_webhook_firewall_but_never_for_slice
     jobset = mixed.named("batch-jobset")
     cpu = mixed.named("gke-cpu").urn
     assert cpu in kueue.dependencies and cpu in jobset.dependencies
-    assert jobset.urn in kueue.dependencies
+    # Kueue sets up its JobSet integration once the CRD appears: the two install side by side.
+    assert not _reaches(mixed, kueue.urn, jobset.urn)
     assert mixed.named("network-allow-webhooks").urn in kueue.dependencies
     slice_pools = [
         p.urn for p in mixed.of_type("gcp:container/nodePool:NodePool") if p.name != "gke-cpu"

@@ -3,9 +3,15 @@ security invariants the product promises."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+import re
+
 import pytest
 
 from components.base import BASIC_ROLES
+from components.services import IMAGE_STREAMING_SERVICE, REQUIRED_SERVICES
 from plan.engine import Graph, list_stacks, load_stack_config
 from stacks.config import parse
 from tests.conftest import build_graph
@@ -79,7 +85,8 @@ def test_buckets_are_private_and_uniform(stack):
 def test_every_resource_waits_for_the_project_services(stack):
     _, graph = stack
     services = {r.urn for r in graph.of_type("gcp:projects/service:Service")}
-    assert len(services) == 11
+    apis = {r.inputs["service"] for r in graph.of_type("gcp:projects/service:Service")}
+    assert apis == {*REQUIRED_SERVICES, IMAGE_STREAMING_SERVICE}
     for r in graph:
         if r.custom and r.type != "gcp:projects/service:Service" and r.type.startswith("gcp:"):
             assert services & set(r.dependencies) or _depends_on_via(graph, r, services), r.urn
@@ -120,8 +127,6 @@ def test_dev_is_cheap_and_disposable():
 
 def test_gcp_labels_are_valid_gcp_labels(stack):
     """Kubernetes node labels may contain '/', GCP resource labels may not."""
-    import re
-
     key = re.compile(r"^[a-z][-_a-z0-9]{0,62}$")
     _, graph = stack
     for r in graph:
@@ -135,3 +140,19 @@ def test_gcp_labels_are_valid_gcp_labels(stack):
         for labels in filter(None, label_sets):
             for k in labels:
                 assert key.match(k), f"{r.urn}: label key {k!r}"
+
+
+def test_type_tokens_name_the_module_and_class_they_come_from():
+    """A component's type token is part of every child's URN: `ai-infra:<module>:<Class>`."""
+    import components
+    from components.base import Component
+
+    found = {}
+    for module in pkgutil.iter_modules(components.__path__):
+        loaded = importlib.import_module(f"components.{module.name}")
+        for cls in vars(loaded).values():
+            defined_here = inspect.isclass(cls) and cls.__module__ == loaded.__name__
+            if defined_here and issubclass(cls, Component) and cls is not Component:
+                (token,) = set(re.findall(r'"(ai-infra:[^"]+)"', inspect.getsource(cls)))
+                found[token] = f"ai-infra:{module.name}:{cls.__name__}"
+    assert found and all(token == expected for token, expected in found.items()), found

@@ -114,8 +114,10 @@ def problems(**overrides: Any) -> dict[str, str]:
     [
         ([{"name": "Vision"}], "ai-infra:teams[0].name", "lowercase"),
         ([{"name": "a"}, {"name": "a"}], "ai-infra:teams[1].name", "names must be unique"),
-        ([{"name": "kube-system"}], "ai-infra:teams[0].name", "system namespace"),
-        ([{"name": "kueue-system"}], "ai-infra:teams[0].name", "system namespace"),
+        ([{"name": "kube-system"}], "ai-infra:teams[0].name", "belongs to Kubernetes"),
+        ([{"name": "kueue-system"}], "ai-infra:teams[0].name", "belongs to the platform"),
+        ([{"name": "gmp-system"}], "ai-infra:teams[0].name", "belongs to GKE"),
+        ([{"name": "gke-gmp-system"}], "ai-infra:teams[0].name", "belongs to GKE"),
         (
             [{"name": "a", "quota": {"s": 6}}, {"name": "b", "quota": {"s": "50%"}}],
             "ai-infra:teams[1].quota.s",

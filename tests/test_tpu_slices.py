@@ -5,6 +5,8 @@ from __future__ import annotations
 from components.tpu_catalog import resolve
 
 POOL = "gcp:container/nodePool:NodePool"
+CENTRAL = {"gcp:region": "us-central1", "gcp:zone": "us-central1-a"}
+"""us-central1 offers every family GKE runs: v5p and v5e in -a, v6e in -b, tpu7x in -c."""
 
 
 def slice_pools(graph, slice_name):
@@ -40,32 +42,52 @@ def test_identical_single_host_slices_share_a_pool(build):
     assert "placementPolicy" not in pool.inputs
 
 
-def test_every_family_lands_on_its_machine_type(build):
+def test_every_family_lands_on_its_machine_type_and_boot_disk(build):
     slices = [
-        {"name": "a", "accelerator": "v4-16"},
-        {"name": "b", "accelerator": "v5litepod-16"},
-        {"name": "c", "accelerator": "v5p-16"},
-        {"name": "d", "accelerator": "v6e-16"},
-        {"name": "e", "accelerator": "v5litepod-1"},
+        {"name": "a", "accelerator": "v4-16", "zone": "us-central2-b"},
+        {"name": "b", "accelerator": "v5litepod-16", "zone": "us-central1-a"},
+        {"name": "c", "accelerator": "v5p-16", "zone": "us-central1-a"},
+        {"name": "d", "accelerator": "v6e-16", "zone": "us-central1-b"},
+        {"name": "e", "accelerator": "v5litepod-1", "zone": "us-central1-a"},
+        {"name": "f", "accelerator": "tpu7x-8", "zone": "us-central1-c"},
     ]
-    graph = build(tpuSlices=slices, cluster={"maxPodsPerNode": 32})
+    disks = {"a": "pd-balanced", "b": "pd-balanced", "c": "pd-balanced"}
+    disks |= {"d": "hyperdisk-balanced", "e": "pd-balanced", "f": "hyperdisk-balanced"}
+    # v4 lives in us-central2 only; the other slices need a region of their own.
+    v4 = build(**{"gcp:region": "us-central2", "gcp:zone": "us-central2-b"}, tpuSlices=slices[:1])
+    rest = build(**CENTRAL, tpuSlices=slices[1:])
     for entry in slices:
+        graph = v4 if entry["name"] == "a" else rest
         shape = resolve(entry["accelerator"])
         (pool,) = slice_pools(graph, entry["name"])
         assert pool.inputs["nodeConfig"]["machineType"] == shape.machine_type, pool.urn
         assert pool.inputs["nodeCount"] == shape.hosts, pool.urn
+        assert pool.inputs["nodeConfig"]["diskType"] == disks[entry["name"]], pool.urn
+        assert pool.inputs["nodeLocations"] == [entry["zone"]], pool.urn
+
+
+def test_tpu_pools_take_a_small_block_of_the_pods_range(build):
+    graph = build(
+        tpuSlices=[
+            {"name": "a", "accelerator": "v5p-32"},
+            {"name": "b", "accelerator": "v5p-8", "maxPodsPerNode": 32},
+        ]
+    )
+    (a,) = slice_pools(graph, "a")
+    (b,) = slice_pools(graph, "b")
+    assert (a.inputs["maxPodsPerNode"], b.inputs["maxPodsPerNode"]) == (16, 32)
 
 
 def test_tpu7x_multi_host_uses_a_workload_policy_instead_of_a_topology(build):
     graph = build(
-        tpuSlices=[{"name": "iron", "accelerator": "tpu7x-128"}], cluster={"maxPodsPerNode": 32}
+        **CENTRAL, tpuSlices=[{"name": "iron", "accelerator": "tpu7x-128", "zone": "us-central1-c"}]
     )
     policy = graph.named("tpu-iron-workload-policy")
     assert policy.inputs["workloadPolicy"] == {
         "type": "HIGH_THROUGHPUT",
         "acceleratorTopology": "4x4x4",
     }
-    assert policy.inputs["region"] == "us-east5"
+    assert policy.inputs["region"] == "us-central1"
     (pool,) = slice_pools(graph, "iron")
     assert pool.inputs["placementPolicy"] == {"type": "COMPACT", "policyName": "ai-test-iron"}
     assert "tpuTopology" not in pool.inputs["placementPolicy"]
@@ -74,14 +96,20 @@ def test_tpu7x_multi_host_uses_a_workload_policy_instead_of_a_topology(build):
 
 
 def test_single_host_tpu7x_needs_no_policy(build):
-    graph = build(tpuSlices=[{"name": "iron", "accelerator": "tpu7x-8"}])
+    graph = build(
+        **CENTRAL, tpuSlices=[{"name": "iron", "accelerator": "tpu7x-8", "zone": "us-central1-c"}]
+    )
     assert not graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
 
 
 def test_spot_and_reservation(build):
     graph = build(
         tpuSlices=[
-            {"name": "cheap", "accelerator": "v5litepod-4", "provisioning": "spot"},
+            {
+                "name": "cheap",
+                "accelerator": "v6e-4",
+                "provisioning": "spot",
+            },
             {
                 "name": "held",
                 "accelerator": "v5p-8",
@@ -111,11 +139,9 @@ def test_flex_start_pools_rest_at_zero_with_queued_provisioning(build):
     assert inputs["queuedProvisioning"] == {"enabled": True}
     assert inputs["nodeConfig"]["flexStart"] is True
     assert inputs["initialNodeCount"] == 0 and "nodeCount" not in inputs
-    assert inputs["autoscaling"] == {
-        "totalMinNodeCount": 0,
-        "totalMaxNodeCount": 4,
-        "locationPolicy": "ANY",
-    }
+    # Per-zone bounds: GKE checks a multi-host slice against the per-zone maximum, which
+    # total limits would leave at 0; the maximum is the slice's 4 hosts.
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4}
     assert inputs["management"]["autoRepair"] is False
     assert inputs["nodeConfig"]["reservationAffinity"] == {
         "consumeReservationType": "NO_RESERVATION"
@@ -124,18 +150,35 @@ def test_flex_start_pools_rest_at_zero_with_queued_provisioning(build):
 
 def test_count_zero_keeps_the_entry_but_creates_no_pool(build):
     graph = build(
+        **CENTRAL,
         tpuSlices=[
             {"name": "idle", "accelerator": "v5p-64", "count": 0},
-            {"name": "iron", "accelerator": "tpu7x-64", "count": 0},
-        ]
+            {"name": "iron", "accelerator": "tpu7x-64", "count": 0, "zone": "us-central1-c"},
+        ],
     )
     assert slice_pools(graph, "idle") == []
     assert not graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
 
 
-def test_slice_zone_override_and_dependency_on_the_cpu_pool(build):
-    graph = build(tpuSlices=[{"name": "b", "accelerator": "v5p-8", "zone": "us-east5-b"}])
+def test_slice_zone_override_and_no_wait_for_the_cpu_pool(build):
+    graph = build(tpuSlices=[{"name": "b", "accelerator": "v6e-8", "zone": "us-east5-b"}])
     (pool,) = slice_pools(graph, "b")
     assert pool.inputs["nodeLocations"] == ["us-east5-b"]
     assert pool.inputs["cluster"] == "ai-test-gke"
-    assert graph.named("gke-cpu").urn in pool.dependencies
+    # Pools start beside the CPU pool: GKE runs operations on different pools concurrently.
+    assert graph.named("gke-cluster").urn in pool.dependencies
+    assert graph.named("gke-cpu").urn not in pool.dependencies
+
+
+def test_release_channel_pools_hold_upgrades_until_end_of_support(build):
+    hold = [{"exclusionUntilEndOfSupports": [{"enabled": True}]}]
+    on_channel = build(tpuSlices=[{"name": "s", "accelerator": "v5p-16"}])
+    (pool,) = slice_pools(on_channel, "s")
+    assert pool.inputs["maintenancePolicies"] == hold
+    assert pool.inputs["management"]["autoUpgrade"] is True
+    off_channel = build(
+        tpuSlices=[{"name": "s", "accelerator": "v5p-16"}], cluster={"releaseChannel": "NONE"}
+    )
+    (pool,) = slice_pools(off_channel, "s")
+    assert "maintenancePolicies" not in pool.inputs
+    assert pool.inputs["management"]["autoUpgrade"] is False
