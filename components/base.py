@@ -145,6 +145,38 @@ def _role(value: str) -> str:
 IamRole = Annotated[str, AfterValidator(_role)]
 """An IAM role other than the basic roles owner, editor and viewer."""
 
+_GCE_NAME = re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def _gce_name(value: str) -> str:
+    if not _GCE_NAME.fullmatch(value):
+        raise ValueError(
+            f"'{value}' is not a Compute Engine resource name: 1 to 63 lowercase letters, "
+            "digits and '-', starting with a letter"
+        )
+    return value
+
+
+GceName = Annotated[str, AfterValidator(_gce_name)]
+"""The name of a Compute Engine resource (a VPC, a reservation)."""
+
+_RESERVATION = re.compile(
+    r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
+    r"|projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
+)
+
+
+def _reservation(value: str) -> str:
+    if not _RESERVATION.fullmatch(value):
+        raise ValueError(
+            f"'{value}' is not a reservation: write its name, or projects/PROJECT/reservations/"
+            "NAME for one shared from another project"
+        )
+    return value
+
+
+Reservation = Annotated[str, AfterValidator(_reservation)]
+
 Provisioning = Literal["on-demand", "spot", "reservation", "flex-start"]
 """How a node pool obtains capacity: on-demand, Spot VMs, a specific reservation, or
 flex-start (Dynamic Workload Scheduler queued provisioning)."""

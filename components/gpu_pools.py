@@ -17,6 +17,7 @@ from components.base import (
     DnsLabel,
     Problem,
     Provisioning,
+    Reservation,
     WiringModel,
     reservation_problems,
 )
@@ -54,7 +55,7 @@ class GpuPoolConfig(ConfigModel):
     max_nodes: int = Field(default=1, ge=0, le=MAX_NODES_PER_POOL)
     """Autoscaling ceiling across the pool's zone."""
     provisioning: Provisioning = "on-demand"
-    reservation: str | None = None
+    reservation: Reservation | None = None
     disk_size_gb: int = Field(default=200, ge=10)
     disk_type: Literal["pd-balanced", "pd-ssd", "hyperdisk-balanced"] = "pd-balanced"
     """Boot disk; a3-ultragpu, a4 and a4x boot only from hyperdisk-balanced."""

@@ -8,12 +8,13 @@ from __future__ import annotations
 import ipaddress
 import itertools
 from collections.abc import Iterable
+from typing import Annotated
 
 import pulumi
 import pulumi_gcp as gcp
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
-from components.base import Cidr, Component, ConfigModel, Problem, WiringModel
+from components.base import Cidr, Component, ConfigModel, GceName, Problem, WiringModel
 
 IAP_TCP_FORWARDING_RANGE = "35.235.240.0/20"
 """Source range of Identity-Aware Proxy TCP forwarding (SSH through IAP)."""
@@ -24,7 +25,7 @@ WEBHOOK_PORTS = ("443", "8443", "9443")
 class AuthorizedNetwork(ConfigModel):
     cidr: Cidr
     """A range allowed to reach the cluster's public control-plane endpoint."""
-    name: str
+    name: Annotated[str, StringConstraints(pattern=r"^[ -~]{1,100}$")]
     """Shown in the cluster's authorized networks list, e.g. `office` or `ci-runners`."""
 
 
@@ -39,7 +40,7 @@ class NetworkConfig(ConfigModel):
     """Secondary range `services`: ClusterIP addresses."""
     master_cidr: Cidr = "172.16.0.0/28"
     """The /28 GKE peers for the private control plane."""
-    existing_vpc: str | None = None
+    existing_vpc: GceName | None = None
     """Name of a VPC in the project to reuse instead of creating one; the subnet, router, NAT
     and firewall rules are still created in it."""
     authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)

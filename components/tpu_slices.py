@@ -19,6 +19,7 @@ from components.base import (
     DnsLabel,
     Problem,
     Provisioning,
+    Reservation,
     WiringModel,
     reservation_problems,
 )
@@ -62,7 +63,7 @@ class TpuSliceConfig(ConfigModel):
     max_pods_per_node: int = Field(default=TPU_MAX_PODS_PER_NODE, ge=8, le=256)
     """Pods per TPU host; sizes each node's block of the pods range."""
     provisioning: Provisioning = "on-demand"
-    reservation: str | None = None
+    reservation: Reservation | None = None
     """Reservation name (or `projects/P/reservations/R` for a shared one) when
     `provisioning: reservation`."""
     topology: str | None = None

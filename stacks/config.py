@@ -223,7 +223,8 @@ def problems(config: StackConfig) -> list[Problem]:
     found: list[Problem] = []
     if problem := locations.zone_problem(config.zone, config.region):
         found.append(Problem(("zone",), problem))
-    found += under("network", network.problems(config.network))
+    network_problems = under("network", network.problems(config.network))
+    found += network_problems
     found += under("cluster", gke.problems(config.cluster))
     slice_problems = under(
         "tpuSlices",
@@ -284,7 +285,8 @@ def problems(config: StackConfig) -> list[Problem]:
     ]
     pools += [(s.name, s.nodes, s.max_pods_per_node) for s in config.tpu_slices]
     pools += [(g.name, g.max_nodes, g.max_pods_per_node) for g in config.gpu_pools]
-    found += under("network", network.capacity_problems(config.network, pools))
+    if not network_problems:
+        found += under("network", network.capacity_problems(config.network, pools))
     sources = {s.name: s.chips for s in config.tpu_slices} | {
         g.name: g.gpus for g in config.gpu_pools
     }
