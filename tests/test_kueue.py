@@ -343,3 +343,48 @@ def test_kubernetes_objects_use_the_cluster_provider(mixed):
     for r in mixed:
         if r.type.startswith("kubernetes:") and r.custom:
             assert r.provider.startswith(provider.urn), r.urn
+
+
+def test_kueue_keeps_the_charts_client_and_concurrency_defaults(mixed):
+    """The manager config replaces the chart's document; it repeats the chart's v0.19.2
+    values instead of lowering them."""
+    values = mixed.named("batch-kueue").inputs["values"]
+    manager = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    assert manager["clientConnection"] == {"qps": 300, "burst": 500}
+    assert manager["controller"]["groupKindConcurrency"]["Workload.kueue.x-k8s.io"] == 10
+    assert manager["controller"]["groupKindConcurrency"]["ClusterQueue.kueue.x-k8s.io"] == 5
+
+
+def _ancestors(graph: Graph, urn: str) -> set[str]:
+    """Everything `urn` waits for, directly or through what it waits for."""
+    seen: set[str] = set()
+    todo = [urn]
+    while todo:
+        r = graph.by_urn(todo.pop())
+        for dep in r.dependencies:
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def test_fresh_dev_stack_critical_path():
+    """network -> cluster -> max(slice pools, CPU pool -> Kueue -> queues): slices start
+    beside the CPU pool, Kueue beside JobSet, and queues never wait for slices."""
+    graph = build_graph(load_stack_config("dev"), stack="dev")
+    subnet, cluster = graph.named("network-subnet").urn, graph.named("gke-cluster").urn
+    cpu, jobset = graph.named("gke-cpu").urn, graph.named("batch-jobset").urn
+    kueue = graph.named("batch-kueue").urn
+    slice_pool = graph.named("tpu-v5e-dev-pool").urn
+    assert subnet in _ancestors(graph, cluster)
+    assert cluster in _ancestors(graph, slice_pool)
+    assert cpu not in _ancestors(graph, slice_pool)
+    assert {cluster, cpu} <= _ancestors(graph, kueue)
+    assert jobset not in _ancestors(graph, kueue)
+    for queue in objects_of_type(graph, "ClusterQueue"):
+        assert kueue in _ancestors(graph, queue)
+        assert slice_pool not in _ancestors(graph, queue)
+
+
+def objects_of_type(graph: Graph, kind: str) -> list[str]:
+    return [r.urn for r in graph if r.type == f"kubernetes:{KUEUE}:{kind}"]

@@ -53,3 +53,18 @@ def test_bad_config_prints_only_the_errors_and_exits_2(tmp_path, capsys):
     )
     assert "ai-infra:teamz: unknown config key" in captured.err
     assert "Traceback" not in captured.err
+
+
+def test_a_key_written_twice_is_refused_like_the_pulumi_cli_does(tmp_path, capsys):
+    stack = tmp_path / "Pulumi.twice.yaml"
+    stack.write_text(
+        "config:\n"
+        "  gcp:project: test-project\n"
+        "  gcp:region: us-east5\n"
+        "  gcp:zone: us-east5-a\n"
+        "  ai-infra:protect: false\n"
+        "  ai-infra:protect: true\n"
+    )
+    assert main([str(stack)]) == 2
+    err = capsys.readouterr().err
+    assert "ai-infra:protect: is written twice (again on line 6); keep one" in err
