@@ -170,13 +170,13 @@ def member_problems(members: list[BucketMember]) -> list[Problem]:
     seen: dict[tuple[str, str], int] = {}
     found = []
     for i, member in enumerate(members):
-        key = (slug(member.member), member.role)
+        key = (slug(member.member), slug(member.role))
         if key in seen:
             found.append(
                 Problem(
                     ("members", i),
-                    f"grants {member.role} to the member of members[{seen[key]}] again "
-                    "(members differing only in case, '_' or '-' are one); list it once",
+                    f"repeats the grant of members[{seen[key]}]: members and roles differing "
+                    "only in case, '_' or '-' would share one resource name; list it once",
                 )
             )
         seen.setdefault(key, i)

@@ -64,12 +64,19 @@ class WorkloadIdentityConfig(ConfigModel):
     """Create the namespace; turn off when another identity or a team already has it."""
 
 
+def role_key(role: str) -> str:
+    """The part of a role grant's resource name that names the role."""
+    return role.split("/")[-1] if role.startswith("roles/") else slug(role)
+
+
 def duplicate_roles(roles: list[str]) -> list[Problem]:
-    """`roles[i]` problems for a role an earlier entry already lists."""
+    """`roles[i]` problems for a role an earlier entry already lists, or one whose grant
+    would get the same resource name (custom roles differing only in case)."""
+    keys = [role_key(r) for r in roles]
     return [
-        Problem(("roles", i), f"{role} is listed twice; list each role once")
+        Problem(("roles", i), f"{role} is listed twice (up to case); list each role once")
         for i, role in enumerate(roles)
-        if role in roles[:i]
+        if keys[i] in keys[:i]
     ]
 
 
@@ -204,7 +211,7 @@ class WorkloadIdentity(Component):
         )
         for role in args.roles:
             gcp.projects.IAMMember(
-                f"{name}-{role.split('/')[-1] if role.startswith('roles/') else slug(role)}",
+                f"{name}-{role_key(role)}",
                 project=args.project,
                 role=role,
                 member=self.member,

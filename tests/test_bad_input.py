@@ -138,6 +138,40 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "ai-infra:buckets[0].members[1]",
         "list it once",
     ),
+    (
+        "custom roles differing only in case",
+        {
+            "workloadIdentities": [
+                identity(
+                    roles=["projects/test-project/roles/Train", "projects/test-project/roles/train"]
+                )
+            ]
+        },
+        "ai-infra:workloadIdentities[0].roles[1]",
+        "list each role once",
+    ),
+    (
+        "bucket roles differing only in case",
+        {
+            "buckets": [
+                {
+                    "name": "b",
+                    "members": [
+                        {
+                            "member": "user:al@example.com",
+                            "role": "projects/test-project/roles/Reader",
+                        },
+                        {
+                            "member": "user:al@example.com",
+                            "role": "projects/test-project/roles/reader",
+                        },
+                    ],
+                }
+            ]
+        },
+        "ai-infra:buckets[0].members[1]",
+        "list it once",
+    ),
     # Free strings GCP, GKE and Kubernetes constrain.
     ("cluster name in capitals", {"cluster": {"name": "Train"}}, "ai-infra:cluster.name", "40"),
     ("cluster name too long", {"cluster": {"name": "a" * 41}}, "ai-infra:cluster.name", "40"),
