@@ -150,3 +150,17 @@ def test_bad_team_input_is_rejected_with_its_path(teams, path, fragment):
 def test_groups_need_the_rbac_security_group():
     found = problems(cluster={}, teams=[{"name": "a", "groups": ["a@example.com"]}])
     assert "rbacSecurityGroup" in found["ai-infra:teams[0].groups"]
+
+
+def test_cpu_written_as_a_yaml_number_is_the_documented_default():
+    config = parse(with_config(**{**TEAMS, "teams": [{"name": "a", "cpu": 1000}]}), "test")
+    assert config.teams[0].cpu == "1000"
+    found = problems(teams=[{"name": "a", "cpu": -1}])
+    assert "Kubernetes quantity" in found["ai-infra:teams[0].cpu"]
+
+
+def test_a_quota_key_with_markers_is_reported_at_its_own_path():
+    """Problems are values: a key holding '@@' or '.' cannot pass for a path."""
+    found = problems(teams=[{"name": "a", "quota": {"@@s@@x": 1, "a.b": 1}}])
+    assert "no TPU slice or GPU pool named '@@s@@x'" in found['ai-infra:teams[0].quota["@@s@@x"]']
+    assert "no TPU slice or GPU pool named 'a.b'" in found['ai-infra:teams[0].quota["a.b"]']
