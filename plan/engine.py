@@ -12,7 +12,7 @@ import runpy
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 from pulumi.runtime import config as runtime_config
@@ -24,6 +24,9 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 from components.base import service_account_email
+
+if TYPE_CHECKING:
+    from stacks.environment import Environment
 
 PROJECT = "ai-infra"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +58,8 @@ class Graph:
     """Every registration of one program run, in registration order."""
 
     resources: list[Registration] = field(default_factory=list)
+    environment: Environment | None = None
+    """What `__main__.py` built (its `env`); None for another program or when it raised."""
 
     def __iter__(self) -> Iterator[Registration]:
         return iter(self.resources)
@@ -88,6 +93,18 @@ class Graph:
 
     def children(self, parent_urn: str) -> list[Registration]:
         return [r for r in self.resources if r.parent == parent_urn]
+
+    def config_keys(self) -> dict[str, str]:
+        """URN -> the config key (`ai-infra:tpuSlices[2]`) of the top-level component the
+        resource is, or belongs to, per `Environment.sources`."""
+        sources = self.environment.sources if self.environment is not None else {}
+        urns = set(self.urns)
+        keys: dict[str, str] = {}
+        for r in self.resources:  # a parent registers before its children
+            key = keys.get(r.parent) if r.parent in urns else sources.get(r.name)
+            if key is not None:
+                keys[r.urn] = key
+        return keys
 
 
 def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, Any]:
@@ -175,12 +192,16 @@ def stack_file(stack: str) -> Path:
     return REPO_ROOT / f"Pulumi.{stack}.yaml"
 
 
-def read_stack_file(path: Path) -> dict[str, Any]:
-    """The `config:` map of a stack file, as YAML values."""
+def parse_stack_file(text: str) -> dict[str, Any]:
+    """The `config:` map of a stack file's text, as YAML values."""
     import yaml
 
-    document = yaml.safe_load(path.read_text()) or {}
+    document = yaml.safe_load(text) or {}
     return dict(document.get("config") or {})
+
+
+def read_stack_file(path: Path) -> dict[str, Any]:
+    return parse_stack_file(path.read_text())
 
 
 def load_stack_config(stack: str) -> dict[str, Any]:
@@ -219,7 +240,8 @@ def record_program(
 
     def body() -> None:
         if program is None:
-            runpy.run_path(str(REPO_ROOT / "__main__.py"), run_name="__main__")
+            namespace = runpy.run_path(str(REPO_ROOT / "__main__.py"), run_name="__main__")
+            monitor.graph.environment = namespace.get("env")
         else:
             program()
 

@@ -12,7 +12,10 @@ from plan.__main__ import main
 def test_dev_plan_shows_what_a_reviewer_checks(capsys):
     assert main(["dev"]) == 0
     out = capsys.readouterr().out
-    assert "NodePool tpu-v5e-dev-pool  machine=ct5lp-hightpu-4t nodes=1 spot" in out
+    assert (
+        "NodePool tpu-v5e-dev-pool  machine=ct5lp-hightpu-4t disk=pd-balanced:100GB nodes=1 spot"
+        in out
+    )
     assert "cidr=10.129.0.0/20 pods=192.168.64.0/20, services=192.168.80.0/20" in out
     assert "roles/iam.workloadIdentityUser -> serviceAccount:ml-platform-dev.svc.id.goog" in out
     assert "v5e-dev: 1 x v5litepod-4 topology 2x2" in out
