@@ -360,13 +360,16 @@ def _diff_json(changes: GraphDiff, keys: dict[str, str], base: str) -> dict[str,
 
 
 def run(target: str, base: str | None, as_json: bool) -> str:
+    """The plan of `target` (a stack name or file), or with `base` what changes since then."""
     stack, path = _stack_path(target)
-    config, graph = _build(read_stack_file(path), stack, "")
     if base is None:
+        config, graph = _build(read_stack_file(path), stack, "")
         if as_json:
             return json.dumps(_plan_json(graph, config, stack), indent=2)
         return render(graph, config, stack)
+    # Read the base first: a bad ref fails before any program runs.
     text, origin = _base_text(base, path)
+    config, graph = _build(read_stack_file(path), stack, "")
     _, before = _build(parse_stack_file(text), stack, f"the stack file at {origin} is invalid")
     changes = diff(before, graph)
     # A deleted resource's config key is the one it had before.

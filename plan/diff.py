@@ -89,8 +89,8 @@ class ResourceChange:
 
 @dataclass(frozen=True)
 class GraphDiff:
-    """Every resource that differs between two graphs: the new graph's in its registration
-    order, then deletions in the old graph's order (Pulumi deletes last)."""
+    """Every resource that differs between two graphs: the new graph's in the order the program
+    constructs them, then deletions in the old graph's order (Pulumi deletes last)."""
 
     resources: tuple[ResourceChange, ...]
 
@@ -142,30 +142,31 @@ def _unwrap(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def input_changes(type_: str, old: Any, new: Any, path: Path = ()) -> list[Change]:
+def input_changes(
+    type_: str, old: Any, new: Any, path: Path = (), also: tuple[str, ...] = ()
+) -> list[Change]:
     """The leaves of `new` that differ from `old`; an added or removed key or list element is
-    one change at its own path."""
+    one change at its own path. `also`: the resource's own replace_on_changes paths."""
     old, old_secret = _unwrap(old)
     new, new_secret = _unwrap(new)
     if old == new:
         return []
     if old_secret or new_secret:
-        return [Change(path, SECRET, SECRET, replaces(type_, path))]
+        return [Change(path, SECRET, SECRET, replaces(type_, path, also))]
     if isinstance(old, dict) and isinstance(new, dict):
         changes: list[Change] = []
-        for key in [*old, *(k for k in new if k not in old)]:
-            changes += input_changes(
-                type_, old.get(key, ABSENT), new.get(key, ABSENT), (*path, key)
-            )
+        for key in sorted(old.keys() | new.keys()):  # as preview orders them
+            before, after = old.get(key, ABSENT), new.get(key, ABSENT)
+            changes += input_changes(type_, before, after, (*path, key), also)
         return changes
     if isinstance(old, list) and isinstance(new, list):
         changes = []
         for i in range(max(len(old), len(new))):
             before = old[i] if i < len(old) else ABSENT
             after = new[i] if i < len(new) else ABSENT
-            changes += input_changes(type_, before, after, (*path, i))
+            changes += input_changes(type_, before, after, (*path, i), also)
         return changes
-    return [Change(path, old, new, replaces(type_, path))]
+    return [Change(path, old, new, replaces(type_, path, also))]
 
 
 def diff(before: Graph, after: Graph) -> GraphDiff:
@@ -178,7 +179,7 @@ def diff(before: Graph, after: Graph) -> GraphDiff:
             resources.append(ResourceChange(Op.CREATE, None, r))
             continue
         was = old[r.urn]
-        changes = tuple(input_changes(r.type, was.inputs, r.inputs))
+        changes = tuple(input_changes(r.type, was.inputs, r.inputs, also=r.replace_on_changes))
         protect = (was.protect, r.protect) if was.protect != r.protect else None
         if changes or protect:
             op = Op.REPLACE if any(c.replaces for c in changes) else Op.UPDATE

@@ -51,11 +51,13 @@ class Registration:
     delete_before_replace: bool
     retain_on_delete: bool
     provider: str
+    replace_on_changes: tuple[str, ...] = ()
+    """The `replace_on_changes` option: input paths whose change replaces, beyond the provider's."""
 
 
 @dataclass
 class Graph:
-    """Every registration of one program run, in registration order."""
+    """Every registration of one program run, in the order the program constructed them."""
 
     resources: list[Registration] = field(default_factory=list)
     environment: Environment | None = None
@@ -182,6 +184,7 @@ class _RecordingMonitor(runtime_mocks.MockMonitor):
                 delete_before_replace=request.deleteBeforeReplace,
                 retain_on_delete=bool(request.retainOnDelete),
                 provider=request.provider,
+                replace_on_changes=tuple(request.replaceOnChanges),
             )
         )
         state_proto = _sync_await(rpc.serialize_properties(state, {}))
@@ -238,7 +241,18 @@ def record_program(
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     runtime_config.set_all_config(_engine_config(config))
 
+    # The order the program constructs resources in: the monitor receives registrations as
+    # their inputs resolve, on executor threads, in an order that varies from run to run.
+    stack_urn = monitor.make_urn("", "pulumi:pulumi:Stack", f"{PROJECT}-{stack}")
+    urn_of: dict[int, str] = {}
+
+    def record_construction(args: pulumi.ResourceTransformationArgs) -> None:
+        parent = args.opts.parent if args.opts is not None else None
+        parent_urn = urn_of.get(id(parent), stack_urn) if parent is not None else stack_urn
+        urn_of[id(args.resource)] = monitor.make_urn(parent_urn, args.type_, args.name)
+
     def body() -> None:
+        pulumi.runtime.register_stack_transformation(record_construction)
         if program is None:
             namespace = runpy.run_path(str(REPO_ROOT / "__main__.py"), run_name="__main__")
             monitor.graph.environment = namespace.get("env")
@@ -247,9 +261,12 @@ def record_program(
 
     try:
         _sync_await(run_pulumi_func(body))
-    except Exception as error:
-        return monitor.graph, error
-    return monitor.graph, None
+        error = None
+    except Exception as raised:
+        error = raised
+    order = {urn: i for i, urn in enumerate(urn_of.values())}
+    monitor.graph.resources.sort(key=lambda r: order.get(r.urn, len(order)))
+    return monitor.graph, error
 
 
 def run_program(

@@ -123,12 +123,15 @@ def replace_paths(type_: str) -> tuple[str, ...]:
     return ()
 
 
-def replaces(type_: str, path: Sequence[str | int]) -> bool:
-    """Whether changing the input at `path` (keys and list indexes) replaces a `type_`."""
+def replaces(type_: str, path: Sequence[str | int], also: Sequence[str] = ()) -> bool:
+    """Whether changing the input at `path` (keys and list indexes) replaces a `type_`; `also`
+    holds the resource's own `replace_on_changes` paths (`*` for every input)."""
+    if "*" in also:
+        return True
     field = tuple(part for part in path if isinstance(part, str))
-    for entry in replace_paths(type_):
+    for entry in (*replace_paths(type_), *also):
         covers_below = entry.endswith(".*")
-        parts = tuple(entry.removesuffix(".*").split("."))
+        parts = tuple(entry.removesuffix(".*").replace("[*]", "").split("."))
         if field == parts or (covers_below and field[: len(parts)] == parts):
             return True
     return False
