@@ -117,6 +117,8 @@ def test_diff_as_json_for_ci(history: Path):
     assert sum(document["counts"]["byType"].values()) == len(applied)
     slice_ = next(r for r in plan if r["name"] == "tpu-a")
     assert slice_["component"] and slice_["configKey"] == "ai-infra:tpuSlices[0]"
+    provider = next(r for r in plan if r["type"] == "pulumi:providers:kubernetes")
+    assert provider["inputs"]["kubeconfig"] == "[secret]"
 
 
 def test_an_unchanged_stack_prints_no_resources(tmp_path: Path, capsys):
