@@ -148,7 +148,7 @@ def _header(graph: Graph, config: StackConfig, stack: str) -> str:
     resources = len(graph.resources_to_apply)
     return (
         f"Plan for stack '{stack}' (project {config.project}, {config.region}): "
-        f"{resources} resources in {len(graph) - resources} components"
+        f"{resources} resources, {len(graph) - resources} components"
     )
 
 
@@ -278,12 +278,15 @@ def _base_text(base: str, path: Path) -> tuple[str, str]:
     if not base or base.startswith("-"):
         # A leading '-' would reach git as an option.
         raise PlanError(f"--base {base!r}: expected a git ref or a stack file path")
-    shown = subprocess.run(
-        ["git", "-C", str(path.resolve().parent), "show", f"{base}:./{path.name}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        shown = subprocess.run(
+            ["git", "-C", str(path.resolve().parent), "show", f"{base}:./{path.name}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as error:
+        raise PlanError(f"--base {base}: cannot run git: {error}") from error
     if shown.returncode != 0:
         raise PlanError(f"--base {base}: git cannot show {path.name} there: {shown.stderr.strip()}")
     return shown.stdout, f"{base}:{path.name}"

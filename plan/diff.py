@@ -19,7 +19,7 @@ from plan.engine import Graph, Registration
 from plan.replacements import replaces
 
 PathPart = str | int
-Path = tuple[PathPart, ...]
+InputPath = tuple[PathPart, ...]
 
 _SECRET_SIG = "4dabf18193072939515e22adb298388d"
 """The key Pulumi's wire format marks a secret value with."""
@@ -53,7 +53,7 @@ class Op(StrEnum):
 class Change:
     """One input that differs, at `path` (keys and list indexes)."""
 
-    path: Path
+    path: InputPath
     old: Any
     new: Any
     replaces: bool
@@ -70,7 +70,7 @@ class ResourceChange:
     after: Registration | None
     changes: tuple[Change, ...] = ()
     protect: tuple[bool, bool] | None = None
-    """(old, new) when only the `protect` option differs between the two."""
+    """(old, new) when the `protect` option differs between the two."""
 
     @property
     def resource(self) -> Registration:
@@ -113,12 +113,6 @@ class GraphDiff:
         """Updated or replaced in place of the same URN."""
         return self.urns(Op.UPDATE, Op.REPLACE)
 
-    def by_urn(self, urn: str) -> ResourceChange:
-        for r in self.resources:
-            if r.urn == urn:
-                return r
-        raise KeyError(urn)
-
     def counts(self) -> dict[Op, int]:
         """Resources per operation, components apart (as the plan's summary counts them)."""
         counts = dict.fromkeys(Op, 0)
@@ -143,7 +137,7 @@ def _unwrap(value: Any) -> tuple[Any, bool]:
 
 
 def input_changes(
-    type_: str, old: Any, new: Any, path: Path = (), also: tuple[str, ...] = ()
+    type_: str, old: Any, new: Any, path: InputPath = (), also: tuple[str, ...] = ()
 ) -> list[Change]:
     """The leaves of `new` that differ from `old`; an added or removed key or list element is
     one change at its own path. `also`: the resource's own replace_on_changes paths."""
@@ -188,7 +182,7 @@ def diff(before: Graph, after: Graph) -> GraphDiff:
     return GraphDiff(tuple(resources))
 
 
-def render_path(path: Path) -> str:
+def render_path(path: InputPath) -> str:
     """`("spec", "nodeLabels", "cloud.google.com/gke-nodepool")` ->
     `spec.nodeLabels["cloud.google.com/gke-nodepool"]`: a key that is not a plain word is
     quoted, so it cannot pass for two keys."""

@@ -28,7 +28,7 @@ def test_dev_plan_shows_what_a_reviewer_checks(capsys):
 def test_plan_header_counts_as_the_summary_does(capsys):
     assert main(["dev"]) == 0
     out = capsys.readouterr().out
-    header = re.match(r"Plan for stack 'dev' .*: (\d+) resources in (\d+) components$", out, re.M)
+    header = re.match(r"Plan for stack 'dev' .*: (\d+) resources, (\d+) components$", out, re.M)
     assert header, out.splitlines()[0]
     by_type = re.findall(r"^\s+(\d+)\s+\S+:\S+$", out.split("Resources by type:")[1], re.M)
     assert int(header[1]) == sum(int(n) for n in by_type)
