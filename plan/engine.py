@@ -102,7 +102,7 @@ class Graph:
         sources = self.environment.sources if self.environment is not None else {}
         urns = set(self.urns)
         keys: dict[str, str] = {}
-        for r in self.resources:  # a parent registers before its children
+        for r in self.resources:  # a parent is constructed before its children
             key = keys.get(r.parent) if r.parent in urns else sources.get(r.name)
             if key is not None:
                 keys[r.urn] = key
@@ -244,12 +244,16 @@ def record_program(
     # The order the program constructs resources in: the monitor receives registrations as
     # their inputs resolve, on executor threads, in an order that varies from run to run.
     stack_urn = monitor.make_urn("", "pulumi:pulumi:Stack", f"{PROJECT}-{stack}")
+    # Holding each resource keeps its id from being reused while `urn_of` maps it.
+    constructed: list[tuple[pulumi.Resource, str]] = []
     urn_of: dict[int, str] = {}
 
     def record_construction(args: pulumi.ResourceTransformationArgs) -> None:
         parent = args.opts.parent if args.opts is not None else None
         parent_urn = urn_of.get(id(parent), stack_urn) if parent is not None else stack_urn
-        urn_of[id(args.resource)] = monitor.make_urn(parent_urn, args.type_, args.name)
+        urn = monitor.make_urn(parent_urn, args.type_, args.name)
+        constructed.append((args.resource, urn))
+        urn_of[id(args.resource)] = urn
 
     def body() -> None:
         pulumi.runtime.register_stack_transformation(record_construction)
@@ -264,7 +268,7 @@ def record_program(
         error = None
     except Exception as raised:
         error = raised
-    order = {urn: i for i, urn in enumerate(urn_of.values())}
+    order = {urn: i for i, (_, urn) in enumerate(constructed)}
     monitor.graph.resources.sort(key=lambda r: order.get(r.urn, len(order)))
     return monitor.graph, error
 
