@@ -225,5 +225,5 @@ def jsonable(value: Any) -> Any:
 def render_value(value: Any, limit: int = 80) -> str:
     if isinstance(value, Marker):
         return value.value
-    text = json.dumps(integral(value), ensure_ascii=False, separators=(", ", ": "))
+    text = json.dumps(integral(value), ensure_ascii=False, separators=(", ", ": "), sort_keys=True)
     return text if len(text) <= limit else f"{text[: limit - 1]}…"
