@@ -1,51 +1,53 @@
 """`uv run python -m plan <stack>`: print what `pulumi up` would create for a stack, offline.
 
-Accepts a stack name (`dev` reads `Pulumi.dev.yaml`) or a path to a stack file. Exits 2 with
-the validation errors, and nothing else, when the config is invalid.
+Accepts a stack name (`dev` reads `Pulumi.dev.yaml`) or a path to a stack file. With
+`--base <git-ref>` (or `--base <stack file>`) it prints only what would change since the stack
+file at that ref, as `pulumi preview` would; `--json` prints the plan, and that diff, as JSON.
+Exits 2 with the validation errors, and nothing else, when a config is invalid.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from plan.diff import GraphDiff, Op, ResourceChange, diff, integral, jsonable, render_value
 from plan.engine import (
     Graph,
     Registration,
     list_stacks,
-    load_stack_config,
+    parse_stack_file,
     read_stack_file,
     run_program,
+    stack_file,
 )
-from stacks.config import ConfigError, StackConfig, parse
+from stacks.config import NAMESPACE, ConfigError, StackConfig, parse
 
 
 def _short_type(type_: str) -> str:
     return type_.rsplit(":", 1)[-1]
 
 
-def _integral(value: Any) -> Any:
-    """The mock engine hands numbers back as floats; show whole numbers as integers."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _integral(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_integral(v) for v in value]
-    return value
+def _short_key(key: str) -> str:
+    """`ai-infra:tpuSlices[2]` -> `tpuSlices[2]`; other namespaces (`gcp:project`) stay."""
+    return key.removeprefix(f"{NAMESPACE}:")
 
 
 def _details(r: Registration) -> str:
     """The properties a reviewer checks for this kind of resource."""
-    i = _integral(r.inputs)
+    i = integral(r.inputs)
     t = r.type
     parts: list[str] = []
     if t == "gcp:container/nodePool:NodePool":
         nc = i.get("nodeConfig", {})
         parts.append(f"machine={nc.get('machineType')}")
+        if nc.get("diskType") or nc.get("diskSizeGb"):
+            parts.append(f"disk={nc.get('diskType')}:{nc.get('diskSizeGb')}GB")
         if "nodeCount" in i:
             parts.append(f"nodes={i['nodeCount']}")
         autoscaling = i.get("autoscaling")
@@ -142,27 +144,36 @@ def _kubernetes_details(type_: str, inputs: dict[str, Any]) -> list[str]:
     return []
 
 
-def render(graph: Graph, config: StackConfig, stack: str) -> str:
-    lines = [
+def _header(graph: Graph, config: StackConfig, stack: str) -> str:
+    resources = len(graph.resources_to_apply)
+    return (
         f"Plan for stack '{stack}' (project {config.project}, {config.region}): "
-        f"{len(graph)} resources",
-        "",
-    ]
+        f"{resources} resources, {len(graph) - resources} components"
+    )
+
+
+def render(graph: Graph, config: StackConfig, stack: str) -> str:
+    lines = [_header(graph, config, stack), ""]
     by_parent: dict[str, list[Registration]] = {}
     for r in graph:
         by_parent.setdefault(r.parent, []).append(r)
     urns = set(graph.urns)
+    keys = graph.config_keys()
 
     def walk(r: Registration, depth: int) -> None:
         indent = "  " * depth
         applied = r.custom or r.remote
         label = f"{indent}{'+' if applied else '#'} {_short_type(r.type)} {r.name}"
-        details = _details(r) if applied else ""
+        if applied:
+            details = _details(r)
+        else:
+            key = keys.get(r.urn) if r.parent not in urns else None
+            details = f"({_short_key(key)})" if key else ""
         lines.append(f"{label}  {details}".rstrip())
-        for child in sorted(by_parent.get(r.urn, []), key=lambda c: (c.custom, c.type, c.name)):
+        for child in by_parent.get(r.urn, []):
             walk(child, depth + 1)
 
-    for r in sorted(graph, key=lambda c: c.name):
+    for r in graph:
         if r.parent not in urns:
             walk(r, 0)
 
@@ -185,6 +196,38 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
     return "\n".join(lines)
 
 
+def _resource_line(change: ResourceChange, keys: dict[str, str]) -> str:
+    r = change.resource
+    key = keys.get(r.urn)
+    parts = [f"{change.op.symbol} {_short_type(r.type)} {r.name}"]
+    if key:
+        parts.append(f"({_short_key(key)})")
+    if change.op in (Op.CREATE, Op.DELETE):
+        parts.append(_details(r))
+    return "  ".join(p for p in parts if p)
+
+
+def render_diff(changes: GraphDiff, keys: dict[str, str], heading: str) -> str:
+    """The resources that differ, each with its changed inputs (old → new), then the counts."""
+    lines = [heading, ""]
+    for change in changes:
+        if change.is_component:
+            continue
+        lines.append(_resource_line(change, keys))
+        for c in change.changes:
+            forces = "  (forces replacement)" if c.replaces else ""
+            lines.append(
+                f"    {c.rendered_path}: {render_value(c.old)} → {render_value(c.new)}{forces}"
+            )
+        if change.protect is not None:
+            old, new = change.protect
+            lines.append(f"    [protect]: {json.dumps(old)} → {json.dumps(new)}")
+    if len(lines) == 2:
+        lines.append("No changes.")
+    lines += ["", changes.summary()]
+    return "\n".join(lines)
+
+
 def _teams(graph: Graph) -> list[str]:
     lines = []
     service_accounts = {
@@ -195,7 +238,7 @@ def _teams(graph: Graph) -> list[str]:
     for queue in sorted(queues, key=lambda q: q.inputs["metadata"]["name"]):
         team = queue.inputs["metadata"]["name"]
         quotas = [
-            f"{flavor['name']}={_integral(res['nominalQuota'])} {res['name']}"
+            f"{flavor['name']}={integral(res['nominalQuota'])} {res['name']}"
             for group in queue.inputs["spec"].get("resourceGroups", [])
             for flavor in group["flavors"]
             for res in flavor["resources"]
@@ -208,14 +251,137 @@ def _teams(graph: Graph) -> list[str]:
     return lines
 
 
-def _read_config(target: str) -> tuple[str, dict[str, Any]]:
+class PlanError(Exception):
+    """A stack or base that cannot be read; the message says which and why."""
+
+
+def _stack_path(target: str) -> tuple[str, Path]:
+    """A stack name or stack file path -> (stack name, stack file)."""
     path = Path(target)
     if path.suffix in (".yaml", ".yml"):
         if not path.exists():
-            raise FileNotFoundError(f"{target}: no such stack file")
+            raise PlanError(f"{target}: no such stack file")
         stack = path.name.split(".")[1] if path.name.startswith("Pulumi.") else path.stem
-        return stack, read_stack_file(path)
-    return target, load_stack_config(target)
+        return stack, path
+    path = stack_file(target)
+    if not path.exists():
+        raise PlanError(f"{path.name} not found: stacks are {', '.join(list_stacks())}")
+    return target, path
+
+
+def _base_text(base: str, path: Path) -> tuple[str, str]:
+    """The stack file as it was: `base` is a stack file path, or a git ref whose version of
+    `path` is read with `git show`. Returns (text, where it came from)."""
+    as_file = Path(base)
+    if as_file.suffix in (".yaml", ".yml") and as_file.is_file():
+        return as_file.read_text(), str(as_file)
+    if not base or base.startswith("-"):
+        # A leading '-' would reach git as an option.
+        raise PlanError(f"--base {base!r}: expected a git ref or a stack file path")
+    try:
+        shown = subprocess.run(
+            ["git", "-C", str(path.resolve().parent), "show", f"{base}:./{path.name}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as error:
+        raise PlanError(f"--base {base}: cannot run git: {error}") from error
+    if shown.returncode != 0:
+        raise PlanError(f"--base {base}: git cannot show {path.name} there: {shown.stderr.strip()}")
+    return shown.stdout, f"{base}:{path.name}"
+
+
+def _build(raw: dict[str, Any], stack: str, which: str) -> tuple[StackConfig, Graph]:
+    try:
+        config = parse(raw, stack)
+    except ConfigError as error:
+        raise PlanError(f"{which}:\n{error}" if which else str(error)) from error
+    return config, run_program(raw, stack=stack)
+
+
+def _plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
+    keys = graph.config_keys()
+    applied = graph.resources_to_apply
+    return {
+        "stack": stack,
+        "project": config.project,
+        "region": config.region,
+        "resources": [
+            {
+                "urn": r.urn,
+                "type": r.type,
+                "name": r.name,
+                "parent": r.parent or None,
+                "component": not (r.custom or r.remote),
+                "configKey": keys.get(r.urn),
+                "protect": r.protect,
+                "details": _details(r) if r.custom or r.remote else "",
+                "inputs": jsonable(r.inputs),
+            }
+            for r in graph
+        ],
+        "counts": {
+            "resources": len(applied),
+            "components": len(graph) - len(applied),
+            "byType": dict(sorted(Counter(r.type for r in applied).items())),
+        },
+        "tpuChips": config.tpu_chips,
+    }
+
+
+def _diff_json(changes: GraphDiff, keys: dict[str, str], base: str) -> dict[str, Any]:
+    return {
+        "base": base,
+        "summary": {op.value: count for op, count in changes.counts().items()},
+        "resources": [
+            {
+                "op": change.op.value,
+                "urn": change.urn,
+                "type": change.resource.type,
+                "name": change.resource.name,
+                "configKey": keys.get(change.urn),
+                "changes": [
+                    {
+                        "path": c.rendered_path,
+                        "old": jsonable(c.old),
+                        "new": jsonable(c.new),
+                        "replaces": c.replaces,
+                    }
+                    for c in change.changes
+                ],
+                "protect": (
+                    {"old": change.protect[0], "new": change.protect[1]}
+                    if change.protect is not None
+                    else None
+                ),
+            }
+            for change in changes
+            if not change.is_component
+        ],
+    }
+
+
+def run(target: str, base: str | None, as_json: bool) -> str:
+    """The plan of `target` (a stack name or file), or with `base` what changes since then."""
+    stack, path = _stack_path(target)
+    if base is None:
+        config, graph = _build(read_stack_file(path), stack, "")
+        if as_json:
+            return json.dumps(_plan_json(graph, config, stack), indent=2)
+        return render(graph, config, stack)
+    # Read the base first: a bad ref fails before any program runs.
+    text, origin = _base_text(base, path)
+    config, graph = _build(read_stack_file(path), stack, "")
+    _, before = _build(parse_stack_file(text), stack, f"the stack file at {origin} is invalid")
+    changes = diff(before, graph)
+    # A deleted resource's config key is the one it had before.
+    keys = {**before.config_keys(), **graph.config_keys()}
+    if as_json:
+        document = {**_plan_json(graph, config, stack), "diff": _diff_json(changes, keys, base)}
+        return json.dumps(document, indent=2)
+    heading = f"Changes to stack '{stack}' ({path.name}) since {origin}:"
+    return render_diff(changes, keys, heading)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,15 +392,18 @@ def main(argv: list[str] | None = None) -> int:
         default="dev",
         help=f"stack name ({', '.join(list_stacks())}) or a stack file path",
     )
+    parser.add_argument(
+        "--base",
+        metavar="REF",
+        help="print only what changes since the stack file at this git ref (or this stack file)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the plan (and diff) as JSON")
     args = parser.parse_args(argv)
     try:
-        stack, raw = _read_config(args.stack)
-        config = parse(raw, stack)
-    except (FileNotFoundError, ConfigError) as error:
+        print(run(args.stack, args.base, args.json))
+    except (PlanError, ConfigError) as error:
         print(error, file=sys.stderr)
         return 2
-    graph = run_program(raw, stack=stack)
-    print(render(graph, config, stack))
     return 0
 
 

@@ -12,7 +12,7 @@ import runpy
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 from pulumi.runtime import config as runtime_config
@@ -24,6 +24,9 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 from components.base import service_account_email
+
+if TYPE_CHECKING:
+    from stacks.environment import Environment
 
 PROJECT = "ai-infra"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -48,13 +51,17 @@ class Registration:
     delete_before_replace: bool
     retain_on_delete: bool
     provider: str
+    replace_on_changes: tuple[str, ...] = ()
+    """The `replace_on_changes` option: input paths whose change replaces, beyond the provider's."""
 
 
 @dataclass
 class Graph:
-    """Every registration of one program run, in registration order."""
+    """Every registration of one program run, in the order the program constructed them."""
 
     resources: list[Registration] = field(default_factory=list)
+    environment: Environment | None = None
+    """What `__main__.py` built (its `env`); None for another program or when it raised."""
 
     def __iter__(self) -> Iterator[Registration]:
         return iter(self.resources)
@@ -88,6 +95,18 @@ class Graph:
 
     def children(self, parent_urn: str) -> list[Registration]:
         return [r for r in self.resources if r.parent == parent_urn]
+
+    def config_keys(self) -> dict[str, str]:
+        """URN -> the config key (`ai-infra:tpuSlices[2]`) of the top-level component the
+        resource is, or belongs to, per `Environment.sources`."""
+        sources = self.environment.sources if self.environment is not None else {}
+        urns = set(self.urns)
+        keys: dict[str, str] = {}
+        for r in self.resources:  # a parent is constructed before its children
+            key = keys.get(r.parent) if r.parent in urns else sources.get(r.name)
+            if key is not None:
+                keys[r.urn] = key
+        return keys
 
 
 def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, Any]:
@@ -165,6 +184,7 @@ class _RecordingMonitor(runtime_mocks.MockMonitor):
                 delete_before_replace=request.deleteBeforeReplace,
                 retain_on_delete=bool(request.retainOnDelete),
                 provider=request.provider,
+                replace_on_changes=tuple(request.replaceOnChanges),
             )
         )
         state_proto = _sync_await(rpc.serialize_properties(state, {}))
@@ -175,12 +195,17 @@ def stack_file(stack: str) -> Path:
     return REPO_ROOT / f"Pulumi.{stack}.yaml"
 
 
-def read_stack_file(path: Path) -> dict[str, Any]:
-    """The `config:` map of a stack file, as YAML values."""
+def parse_stack_file(text: str) -> dict[str, Any]:
+    """The `config:` map of a stack file's text, as YAML values; a key written twice is a
+    `ConfigError`, as the Pulumi CLI refuses it."""
     from stacks.config import load_yaml
 
-    document = load_yaml(path.read_text()) or {}
+    document = load_yaml(text) or {}
     return dict(document.get("config") or {})
+
+
+def read_stack_file(path: Path) -> dict[str, Any]:
+    return parse_stack_file(path.read_text())
 
 
 def load_stack_config(stack: str) -> dict[str, Any]:
@@ -217,17 +242,36 @@ def record_program(
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     runtime_config.set_all_config(_engine_config(config))
 
+    # The order the program constructs resources in: the monitor receives registrations as
+    # their inputs resolve, on executor threads, in an order that varies from run to run.
+    stack_urn = monitor.make_urn("", "pulumi:pulumi:Stack", f"{PROJECT}-{stack}")
+    # Holding each resource keeps its id from being reused while `urn_of` maps it.
+    constructed: list[tuple[pulumi.Resource, str]] = []
+    urn_of: dict[int, str] = {}
+
+    def record_construction(args: pulumi.ResourceTransformationArgs) -> None:
+        parent = args.opts.parent if args.opts is not None else None
+        parent_urn = urn_of.get(id(parent), stack_urn) if parent is not None else stack_urn
+        urn = monitor.make_urn(parent_urn, args.type_, args.name)
+        constructed.append((args.resource, urn))
+        urn_of[id(args.resource)] = urn
+
     def body() -> None:
+        pulumi.runtime.register_stack_transformation(record_construction)
         if program is None:
-            runpy.run_path(str(REPO_ROOT / "__main__.py"), run_name="__main__")
+            namespace = runpy.run_path(str(REPO_ROOT / "__main__.py"), run_name="__main__")
+            monitor.graph.environment = namespace.get("env")
         else:
             program()
 
     try:
         _sync_await(run_pulumi_func(body))
-    except Exception as error:
-        return monitor.graph, error
-    return monitor.graph, None
+        error = None
+    except Exception as raised:
+        error = raised
+    order = {urn: i for i, (_, urn) in enumerate(constructed)}
+    monitor.graph.resources.sort(key=lambda r: order.get(r.urn, len(order)))
+    return monitor.graph, error
 
 
 def run_program(

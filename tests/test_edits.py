@@ -1,13 +1,15 @@
-"""Config edits tested as edits: build before and after, then compare URNs and inputs.
+"""Config edits tested as edits: build before and after, then compare URNs and inputs with the
+diff `python -m plan --base` prints (plan/diff.py).
 
 Only queue quotas (team ClusterQueues and the cohort) may change as a side effect; everything
-else an edit is not about keeps its URN and its inputs."""
+else an edit is not about keeps its URN and its inputs, queues included."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
+from plan.diff import ABSENT, GraphDiff, Op, ResourceChange, diff
 from plan.engine import Graph
 from tests.conftest import build_graph, with_config
 
@@ -25,16 +27,7 @@ CONFIG: dict[str, Any] = dict(
         {"name": "blue", "groups": ["blue@example.com"], "buckets": {"data": "write"}},
     ],
 )
-QUOTA_KINDS = (":ClusterQueue:", ":Cohort:")
-
-
-def without_quotas(value: Any) -> Any:
-    """A queue's inputs with every nominalQuota blanked: what must not change as a side effect."""
-    if isinstance(value, dict):
-        return {k: None if k == "nominalQuota" else without_quotas(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_quotas(v) for v in value]
-    return value
+QUEUE_KINDS = (":ClusterQueue:", ":Cohort:")
 
 
 def edited(**changes: Any) -> dict[str, Any]:
@@ -47,17 +40,28 @@ def names(urns: set[str]) -> set[str]:
     return {u.rsplit("::", 1)[1] for u in urns}
 
 
-def diff(before: Graph, after: Graph) -> tuple[set[str], set[str], set[str]]:
-    """(added, removed, changed) URNs; changes to queue quotas are left out of `changed`."""
-    old = {r.urn: r for r in before}
-    new = {r.urn: r for r in after}
-    changed = {
-        u
-        for u in old.keys() & new.keys()
-        if (old[u].inputs, old[u].protect) != (new[u].inputs, new[u].protect)
-        and not any(kind in u for kind in QUOTA_KINDS)
-    }
-    return set(new) - set(old), set(old) - set(new), changed
+def quota_only(change: ResourceChange) -> bool:
+    """A queue whose inputs differ only in a nominalQuota: quotas are re-divided by design when
+    slices or teams change, so that alone is not a side effect."""
+    return (
+        any(kind in change.urn for kind in QUEUE_KINDS)
+        and change.protect is None
+        and all(c.path[-1] == "nominalQuota" for c in change.changes)
+    )
+
+
+def edit(before: Graph, after: Graph) -> tuple[set[str], set[str], set[str], GraphDiff]:
+    """(added, removed, changed) URNs, where a ClusterQueue or Cohort counts as changed unless
+    only its nominalQuotas differ; and the whole diff."""
+    d = diff(before, after)
+    changed = {r.urn for r in d if r.op in (Op.UPDATE, Op.REPLACE) and not quota_only(r)}
+    return d.created, d.deleted, changed, d
+
+
+def paths(d: GraphDiff, name: str) -> dict[str, tuple[Any, Any]]:
+    """The changed inputs of the resource `name`, apart from nominalQuotas."""
+    (change,) = [r for r in d if r.resource.name == name]
+    return {c.rendered_path: (c.old, c.new) for c in change.changes if c.path[-1] != "nominalQuota"}
 
 
 def build(config: dict[str, Any]) -> Graph:
@@ -77,7 +81,7 @@ def before() -> Graph:
 def test_adding_a_team_creates_only_that_teams_resources():
     teams = [*CONFIG["teams"], {"name": "green", "groups": ["green@example.com"]}]
     after = build(edited(teams=teams))
-    added, removed, changed = diff(before(), after)
+    added, removed, changed, d = edit(before(), after)
     assert not removed and not changed
     assert names(added) == {
         "team-green",
@@ -91,11 +95,13 @@ def test_adding_a_team_creates_only_that_teams_resources():
         "team-green-local-queue",
         "team-groups-green-example.com",
     }
+    # The shared slice b is divided three ways now: the other queues' quotas shrink.
+    assert names(d.changed) == {"team-red-cluster-queue", "team-blue-cluster-queue"}
 
 
 def test_removing_a_team_removes_only_its_resources():
     after = build(edited(teams=CONFIG["teams"][:1]))
-    added, removed, changed = diff(before(), after)
+    added, removed, changed, _ = edit(before(), after)
     assert not added and not changed
     assert names(removed) == {
         "team-blue",
@@ -114,7 +120,7 @@ def test_removing_a_team_removes_only_its_resources():
 
 def test_no_slices_removes_pools_and_flavors_and_leaves_the_rest_untouched():
     after = build(edited(tpuSlices=[], teams=[{**t, "quota": {}} for t in CONFIG["teams"]]))
-    added, removed, changed = diff(before(), after)
+    added, removed, changed, d = edit(before(), after)
     assert not added
     assert names(removed) == {
         "tpu-a",
@@ -124,8 +130,13 @@ def test_no_slices_removes_pools_and_flavors_and_leaves_the_rest_untouched():
         "queues-flavor-v5p-16",
         "queues-flavor-v6e-16",
     }
-    # red's quota entry went away with the slice it named; nothing else changed.
-    assert not changed
+    # The queues lose their TPU resource group, the cohort its only one; nothing else changed.
+    assert names(changed) == {"team-red-cluster-queue", "team-blue-cluster-queue", "queues-cohort"}
+    for queue in ("team-red-cluster-queue", "team-blue-cluster-queue"):
+        ((path, (old, new)),) = paths(d, queue).items()
+        assert path == "spec.resourceGroups[1]" and new is ABSENT, queue
+        assert [f["name"] for f in old["flavors"]] == ["v5p-16", "v6e-16"], queue
+    assert list(paths(d, "queues-cohort")) == ["spec.resourceGroups"]
     for kept in (
         "gke-cluster",
         "gke-cpu",
@@ -142,19 +153,32 @@ def test_resizing_a_slice_touches_only_its_pool_and_flavor():
     slices = copy.deepcopy(CONFIG["tpuSlices"])
     slices[1]["accelerator"] = "v6e-32"
     after = build(edited(tpuSlices=slices))
-    added, removed, changed = diff(before(), after)
+    added, removed, changed, d = edit(before(), after)
     assert names(added) == {"queues-flavor-v6e-32"}
     assert names(removed) == {"queues-flavor-v6e-16"}
-    assert names(changed) == {"tpu-b-0"}
-    pool = after.named("tpu-b-0").inputs
-    assert pool["nodeCount"] == 8 and pool["placementPolicy"]["tpuTopology"] == "4x8"
+    # Every queue names the flavor, so each follows the rename.
+    assert names(changed) == {
+        "tpu-b-0",
+        "team-red-cluster-queue",
+        "team-blue-cluster-queue",
+        "queues-cohort",
+    }
+    for queue in ("team-red-cluster-queue", "team-blue-cluster-queue"):
+        assert paths(d, queue) == {"spec.resourceGroups[1].flavors[1].name": ("v6e-16", "v6e-32")}
+    assert paths(d, "queues-cohort") == {
+        "spec.resourceGroups[0].flavors[1].name": ("v6e-16", "v6e-32")
+    }
+    assert paths(d, "tpu-b-0") == {
+        "nodeCount": (4, 8),
+        "placementPolicy.tpuTopology": ("4x4", "4x8"),
+    }
 
 
 def test_adding_a_slice_copy_only_adds_its_pool():
     slices = copy.deepcopy(CONFIG["tpuSlices"])
     slices[0]["count"] = 2
     after = build(edited(tpuSlices=slices))
-    added, removed, changed = diff(before(), after)
+    added, removed, changed, _ = edit(before(), after)
     assert names(added) == {"tpu-a-1"} and not removed and not changed
 
 
@@ -162,6 +186,6 @@ def test_count_zero_removes_pools_but_keeps_the_flavor():
     slices = copy.deepcopy(CONFIG["tpuSlices"])
     slices[1]["count"] = 0
     after = build(edited(tpuSlices=slices))
-    added, removed, changed = diff(before(), after)
+    added, removed, changed, _ = edit(before(), after)
     assert names(removed) == {"tpu-b-0"} and not added and not changed
     assert after.named("queues-flavor-v6e-16")

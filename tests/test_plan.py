@@ -12,7 +12,10 @@ from plan.__main__ import main
 def test_dev_plan_shows_what_a_reviewer_checks(capsys):
     assert main(["dev"]) == 0
     out = capsys.readouterr().out
-    assert "NodePool tpu-v5e-dev-pool  machine=ct5lp-hightpu-4t nodes=1 spot" in out
+    assert (
+        "NodePool tpu-v5e-dev-pool  machine=ct5lp-hightpu-4t disk=pd-balanced:100GB nodes=1 spot"
+        in out
+    )
     assert "cidr=10.129.0.0/20 pods=192.168.64.0/20, services=192.168.80.0/20" in out
     assert "roles/iam.workloadIdentityUser -> serviceAccount:ml-platform-dev.svc.id.goog" in out
     assert "v5e-dev: 1 x v5litepod-4 topology 2x2" in out
@@ -20,6 +23,41 @@ def test_dev_plan_shows_what_a_reviewer_checks(capsys):
     assert re.search(r"research/research: v5litepod-4=2 google.com/tpu", out)
     assert "runs as applied/training -> ai-dev-applied@ml-platform-dev.iam" in out
     assert re.search(r"^\s+2\s+kubernetes:helm.sh/v3:Release$", out, re.M)
+
+
+def test_plan_header_counts_as_the_summary_does(capsys):
+    assert main(["dev"]) == 0
+    out = capsys.readouterr().out
+    header = re.match(r"Plan for stack 'dev' .*: (\d+) resources, (\d+) components$", out, re.M)
+    assert header, out.splitlines()[0]
+    by_type = re.findall(r"^\s+(\d+)\s+\S+:\S+$", out.split("Resources by type:")[1], re.M)
+    assert int(header[1]) == sum(int(n) for n in by_type)
+    components = re.findall(r"^\s*# ", out.split("Resources by type:")[0], re.M)
+    assert int(header[2]) == len(components)
+
+
+def test_children_in_registration_order_and_components_with_their_config_key(capsys):
+    assert main(["staging"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("# Network network  (network)")
+    # The order components/network.py constructs them in (not by type, not by name).
+    assert [line.split()[2] for line in lines[start + 1 : start + 8]] == [
+        "network-vpc",
+        "network-subnet",
+        "network-router",
+        "network-nat",
+        "network-allow-internal",
+        "network-allow-iap-ssh",
+        "network-allow-webhooks",
+    ]
+    assert lines[start + 8].startswith("# GkeCluster gke  (cluster)")
+    assert "# TpuSlice tpu-v6e-flex  (tpuSlices[2])" in lines
+    assert "# GpuPool gpu-l4-eval  (gpuPools[0])" in lines
+    assert any(re.fullmatch(r"# \w+ services  \(gcp:project\)", line) for line in lines)
+    assert "  # WorkloadIdentity team-research-identity" in lines  # nested: no key of its own
+    pools = {line.split()[2]: line for line in lines if " NodePool " in line}
+    assert " disk=hyperdisk-balanced:100GB " in pools["tpu-iron-0"]
+    assert " disk=pd-balanced:200GB " in pools["gpu-l4-eval-pool"]
 
 
 def test_prod_plan_counts_chips_and_marks_protection(capsys):
