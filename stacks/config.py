@@ -30,6 +30,7 @@ from components.base import (
     PathPart,
     Problem,
     duplicate_names,
+    service_account_email,
     under,
 )
 from components.buckets import BucketConfig
@@ -161,6 +162,17 @@ class StackConfig(ConfigModel):
         return bucket.location or self.region
 
     @property
+    def provisioner_zone(self) -> str:
+        return self.tpu_provisioner.zone or self.zone
+
+    @property
+    def provisioner_node_service_account(self) -> str:
+        """The account of the nodes the TPU provisioner creates."""
+        return self.tpu_provisioner.node_service_account or service_account_email(
+            gke.node_account_id(self.prefix), self.project
+        )
+
+    @property
     def tpu_chips(self) -> int:
         return sum(s.chips for s in self.tpu_slices)
 
@@ -209,10 +221,20 @@ def problems(config: StackConfig) -> list[Problem]:
             reserved_namespaces=SYSTEM_NAMESPACES,
         ),
     )
-    found += under(
+    provisioner_problems = under(
         "tpuProvisioner",
-        tpu_provisioner.problems(config.tpu_provisioner, config.cluster.release_channel),
+        tpu_provisioner.problems(
+            config.tpu_provisioner,
+            release_channel=config.cluster.release_channel,
+            region=config.region,
+            cluster_location=config.cluster_location,
+            accounts={
+                i.name: f"workloadIdentities[{n}]" for n, i in enumerate(config.workload_identities)
+            }
+            | {t.name: f"teams[{n}]" for n, t in enumerate(config.teams)},
+        ),
     )
+    found += provisioner_problems
     if slice_problems or pool_problems:
         # What follows adds up the slices' nodes and chips, which needs valid entries.
         return found
@@ -223,13 +245,19 @@ def problems(config: StackConfig) -> list[Problem]:
     zones = 3 if config.cluster.regional else 1
     nodes = config.cluster.cpu_pool.max_nodes * zones
     nodes += sum(s.nodes for s in config.tpu_slices) + sum(g.max_nodes for g in config.gpu_pools)
+    # The provisioner's capacity counts once its quota's shapes resolve.
+    provisioner = config.tpu_provisioner if not provisioner_problems else TpuProvisionerConfig()
+    nodes += tpu_provisioner.max_nodes(provisioner)
     found += under(
         "network",
         network.capacity_problems(config.network, config.cluster.max_pods_per_node, nodes),
     )
-    sources = {s.name: s.chips for s in config.tpu_slices} | {
-        g.name: g.gpus for g in config.gpu_pools
-    }
+    provisioned = tpu_provisioner.capacity(provisioner)
+    sources = (
+        {s.name: s.chips for s in config.tpu_slices}
+        | {g.name: g.gpus for g in config.gpu_pools}
+        | {name: chips for name, (_, chips) in provisioned.items()}
+    )
     found += under(
         "teams",
         teams.problems(
@@ -241,7 +269,9 @@ def problems(config: StackConfig) -> list[Problem]:
             rbac_security_group=config.cluster.rbac_security_group,
         ),
     )
-    found += quota.flavor_problems(quota.derive_flavors(config.tpu_slices, config.gpu_pools))
+    found += quota.flavor_problems(
+        quota.derive_flavors(config.tpu_slices, config.gpu_pools, provisioned)
+    )
     return found
 
 

@@ -181,12 +181,6 @@ def test_reservation_provisioning_needs_a_reservation_name():
     assert "needs the reservation's name" in found["ai-infra:tpuSlices[0].reservation"]
 
 
-def test_tpu_provisioner_rejects_a_release_channel():
-    found = problems(tpuProvisioner={"enabled": True}, cluster={"releaseChannel": "RAPID"})
-    assert "releaseChannel: NONE" in found["ai-infra:tpuProvisioner.enabled"]
-    parse(with_config(tpuProvisioner={"enabled": True}, cluster={"releaseChannel": "NONE"}), "test")
-
-
 def test_pods_range_must_hold_every_node_the_pools_can_reach():
     # A /20 pods range at 110 pods per node (a /24 each) holds 16 nodes; a v5p-128 is 16 hosts.
     found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-128"}])
