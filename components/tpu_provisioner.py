@@ -58,6 +58,9 @@ _NETWORK_TAG = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 _LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _LABEL_KEY = re.compile(rf"([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}")
 _GO_DURATION = re.compile(r"([0-9]+(ms|s|m|h))+")
+_ACCELERATOR = re.compile(r"[a-z0-9]{1,16}-[0-9]{1,5}")
+"""An accelerator type's form, checked before the catalog reads it as a quota key, so a key
+with whitespace or a newline cannot reach a flavor name."""
 
 
 def _image(value: str) -> str:
@@ -144,7 +147,7 @@ class TpuProvisionerConfig(ConfigModel):
     """Create on-demand pools even when a pod selects Spot or a reservation
     (`GCP_FORCE_ON_DEMAND`)."""
     concurrency: int = Field(default=3, ge=1, le=64)
-    """Pods and nodes reconciled at once by each of its controllers (`CONCURRENCY`)."""
+    """Pods and nodes reconciled at once by each of its controllers (`CONCURRENCY`), 1-64."""
     node_min_lifespan: GoDuration = "10s"
     """How old a node must be before its pool may be deleted (`NODE_MIN_LIFESPAN`)."""
     node_pool_deletion_delay: GoDuration = "30s"
@@ -235,6 +238,14 @@ def problems(
         found += pool_zone_problems(config.zone, region=region, cluster_location=cluster_location)
     disks: dict[str, list[str]] = {}
     for accelerator in config.quota:
+        if not _ACCELERATOR.fullmatch(accelerator):
+            found.append(
+                Problem(
+                    ("quota", accelerator),
+                    "is not an accelerator type; write it as the catalog does, e.g. v5p-32",
+                )
+            )
+            continue
         try:
             shape = tpu_catalog.resolve(accelerator)
         except tpu_catalog.CatalogError as error:
@@ -366,8 +377,9 @@ class TpuProvisioner(Component):
             ),
             self.child_opts(aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]),
         )
-        # Creating a node pool that runs as a service account takes iam.serviceAccounts.actAs
-        # on it; granted on that one account, not project-wide.
+        # Setting a service account on nodes takes Service Account User on that account
+        # (cloud.google.com/iam/docs/roles-permissions/container); granted there, not on the
+        # project.
         account = _SERVICE_ACCOUNT.fullmatch(args.node_service_account)
         if account is None:
             raise ValueError(f"'{args.node_service_account}' is not a service account email")

@@ -155,6 +155,13 @@ def test_quota_for_an_unknown_shape_names_the_valid_ones():
     assert "not a Cloud TPU accelerator type" in found["ai-infra:tpuProvisioner.quota.v9-8"]
 
 
+@pytest.mark.parametrize("key", ["v5p-32\n", " v5p-32", "V5P-32", "v5p-" + "1" * 40])
+def test_quota_keys_must_be_written_as_accelerator_types(key):
+    found = problems(**enabled(quota={key: 1}))
+    (path,) = [p for p in found if p.startswith("ai-infra:tpuProvisioner.quota")]
+    assert "not an accelerator type" in found[path]
+
+
 def test_quota_without_the_controller_is_refused():
     found = problems(tpuProvisioner={"quota": {"v5p-32": 1}})
     assert "needs enabled: true" in found["ai-infra:tpuProvisioner.quota"]
