@@ -109,6 +109,15 @@ def _go_duration(value: str) -> str:
     return value
 
 
+def _nonzero(value: str) -> str:
+    if not any(int(n) for n in re.findall(r"[0-9]+", value)):
+        raise ValueError(
+            f"'{value}' is zero, and the controller refuses to start with a zero "
+            "NODE_MIN_LIFESPAN; use at least 1s (upstream default 10s)"
+        )
+    return value
+
+
 ImageReference = Annotated[str, AfterValidator(_image)]
 GoDuration = Annotated[str, AfterValidator(_go_duration)]
 SliceCount = Annotated[int, Field(strict=True, ge=1, le=MAX_SLICES_PER_SHAPE)]
@@ -148,15 +157,16 @@ class TpuProvisionerConfig(ConfigModel):
     (`GCP_FORCE_ON_DEMAND`)."""
     concurrency: int = Field(default=3, ge=1, le=64)
     """Pods and nodes reconciled at once by each of its controllers (`CONCURRENCY`), 1-64."""
-    node_min_lifespan: GoDuration = "10s"
+    node_min_lifespan: Annotated[GoDuration, AfterValidator(_nonzero)] = "10s"
     """How old a node must be before its pool may be deleted (`NODE_MIN_LIFESPAN`)."""
     node_pool_deletion_delay: GoDuration = "30s"
     """Time between the two checks that must both find a pool unused before it is deleted
     (`NODEPOOL_DELETION_DELAY`)."""
     quota: dict[str, SliceCount] = Field(default_factory=dict)
     """Accelerator type -> the most slices of it the provisioner may create, e.g.
-    `{v5p-32: 4}`. Each becomes Kueue quota on that shape's flavor, shared with fixed slices of
-    the shape; teams name it in their quota as `tpuProvisioner.<accelerator>`."""
+    `{v5p-32: 4}`, in the type's default topology. Each becomes Kueue quota on that shape's
+    flavor, shared with fixed slices of the shape; teams name it in their quota as
+    `tpuProvisioner.<accelerator>`."""
 
     def shapes(self) -> dict[str, tpu_catalog.TpuShape]:
         """The quota's accelerator types resolved to their default-topology shapes; call only
@@ -221,8 +231,8 @@ def problems(
         found.append(
             Problem(
                 ("enabled",),
-                f"the provisioner's service account id ends in '-{ACCOUNT_SUFFIX}', like that of "
-                f"{accounts[ACCOUNT_SUFFIX]}; rename that entry",
+                f"{accounts[ACCOUNT_SUFFIX]} is named '{ACCOUNT_SUFFIX}', so its service "
+                "account id would be the provisioner's (<prefix>-tpu-prov); rename that entry",
             )
         )
     if config.image is None:
@@ -317,9 +327,17 @@ CLUSTER_RULES = [
 their status and finalizers subresources; at the pinned commit the controllers only read them
 (Get/List through the cache) and record events, so only that is granted here."""
 LEADER_ELECTION_RULES = [
-    # client-go's lease lock gets, creates and updates one Lease (controller-runtime v0.18
-    # elects through Leases; upstream's ConfigMap rule predates that).
-    _rule("coordination.k8s.io", ["leases"], ["get", "create", "update"]),
+    # client-go's lease lock creates, gets and updates one Lease in the pod's namespace
+    # (controller-runtime's default lock since v0.12, pkg/leaderelection; upstream's ConfigMap
+    # rule predates it). A create carries no name for RBAC to check, so only reads and updates
+    # are held to the manager's Lease.
+    _rule("coordination.k8s.io", ["leases"], ["create"]),
+    k8s.rbac.v1.PolicyRuleArgs(
+        api_groups=["coordination.k8s.io"],
+        resources=["leases"],
+        resource_names=[LEADER_ELECTION_ID],
+        verbs=["get", "update"],
+    ),
 ]
 
 

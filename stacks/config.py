@@ -246,7 +246,8 @@ def problems(config: StackConfig) -> list[Problem]:
     nodes = config.cluster.cpu_pool.max_nodes * zones
     nodes += sum(s.nodes for s in config.tpu_slices) + sum(g.max_nodes for g in config.gpu_pools)
     # The provisioner's capacity counts once its quota's shapes resolve.
-    provisioner = config.tpu_provisioner if not provisioner_problems else TpuProvisionerConfig()
+    quota_problems = [p for p in provisioner_problems if p.path[1:2] == ("quota",)]
+    provisioner = TpuProvisionerConfig() if quota_problems else config.tpu_provisioner
     nodes += tpu_provisioner.max_nodes(provisioner)
     found += under(
         "network",

@@ -102,6 +102,8 @@ def test_only_a_digest_pins_an_image():
     ("field", "value", "message"),
     [
         ("nodeMinLifespan", "10", "not a duration"),
+        ("nodeMinLifespan", "0s", "refuses to start"),
+        ("nodeMinLifespan", "0m00s", "refuses to start"),
         ("nodePoolDeletionDelay", "30 s", "not a duration"),
         ("nodeTags", ["Bad_Tag"], "not a network tag"),
         ("nodeTags", ["a,b"], "not a network tag"),
@@ -174,7 +176,7 @@ def test_shapes_needing_different_boot_disks_are_refused():
 
 def test_an_entry_taking_the_provisioner_account_id_is_refused():
     found = problems(**enabled(), teams=[{"name": "tpu-prov"}])
-    assert "like that of teams[0]" in found["ai-infra:tpuProvisioner.enabled"]
+    assert "teams[0] is named 'tpu-prov'" in found["ai-infra:tpuProvisioner.enabled"]
 
 
 def test_teams_cannot_claim_more_than_the_provisioner_may_create():
@@ -351,11 +353,13 @@ def test_leader_election_is_confined_to_its_namespace(graph):
     role = graph.named("tpu-provisioner-leader-election-role").inputs
     assert role["metadata"]["namespace"] == "tpu-provisioner-system"
     assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
-            "verbs": ["get", "create", "update"],
-        }
+            "resourceNames": ["ecaf1259.google.com"],
+            "verbs": ["get", "update"],
+        },
     ]
     binding = graph.named("tpu-provisioner-leader-election-rolebinding").inputs
     assert binding["metadata"]["namespace"] == "tpu-provisioner-system"
