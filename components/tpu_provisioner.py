@@ -11,6 +11,8 @@ github.com/ai-on-gke/tpu-provisioner at 6789e2a12873c79687ff9118048088b6d97d0c7c
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from typing import Annotated
@@ -430,17 +432,18 @@ class TpuProvisioner(Component):
             # The controller places every tpu7x pool, single-host too, by such a policy.
             if shape.family.workload_policy_for_multi_host
         ]
+        environment = manager_environment(
+            config,
+            project=args.project,
+            cluster_name=cluster.name,
+            cluster_location=cluster.location,
+            zone=args.zone,
+            node_service_account=args.node_service_account,
+        )
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=CONFIG_MAP, namespace=NAMESPACE),
-            data=manager_environment(
-                config,
-                project=args.project,
-                cluster_name=cluster.name,
-                cluster_location=cluster.location,
-                zone=args.zone,
-                node_service_account=args.node_service_account,
-            ),
+            data=environment,
             opts=self.child_opts(depends_on=[namespace]),
         )
         subject = k8s.rbac.v1.SubjectArgs(
@@ -490,7 +493,7 @@ class TpuProvisioner(Component):
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=DEPLOYMENT, namespace=NAMESPACE),
-            spec=deployment_spec(config.image),
+            spec=deployment_spec(config.image, config_digest(environment)),
             opts=self.child_opts(
                 depends_on=[
                     args.jobset_release,
@@ -522,13 +525,26 @@ def _distinct_topologies(
 POD_LABELS = {"control-plane": "controller-manager", "app.kubernetes.io/name": "tpu-provisioner"}
 
 
-def deployment_spec(image: str) -> k8s.apps.v1.DeploymentSpecArgs:
+CONFIG_DIGEST_ANNOTATION = "ai-infra/manager-config-sha256"
+
+
+def config_digest(environment: dict[str, pulumi.Input[str]]) -> pulumi.Output[str]:
+    """A digest of the ConfigMap's data. The controller reads it only at start (envFrom), so
+    the pod template carries the digest: a settings change rolls the pod."""
+    return pulumi.Output.from_input(environment).apply(
+        lambda data: hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    )
+
+
+def deployment_spec(image: str, config_sha256: pulumi.Input[str]) -> k8s.apps.v1.DeploymentSpecArgs:
     """One leader-elected replica on the CPU pool, non-root, probed on the health port."""
     return k8s.apps.v1.DeploymentSpecArgs(
         replicas=1,
         selector=k8s.meta.v1.LabelSelectorArgs(match_labels=POD_LABELS),
         template=k8s.core.v1.PodTemplateSpecArgs(
-            metadata=k8s.meta.v1.ObjectMetaArgs(labels=POD_LABELS),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                labels=POD_LABELS, annotations={CONFIG_DIGEST_ANNOTATION: config_sha256}
+            ),
             spec=k8s.core.v1.PodSpecArgs(
                 service_account_name=KUBERNETES_SERVICE_ACCOUNT,
                 # Workload Identity needs the GKE metadata server, which every pool here runs.

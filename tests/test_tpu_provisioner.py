@@ -4,6 +4,8 @@ team submits for it."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -551,3 +553,75 @@ def test_example_jobset_is_what_the_provisioner_acts_on_through_the_team_queue()
     assert pod["serviceAccountName"] == next(
         t.service_account for t in config.teams if t.name == namespace
     )
+
+
+# Config edits, tested as edits.
+
+
+def test_enabling_the_provisioner_adds_only_its_own_resources():
+    base = {
+        "cluster": {"releaseChannel": "NONE", "maxPodsPerNode": 32},
+        "tpuSlices": [{"name": "train", "accelerator": "v5p-32"}],
+        "teams": [{"name": "research"}],
+    }
+    before = build_graph(with_config(**base))
+    after = build_graph(with_config(**{**base, **enabled()}))
+    old = {r.urn: r for r in before}
+    new = {r.urn: r for r in after}
+    assert {u: old[u].inputs for u in old} == {u: new[u].inputs for u in old}
+    added = {new[u].name for u in set(new) - set(old)}
+    assert added == {
+        "tpu-provisioner",
+        "tpu-provisioner-gsa",
+        "tpu-provisioner-container.clusterAdmin",
+        "tpu-provisioner-workload-identity",
+        "tpu-provisioner-service-account",
+        "tpu-provisioner-namespace",
+        "tpu-provisioner-node-sa-user",
+        "tpu-provisioner-config",
+        "tpu-provisioner-manager-role",
+        "tpu-provisioner-manager-rolebinding",
+        "tpu-provisioner-leader-election-role",
+        "tpu-provisioner-leader-election-rolebinding",
+        "tpu-provisioner-deployment",
+    }
+
+
+def test_provisioner_quota_changes_only_the_queues():
+    base = {
+        **enabled(),
+        "tpuSlices": [{"name": "train", "accelerator": "v5p-32"}],
+        "teams": [{"name": "research"}],
+    }
+    before = build_graph(with_config(**base))
+    after = build_graph(
+        with_config(
+            **enabled(quota={"v5p-32": 2}),
+            **{k: v for k, v in base.items() if k not in ("cluster", "tpuProvisioner")},
+        )
+    )
+    old = {r.urn: r for r in before}
+    new = {r.urn: r for r in after}
+    assert set(old) == set(new)
+    changed = {new[u].name for u in old if old[u].inputs != new[u].inputs}
+    # The new setting reaches the controller: the pod template's digest of its config moves.
+    assert changed == {
+        "team-research-cluster-queue",
+        "tpu-provisioner-config",
+        "tpu-provisioner-deployment",
+    }
+    data = after.named("tpu-provisioner-config").inputs["data"]
+    assert data["GCP_NODE_DISK_TYPE"] == "pd-balanced"
+    template = after.named("tpu-provisioner-deployment").inputs["spec"]["template"]
+    assert template["metadata"]["annotations"] == {
+        "ai-infra/manager-config-sha256": hashlib.sha256(
+            json.dumps(data, sort_keys=True).encode()
+        ).hexdigest()
+    }
+    old_spec = before.named("tpu-provisioner-deployment").inputs["spec"]
+    assert {**old_spec, "template": None} == {
+        **after.named("tpu-provisioner-deployment").inputs["spec"],
+        "template": None,
+    }
+    queue = nominal(objects_of(after, "ClusterQueue")["research"])
+    assert queue["v5p-32"][TPU_RESOURCE] == 16 + 2 * 16
