@@ -49,28 +49,39 @@ class Flavor:
 
 
 def tpu_flavor_name(slice_: TpuSliceConfig) -> str:
-    shape = slice_.shape
+    return shape_flavor_name(slice_.shape, flex_start=slice_.provisioning == "flex-start")
+
+
+def shape_flavor_name(shape: tpu_catalog.TpuShape, *, flex_start: bool = False) -> str:
     name = shape.accelerator
     if shape.topology != tpu_catalog.topologies_for(shape.accelerator)[0]:
         name += f"-{shape.topology}"
-    if slice_.provisioning == "flex-start":
+    if flex_start:
         name += "-flex-start"
     return name
 
 
 def derive_flavors(
-    slices: Sequence[TpuSliceConfig], gpu_pools: Sequence[GpuPoolConfig]
+    slices: Sequence[TpuSliceConfig],
+    gpu_pools: Sequence[GpuPoolConfig],
+    provisioned: Mapping[str, tuple[tpu_catalog.TpuShape, int]] | None = None,
 ) -> list[Flavor]:
-    """Flavors in config order: TPU shapes first, then one per GPU pool."""
+    """Flavors in config order: TPU shapes of the slices, then those only the TPU provisioner
+    creates, then one per GPU pool.
+
+    `provisioned` maps a quota source name (`tpuProvisioner.v5p-32`) to the shape and the chips
+    the provisioner may create of it. Its pools carry the same GKE TPU labels and taint as a
+    fixed slice's, so it adds capacity to the flavor of that shape rather than a second one.
+    """
     flavors: dict[str, Flavor] = {}
-    for slice_ in slices:
-        name = tpu_flavor_name(slice_)
-        flex_start = slice_.provisioning == "flex-start"
+
+    def add(shape: tpu_catalog.TpuShape, flex_start: bool, source: Source) -> None:
+        name = shape_flavor_name(shape, flex_start=flex_start)
         if name not in flavors:
             tolerations = [
                 {"key": tpu_catalog.TPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
             ]
-            node_labels = dict(slice_.shape.node_labels)
+            node_labels = dict(shape.node_labels)
             if flex_start:
                 # Flex-start nodes are also tainted gke-queued, so other flavors' pods, which
                 # do not tolerate it, never land on them.
@@ -83,7 +94,16 @@ def derive_flavors(
                 tolerations=tolerations,
                 flex_start=flex_start,
             )
-        flavors[name].sources.append(Source(slice_.name, slice_.chips))
+        flavors[name].sources.append(source)
+
+    for slice_ in slices:
+        add(
+            slice_.shape,
+            slice_.provisioning == "flex-start",
+            Source(slice_.name, slice_.chips),
+        )
+    for source_name, (shape, chips) in (provisioned or {}).items():
+        add(shape, False, Source(source_name, chips))
     for pool in gpu_pools:
         tolerations = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
         if pool.provisioning == "flex-start":

@@ -138,6 +138,16 @@ def _kubernetes_details(type_: str, inputs: dict[str, Any]) -> list[str]:
         return [f"chart={inputs.get('chart')}@{inputs.get('version')}"]
     if type_ == "kubernetes:yaml/v2:ConfigGroup":
         return [", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in inputs.get("objs", []))]
+    if type_ == "kubernetes:apps/v1:Deployment":
+        pod = ((spec.get("template") or {}).get("spec")) or {}
+        images = [c.get("image", "") for c in pod.get("containers", [])]
+        return [f"image={i}" + ("" if "@sha256:" in i else " (mutable tag)") for i in images]
+    if type_ == "kubernetes:core/v1:ConfigMap" and "GCP_ZONE" in (inputs.get("data") or {}):
+        data = inputs["data"]
+        return [
+            f"zone={data['GCP_ZONE']}",
+            f"nodeServiceAccount={data['GCP_NODE_SERVICE_ACCOUNT']}",
+        ]
     if type_.endswith("ServiceAccount"):
         annotations = (inputs.get("metadata") or {}).get("annotations") or {}
         return [f"gsa={annotations.get('iam.gke.io/gcp-service-account')}"]

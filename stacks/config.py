@@ -32,6 +32,7 @@ from components.base import (
     PathPart,
     Problem,
     duplicate_names,
+    service_account_email,
     under,
 )
 from components.buckets import BucketConfig
@@ -214,6 +215,17 @@ class StackConfig(ConfigModel):
         return bucket.location or self.region
 
     @property
+    def provisioner_zone(self) -> str:
+        return self.tpu_provisioner.zone or self.zone
+
+    @property
+    def provisioner_node_service_account(self) -> str:
+        """The account of the nodes the TPU provisioner creates."""
+        return self.tpu_provisioner.node_service_account or service_account_email(
+            gke.node_account_id(self.prefix), self.project
+        )
+
+    @property
     def tpu_chips(self) -> int:
         return sum(s.chips for s in self.tpu_slices)
 
@@ -267,10 +279,16 @@ def problems(config: StackConfig) -> list[Problem]:
         ),
     )
     found += _ownership_problems(config)
-    found += under(
+    provisioner_problems = under(
         "tpuProvisioner",
-        tpu_provisioner.problems(config.tpu_provisioner, config.cluster.release_channel),
+        tpu_provisioner.problems(
+            config.tpu_provisioner,
+            release_channel=config.cluster.release_channel,
+            region=config.region,
+            cluster_location=config.cluster_location,
+        ),
     )
+    found += provisioner_problems
     if slice_problems or pool_problems:
         # What follows adds up the slices' nodes and chips, which needs valid entries.
         return found
@@ -285,11 +303,25 @@ def problems(config: StackConfig) -> list[Problem]:
     ]
     pools += [(s.name, s.nodes, s.max_pods_per_node) for s in config.tpu_slices]
     pools += [(g.name, g.max_nodes, g.max_pods_per_node) for g in config.gpu_pools]
+    # The provisioner's capacity counts once its quota's shapes resolve; the pools it creates
+    # take the cluster's default pod density.
+    quota_problems = [p for p in provisioner_problems if p.path[1:2] == ("quota",)]
+    provisioner = TpuProvisionerConfig() if quota_problems else config.tpu_provisioner
+    pools.append(
+        (
+            "the TPU provisioner's pools",
+            tpu_provisioner.max_nodes(provisioner),
+            config.cluster.max_pods_per_node,
+        )
+    )
     if not network_problems:
         found += under("network", network.capacity_problems(config.network, pools))
-    sources = {s.name: s.chips for s in config.tpu_slices} | {
-        g.name: g.gpus for g in config.gpu_pools
-    }
+    provisioned = tpu_provisioner.capacity(provisioner)
+    sources = (
+        {s.name: s.chips for s in config.tpu_slices}
+        | {g.name: g.gpus for g in config.gpu_pools}
+        | {name: chips for name, (_, chips) in provisioned.items()}
+    )
     found += under(
         "teams",
         teams.problems(
@@ -301,7 +333,9 @@ def problems(config: StackConfig) -> list[Problem]:
             rbac_security_group=config.cluster.rbac_security_group,
         ),
     )
-    found += quota.flavor_problems(quota.derive_flavors(config.tpu_slices, config.gpu_pools))
+    found += quota.flavor_problems(
+        quota.derive_flavors(config.tpu_slices, config.gpu_pools, provisioned)
+    )
     return found
 
 

@@ -26,12 +26,9 @@ from components.services import (
     ProjectServicesArgs,
 )
 from components.teams import GroupAccess, GroupAccessArgs, Team, TeamArgs
+from components.tpu_provisioner import TpuProvisioner, TpuProvisionerArgs
 from components.tpu_slices import TpuSlice, TpuSliceArgs
-from components.workload_identity import (
-    WorkloadIdentity,
-    WorkloadIdentityArgs,
-    workload_identity_args,
-)
+from components.workload_identity import WorkloadIdentity, workload_identity_args
 from stacks.config import StackConfig, render_path
 
 
@@ -52,6 +49,7 @@ class Environment:
     teams: dict[str, Team]
     sources: dict[str, str]
     """Top-level component name -> the config key it comes from (`ai-infra:tpuSlices[2]`)."""
+    tpu_provisioner: TpuProvisioner | None = None
 
 
 def build(config: StackConfig) -> Environment:
@@ -167,20 +165,6 @@ def build(config: StackConfig) -> Environment:
         )
         for i, identity in enumerate(config.workload_identities)
     }
-    if config.tpu_provisioner.enabled:
-        identities["tpu-provisioner"] = WorkloadIdentity(
-            source("tpu-provisioner", "tpuProvisioner"),
-            WorkloadIdentityArgs(
-                project=config.project,
-                account_id=tpu_provisioner.account_id(config.prefix),
-                display_name="GKE TPU provisioner",
-                namespace=tpu_provisioner.NAMESPACE,
-                kubernetes_service_account=tpu_provisioner.KUBERNETES_SERVICE_ACCOUNT,
-                roles=["roles/container.clusterAdmin"],
-            ),
-            pulumi.ResourceOptions(depends_on=after_cluster),
-        )
-
     # JobSet, Kueue, the queue objects derived from the slices, and the teams.
     on_cluster = pulumi.ResourceOptions(providers=[kubernetes])
     batch = BatchSystem(
@@ -188,7 +172,31 @@ def build(config: StackConfig) -> Environment:
         BatchSystemArgs(cpu_pool=gke.cpu_pool, webhook_firewall=network.webhook_firewall),
         on_cluster,
     )
-    flavors = derive_flavors(config.tpu_slices, config.gpu_pools)
+    provisioner = None
+    if config.tpu_provisioner.enabled:
+        provisioner = TpuProvisioner(
+            source("tpu-provisioner", "tpuProvisioner"),
+            TpuProvisionerArgs(
+                project=config.project,
+                prefix=config.prefix,
+                region=config.region,
+                cluster=gke.handle,
+                zone=config.provisioner_zone,
+                node_service_account=config.provisioner_node_service_account,
+                node_service_account_resource=(
+                    None
+                    if config.tpu_provisioner.node_service_account
+                    else gke.node_service_account
+                ),
+                config=config.tpu_provisioner,
+                jobset_release=batch.jobset,
+            ),
+            pulumi.ResourceOptions(depends_on=after_cluster, providers=[kubernetes]),
+        )
+        identities["tpu-provisioner"] = provisioner.identity
+    flavors = derive_flavors(
+        config.tpu_slices, config.gpu_pools, tpu_provisioner.capacity(config.tpu_provisioner)
+    )
     allocation = allocate(flavors, {team.name: team.quota for team in config.teams})
     queues = Queues(
         source("queues", "kueue"),
@@ -237,6 +245,7 @@ def build(config: StackConfig) -> Environment:
         queues=queues,
         teams=teams,
         sources=sources,
+        tpu_provisioner=provisioner,
     )
 
 

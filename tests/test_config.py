@@ -181,12 +181,6 @@ def test_reservation_provisioning_needs_a_reservation_name():
     assert "needs the reservation's name" in found["ai-infra:tpuSlices[0].reservation"]
 
 
-def test_tpu_provisioner_rejects_a_release_channel():
-    found = problems(tpuProvisioner={"enabled": True}, cluster={"releaseChannel": "RAPID"})
-    assert "releaseChannel: NONE" in found["ai-infra:tpuProvisioner.enabled"]
-    parse(with_config(tpuProvisioner={"enabled": True}, cluster={"releaseChannel": "NONE"}), "test")
-
-
 def test_pods_range_must_hold_every_node_the_pools_can_reach():
     # A /20 pods range has 4,096 addresses. The regional CPU pool can reach 9 nodes at a /24
     # each (2,304); a v5p-1024 slice is 128 hosts at a /27 each (4,096): too much.

@@ -1,4 +1,4 @@
-"""Workload identities, buckets, GPU pools and the TPU provisioner identity."""
+"""Workload identities, buckets and GPU pools."""
 
 from __future__ import annotations
 
@@ -65,17 +65,6 @@ def test_protected_stack_protects_buckets(build):
     graph = build(buckets=BUCKETS, protect=True)
     for bucket in graph.of_type("gcp:storage/bucket:Bucket"):
         assert bucket.protect and bucket.inputs["forceDestroy"] is False, bucket.urn
-
-
-def test_tpu_provisioner_identity(build):
-    graph = build(tpuProvisioner={"enabled": True}, cluster={"releaseChannel": "NONE"})
-    role = graph.named("tpu-provisioner-container.clusterAdmin")
-    assert role.inputs["role"] == "roles/container.clusterAdmin"
-    binding = graph.named("tpu-provisioner-workload-identity")
-    assert binding.inputs["member"] == (
-        "serviceAccount:test-project.svc.id.goog"
-        "[tpu-provisioner-system/tpu-provisioner-controller-manager]"
-    )
 
 
 def test_gpu_pool(build):

@@ -153,6 +153,7 @@ def test_type_tokens_name_the_module_and_class_they_come_from():
         for cls in vars(loaded).values():
             defined_here = inspect.isclass(cls) and cls.__module__ == loaded.__name__
             if defined_here and issubclass(cls, Component) and cls is not Component:
-                (token,) = set(re.findall(r'"(ai-infra:[^"]+)"', inspect.getsource(cls)))
+                source = inspect.getsource(cls)
+                (token,) = set(re.findall(r'__init__\(\s*"(ai-infra:[^"]+)"', source))
                 found[token] = f"ai-infra:{module.name}:{cls.__name__}"
     assert found and all(token == expected for token, expected in found.items()), found

@@ -1,0 +1,629 @@
+"""The TPU provisioner on the cluster: its config checks, what it renders (Deployment, ConfigMap,
+RBAC, identity), when it starts, how its capacity becomes Kueue quota, and the JobSet example a
+team submits for it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from components.tpu_catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, resolve
+from components.tpu_provisioner import TpuProvisionerConfig, is_digest_pinned
+from plan.__main__ import main as plan_main
+from plan.engine import REPO_ROOT, Graph, record_program
+from stacks.config import ConfigError, parse
+from tests.conftest import build_graph, with_config
+from tests.crd_schema import validate
+from tests.test_kueue import nominal, objects_of
+from tests.test_readme import examples
+
+DIGEST = "sha256:" + "ab" * 32
+IMAGE = f"us-docker.pkg.dev/test-project/images/tpu-provisioner@{DIGEST}"
+TAGGED = "us-docker.pkg.dev/test-project/images/tpu-provisioner:v0.1.0"
+NODES = "ai-test-nodes@test-project.iam.gserviceaccount.com"
+PROVISIONER = "ai-test-tpu-prov@test-project.iam.gserviceaccount.com"
+EXAMPLE = REPO_ROOT / "examples" / "provisioned-jobset.yaml"
+
+
+def enabled(**fields: Any) -> dict[str, Any]:
+    """Config overrides for a stack running the provisioner."""
+    return {
+        "cluster": {"releaseChannel": "NONE", "maxPodsPerNode": 32},
+        "tpuProvisioner": {"enabled": True, "image": IMAGE, **fields},
+    }
+
+
+def problems(**overrides: Any) -> dict[str, str]:
+    with pytest.raises(ConfigError) as error:
+        parse(with_config(**overrides), "test")
+    return dict(error.value.rendered)
+
+
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    return build_graph(
+        with_config(
+            **enabled(quota={"v5p-32": 4}),
+            tpuSlices=[{"name": "train", "accelerator": "v5p-32"}],
+            teams=[{"name": "research"}, {"name": "applied"}],
+        )
+    )
+
+
+def pod_spec(graph: Graph) -> dict[str, Any]:
+    return graph.named("tpu-provisioner-deployment").inputs["spec"]["template"]["spec"]
+
+
+# Config: shapes and cross-checks, before anything registers.
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        IMAGE,
+        TAGGED,
+        "controller:latest",
+        "localhost:5000/tpu-provisioner",
+        f"registry.example.com/team/tpu-provisioner:v1@{DIGEST}",
+    ],
+)
+def test_image_references_are_accepted(image):
+    assert TpuProvisionerConfig(enabled=True, image=image).image == image
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "",
+        "US-DOCKER.pkg.dev/Project/Image:v1/extra",
+        "repo/image:v1\n",
+        " repo/image:v1",
+        "repo/image@sha256:short",
+        "repo/image:" + "t" * 129,
+        "repo/Image:v1",
+    ],
+)
+def test_bad_image_references_are_refused(image):
+    with pytest.raises(ValidationError, match="not a container image reference"):
+        TpuProvisionerConfig(enabled=True, image=image)
+
+
+def test_only_a_digest_pins_an_image():
+    assert is_digest_pinned(IMAGE)
+    assert not is_digest_pinned(TAGGED)
+    assert not is_digest_pinned("controller")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("nodeMinLifespan", "10", "not a duration"),
+        ("nodeMinLifespan", "0s", "refuses to start"),
+        ("nodeMinLifespan", "0m00s", "refuses to start"),
+        ("nodePoolDeletionDelay", "30 s", "not a duration"),
+        ("nodeTags", ["Bad_Tag"], "not a network tag"),
+        ("nodeTags", ["a,b"], "not a network tag"),
+        ("podToNodeLabels", ["team,run"], "not a Kubernetes label key"),
+        ("nodeServiceAccount", "123-compute@developer.gserviceaccount.com", "default compute"),
+        ("zone", "us-east5", "not a GCP zone"),
+        ("concurrency", 0, "must be at least 1"),
+        ("quota", {"v5p-32": 0}, "must be at least 1"),
+        ("quota", {"v5p-32": 257}, "must be at most 256"),
+        ("quota", {"v5p-32": True}, "whole number"),
+        ("quota", {"v5p-32": 1.5}, "whole number"),
+        ("quota", {"v5p-32": "4"}, "whole number"),
+    ],
+)
+def test_field_shapes_are_checked_at_their_path(field, value, message):
+    found = problems(**enabled(**{field: value}))
+    paths = [p for p in found if p.startswith(f"ai-infra:tpuProvisioner.{field}")]
+    assert paths, found
+    assert message in found[paths[0]]
+
+
+def test_enabled_without_an_image_is_refused():
+    found = problems(
+        cluster={"releaseChannel": "NONE"}, tpuProvisioner={"enabled": True, "quota": {}}
+    )
+    assert "build and push the controller image" in found["ai-infra:tpuProvisioner.image"]
+
+
+def test_the_cluster_must_not_be_on_a_release_channel():
+    found = problems(tpuProvisioner={"enabled": True, "image": IMAGE})
+    assert "releaseChannel: NONE (now REGULAR)" in found["ai-infra:tpuProvisioner.enabled"]
+
+
+def test_zone_outside_the_region_is_refused():
+    found = problems(**enabled(zone="us-central1-a"))
+    assert found["ai-infra:tpuProvisioner.zone"] == (
+        "us-central1-a is not in gcp:region us-east5; node pools must be in the cluster's region"
+    )
+
+
+def test_zone_of_a_zonal_cluster_must_be_its_zone():
+    overrides = enabled(zone="us-east5-b")
+    overrides["cluster"]["regional"] = False
+    found = problems(**overrides)
+    assert "zonal in us-east5-a" in found["ai-infra:tpuProvisioner.zone"]
+
+
+def test_quota_for_an_unknown_shape_names_the_valid_ones():
+    found = problems(**enabled(quota={"v5p-33": 1, "v9-8": 1}))
+    assert "v5p sizes are v5p-8, v5p-16" in found["ai-infra:tpuProvisioner.quota.v5p-33"]
+    assert "not a Cloud TPU accelerator type" in found["ai-infra:tpuProvisioner.quota.v9-8"]
+
+
+@pytest.mark.parametrize("key", ["v5p-32\n", " v5p-32", "V5P-32", "v5p-" + "1" * 40])
+def test_quota_keys_must_be_written_as_accelerator_types(key):
+    found = problems(**enabled(quota={key: 1}))
+    (path,) = [p for p in found if p.startswith("ai-infra:tpuProvisioner.quota")]
+    assert "not an accelerator type" in found[path]
+
+
+def test_quota_without_the_controller_is_refused():
+    found = problems(tpuProvisioner={"quota": {"v5p-32": 1}})
+    assert "needs enabled: true" in found["ai-infra:tpuProvisioner.quota"]
+
+
+def test_shapes_needing_different_boot_disks_are_refused():
+    found = problems(**enabled(quota={"v5p-32": 1, "tpu7x-8": 1}))
+    assert "hyperdisk-balanced for tpu7x-8" in found["ai-infra:tpuProvisioner.quota"]
+
+
+def test_an_entry_taking_the_provisioner_account_id_is_refused():
+    found = problems(**enabled(), teams=[{"name": "tpu-prov"}])
+    assert "already belongs to tpuProvisioner" in found["ai-infra:teams[0].name"]
+
+
+def test_teams_cannot_claim_more_than_the_provisioner_may_create():
+    found = problems(
+        **enabled(quota={"v5p-32": 2}),
+        teams=[{"name": "research", "quota": {"tpuProvisioner.v5p-32": 48}}],
+    )
+    assert "provides 32" in found['ai-infra:teams[0].quota["tpuProvisioner.v5p-32"]']
+
+
+def test_provisioner_nodes_count_against_the_pods_range():
+    overrides = enabled(quota={"v5p-128": 8})
+    overrides["cluster"]["maxPodsPerNode"] = 110
+    found = problems(**overrides)
+    # 3 CPU nodes in each of 3 zones and 8 slices of 16 hosts, each a /24 at 110 pods:
+    # 137 x 256 addresses against the /20's 4,096.
+    assert "grow to need 35072" in found["ai-infra:network.podsCidr"]
+    assert "the TPU provisioner's pools" in found["ai-infra:network.podsCidr"]
+
+
+def test_bad_config_registers_nothing_and_reports_every_problem():
+    graph, error = record_program(
+        with_config(tpuProvisioner={"enabled": True, "zone": "europe-west4-a", "quota": {"x": 1}})
+    )
+    assert isinstance(error, ConfigError)
+    assert len(graph) == 0
+    assert {path for path, _ in error.rendered} >= {
+        "ai-infra:tpuProvisioner.enabled",
+        "ai-infra:tpuProvisioner.image",
+        "ai-infra:tpuProvisioner.zone",
+        "ai-infra:tpuProvisioner.quota.x",
+    }
+
+
+def test_disabled_registers_nothing_of_the_provisioner(build):
+    graph = build()
+    assert not graph.of_type("kubernetes:apps/v1:Deployment")
+    assert not [r for r in graph if "tpu-prov" in str(r.inputs.get("accountId"))]
+
+
+# What it renders.
+
+
+def test_deployment_runs_one_leader_elected_non_root_replica_on_the_cpu_pool(graph):
+    deployment = graph.named("tpu-provisioner-deployment").inputs
+    assert deployment["metadata"] == {
+        "name": "tpu-provisioner-controller-manager",
+        "namespace": "tpu-provisioner-system",
+    }
+    spec = deployment["spec"]
+    assert spec["replicas"] == 1
+    labels = spec["template"]["metadata"]["labels"]
+    assert spec["selector"]["matchLabels"] == labels
+    pod = spec["template"]["spec"]
+    assert pod["serviceAccountName"] == "tpu-provisioner-controller-manager"
+    assert pod["nodeSelector"] == {
+        "cloud.google.com/gke-nodepool": "cpu",
+        "iam.gke.io/gke-metadata-server-enabled": "true",
+    }
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65532
+    (container,) = pod["containers"]
+    assert container["image"] == IMAGE
+    assert container["args"] == [
+        "--leader-elect",
+        "--health-probe-bind-address=:8081",
+        "--metrics-bind-address=127.0.0.1:8080",
+    ]
+    assert container["envFrom"] == [{"configMapRef": {"name": "manager"}}]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8081}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 8081}
+    assert container["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}
+    security = container["securityContext"]
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_config_map_carries_every_setting_from_the_stack(graph):
+    config_map = graph.named("tpu-provisioner-config").inputs
+    assert config_map["metadata"] == {"name": "manager", "namespace": "tpu-provisioner-system"}
+    assert config_map["data"] == {
+        "PROVIDER": "gke",
+        "GCP_PROJECT_ID": "test-project",
+        "GCP_CLUSTER": "ai-test-gke",
+        "GCP_CLUSTER_LOCATION": "us-east5",
+        "GCP_ZONE": "us-east5-a",
+        "GCP_NODE_SERVICE_ACCOUNT": NODES,
+        "GCP_NODE_SECURE_BOOT": "true",
+        "GCP_NODE_DISK_TYPE": "pd-balanced",
+        "GCP_FORCE_ON_DEMAND": "false",
+        "NODE_MIN_LIFESPAN": "10s",
+        "NODEPOOL_DELETION_DELAY": "30s",
+        "CONCURRENCY": "3",
+        "POD_RESOURCE_TYPE": "google.com/tpu",
+    }
+
+
+def test_config_map_follows_every_setting(build):
+    graph = build(
+        **enabled(
+            zone="us-east5-b",
+            nodeServiceAccount="tpu-nodes@other-project.iam.gserviceaccount.com",
+            nodeTags=["tpu", "no-egress"],
+            podToNodeLabels=["team", "example.com/run"],
+            forceOnDemand=True,
+            concurrency=8,
+            nodeMinLifespan="1m",
+            nodePoolDeletionDelay="2m30s",
+            quota={"tpu7x-128": 2},
+        )
+    )
+    data = graph.named("tpu-provisioner-config").inputs["data"]
+    assert {k: v for k, v in data.items() if k not in ("GCP_PROJECT_ID", "GCP_CLUSTER")} == {
+        "PROVIDER": "gke",
+        "GCP_CLUSTER_LOCATION": "us-east5",
+        "GCP_ZONE": "us-east5-b",
+        "GCP_NODE_SERVICE_ACCOUNT": "tpu-nodes@other-project.iam.gserviceaccount.com",
+        "GCP_NODE_TAGS": "tpu,no-egress",
+        "GCP_POD_TO_NODE_LABELS": "team,example.com/run",
+        "GCP_NODE_SECURE_BOOT": "true",
+        "GCP_NODE_DISK_TYPE": "hyperdisk-balanced",
+        "GCP_FORCE_ON_DEMAND": "true",
+        "NODE_MIN_LIFESPAN": "1m",
+        "NODEPOOL_DELETION_DELAY": "2m30s",
+        "CONCURRENCY": "8",
+        "POD_RESOURCE_TYPE": "google.com/tpu",
+    }
+    # The account the nodes run as is the one the provisioner may act as.
+    grant = graph.named("tpu-provisioner-node-sa-user").inputs
+    assert grant["serviceAccountId"] == (
+        "projects/other-project/serviceAccounts/tpu-nodes@other-project.iam.gserviceaccount.com"
+    )
+    # tpu7x pools are placed by the workload policy the controller names after the topology.
+    (policy,) = graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert policy.inputs["name"] == "tpu-provisioner-4x4x4"
+    assert policy.inputs["region"] == "us-east5"
+    assert policy.inputs["workloadPolicy"] == {
+        "type": "HIGH_THROUGHPUT",
+        "acceleratorTopology": "4x4x4",
+    }
+    assert policy.urn in graph.named("tpu-provisioner-deployment").dependencies
+
+
+def test_cluster_role_grants_reads_and_events_only(graph):
+    role = graph.named("tpu-provisioner-manager-role").inputs
+    assert role["metadata"] == {"name": "tpu-provisioner-manager-role"}
+    grants = {
+        (group, resource): set(rule["verbs"])
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert grants == {
+        ("", "events"): {"create", "patch"},
+        ("", "pods"): {"get", "list", "watch"},
+        ("", "nodes"): {"get", "list", "watch"},
+        ("jobset.x-k8s.io", "jobsets"): {"get", "list", "watch"},
+    }
+    binding = graph.named("tpu-provisioner-manager-rolebinding").inputs
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "tpu-provisioner-manager-role",
+    }
+    assert binding["subjects"] == [
+        {
+            "kind": "ServiceAccount",
+            "name": "tpu-provisioner-controller-manager",
+            "namespace": "tpu-provisioner-system",
+        }
+    ]
+
+
+def test_leader_election_is_confined_to_its_namespace(graph):
+    role = graph.named("tpu-provisioner-leader-election-role").inputs
+    assert role["metadata"]["namespace"] == "tpu-provisioner-system"
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["ecaf1259.google.com"],
+            "verbs": ["get", "update"],
+        },
+    ]
+    binding = graph.named("tpu-provisioner-leader-election-rolebinding").inputs
+    assert binding["metadata"]["namespace"] == "tpu-provisioner-system"
+    assert binding["roleRef"]["kind"] == "Role"
+    assert binding["roleRef"]["name"] == "tpu-provisioner-leader-election-role"
+    assert binding["subjects"][0]["name"] == "tpu-provisioner-controller-manager"
+
+
+def test_identity_grants(graph):
+    gsa = graph.named("tpu-provisioner-gsa")
+    assert gsa.inputs["accountId"] == "ai-test-tpu-prov"
+    admin = graph.named("tpu-provisioner-container.clusterAdmin").inputs
+    assert (admin["role"], admin["member"]) == (
+        "roles/container.clusterAdmin",
+        f"serviceAccount:{PROVISIONER}",
+    )
+    binding = graph.named("tpu-provisioner-workload-identity").inputs
+    assert binding["role"] == "roles/iam.workloadIdentityUser"
+    assert binding["member"] == (
+        "serviceAccount:test-project.svc.id.goog"
+        "[tpu-provisioner-system/tpu-provisioner-controller-manager]"
+    )
+    user = graph.named("tpu-provisioner-node-sa-user")
+    assert user.type == "gcp:serviceaccount/iAMMember:IAMMember"
+    assert user.inputs == {
+        "serviceAccountId": f"projects/test-project/serviceAccounts/{NODES}",
+        "role": "roles/iam.serviceAccountUser",
+        "member": f"serviceAccount:{PROVISIONER}",
+    }
+    assert graph.named("gke-nodes").urn in user.dependencies
+    # On the node account only: no project-wide actAs.
+    assert not [
+        r
+        for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
+        if r.inputs["role"] == "roles/iam.serviceAccountUser"
+    ]
+    ksa = graph.named("tpu-provisioner-service-account").inputs["metadata"]
+    assert ksa == {
+        "name": "tpu-provisioner-controller-manager",
+        "namespace": "tpu-provisioner-system",
+        "annotations": {"iam.gke.io/gcp-service-account": PROVISIONER},
+    }
+    namespace = graph.named("tpu-provisioner-namespace")
+    assert namespace.inputs["metadata"]["name"] == "tpu-provisioner-system"
+    assert namespace.urn in graph.named("tpu-provisioner-service-account").dependencies
+
+
+def test_identity_keeps_the_urns_it_had_at_the_stack_root(graph):
+    (identity,) = [
+        r
+        for r in graph.of_type("ai-infra:workload_identity:WorkloadIdentity")
+        if r.name == "tpu-provisioner"
+    ]
+    assert "noParent: true" in identity.aliases[0], identity.urn
+
+
+def test_controller_starts_after_jobset_and_its_permissions_not_kueue(graph):
+    deployment = graph.named("tpu-provisioner-deployment")
+    deps = set(deployment.dependencies)
+    for name in (
+        "batch-jobset",
+        "tpu-provisioner-config",
+        "tpu-provisioner-manager-rolebinding",
+        "tpu-provisioner-leader-election-rolebinding",
+        "tpu-provisioner-service-account",
+        "tpu-provisioner-workload-identity",
+        "tpu-provisioner-container.clusterAdmin",
+        "tpu-provisioner-node-sa-user",
+    ):
+        assert graph.named(name).urn in deps, (deployment.urn, name)
+    assert graph.named("batch-kueue").urn not in deps
+    assert not [d for d in deps if "kueue.x-k8s.io" in d]
+    kubernetes = graph.named("gke-kubernetes")
+    assert deployment.provider.startswith(kubernetes.urn)
+
+
+def test_a_mutable_tag_is_warned_about(build, caplog):
+    build(**enabled(image=TAGGED))
+    assert [r.levelname for r in caplog.records if f"'{TAGGED}' is a mutable tag" in r.message] == [
+        "WARNING"
+    ]
+    caplog.clear()
+    build(**enabled())
+    assert not [r for r in caplog.records if "mutable tag" in r.message]
+
+
+def test_plan_shows_image_zone_and_node_service_account(tmp_path: Path, capsys):
+    stack = tmp_path / "Pulumi.prov.yaml"
+    config = with_config(**enabled(image=TAGGED, zone="us-east5-c"))
+    stack.write_text(yaml.safe_dump({"config": config}))
+    assert plan_main([str(stack)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    (deployment,) = [line for line in lines if "Deployment tpu-provisioner-deployment" in line]
+    assert deployment.endswith(f"image={TAGGED} (mutable tag)")
+    (config_map,) = [line for line in lines if "ConfigMap tpu-provisioner-config" in line]
+    assert config_map.endswith(
+        "tpu-provisioner-system/manager zone=us-east5-c "
+        "nodeServiceAccount=ai-prov-nodes@test-project.iam.gserviceaccount.com"
+    )
+
+
+# Kueue: provisioner-created capacity as quota on the shared shape flavors.
+
+
+def test_provisioner_capacity_joins_the_flavor_of_its_shape(graph):
+    flavors = objects_of(graph, "ResourceFlavor")
+    assert sorted(flavors) == ["cpu", "v5p-32"]
+    assert flavors["v5p-32"]["spec"]["nodeLabels"] == resolve("v5p-32").node_labels
+    queues = objects_of(graph, "ClusterQueue")
+    # One fixed v5p-32 slice (16 chips) and up to four provisioned ones (64), split evenly.
+    assert nominal(queues["research"])["v5p-32"][TPU_RESOURCE] == 40
+    assert nominal(queues["applied"])["v5p-32"][TPU_RESOURCE] == 40
+    assert nominal(objects_of(graph, "Cohort")["ai-infra"])["v5p-32"][TPU_RESOURCE] == 0
+
+
+def test_a_shape_only_the_provisioner_creates_gets_its_flavor(build):
+    graph = build(
+        **enabled(quota={"v6e-16": 2}),
+        teams=[
+            {"name": "research", "quota": {"tpuProvisioner.v6e-16": 24}},
+            {"name": "applied"},
+        ],
+    )
+    flavors = objects_of(graph, "ResourceFlavor")
+    assert flavors["v6e-16"]["spec"]["nodeLabels"] == {
+        ACCELERATOR_LABEL: "tpu-v6e-slice",
+        TOPOLOGY_LABEL: "4x4",
+    }
+    assert flavors["v6e-16"]["spec"]["tolerations"] == [
+        {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    queues = objects_of(graph, "ClusterQueue")
+    assert nominal(queues["research"])["v6e-16"][TPU_RESOURCE] == 24
+    assert nominal(queues["applied"])["v6e-16"][TPU_RESOURCE] == 8
+    assert not graph.of_type("gcp:container/nodePool:NodePool")[1:], "only the CPU pool"
+
+
+def test_flex_start_slices_of_the_shape_keep_their_own_flavor(build):
+    graph = build(
+        **enabled(quota={"v6e-16": 1}),
+        tpuSlices=[{"name": "flex", "accelerator": "v6e-16", "provisioning": "flex-start"}],
+        teams=[{"name": "research"}],
+    )
+    queue = nominal(objects_of(graph, "ClusterQueue")["research"])
+    assert queue["v6e-16-flex-start"][TPU_RESOURCE] == 16
+    assert queue["v6e-16"][TPU_RESOURCE] == 16
+
+
+# The example JobSet a team submits.
+
+
+def test_example_jobset_matches_the_jobset_crd():
+    assert validate(yaml.safe_load(EXAMPLE.read_text())) == []
+
+
+def test_example_jobset_is_what_the_provisioner_acts_on_through_the_team_queue():
+    raw = yaml.safe_load(examples()["provisioner"])["config"]
+    config = parse(raw, "provisioner")
+    graph = build_graph(raw, stack="provisioner")
+    jobset = yaml.safe_load(EXAMPLE.read_text())
+    namespace = jobset["metadata"]["namespace"]
+    labels = jobset["metadata"]["labels"]
+
+    local_queue = objects_of(graph, "LocalQueue")[labels["kueue.x-k8s.io/queue-name"]]
+    assert local_queue["metadata"]["namespace"] == namespace
+    assert labels["kueue.x-k8s.io/priority-class"] in objects_of(graph, "WorkloadPriorityClass")
+
+    (job,) = jobset["spec"]["replicatedJobs"]
+    pod = job["template"]["spec"]["template"]["spec"]
+    selector = pod["nodeSelector"]
+    (accelerator,) = config.tpu_provisioner.quota
+    shape = resolve(accelerator)
+    # The controller acts on a pod that selects the GKE TPU labels and requests google.com/tpu.
+    assert selector == shape.node_labels
+    (container,) = pod["containers"]
+    assert container["resources"]["requests"][TPU_RESOURCE] == shape.chips_per_host
+    assert job["template"]["spec"]["parallelism"] == shape.hosts
+    assert job["template"]["spec"]["completions"] == shape.hosts
+    assert job["replicas"] <= config.tpu_provisioner.quota[accelerator]
+    # Kueue has quota for the whole JobSet on the flavor those labels select.
+    (flavor,) = [
+        name
+        for name, f in objects_of(graph, "ResourceFlavor").items()
+        if f["spec"].get("nodeLabels") == selector
+    ]
+    queue = objects_of(graph, "ClusterQueue")[local_queue["spec"]["clusterQueue"]]
+    assert nominal(queue)[flavor][TPU_RESOURCE] >= job["replicas"] * shape.chips
+    assert pod["serviceAccountName"] == next(
+        t.service_account for t in config.teams if t.name == namespace
+    )
+
+
+# Config edits, tested as edits.
+
+
+def test_enabling_the_provisioner_adds_only_its_own_resources():
+    base = {
+        "cluster": {"releaseChannel": "NONE", "maxPodsPerNode": 32},
+        "tpuSlices": [{"name": "train", "accelerator": "v5p-32"}],
+        "teams": [{"name": "research"}],
+    }
+    before = build_graph(with_config(**base))
+    after = build_graph(with_config(**{**base, **enabled()}))
+    old = {r.urn: r for r in before}
+    new = {r.urn: r for r in after}
+    assert {u: old[u].inputs for u in old} == {u: new[u].inputs for u in old}
+    added = {new[u].name for u in set(new) - set(old)}
+    assert added == {
+        "tpu-provisioner",
+        "tpu-provisioner-gsa",
+        "tpu-provisioner-container.clusterAdmin",
+        "tpu-provisioner-workload-identity",
+        "tpu-provisioner-service-account",
+        "tpu-provisioner-namespace",
+        "tpu-provisioner-node-sa-user",
+        "tpu-provisioner-config",
+        "tpu-provisioner-manager-role",
+        "tpu-provisioner-manager-rolebinding",
+        "tpu-provisioner-leader-election-role",
+        "tpu-provisioner-leader-election-rolebinding",
+        "tpu-provisioner-deployment",
+    }
+
+
+def test_provisioner_quota_changes_only_the_queues():
+    base = {
+        **enabled(),
+        "tpuSlices": [{"name": "train", "accelerator": "v5p-32"}],
+        "teams": [{"name": "research"}],
+    }
+    before = build_graph(with_config(**base))
+    after = build_graph(
+        with_config(
+            **enabled(quota={"v5p-32": 2}),
+            **{k: v for k, v in base.items() if k not in ("cluster", "tpuProvisioner")},
+        )
+    )
+    old = {r.urn: r for r in before}
+    new = {r.urn: r for r in after}
+    assert set(old) == set(new)
+    changed = {new[u].name for u in old if old[u].inputs != new[u].inputs}
+    # The new setting reaches the controller: the pod template's digest of its config moves.
+    assert changed == {
+        "team-research-cluster-queue",
+        "tpu-provisioner-config",
+        "tpu-provisioner-deployment",
+    }
+    data = after.named("tpu-provisioner-config").inputs["data"]
+    assert data["GCP_NODE_DISK_TYPE"] == "pd-balanced"
+    template = after.named("tpu-provisioner-deployment").inputs["spec"]["template"]
+    assert template["metadata"]["annotations"] == {
+        "ai-infra/manager-config-sha256": hashlib.sha256(
+            json.dumps(data, sort_keys=True).encode()
+        ).hexdigest()
+    }
+    old_spec = before.named("tpu-provisioner-deployment").inputs["spec"]
+    assert {**old_spec, "template": None} == {
+        **after.named("tpu-provisioner-deployment").inputs["spec"],
+        "template": None,
+    }
+    queue = nominal(objects_of(after, "ClusterQueue")["research"])
+    assert queue["v5p-32"][TPU_RESOURCE] == 16 + 2 * 16
