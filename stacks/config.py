@@ -21,7 +21,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from components import buckets as buckets_module
-from components import gke, network, quota, teams, tpu_provisioner, tpu_slices
+from components import gke, network, quota, teams, tpu_provisioner, tpu_slices, tpu_vms
 from components import gpu_pools as gpu_pools_module
 from components import workload_identity as workload_identity_module
 from components.base import (
@@ -40,6 +40,7 @@ from components.network import NetworkConfig
 from components.teams import TeamConfig
 from components.tpu_provisioner import TpuProvisionerConfig
 from components.tpu_slices import TpuSliceConfig
+from components.tpu_vms import TpuVmConfig
 from components.workload_identity import WorkloadIdentityConfig
 
 NAMESPACE = "ai-infra"
@@ -132,6 +133,8 @@ class StackConfig(ConfigModel):
     """Cluster-wide queueing policy."""
     teams: list[TeamConfig] = Field(default_factory=list)
     """Teams onboarded onto the cluster."""
+    tpu_vms: list[TpuVmConfig] = Field(default_factory=list)
+    """TPU VM slices outside GKE, each a Cloud TPU queued resource of one or more slices."""
 
     # Inherited defaults, resolved here and nowhere else.
 
@@ -154,7 +157,7 @@ class StackConfig(ConfigModel):
         """GCP labels of every resource that takes them."""
         return {"managed-by": "pulumi", "ai-infra-stack": self.prefix, **self.labels}
 
-    def zone_of(self, entry: TpuSliceConfig | GpuPoolConfig) -> str:
+    def zone_of(self, entry: TpuSliceConfig | GpuPoolConfig | TpuVmConfig) -> str:
         return entry.zone or self.zone
 
     def bucket_location(self, bucket: BucketConfig) -> str:
@@ -210,6 +213,18 @@ def problems(config: StackConfig) -> list[Problem]:
         ),
     )
     found += under(
+        "tpuVms",
+        tpu_vms.problems(
+            config.tpu_vms,
+            project=config.project,
+            region=config.region,
+            prefix=config.prefix,
+            default_zone=config.zone,
+            buckets=bucket_names,
+            taken_account_ids=_account_owners(config),
+        ),
+    )
+    found += under(
         "tpuProvisioner",
         tpu_provisioner.problems(config.tpu_provisioner, config.cluster.release_channel),
     )
@@ -243,6 +258,17 @@ def problems(config: StackConfig) -> list[Problem]:
     )
     found += quota.flavor_problems(quota.derive_flavors(config.tpu_slices, config.gpu_pools))
     return found
+
+
+def _account_owners(config: StackConfig) -> dict[str, str]:
+    """Service account ids other keys create, with who creates them."""
+    owners = {gke.node_account_id(config.prefix): "the GKE nodes"}
+    owners |= {f"{config.prefix}-{t.name}": f"team {t.name}" for t in config.teams}
+    owners |= {
+        f"{config.prefix}-{w.name}": f"workload identity {w.name}"
+        for w in config.workload_identities
+    }
+    return owners
 
 
 class ConfigError(pulumi.RunError):
