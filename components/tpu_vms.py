@@ -58,14 +58,18 @@ _METADATA_KEY = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 _LABEL_KEY = re.compile(r"[a-z][-_a-z0-9]{0,62}")
 _LABEL_VALUE = re.compile(r"[-_a-z0-9]{0,63}")
 _NETWORK_TAG = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
-_SELF_LINK = re.compile(r"(https://www\.googleapis\.com/compute/v1/)?projects/[^/\s]+/.+")
+_COMPUTE = r"(https://www\.googleapis\.com/compute/v1/)?projects/[a-z][-a-z0-9.:]{4,61}[a-z0-9]/"
+_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+_NETWORK = re.compile(_COMPUTE + r"global/networks/" + _NAME)
+_SUBNETWORK = re.compile(_COMPUTE + r"regions/(?P<region>[a-z]+-[a-z]+[0-9]+)/subnetworks/" + _NAME)
 
 
 def _service_account(value: str) -> str:
     if _DEFAULT_COMPUTE_SA.fullmatch(value):
         raise ValueError(
-            f"'{value}' is the default compute service account, which holds the project "
-            "Editor role; leave serviceAccount unset for a dedicated least-privilege account"
+            f"'{value}' is the default compute service account, which is granted the project "
+            "Editor role by default; leave serviceAccount unset for a dedicated least-privilege "
+            "account"
         )
     if not _SERVICE_ACCOUNT.fullmatch(value):
         raise ValueError(
@@ -97,10 +101,10 @@ class DataDisk(ConfigModel):
 class TpuVmNetworkConfig(ConfigModel):
     """A network other than the stack's; the stack's NAT does not serve it."""
 
-    network: Annotated[str, _checked(_SELF_LINK, "a network path projects/P/global/networks/N")]
+    network: Annotated[str, _checked(_NETWORK, "a network path projects/P/global/networks/N")]
     """`projects/P/global/networks/N` (or its full self link)."""
     subnetwork: Annotated[
-        str, _checked(_SELF_LINK, "a subnetwork path projects/P/regions/R/subnetworks/S")
+        str, _checked(_SUBNETWORK, "a subnetwork path projects/P/regions/R/subnetworks/S")
     ]
     """`projects/P/regions/R/subnetworks/S` (or its full self link), in the entry's region."""
 
@@ -378,6 +382,15 @@ def problems(
         own: list[Problem] = []
         if entry.zone is not None and not entry.zone.startswith(region + "-"):
             own.append(Problem(("zone",), f"{entry.zone} is not in gcp:region {region}"))
+        subnet = _SUBNETWORK.fullmatch(entry.network.subnetwork) if entry.network else None
+        if subnet and subnet["region"] != region:
+            own.append(
+                Problem(
+                    ("network", "subnetwork"),
+                    f"the subnetwork is in {subnet['region']}, the TPU VMs in {region}; use a "
+                    "subnetwork of the entry's region",
+                )
+            )
         accelerator = _accelerator_problems(entry)
         own += accelerator
         own += _capacity_problems(entry, project, zone)
@@ -416,6 +429,9 @@ class TpuVmsArgs(WiringModel):
     prefix: str
     zone: str
     """The entry's zone, resolved from the entry or `gcp:zone`."""
+    protect: bool
+    """Any change replaces a queued resource, killing what runs on it: in protected stacks
+    Pulumi refuses that, and `pulumi destroy`, until protection is lifted."""
     labels: dict[str, str]
     """The stack's resource labels."""
     network: SkipValidation[pulumi.Output[str]] | str
@@ -506,7 +522,9 @@ class TpuVms(Component):
             f"{name}-qr",
             props,
             self.child_opts(
-                depends_on=[*waits_for, *args.network_ready], delete_before_replace=True
+                depends_on=[*waits_for, *args.network_ready],
+                delete_before_replace=True,
+                protect=args.protect,
             ),
         )
         self.node_names = config.node_names

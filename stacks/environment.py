@@ -142,6 +142,7 @@ def build(config: StackConfig) -> Environment:
                 project=config.project,
                 prefix=config.prefix,
                 zone=config.zone_of(vm),
+                protect=config.protect,
                 labels=config.resource_labels,
                 network=vm.network.network if vm.network else network.network_self_link,
                 subnetwork=vm.network.subnetwork if vm.network else network.subnet_self_link,

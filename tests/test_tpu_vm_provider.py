@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 from google.api_core import exceptions as api_exceptions
 from google.cloud import tpu_v2alpha1 as tpu
 from google.rpc import status_pb2
+from pulumi.dynamic.dynamic import serialize_provider
 
 from components.tpu_vm_provider import (
     QueuedResourceError,
@@ -15,6 +18,7 @@ from components.tpu_vm_provider import (
     build_request,
     node_names,
 )
+from plan.engine import REPO_ROOT
 
 State = tpu.QueuedResourceState.State
 NAME = "projects/p-123456/locations/us-central2-b/queuedResources/maxtext"
@@ -274,3 +278,25 @@ def test_a_named_reservation_and_the_node_settings_reach_the_request():
 def test_an_unknown_capacity_is_refused_rather_than_sent_as_on_demand():
     with pytest.raises(ValueError, match="flex-start"):
         build_request({**PROPS, "capacity": "flex-start"})
+
+
+def test_the_provider_survives_pulumis_serialization_into_a_fresh_process():
+    """Pulumi pickles the provider into the state and runs it in another process; a client
+    held in the provider (a gRPC channel) would not pickle, and a broken import would fail."""
+    blob = serialize_provider(QueuedResourceProvider())
+    code = (
+        "import base64, sys, dill\n"
+        "p = dill.loads(base64.b64decode(sys.stdin.read()))\n"
+        "d = p.diff('x', {'nodeCount': 1}, {'nodeCount': 2})\n"
+        "print(type(p).__name__, d.replaces, d.delete_before_replace)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        input=blob,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert result.stdout.split() == ["QueuedResourceProvider", "['nodeCount']", "True"]

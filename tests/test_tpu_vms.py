@@ -379,3 +379,40 @@ def test_v2_and_v3_shapes_are_tpu_vm_only(accelerator, topology, hosts):
 def test_runtime_compatibility_follows_the_software_versions_page(accelerator, runtime, fine):
     family = tpu_catalog.resolve(accelerator).family
     assert (tpu_catalog.runtime_problem(family, runtime) is None) == fine
+
+
+@pytest.mark.parametrize(
+    ("network", "path", "fix"),
+    [
+        (
+            {"network": "shared", "subnetwork": "projects/p-12345/regions/us-east5/subnetworks/s"},
+            "tpuVms[0].network.network",
+            "projects/P/global/networks/N",
+        ),
+        (
+            {
+                "network": "projects/p-12345/global/networks/n",
+                "subnetwork": "projects/p-12345/regions/us-east5/subnetworks/s t",
+            },
+            "tpuVms[0].network.subnetwork",
+            "projects/P/regions/R/subnetworks/S",
+        ),
+        (
+            {
+                "network": "projects/p-12345/global/networks/n",
+                "subnetwork": "projects/p-12345/regions/europe-west4/subnetworks/s",
+            },
+            "tpuVms[0].network.subnetwork",
+            "europe-west4",
+        ),
+    ],
+)
+def test_another_network_must_be_a_full_path_in_the_region(network, path, fix):
+    found = rejected(with_config(tpuVms=[vm(network=network)]))
+    assert fix in found[f"ai-infra:{path}"], found
+
+
+def test_protected_stacks_protect_the_queued_resource_from_replacement_and_destroy():
+    assert not queued_resource(built(vm()), "exp").protect
+    protected = build_graph(with_config(tpuVms=[vm()], protect=True))
+    assert queued_resource(protected, "exp").protect
