@@ -37,6 +37,8 @@ MAX_NODE_COUNT = 64
 """A guard against a typo ordering a fleet, not an API limit; raise it deliberately."""
 STARTUP_SCRIPT_KEY = "startup-script"
 """The metadata key TPU VMs run at boot, as Compute Engine VMs do."""
+LABELS_MAX = 64
+"""Labels a Google Cloud resource takes (resource-manager/docs/labels-overview)."""
 METADATA_BYTES_MAX = 512 * 1024
 """Compute Engine's limit on all metadata of one VM (compute/docs/metadata/overview)."""
 DEFAULT_TIMEOUT_MINUTES = 60
@@ -188,7 +190,7 @@ class TpuVmConfig(ConfigModel):
     """Network tags, for firewall rules that target them."""
     data_disks: list[DataDisk] = Field(default_factory=list)
     """Existing disks to attach to every TPU VM."""
-    timeout_minutes: int = Field(default=DEFAULT_TIMEOUT_MINUTES, ge=1, le=7 * 24 * 60)
+    timeout_minutes: int = Field(default=DEFAULT_TIMEOUT_MINUTES, ge=1, le=24 * 60)
     """How long `pulumi up` waits for ACTIVE. A request not ACTIVE by then, FAILED or
     SUSPENDED is deleted and the update fails, so nothing runs outside the stack's state."""
 
@@ -373,6 +375,7 @@ def problems(
     default_zone: str,
     buckets: Iterable[str],
     taken_account_ids: Mapping[str, str],
+    stack_labels: Mapping[str, str],
 ) -> list[Problem]:
     """Checks of `ai-infra:tpuVms` that need the stack: zones, account ids, buckets, names."""
     found = duplicate_names([e.name for e in entries], "tpuVms")
@@ -414,6 +417,15 @@ def problems(
                     ("roles" if entry.roles else "buckets",),
                     "grants go to the dedicated account only; grant them to "
                     f"{entry.service_account} yourself, or unset serviceAccount",
+                )
+            )
+        labels = {**stack_labels, **entry.labels}
+        if len(labels) > LABELS_MAX:
+            own.append(
+                Problem(
+                    ("labels",),
+                    f"with the stack's labels the TPU VMs would carry {len(labels)} labels, "
+                    f"over the {LABELS_MAX} a resource takes; drop some",
                 )
             )
         own += duplicate_roles(entry.roles)

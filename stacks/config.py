@@ -222,6 +222,7 @@ def problems(config: StackConfig) -> list[Problem]:
             default_zone=config.zone,
             buckets=bucket_names,
             taken_account_ids=_account_owners(config),
+            stack_labels=config.resource_labels,
         ),
     )
     found += under(

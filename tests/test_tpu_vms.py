@@ -97,6 +97,12 @@ def rejected(config: dict[str, Any]) -> dict[str, str]:
         ({"tpuVms": [vm(labels={"Team": "a"})]}, "tpuVms[0].labels", "lowercase"),
         ({"tpuVms": [vm(metadata={"a b": "c"})]}, "tpuVms[0].metadata", "letters"),
         (
+            {"tpuVms": [vm(labels={f"l{n}": "x" for n in range(63)})]},
+            "tpuVms[0].labels",
+            "over the 64",
+        ),
+        ({"tpuVms": [vm(timeoutMinutes=0)]}, "tpuVms[0].timeoutMinutes", "greater than"),
+        (
             {"tpuVms": [vm(startupScript="x", metadata={"startup-script": "y"})]},
             "tpuVms[0].metadata.startup-script",
             "not both",
