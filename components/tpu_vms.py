@@ -6,6 +6,7 @@ are `tpuSlices`; queued resource start and end times are not offered yet.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Literal
@@ -434,6 +435,25 @@ def problems(
     if not found:
         found += _overlapping_prefixes(entries)
     return found
+
+
+def subnet_problems(
+    entries: list[TpuVmConfig], *, subnet_cidr: str, gke_nodes: int
+) -> list[Problem]:
+    """TPU VMs in the stack's subnet take one address per host beside the GKE nodes'."""
+    hosts = sum(e.shape.hosts * e.node_count for e in entries if e.network is None)
+    # Google Cloud reserves four addresses of every subnet's primary range (vpc/docs/subnets).
+    usable = ipaddress.IPv4Network(subnet_cidr).num_addresses - 4
+    if hosts == 0 or hosts + gke_nodes <= usable:
+        return []
+    return [
+        Problem(
+            ("subnetCidr",),
+            f"{subnet_cidr} has {usable} usable addresses, but the GKE nodes can reach "
+            f"{gke_nodes} and the TPU VMs have {hosts} hosts; widen subnetCidr or give large "
+            "tpuVms entries their own network",
+        )
+    ]
 
 
 class TpuVmsArgs(WiringModel):

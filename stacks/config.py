@@ -212,7 +212,7 @@ def problems(config: StackConfig) -> list[Problem]:
             reserved_namespaces=SYSTEM_NAMESPACES,
         ),
     )
-    found += under(
+    vm_problems = under(
         "tpuVms",
         tpu_vms.problems(
             config.tpu_vms,
@@ -225,6 +225,7 @@ def problems(config: StackConfig) -> list[Problem]:
             stack_labels=config.resource_labels,
         ),
     )
+    found += vm_problems
     found += under(
         "tpuProvisioner",
         tpu_provisioner.problems(config.tpu_provisioner, config.cluster.release_channel),
@@ -243,6 +244,13 @@ def problems(config: StackConfig) -> list[Problem]:
         "network",
         network.capacity_problems(config.network, config.cluster.max_pods_per_node, nodes),
     )
+    if not vm_problems:
+        found += under(
+            "network",
+            tpu_vms.subnet_problems(
+                config.tpu_vms, subnet_cidr=config.network.subnet_cidr, gke_nodes=nodes
+            ),
+        )
     sources = {s.name: s.chips for s in config.tpu_slices} | {
         g.name: g.gpus for g in config.gpu_pools
     }

@@ -103,6 +103,12 @@ def rejected(config: dict[str, Any]) -> dict[str, str]:
         ),
         ({"tpuVms": [vm(timeoutMinutes=0)]}, "tpuVms[0].timeoutMinutes", "greater than"),
         (
+            # 64 x v4-4096 is 32768 hosts; a /20 has 4092 usable addresses.
+            {"tpuVms": [vm(accelerator="v4-4096", nodeCount=64)]},
+            "network.subnetCidr",
+            "widen subnetCidr",
+        ),
+        (
             {"tpuVms": [vm(startupScript="x", metadata={"startup-script": "y"})]},
             "tpuVms[0].metadata.startup-script",
             "not both",
