@@ -248,19 +248,18 @@ def _accelerator_problems(config: TpuVmConfig) -> list[Problem]:
 
 
 def _names(config: TpuVmConfig) -> list[Problem]:
-    found = []
     longest = config.node_names[-1]
-    if len(longest) > 63:
-        found.append(
-            Problem(
-                ("nodePrefix" if config.node_prefix else "name",),
-                f"TPU VM name '{longest}' is longer than 63 characters; shorten it",
-            )
+    if len(longest) <= 63:
+        return []
+    return [
+        Problem(
+            ("nodePrefix" if config.node_prefix else "name",),
+            f"TPU VM name '{longest}' is longer than 63 characters; shorten it",
         )
-    return found
+    ]
 
 
-def _capacity_problems(config: TpuVmConfig, project: str, zone: str) -> list[Problem]:
+def _capacity_problems(config: TpuVmConfig) -> list[Problem]:
     if config.provisioning == "flex-start":
         return [
             Problem(
@@ -280,7 +279,7 @@ def _capacity_problems(config: TpuVmConfig, project: str, zone: str) -> list[Pro
                 "it or set provisioning: reserved",
             )
         ]
-    if reservation_name(config.reservation, project, zone) is None:
+    if _RESERVATION.fullmatch(config.reservation) is None:
         return [
             Problem(
                 ("reservation",),
@@ -370,7 +369,6 @@ def _overlapping_prefixes(entries: list[TpuVmConfig]) -> list[Problem]:
 def problems(
     entries: list[TpuVmConfig],
     *,
-    project: str,
     region: str,
     prefix: str,
     default_zone: str,
@@ -397,7 +395,7 @@ def problems(
             )
         accelerator = _accelerator_problems(entry)
         own += accelerator
-        own += _capacity_problems(entry, project, zone)
+        own += _capacity_problems(entry)
         if not accelerator:
             own += _names(entry)
             own += _disk_and_metadata_problems(entry, zone)

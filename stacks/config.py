@@ -216,7 +216,6 @@ def problems(config: StackConfig) -> list[Problem]:
         "tpuVms",
         tpu_vms.problems(
             config.tpu_vms,
-            project=config.project,
             region=config.region,
             prefix=config.prefix,
             default_zone=config.zone,
