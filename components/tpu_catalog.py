@@ -51,6 +51,16 @@ class TpuFamily:
     flex-start page: "TPU v3 and v4 are not supported"."""
     workload_policy_for_multi_host: bool = False
     """tpu7x places multi-host slices with a HIGH_THROUGHPUT workload policy, not COMPACT."""
+    gke: bool = True
+    """GKE node pools of this family are built here. False for v2, which GKE never offered, and
+    v3, whose GKE machine types (ct3-hightpu-4t, ct3p-hightpu-4t; GKE release notes 2024-10-31)
+    this catalog does not hold: both are TPU VMs (`ai-infra:tpuVms`) only. Where false, the GKE
+    fields above are empty."""
+    tpu_vm_runtimes: tuple[str, ...] = ()
+    """TPU software versions (runtime versions) the family's TPU VMs take, as full-match
+    patterns; the first is the documented default (tpu/docs/runtimes). Empty where the Cloud TPU
+    API creates no TPU VMs of the family: it does not support tpu7x
+    (tpu/docs/configure-networking-access)."""
 
     def size_of(self, chips: int) -> int:
         return chips * self.cores_per_chip
@@ -119,6 +129,16 @@ def _cubic_topologies(max_chips: int) -> tuple[str, ...]:
 _PLANAR_MULTI_HOST = ("4x4", "4x8", "8x8", "8x16", "16x16")
 """v5e and v6e multi-host topologies; a pod is 16x16 chips."""
 
+_V4_AND_OLDER_RUNTIMES = (
+    r"tpu-ubuntu2204-base",
+    r"tpu-vm-base",
+    r"tpu-vm-(tf|pt)-[0-9][-.a-z0-9]*",
+)
+"""tpu/docs/runtimes: `tpu-ubuntu2204-base` for JAX and PyTorch on v4 and older, and TensorFlow's
+`tpu-vm-tf-x.y.z[-pod][-pjrt]` (v4's TensorFlow 2.10 and older builds end in `-v4`)."""
+_TF_PJRT = r"tpu-vm-tf-[0-9.]+(-pod)?-pjrt"
+"""tpu/docs/runtimes: v5e, v5p and v6e run TensorFlow 2.15+ as `tpu-vm-tf-x.y.z[-pod]-pjrt`."""
+
 FAMILIES: tuple[TpuFamily, ...] = (
     TpuFamily(
         prefix="v4",
@@ -132,6 +152,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         zones=("us-central2-b",),
         boot_disk_type="pd-balanced",
         flex_start=False,
+        tpu_vm_runtimes=(*_V4_AND_OLDER_RUNTIMES, r"v2-alpha-tpuv4(-pod)?"),
     ),
     TpuFamily(
         prefix="v5litepod",
@@ -148,6 +169,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         multi_host_topologies=_PLANAR_MULTI_HOST,
         zones=("us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a"),
         boot_disk_type="pd-balanced",
+        tpu_vm_runtimes=("v2-alpha-tpuv5-lite", _TF_PJRT),
     ),
     TpuFamily(
         prefix="v5p",
@@ -160,6 +182,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         multi_host_topologies=_cubic_topologies(max_chips=6144),
         zones=("us-central1-a", "us-east5-a"),
         boot_disk_type="pd-balanced",
+        tpu_vm_runtimes=("v2-alpha-tpuv5", _TF_PJRT),
     ),
     TpuFamily(
         prefix="v6e",
@@ -178,6 +201,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         boot_disk_type="hyperdisk-balanced",
         # Ray's GKE TPU guide quoting GKE; GKE's own table could not be read.
         min_gke_version="1.31.2-gke.1115000",
+        tpu_vm_runtimes=("v2-alpha-tpuv6e", _TF_PJRT),
     ),
     TpuFamily(
         prefix="tpu7x",
@@ -193,6 +217,37 @@ FAMILIES: tuple[TpuFamily, ...] = (
         # GKE "About Ironwood (TPU7x) in GKE": Standard clusters at this version and later.
         min_gke_version="1.34.0-gke.2201000",
         workload_policy_for_multi_host=True,
+    ),
+    # TPU VMs only. tpu/docs/v2 and v3 list the accelerator types; each host has 4 chips of 2
+    # TensorCores, and the chips form a 2D torus (v2-512 is 16x16 chips, v3-2048 32x32).
+    TpuFamily(
+        prefix="v2",
+        gke_accelerator="",
+        suffix_counts="TensorCores",
+        cores_per_chip=2,
+        multi_host_machine_type="",
+        chips_per_multi_host_vm=4,
+        single_host={"2x2": ("", 4)},
+        multi_host_topologies=("4x4", "8x8", "8x16", "16x16"),
+        # Per size on the regions page: v2-8 in us-central1-b/c, larger sizes in -a.
+        zones=("us-central1-a", "us-central1-b", "us-central1-c"),
+        boot_disk_type="",
+        gke=False,
+        tpu_vm_runtimes=_V4_AND_OLDER_RUNTIMES,
+    ),
+    TpuFamily(
+        prefix="v3",
+        gke_accelerator="",
+        suffix_counts="TensorCores",
+        cores_per_chip=2,
+        multi_host_machine_type="",
+        chips_per_multi_host_vm=4,
+        single_host={"2x2": ("", 4)},
+        multi_host_topologies=("4x4", "4x8", "8x8", "8x16", "16x16", "16x32", "32x32"),
+        zones=("us-central1-a", "us-central1-b"),
+        boot_disk_type="",
+        gke=False,
+        tpu_vm_runtimes=_V4_AND_OLDER_RUNTIMES,
     ),
 )
 
@@ -276,6 +331,24 @@ def zone_problem(family: TpuFamily, zone: str) -> str | None:
     return (
         f"Cloud TPU offers {family.prefix} in {', '.join(family.zones)}, not {zone}; pick "
         "one of those zones (or set allowUnlistedZone: true if Google has since added it)"
+    )
+
+
+def _boots(family: TpuFamily, runtime: str) -> bool:
+    return any(re.fullmatch(pattern, runtime) for pattern in family.tpu_vm_runtimes)
+
+
+def runtime_problem(family: TpuFamily, runtime: str) -> str | None:
+    """Why a TPU software version cannot boot this family's TPU VMs, or None if it can."""
+    if not family.tpu_vm_runtimes:
+        return f"the Cloud TPU API creates no {family.prefix} TPU VMs; use ai-infra:tpuSlices"
+    if _boots(family, runtime):
+        return None
+    users = [f.prefix for f in FAMILIES if _boots(f, runtime)]
+    built_for = f"is for {', '.join(users)}" if users else "is no known TPU software version"
+    return (
+        f"'{runtime}' {built_for}, not {family.prefix}; {family.prefix} TPU VMs run "
+        f"{family.tpu_vm_runtimes[0]} (tpu/docs/runtimes)"
     )
 
 

@@ -38,7 +38,11 @@ never claim nodes of the same shape that are not flex-start."""
 
 
 def _accelerator(value: str) -> str:
-    tpu_catalog.resolve(value)
+    if not tpu_catalog.resolve(value).family.gke:
+        raise ValueError(
+            f"'{value}' has no GKE node pools here (GKE never offered v2, and v3's GKE machine "
+            "types are not in the catalog); create it as a TPU VM in ai-infra:tpuVms"
+        )
     return value
 
 

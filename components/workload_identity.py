@@ -128,15 +128,20 @@ Claim = tuple[tuple[str | int, ...], str]
 """(config path of the entry that claims it, what it claims)."""
 
 
-def ownership_problems(claims: Sequence[Claim], what: str, field: str) -> list[Problem]:
+def ownership_problems(
+    claims: Sequence[Claim], what: str, field: str, *, within_a_key: bool = True
+) -> list[Problem]:
     """A `<path>.<field>` problem for every claim an earlier entry already made: each
     Kubernetes service account (`namespace/name`) and each Google service account id has
-    exactly one owner, or one entry could act as another's identity."""
+    exactly one owner, or one entry could act as another's identity. Without `within_a_key`,
+    two entries of one list are left to its own uniqueness check."""
     owner: dict[str, tuple[str | int, ...]] = {}
     found = []
     for path, claimed in claims:
         if claimed in owner:
             first = owner[claimed]
+            if not within_a_key and first[:1] == path[:1]:
+                continue
             found.append(
                 Problem(
                     (*path, field),

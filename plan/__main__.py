@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from components.tpu_catalog import resolve
+from components.tpu_vm_provider import node_names
 from plan.diff import GraphDiff, Op, ResourceChange, diff, integral, jsonable, render_value
 from plan.engine import (
     Graph,
@@ -110,6 +112,17 @@ def _details(r: Registration) -> str:
     elif t == "gcp:compute/resourcePolicy:ResourcePolicy":
         policy = i.get("workloadPolicy", {})
         parts.append(f"workload={policy.get('type')} topology={policy.get('acceleratorTopology')}")
+    elif t == "pulumi-python:dynamic/tpu:QueuedResource":
+        shape = resolve(i["acceleratorType"])
+        nodes = node_names(i["nodePrefix"], i["nodeCount"])
+        parts += [
+            f"id={i['queuedResourceId']} {i['nodeCount']} x {shape.accelerator}",
+            f"slices={','.join(nodes)}",
+            f"chips={shape.chips * i['nodeCount']}",
+            f"capacity={i['capacity']}",
+            *([f"reservation={i['reservationName']}"] if i["reservationName"] else []),
+            f"runtime={i['runtimeVersion']} zone={i['zone']} publicIps={i['enableExternalIps']}",
+        ]
     elif "name" in i and isinstance(i["name"], str):
         parts.append(f"name={i['name']}")
     if t.startswith("kubernetes:"):

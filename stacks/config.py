@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from components import buckets as buckets_module
-from components import gke, locations, network, quota, teams, tpu_provisioner, tpu_slices
+from components import gke, locations, network, quota, teams, tpu_provisioner, tpu_slices, tpu_vms
 from components import gpu_pools as gpu_pools_module
 from components import workload_identity as workload_identity_module
 from components.base import (
@@ -43,6 +43,7 @@ from components.network import NetworkConfig
 from components.teams import TeamConfig
 from components.tpu_provisioner import TpuProvisionerConfig
 from components.tpu_slices import TpuSliceConfig
+from components.tpu_vms import TpuVmConfig
 from components.workload_identity import WorkloadIdentityConfig, ownership_problems
 
 NAMESPACE = "ai-infra"
@@ -186,6 +187,8 @@ class StackConfig(ConfigModel):
     """Cluster-wide queueing policy."""
     teams: list[TeamConfig] = Field(default_factory=list)
     """Teams onboarded onto the cluster."""
+    tpu_vms: list[TpuVmConfig] = Field(default_factory=list)
+    """TPU VM slices outside GKE, each a Cloud TPU queued resource of one or more slices."""
 
     # Inherited defaults, resolved here and nowhere else.
 
@@ -208,7 +211,7 @@ class StackConfig(ConfigModel):
         """GCP labels of every resource that takes them."""
         return {"managed-by": "pulumi", "ai-infra-stack": self.prefix, **self.labels}
 
-    def zone_of(self, entry: TpuSliceConfig | GpuPoolConfig) -> str:
+    def zone_of(self, entry: TpuSliceConfig | GpuPoolConfig | TpuVmConfig) -> str:
         return entry.zone or self.zone
 
     def bucket_location(self, bucket: BucketConfig) -> str:
@@ -278,6 +281,18 @@ def problems(config: StackConfig) -> list[Problem]:
             namespace_owner=namespace_owner,
         ),
     )
+    vm_problems = under(
+        "tpuVms",
+        tpu_vms.problems(
+            config.tpu_vms,
+            region=config.region,
+            prefix=config.prefix,
+            default_zone=config.zone,
+            buckets=bucket_names,
+            stack_labels=config.resource_labels,
+        ),
+    )
+    found += vm_problems
     found += _ownership_problems(config)
     provisioner_problems = under(
         "tpuProvisioner",
@@ -322,6 +337,15 @@ def problems(config: StackConfig) -> list[Problem]:
         | {g.name: g.gpus for g in config.gpu_pools}
         | {name: chips for name, (_, chips) in provisioned.items()}
     )
+    if not vm_problems and not network_problems:
+        found += under(
+            "network",
+            tpu_vms.subnet_problems(
+                config.tpu_vms,
+                subnet_cidr=config.network.subnet_cidr,
+                gke_nodes=sum(nodes for _, nodes, _ in pools),
+            ),
+        )
     found += under(
         "teams",
         teams.problems(
@@ -341,7 +365,7 @@ def problems(config: StackConfig) -> list[Problem]:
 
 def _ownership_problems(config: StackConfig) -> list[Problem]:
     """Each Google service account id and each Kubernetes service account has one owner: the
-    node pools, the TPU provisioner, a team or a workload identity."""
+    node pools, the TPU provisioner, a team, a workload identity or a TPU VM entry."""
     accounts: list[tuple[tuple[str | int, ...], str]] = [
         (("cluster",), gke.node_account_id(config.prefix)),
         (("tpuProvisioner",), tpu_provisioner.account_id(config.prefix)),
@@ -350,6 +374,11 @@ def _ownership_problems(config: StackConfig) -> list[Problem]:
     accounts += [
         (("workloadIdentities", i), f"{config.prefix}-{w.name}")
         for i, w in enumerate(config.workload_identities)
+    ]
+    accounts += [
+        (("tpuVms", i), f"{config.prefix}-{v.name}")
+        for i, v in enumerate(config.tpu_vms)
+        if v.service_account is None
     ]
     ksas: list[tuple[tuple[str | int, ...], str]] = [
         (
@@ -362,9 +391,11 @@ def _ownership_problems(config: StackConfig) -> list[Problem]:
         (("workloadIdentities", i), f"{w.namespace}/{w.service_account}")
         for i, w in enumerate(config.workload_identities)
     ]
-    return ownership_problems(accounts, "service account id", "name") + ownership_problems(
-        ksas, "Kubernetes service account", "serviceAccount"
-    )
+    # Two entries of one list with one account id have one name, which duplicate_names
+    # already reports.
+    return ownership_problems(
+        accounts, "service account id", "name", within_a_key=False
+    ) + ownership_problems(ksas, "Kubernetes service account", "serviceAccount")
 
 
 class ConfigError(pulumi.RunError):

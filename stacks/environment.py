@@ -28,6 +28,7 @@ from components.services import (
 from components.teams import GroupAccess, GroupAccessArgs, Team, TeamArgs
 from components.tpu_provisioner import TpuProvisioner, TpuProvisionerArgs
 from components.tpu_slices import TpuSlice, TpuSliceArgs
+from components.tpu_vms import TpuVms, TpuVmsArgs
 from components.workload_identity import WorkloadIdentity, workload_identity_args
 from stacks.config import StackConfig, render_path
 
@@ -49,7 +50,9 @@ class Environment:
     teams: dict[str, Team]
     sources: dict[str, str]
     """Top-level component name -> the config key it comes from (`ai-infra:tpuSlices[2]`)."""
-    tpu_provisioner: TpuProvisioner | None = None
+    tpu_provisioner: TpuProvisioner | None
+    """None unless `tpuProvisioner.enabled`."""
+    tpu_vms: dict[str, TpuVms]
 
 
 def build(config: StackConfig) -> Environment:
@@ -138,6 +141,27 @@ def build(config: StackConfig) -> Environment:
             after_services,
         )
         for i, bucket_config in enumerate(config.buckets)
+    }
+    # TPU VMs boot into the stack's subnet and egress through its NAT, so the queued resource
+    # waits for the network; nothing here needs the cluster.
+    tpu_vms = {
+        vm.name: TpuVms(
+            source(f"tpuvm-{vm.name}", "tpuVms", i),
+            TpuVmsArgs(
+                project=config.project,
+                prefix=config.prefix,
+                zone=config.zone_of(vm),
+                protect=config.protect,
+                labels=config.resource_labels,
+                network=vm.network.network if vm.network else network.network_self_link,
+                subnetwork=vm.network.subnetwork if vm.network else network.subnet_self_link,
+                buckets=buckets,
+                network_ready=[network],
+                config=vm,
+            ),
+            after_services,
+        )
+        for i, vm in enumerate(config.tpu_vms)
     }
     kubernetes = k8s.Provider(
         "gke-kubernetes",
@@ -246,6 +270,7 @@ def build(config: StackConfig) -> Environment:
         teams=teams,
         sources=sources,
         tpu_provisioner=provisioner,
+        tpu_vms=tpu_vms,
     )
 
 
@@ -257,6 +282,13 @@ def export(env: Environment) -> None:
     pulumi.export("tpuChips", env.config.tpu_chips)
     pulumi.export("buckets", {k: b.bucket.url for k, b in env.buckets.items()})
     pulumi.export("workloadIdentities", {k: i.email for k, i in env.identities.items()})
+    pulumi.export(
+        "tpuVms",
+        {
+            name: {"nodeNames": vms.node_names, "sshCommands": vms.ssh_commands}
+            for name, vms in env.tpu_vms.items()
+        },
+    )
     pulumi.export(
         "teams",
         {
