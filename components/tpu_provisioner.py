@@ -23,7 +23,8 @@ class TpuProvisionerConfig(ConfigModel):
 
     enabled: bool = False
     """Create the provisioner's Google service account (`roles/container.clusterAdmin`) and
-    bind it to `tpu-provisioner-system/tpu-provisioner-controller-manager`."""
+    bind it to `tpu-provisioner-system/tpu-provisioner-controller-manager`. Requires
+    `cluster.releaseChannel: NONE`."""
 
 
 def problems(config: TpuProvisionerConfig, release_channel: ReleaseChannel) -> list[Problem]:
