@@ -236,9 +236,7 @@ def _plural(text: str) -> str:
     return f"{text}s"
 
 
-def default_text(name: str, info: FieldInfo) -> str:
-    if name in STACK_DEFAULTS:
-        return STACK_DEFAULTS[name]
+def default_text(info: FieldInfo) -> str:
     if info.is_required():
         return "required"
     value = info.get_default(call_default_factory=True, validated_data={})
@@ -263,9 +261,9 @@ def meaning(info: FieldInfo) -> str:
     return " ".join((info.description or "").split()).replace("|", "\\|")
 
 
-def _row(key: str, name: str, info: FieldInfo) -> Row:
+def _row(key: str, info: FieldInfo, default: str | None = None) -> Row:
     return Row(
-        key, type_text(info.annotation, info.metadata), default_text(name, info), meaning(info)
+        key, type_text(info.annotation, info.metadata), default or default_text(info), meaning(info)
     )
 
 
@@ -274,7 +272,7 @@ def rows(model: type[base.ConfigModel], prefix: str = "") -> list[Row]:
     found = []
     for name, info in model.model_fields.items():
         key = prefix + (info.alias or name)
-        found.append(_row(key, name, info))
+        found.append(_row(key, info))
         nested = config_model_in(info.annotation)
         if nested is not None:
             found += rows(nested, f"{key}[]." if get_origin(info.annotation) is list else f"{key}.")
@@ -300,7 +298,7 @@ def reference() -> str:
         key = stack_key(name, info)
         nested = config_model_in(info.annotation)
         if nested is None:
-            top.append(_row(key, name, info))
+            top.append(_row(key, info, STACK_DEFAULTS.get(name)))
             continue
         intro = meaning(info)
         if get_origin(info.annotation) is list:
