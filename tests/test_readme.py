@@ -80,6 +80,14 @@ def test_readme_examples_validate_against_the_stack_file_schema():
         assert [e.message for e in validator.iter_errors(yaml.safe_load(text))] == [], name
 
 
+def test_two_commands_set_up_a_fresh_clone():
+    # All a fresh clone needs; `uv run` creates the venv and compiles bytecode (pyproject).
+    block = re.search(r"## Two commands\n.*?```sh\n(.*?)```", README, re.S)
+    assert block is not None
+    commands = [line.split("#")[0].strip() for line in block[1].splitlines()]
+    assert commands == ["uv run python -m plan dev", "uv run pytest"]
+
+
 def test_ci_runs_the_readme_test_command():
     ci = Path(REPO_ROOT / ".ci" / "run").read_text()
     assert "uv run pytest" in README and "uv run pytest" in ci
