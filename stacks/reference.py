@@ -336,7 +336,9 @@ def _with_descriptions(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     return {
-        key: " ".join(value.split()) if key == "description" else _with_descriptions(value)
+        key: " ".join(value.split())
+        if key == "description" and isinstance(value, str)
+        else _with_descriptions(value)
         for key, value in node.items()
     }
 
@@ -376,6 +378,7 @@ def stack_file_schema() -> dict[str, Any]:
         },
     }
     schema = {
+        # The YAML language server supports JSON Schema draft 7 and below (its README).
         "$schema": "http://json-schema.org/draft-07/schema#",
         "title": "Pulumi.<env>.yaml of the ai-infra project",
         "description": "Generated from the config models by `uv run python -m stacks.reference`; "
