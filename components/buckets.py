@@ -77,14 +77,18 @@ def _soft_delete_days(value: int) -> int:
 
 class BucketMember(ConfigModel):
     member: IamMember
-    """`user:`, `group:`, `serviceAccount:` or `domain:`; never allUsers."""
+    """`user:`, `group:`, `serviceAccount:` or `domain:`; public members (`allUsers`,
+    `allAuthenticatedUsers`) are refused."""
     role: IamRole
+    """Role granted on this bucket, e.g. `roles/storage.objectViewer`; basic roles are refused."""
 
 
 class BucketConfig(ConfigModel):
     """One entry of `ai-infra:buckets`. The bucket is named `<project>-<prefix>-<name>`."""
 
     name: DnsLabel
+    """The bucket is `<project>-<prefix>-<name>`; access lists (`buckets:` of teams and
+    identities) use `<name>`."""
     location: (
         Annotated[
             str,
@@ -94,7 +98,9 @@ class BucketConfig(ConfigModel):
     ) = None
     """Defaults to `gcp:region`, beside the TPUs that read it."""
     storage_class: Literal["STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE"] = "STANDARD"
+    """Default storage class of new objects."""
     versioning: bool = False
+    """Object versioning: overwritten and deleted objects are kept as noncurrent versions."""
     soft_delete_days: Annotated[int, AfterValidator(_soft_delete_days)] = Field(
         default=7, ge=0, le=90
     )

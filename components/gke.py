@@ -61,13 +61,17 @@ class CpuPoolConfig(ConfigModel):
     """`ai-infra:cluster.cpuPool`: the pool for system pods, Kueue and JobSet controllers."""
 
     machine_type: MachineType = "e2-standard-8"
+    """Machine type of the CPU pool's nodes."""
     disk_size_gb: int = Field(default=100, ge=10, le=65536)
+    """Boot disk size of each node, in GB."""
     disk_type: Literal["pd-standard", "pd-balanced", "pd-ssd"] = "pd-balanced"
+    """Boot disk type of each node."""
     min_nodes: int = Field(default=1, ge=0, le=MAX_NODES_PER_POOL)
-    """Per zone of the cluster."""
+    """Autoscaling lower bound, per zone of the cluster."""
     max_nodes: int = Field(default=3, ge=1, le=MAX_NODES_PER_POOL)
-    """Per zone of the cluster."""
+    """Autoscaling upper bound, per zone of the cluster."""
     spot: bool = False
+    """Run the pool on Spot VMs: cheaper, but Compute Engine may reclaim them at any time."""
 
 
 _RFC3339 = re.compile(
@@ -151,44 +155,58 @@ class MaintenanceExclusion(ConfigModel):
     """A period in which GKE must not upgrade (e.g. a training campaign on the slices)."""
 
     name: DnsLabel
+    """Names the exclusion in the cluster's maintenance policy."""
     start: Rfc3339
-    """RFC 3339, e.g. 2026-12-01T00:00:00Z."""
+    """When the exclusion begins, RFC 3339, e.g. `2026-12-01T00:00:00Z`."""
     end: Rfc3339 | None = None
-    """RFC 3339; omitted means until the cluster's minor version leaves support."""
+    """When it ends, RFC 3339; unset means until the cluster's minor version leaves support.
+    `NO_UPGRADES` needs an end at most 30 days after the start."""
     scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = (
         "NO_MINOR_OR_NODE_UPGRADES"
     )
-    """NO_MINOR_OR_NODE_UPGRADES keeps nodes, and so running slices, untouched."""
+    """What GKE holds off: `NO_MINOR_OR_NODE_UPGRADES` keeps nodes, and so running slices,
+    untouched; `NO_MINOR_UPGRADES` still lets patch upgrades through, nodes included;
+    `NO_UPGRADES` blocks every upgrade."""
 
 
 class ClusterConfig(ConfigModel):
     """`ai-infra:cluster`."""
 
     name: GkeName | None = None
-    """Cluster name; defaults to `<prefix>-gke`."""
+    """Cluster name, 1 to 40 lowercase letters, digits and `-`; defaults to `<prefix>-gke`."""
     regional: bool = True
-    """A regional control plane survives a zone outage; zonal clusters are cheaper for dev."""
+    """A regional control plane survives a zone outage; `false` puts the cluster and its CPU
+    pool in `gcp:zone`, cheaper for dev."""
     release_channel: ReleaseChannel = "REGULAR"
-    """`NONE` opts out of channels (needed by the TPU provisioner); node auto-upgrade is then
-    off so GKE never recreates a running slice on its own."""
+    """`NONE` opts out of channels (needed by the TPU provisioner) and turns node auto-upgrade
+    off. On a channel GKE requires auto-upgrade, and upgrading any node of a multi-host slice
+    recreates the slice, so every TPU pool carries a node-pool exclusion that holds its
+    upgrades until its version's end of support (then GKE upgrades regardless)."""
     version: GkeVersion | None = None
-    """Minimum control-plane version, e.g. `1.33` (a floor, not a pin); defaults to the
-    channel's default."""
+    """Minimum control-plane version: `1.X`, `1.X.Y`, `1.X.Y-gke.N` or `latest`, quoted in YAML
+    (`"1.34"`); a floor, not a pin. Defaults to the channel's default."""
     cpu_pool: CpuPoolConfig = Field(default_factory=CpuPoolConfig)
+    """The autoscaled pool for system pods and the Kueue and JobSet controllers."""
     dataplane_v2: bool = True
+    """GKE Dataplane V2 (eBPF networking with network policy enforcement built in)."""
     gcs_fuse_csi_driver: bool = True
+    """The Cloud Storage FUSE CSI driver add-on, which mounts buckets as volumes."""
     image_streaming: bool = True
+    """Image streaming on every pool: containers start before their image is fully pulled."""
     deletion_protection: bool | None = None
     """GKE-side deletion protection; defaults to `ai-infra:protect`."""
     max_pods_per_node: int = Field(default=110, ge=8, le=256)
+    """The cluster's default pods per node, which the CPU pool uses; each node's block of
+    `network.podsCidr` holds twice this, rounded up to a power of two (110 pods take a /24).
+    TPU slices and GPU pools set their own."""
     maintenance_start_time: TimeOfDay = "03:00"
     """Daily four-hour maintenance window start, UTC, HH:MM."""
     maintenance_exclusions: list[MaintenanceExclusion] = Field(default_factory=list)
-    """On a release channel GKE must auto-upgrade nodes, which recreates a running slice;
-    an exclusion with scope NO_MINOR_OR_NODE_UPGRADES holds node upgrades off."""
+    """Periods in which GKE must not upgrade the cluster, e.g. a training campaign: at most 20,
+    names unique, periods not overlapping."""
     rbac_security_group: SecurityGroup | None = None
-    """`gke-security-groups@<domain>`: enables Google Groups for RBAC, which team `groups`
-    need; the teams' groups must be members of it."""
+    """`gke-security-groups@<domain>`: enables Google Groups for RBAC. Required when teams
+    list `groups`, which must be members of it."""
 
 
 def problems(config: ClusterConfig) -> list[Problem]:

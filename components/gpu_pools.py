@@ -40,9 +40,10 @@ class GpuPoolConfig(ConfigModel):
     """One entry of `ai-infra:gpuPools`."""
 
     name: DnsLabel
+    """The GKE node pool's name."""
     machine_type: MachineType
-    """e.g. `g2-standard-24`, `a3-highgpu-8g`; machine types with built-in GPUs must match
-    `acceleratorType` and `acceleratorCount`."""
+    """Machine type of the nodes, e.g. `g2-standard-24`, `a3-highgpu-8g`; machine types with
+    built-in GPUs must match `acceleratorType` and `acceleratorCount`."""
     accelerator_type: str
     """GKE accelerator type, e.g. `nvidia-l4`, `nvidia-h100-80gb`."""
     accelerator_count: int = Field(default=1, ge=1, le=16)
@@ -50,17 +51,24 @@ class GpuPoolConfig(ConfigModel):
     driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
     """GKE-managed NVIDIA driver; INSTALLATION_DISABLED if you install drivers yourself."""
     zone: str | None = None
+    """Defaults to `gcp:zone`; must be in `gcp:region`."""
     min_nodes: int = Field(default=0, ge=0, le=MAX_NODES_PER_POOL)
     """Autoscaling floor across the pool's zone."""
     max_nodes: int = Field(default=1, ge=0, le=MAX_NODES_PER_POOL)
-    """Autoscaling ceiling across the pool's zone."""
+    """Autoscaling ceiling across the pool's zone; the pool's GPUs at this size are what
+    teams' quotas share."""
     provisioning: Provisioning = "on-demand"
+    """`on-demand`, `spot`, `reservation` (naming `reservation`) or `flex-start`, as for TPU
+    slices."""
     reservation: Reservation | None = None
+    """Reservation name (or `projects/P/reservations/R`) when `provisioning: reservation`."""
     disk_size_gb: int = Field(default=200, ge=10)
+    """Boot disk size of each node, in GB."""
     disk_type: Literal["pd-balanced", "pd-ssd", "hyperdisk-balanced"] = "pd-balanced"
-    """Boot disk; a3-ultragpu, a4 and a4x boot only from hyperdisk-balanced."""
+    """Boot disk type of each node; a3-ultragpu, a4 and a4x boot only from
+    hyperdisk-balanced."""
     max_pods_per_node: int = Field(default=GPU_MAX_PODS_PER_NODE, ge=8, le=256)
-    """Pods per GPU node; sizes each node's block of the pods range."""
+    """Pods per GPU node; sizes each node's block of `network.podsCidr` (a /26 at 32)."""
 
     @property
     def gpus(self) -> int:

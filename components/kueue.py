@@ -56,12 +56,13 @@ class KueueConfig(ConfigModel):
     """`ai-infra:kueue`: cluster-wide queueing policy."""
 
     cohort: DnsLabel = "ai-infra"
-    """Cohort of every team ClusterQueue: idle quota is borrowed inside it."""
+    """Cohort of every team ClusterQueue: idle quota is borrowed inside it, and it holds the
+    quota no team receives."""
     priority_classes: dict[DnsLabel, Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]] = Field(
         default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000}
     )
-    """WorkloadPriorityClass name -> value. Jobs pick one with the
-    `kueue.x-k8s.io/priority-class` label."""
+    """WorkloadPriorityClass name -> value; higher preempts lower within a queue. Jobs pick
+    one with the `kueue.x-k8s.io/priority-class` label."""
 
 
 def kueue_manager_config() -> dict[str, Any]:

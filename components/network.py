@@ -33,16 +33,19 @@ class NetworkConfig(ConfigModel):
     """`ai-infra:network`: address plan and control-plane access."""
 
     subnet_cidr: Cidr = "10.129.0.0/20"
-    """Primary range of the subnet: node IPs."""
+    """Primary range of the subnet, node IPs: a /8 to /29."""
     pods_cidr: Cidr = "192.168.64.0/20"
-    """Secondary range `pods`: each node takes a block sized by `cluster.maxPodsPerNode`."""
+    """Secondary range `pods`, a /9 to /24. Each node takes a block of twice its pool's
+    `maxPodsPerNode`, rounded up to a power of two (a /24 at the CPU pool's 110, a /27 per TPU
+    host, a /26 per GPU node); the range must hold a block for every node every pool can
+    reach."""
     services_cidr: Cidr = "192.168.80.0/20"
-    """Secondary range `services`: ClusterIP addresses."""
+    """Secondary range `services`, ClusterIP addresses: a /16 to /28."""
     master_cidr: Cidr = "172.16.0.0/28"
     """The /28 GKE peers for the private control plane."""
     existing_vpc: GceName | None = None
-    """Name of a VPC in the project to reuse instead of creating one; the subnet, router, NAT
-    and firewall rules are still created in it."""
+    """Name of a VPC in the project to reuse instead of creating `<prefix>-vpc`; the subnet,
+    router, NAT and firewall rules are still created in it."""
     authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
     """Ranges allowed to reach the public control-plane endpoint (where `pulumi up` runs).
     Empty means only addresses inside the VPC reach it."""

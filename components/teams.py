@@ -98,17 +98,21 @@ class TeamConfig(ConfigModel):
     (`0.25`) or a percentage (`"25%"`). Entries a team does not name are split evenly among
     the teams that do not name them."""
     cpu: Quantity = "1000"
-    """Nominal CPU quota (cores); high by default so TPU chips are the constraint."""
+    """Nominal quota of the `cpu` flavor, in cores; high by default so that chips are the
+    constraint."""
     memory: Quantity = "4000Gi"
-    """Nominal memory quota."""
+    """Nominal memory quota of the `cpu` flavor."""
     roles: list[IamRole] = Field(default_factory=list)
     """Extra project roles for the team's Google service account; basic roles are refused."""
     buckets: dict[str, BucketAccess] = Field(default_factory=dict)
-    """`ai-infra:buckets` names -> read | write | admin."""
+    """`ai-infra:buckets` name -> `read`, `write` or `admin` for the team's Google service
+    account."""
     groups: list[GroupEmail] = Field(default_factory=list)
-    """Google groups (emails) that get `edit` in the team namespace."""
+    """Google groups (emails) that get `edit` in the team namespace and
+    `roles/container.clusterViewer` on the project; needs `cluster.rbacSecurityGroup`."""
     service_account: DnsLabel = "training"
-    """Kubernetes service account that jobs run as (`serviceAccountName`)."""
+    """Kubernetes service account that jobs run as (`serviceAccountName`), bound to the
+    team's Google service account."""
 
 
 def problems(

@@ -54,24 +54,30 @@ class TpuSliceConfig(ConfigModel):
     """One entry of `ai-infra:tpuSlices`."""
 
     name: DnsLabel
-    """Names the node pools (`<name>-0`, `<name>-1`, ...) and the Kueue flavor's slices."""
+    """Names the node pools: `<name>-0`, `<name>-1`, ... for multi-host slices; single-host
+    slices share one pool `<name>`."""
     accelerator: Accelerator
-    """Cloud TPU accelerator type, e.g. `v5p-32`, `v5litepod-16`, `v6e-8`, `tpu7x-64`."""
+    """Cloud TPU accelerator type, e.g. `v5p-32`, `v5litepod-16`, `v6e-8`, `tpu7x-64`. The
+    suffix counts TensorCores for v4, v5p and tpu7x, chips for v5e (`v5litepod`) and v6e."""
     count: int = Field(default=1, ge=0, le=MAX_SLICES_PER_ENTRY)
     """Identical slices to create; 0 keeps the entry (and its queue flavor) with no nodes."""
     zone: str | None = None
     """Defaults to `gcp:zone`; must be in `gcp:region` and a zone Cloud TPU documents for the
-    family."""
+    family (the README lists them under "How TPU sizes resolve")."""
     allow_unlisted_zone: bool = False
     """Accept a zone the catalog does not list for the family (one Google added since)."""
     max_pods_per_node: int = Field(default=TPU_MAX_PODS_PER_NODE, ge=8, le=256)
-    """Pods per TPU host; sizes each node's block of the pods range."""
+    """Pods per TPU host (one workload pod plus daemonsets); sizes each node's block of
+    `network.podsCidr`: a /27 at 16, where the cluster's default of 110 takes a /24."""
     provisioning: Provisioning = "on-demand"
+    """`on-demand`, `spot`, `reservation` (naming `reservation`), or `flex-start` (Dynamic
+    Workload Scheduler queued provisioning: the pool rests at zero nodes until a job asks)."""
     reservation: Reservation | None = None
     """Reservation name (or `projects/P/reservations/R` for a shared one) when
     `provisioning: reservation`."""
     topology: str | None = None
-    """Only where a size has several topologies (e.g. v5p-512: 4x8x8 or 4x4x16)."""
+    """Only where a size has several topologies, e.g. v5p-512: `4x8x8` (the default, closest
+    to a cube) or `4x4x16`. Unset means the size's default."""
 
     @property
     def shape(self) -> tpu_catalog.TpuShape:

@@ -54,12 +54,15 @@ class WorkloadIdentityConfig(ConfigModel):
     name: DnsLabel
     """The Google service account is `<prefix>-<name>@PROJECT.iam.gserviceaccount.com`."""
     namespace: DnsLabel
+    """Kubernetes namespace of the workload."""
     service_account: DnsLabel
-    """The Kubernetes service account that may act as the Google service account."""
+    """The Kubernetes service account that may act as the Google service account, bound as
+    `serviceAccount:PROJECT.svc.id.goog[NAMESPACE/SERVICE_ACCOUNT]`."""
     roles: list[IamRole] = Field(default_factory=list)
     """Project roles, e.g. roles/tpu.viewer. Basic roles are refused."""
     buckets: dict[str, BucketAccess] = Field(default_factory=dict)
-    """`ai-infra:buckets` names -> read | write | admin."""
+    """`ai-infra:buckets` name -> `read`, `write` or `admin` (roles/storage.objectViewer,
+    objectUser, objectAdmin on that bucket)."""
     create_namespace: bool = True
     """Create the namespace; turn off when another identity or a team already has it."""
 

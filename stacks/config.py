@@ -155,22 +155,24 @@ class StackConfig(ConfigModel):
     """The whole validated config of one stack."""
 
     project: ProjectId
-    """Project id."""
+    """The Google Cloud project every resource is created in."""
     region: Region
     """Region of the cluster, subnet, NAT and workload policies."""
     zone: Zone
-    """Default zone of TPU slices and GPU pools; the cluster's zone when not regional."""
+    """Default zone of TPU slices and GPU pools; the cluster's zone when `cluster.regional` is
+    false."""
     prefix: DnsLabel = Field(max_length=20)
-    """Prefix of every cloud resource name (a DNS label of at most 20 characters); defaults to
-    `ai-<stack>`."""
+    """Prefix of every cloud resource name (a DNS label of at most 20 characters)."""
     protect: bool = True
     """Pulumi `protect` on the cluster and buckets, GKE deletion protection, and refusal of
     bucket `forceDestroy`. Set `false` only for throwaway stacks."""
     labels: Annotated[dict[str, str], AfterValidator(_labels)] = Field(default_factory=dict)
-    """Labels on every cloud resource that takes them (beside `managed-by` and
-    `ai-infra-stack`), e.g. cost-center."""
+    """Labels on every cloud resource that takes them, e.g. cost-center. The program adds
+    `managed-by` and `ai-infra-stack`, and pulumi-gcp `goog-pulumi-provisioned`, so at most
+    61 are yours (GCP allows 64)."""
     network: NetworkConfig = Field(default_factory=NetworkConfig)
-    """Address plan and control-plane access."""
+    """Address plan and control-plane access. The subnet, pods, services and control-plane
+    ranges must be disjoint."""
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     """The GKE cluster and its CPU pool."""
     tpu_slices: list[TpuSliceConfig] = Field(default_factory=list)
@@ -178,15 +180,18 @@ class StackConfig(ConfigModel):
     gpu_pools: list[GpuPoolConfig] = Field(default_factory=list)
     """GPU node pools."""
     buckets: list[BucketConfig] = Field(default_factory=list)
-    """GCS buckets."""
+    """GCS buckets. Uniform bucket-level access and public access prevention are always on."""
     workload_identities: list[WorkloadIdentityConfig] = Field(default_factory=list)
-    """Google service accounts for Kubernetes workloads."""
+    """Google service accounts for Kubernetes workloads. Each one's Kubernetes service account
+    is created in the cluster and annotated with the Google service account."""
     tpu_provisioner: TpuProvisionerConfig = Field(default_factory=TpuProvisionerConfig)
-    """GKE's open-source TPU provisioner."""
+    """The identity of GKE's open-source TPU provisioner, which creates slice node pools on
+    demand."""
     kueue: KueueConfig = Field(default_factory=KueueConfig)
     """Cluster-wide queueing policy."""
     teams: list[TeamConfig] = Field(default_factory=list)
-    """Teams onboarded onto the cluster."""
+    """Teams onboarded onto the cluster: each gets a namespace, a ClusterQueue and LocalQueue
+    with its share of the slices, a Google service account and the access it lists."""
     tpu_vms: list[TpuVmConfig] = Field(default_factory=list)
     """TPU VM slices outside GKE, each a Cloud TPU queued resource of one or more slices."""
 

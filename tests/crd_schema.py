@@ -1,11 +1,11 @@
 """Validate rendered Kubernetes objects against upstream CRD schemas, strictly: like
-server-side apply, a field the schema does not define is an error."""
+server-side apply, a field the schema does not define is an error. The CRDs live in
+`tests/crds/<project>-v<version>/` (see the README there)."""
 
 from __future__ import annotations
 
 import copy
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -13,7 +13,7 @@ import yaml
 
 from plan.engine import REPO_ROOT
 
-SCHEMAS = REPO_ROOT.parent / "shared" / "schemas"
+CRDS = REPO_ROOT / "tests" / "crds"
 
 
 def _strict(schema: Any) -> Any:
@@ -41,13 +41,13 @@ def _strict(schema: Any) -> Any:
 @cache
 def _schemas() -> dict[tuple[str, str], dict[str, Any]]:
     found = {}
-    for path in sorted(Path(SCHEMAS).glob("*/*.yaml")):
+    for path in sorted(CRDS.glob("*/*.yaml")):
         crd = yaml.safe_load(path.read_text())
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
         for version in crd["spec"]["versions"]:
             schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
             found[(f"{group}/{version['name']}", kind)] = _strict(schema)
-    assert found, f"no CRDs under {SCHEMAS}"
+    assert found, f"no CRDs under {CRDS}"
     return found
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import get_origin
 
+import jsonschema
 import yaml
 
 from components.base import ConfigModel
 from plan.engine import REPO_ROOT
-from stacks.config import NAMESPACE, StackConfig, config_model_in
+from stacks import reference
+from stacks.config import StackConfig, config_model_in
 from tests.conftest import build_graph
 
 README = (REPO_ROOT / "README.md").read_text()
@@ -35,36 +39,53 @@ def test_readme_examples_build():
 def _fields(model: type[ConfigModel], path: str) -> list[str]:
     names = []
     for field, info in model.model_fields.items():
-        alias = info.alias or field
-        names.append(f"{path}{alias}")
+        key = f"{path}{info.alias or field}"
+        names.append(key)
         nested = config_model_in(info.annotation)
-        if nested is not None and nested is not model:
-            names += _fields(nested, f"{path}{alias}.")
+        if nested is not None:
+            sub = f"{key}[]." if get_origin(info.annotation) is list else f"{key}."
+            names += _fields(nested, sub)
     return names
 
 
-def test_config_reference_documents_every_key():
-    spans = re.findall(r"`([^`\n]+)`", README)
-    documented = set(spans) | {t for span in spans for t in re.split(r"[^A-Za-z0-9:-]+", span)}
-    missing = []
+def _documented() -> dict[str, set[str]]:
+    """First-column keys of each table in the config reference, by the heading above it."""
+    block = README[README.index(reference.BEGIN) : README.index(reference.END)]
+    tables: dict[str, set[str]] = {}
+    heading = ""
+    for line in block.splitlines():
+        if line.startswith("### "):
+            heading = line.removeprefix("### ").strip("`")
+        elif match := re.match(r"\| `([^`]+)` \|", line):
+            tables.setdefault(heading, set()).add(match[1])
+    return tables
+
+
+def test_config_reference_documents_every_field_by_its_exact_key():
+    tables = _documented()
+    expected: dict[str, set[str]] = {"Top-level keys": set()}
     for field, info in StackConfig.model_fields.items():
-        alias = info.alias or field
-        if field in ("project", "region", "zone"):
-            assert f"gcp:{field}" in documented
-            continue
-        key = f"{NAMESPACE}:{alias}"
+        key = reference.stack_key(field, info)
         nested = config_model_in(info.annotation)
         if nested is None:
-            if key not in documented:
-                missing.append(key)
-            continue
-        if f"### `{key}`" not in README:
-            missing.append(key)
-        for sub in _fields(nested, ""):
-            leaf = sub.split(".")[-1]
-            if sub not in documented and leaf not in documented:
-                missing.append(f"{key}.{sub}")
-    assert not missing, f"README config reference lacks {missing}"
+            expected["Top-level keys"].add(key)
+        else:
+            expected[key] = set(_fields(nested, ""))
+    assert tables == expected
+
+
+def test_readme_examples_validate_against_the_stack_file_schema():
+    validator = jsonschema.Draft7Validator(json.loads(reference.SCHEMA.read_text()))
+    for name, text in examples().items():
+        assert [e.message for e in validator.iter_errors(yaml.safe_load(text))] == [], name
+
+
+def test_two_commands_set_up_a_fresh_clone():
+    # All a fresh clone needs; `uv run` creates the venv and compiles bytecode (pyproject).
+    block = re.search(r"## Two commands\n.*?```sh\n(.*?)```", README, re.S)
+    assert block is not None
+    commands = [line.split("#")[0].strip() for line in block[1].splitlines()]
+    assert commands == ["uv run python -m plan dev", "uv run pytest"]
 
 
 def test_ci_runs_the_readme_test_command():
