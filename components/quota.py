@@ -11,6 +11,7 @@ what the slices provide.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -141,8 +142,10 @@ Share = int | float
 
 
 def explicit_units(share: Share, units: int) -> int:
+    """Whole chips (or GPUs) of a share, rounded down. A fraction is rounded to 9 places
+    first: 0.29 * 100 is 28.999999999999996 in floating point, and "29%" of 100 is 29."""
     if isinstance(share, float):
-        return int(share * units)
+        return math.floor(round(share * units, 9))
     return share
 
 

@@ -208,6 +208,14 @@ class TpuSlice(Component):
         else:
             pools = [(f"{name}-pool", pool, config.count) for pool in config.pool_names]
 
+        # A multi-host slice cannot change shape in place: GKE adds no nodes to such a pool
+        # once it exists ("About TPUs in GKE"), and the provider updates neither its topology
+        # nor its machine type. A resize replaces the pool, deleting first: the new pool
+        # takes the same name.
+        replace_whole_slice = {
+            "replace_on_changes": ["placementPolicy", "nodeConfig.machineType", "nodeCount"],
+            "delete_before_replace": True,
+        }
         self.node_pools = []
         for resource_name, pool_name, nodes in pools:
             labels = {
@@ -254,7 +262,9 @@ class TpuSlice(Component):
                     initial_node_count=sizing.initial_node_count,
                     autoscaling=sizing.autoscaling,
                     queued_provisioning=sizing.queued_provisioning,
-                    opts=self.child_opts(),
+                    opts=self.child_opts(**replace_whole_slice)
+                    if shape.multi_host
+                    else self.child_opts(),
                 )
             )
         self.register_outputs(

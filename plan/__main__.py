@@ -75,6 +75,14 @@ def _details(r: Registration) -> str:
             parts.append(f"reservation={','.join(reservation.get('values', []))}")
         if i.get("nodeLocations"):
             parts.append(f"zones={','.join(i['nodeLocations'])}")
+        held = [
+            hold
+            for policy in i.get("maintenancePolicies") or []
+            for hold in policy.get("exclusionUntilEndOfSupports") or []
+            if hold.get("enabled")
+        ]
+        if held:
+            parts.append("upgrades=held-until-end-of-support")
     elif t == "gcp:container/cluster:Cluster":
         private = i.get("privateClusterConfig", {})
         parts += [

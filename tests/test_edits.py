@@ -172,6 +172,19 @@ def test_resizing_a_slice_touches_only_its_pool_and_flavor():
         "nodeCount": (4, 8),
         "placementPolicy.tpuTopology": ("4x4", "4x8"),
     }
+    # GKE cannot reshape a multi-host slice in place: the pool is replaced, deleted first
+    # because its replacement has the same name.
+    (pool,) = [r for r in d if r.urn.endswith("::tpu-b-0")]
+    assert pool.op is Op.REPLACE
+    assert after.named("tpu-b-0").delete_before_replace is True
+
+
+def test_a_single_host_pool_grows_in_place():
+    config = edited(tpuSlices=[{"name": "serve", "accelerator": "v6e-8"}], teams=[])
+    grown = edited(tpuSlices=[{"name": "serve", "accelerator": "v6e-8", "count": 3}], teams=[])
+    d = diff(build(config), build(grown))
+    (pool,) = [r for r in d if r.urn.endswith("::tpu-serve-pool")]
+    assert pool.op is Op.UPDATE and pool.changes[0].path == ("nodeCount",)
 
 
 def test_adding_a_slice_copy_only_adds_its_pool():

@@ -106,3 +106,13 @@ def test_a_key_written_twice_is_refused_like_the_pulumi_cli_does(tmp_path, capsy
     assert main([str(stack)]) == 2
     err = capsys.readouterr().err
     assert "ai-infra:protect: is written twice (again on line 6); keep one" in err
+
+
+def test_the_plan_says_release_channel_slices_hold_their_upgrades(capsys):
+    assert main(["prod"]) == 0
+    out = capsys.readouterr().out
+    pools = [line for line in out.splitlines() if "NodePool tpu-v5p-train-" in line]
+    assert pools and all("upgrades=held-until-end-of-support" in line for line in pools)
+    assert "upgrades=held" not in next(
+        line for line in out.splitlines() if "NodePool gke-cpu" in line
+    )

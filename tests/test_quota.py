@@ -88,12 +88,8 @@ def test_a_fractional_share_rounds_down_and_the_rest_goes_on():
     assert allocation.cohort == {"v5p-32": 2}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="explicit_units truncates share * units: 0.29 * 100 is 28.999999999999996 in "
-    "floating point, so '29%' of 100 chips becomes 28",
-)
 def test_a_whole_percentage_of_a_round_capacity_is_exact():
+    """0.29 * 100 is 28.999999999999996 in floating point; '29%' of 100 chips is still 29."""
     flavors = [flavor("v5p-256", ("train", 100))]
     allocation = allocate(flavors, shares_of(team("a", train="29%"), team("b", train="57%")))
     assert allocation.teams == {"a": {"v5p-256": 29}, "b": {"v5p-256": 57}}
