@@ -22,6 +22,7 @@ from pydantic_core import ErrorDetails
 
 from components import buckets as buckets_module
 from components import gke, network, quota, teams, tpu_provisioner, tpu_slices
+from components import gpu_clusters as gpu_clusters_module
 from components import gpu_pools as gpu_pools_module
 from components import workload_identity as workload_identity_module
 from components.base import (
@@ -34,6 +35,7 @@ from components.base import (
 )
 from components.buckets import BucketConfig
 from components.gke import ClusterConfig
+from components.gpu_clusters import GpuClusterConfig
 from components.gpu_pools import GpuPoolConfig
 from components.kueue import CHARTS, KueueConfig
 from components.network import NetworkConfig
@@ -122,6 +124,8 @@ class StackConfig(ConfigModel):
     """TPU slices, each one or more GKE node pools."""
     gpu_pools: list[GpuPoolConfig] = Field(default_factory=list)
     """GPU node pools."""
+    gpu_clusters: list[GpuClusterConfig] = Field(default_factory=list)
+    """GPU clusters as managed instance groups, as Google's cluster provisioning tool made."""
     buckets: list[BucketConfig] = Field(default_factory=list)
     """GCS buckets."""
     workload_identities: list[WorkloadIdentityConfig] = Field(default_factory=list)
@@ -154,7 +158,7 @@ class StackConfig(ConfigModel):
         """GCP labels of every resource that takes them."""
         return {"managed-by": "pulumi", "ai-infra-stack": self.prefix, **self.labels}
 
-    def zone_of(self, entry: TpuSliceConfig | GpuPoolConfig) -> str:
+    def zone_of(self, entry: TpuSliceConfig | GpuPoolConfig | GpuClusterConfig) -> str:
         return entry.zone or self.zone
 
     def bucket_location(self, bucket: BucketConfig) -> str:
@@ -193,6 +197,17 @@ def problems(config: StackConfig) -> list[Problem]:
                     ),
                 )
     bucket_names = [b.name for b in config.buckets]
+    found += under(
+        "gpuClusters",
+        gpu_clusters_module.problems(
+            config.gpu_clusters,
+            prefix=config.prefix,
+            region=config.region,
+            default_zone=config.zone,
+            buckets=bucket_names,
+            reserved_labels=MANAGED_LABELS,
+        ),
+    )
     found += under(
         "buckets",
         buckets_module.problems(
