@@ -158,3 +158,10 @@ def group_placement(machine_type: str) -> str | None:
     if _COMPACT_PLACEMENT.fullmatch(machine):
         return "compact"
     return None
+
+
+def smt(machine_type: str) -> bool:
+    """Whether the machine's cores run two threads. A4X VMs sit on Arm Neoverse (Grace) cores,
+    one thread each (Compute Engine, "Set the number of threads per core": Arm machine series
+    have one thread per core); the x86 GPU families run two unless told otherwise."""
+    return not machine_type.startswith("a4x-")

@@ -75,7 +75,24 @@ MAX_INSTANCES = 150
 MAX_NICS = 8
 """VMs take at most 8 NICs, fewer on small machines (Compute Engine, multiple network
 interfaces); the A3 GPUDirect layouts are fixed by the catalog instead."""
-_PROTECTED_PATHS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/proc", "/sbin", "/sys", "/usr")
+_PROTECTED_PATHS = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib64",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/var",
+)
+"""Mounting over these would hide the system, or the image's conda under /opt."""
 _MOUNT_PATH = re.compile(r"/[A-Za-z0-9._/-]+")
 _IMAGE_NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 _BUCKET_NAME = re.compile(r"[a-z0-9][-_.a-z0-9]{1,220}[a-z0-9]")
@@ -176,6 +193,10 @@ class GpuClusterConfig(ConfigModel):
     `gpuClusters.<name>.jupyterUrls` prints the command that lists the URLs."""
     spot: bool = False
     """Spot VMs: cheaper, preemptible at any time."""
+    threads_per_core: Literal[1, 2] | None = None
+    """SMT: unset keeps the platform's default (two threads per core on the x86 GPU families,
+    one on A4X's Arm cores); 1 turns SMT off, halving the vCPUs, for CPU-bound data loaders
+    that suffer from sibling threads."""
 
     @property
     def resolved_image_family(self) -> str | None:
@@ -317,6 +338,13 @@ def _entry_problems(
         )
         found.append(
             Problem(("orchestrator",), f"'{config.orchestrator}' is not none or ray{hint}")
+        )
+    if config.threads_per_core == 2 and not gpu_catalog.smt(config.machine_type):
+        found.append(
+            Problem(
+                ("threadsPerCore",),
+                f"{config.machine_type} has one thread per core; remove threadsPerCore",
+            )
         )
     found += _network_problems(config)
     found += _metadata_problems(config)
@@ -589,6 +617,13 @@ class GpuCluster(Component):
             ),
             metadata=metadata,
             labels=labels,
+            advanced_machine_features=(
+                gcp.compute.InstanceTemplateAdvancedMachineFeaturesArgs(
+                    threads_per_core=config.threads_per_core
+                )
+                if config.threads_per_core
+                else None
+            ),
             resource_policies=compact.self_link if compact else None,
             opts=self.child_opts(depends_on=grants),
         )

@@ -14,6 +14,10 @@ OPS_AGENT_REPO_SCRIPT = "https://dl.google.com/cloudagents/add-google-cloud-ops-
 OPS_AGENT_VERSION = "2.*.*"
 """The repo script's `--version`: major 2 only, so a new major (with breaking config changes)
 never arrives unasked ("Install the Ops Agent": MAJOR.*.* or MAJOR.MINOR.PATCH)."""
+GCSFUSE_VERSION = "3.11.2"
+"""Cloud Storage FUSE from Google's apt repository, installed where the image lacks it (latest
+release tag v3.11.2 in GoogleCloudPlatform/gcsfuse)."""
+GOOGLE_APT_KEY = "https://packages.cloud.google.com/apt/doc/apt-key.gpg"
 RAY_VERSION = "2.60.0"
 """Pinned `ray[default]`; the provisioning tool pinned 1.12.1, long out of support."""
 RAY_PORT = 6379
@@ -76,6 +80,8 @@ _PRELUDE = """\
 # No `set -e`: each step reports its own failure and the next one still runs.
 set -uo pipefail
 export PATH="{conda}:$PATH"
+# Tests point ROOT at a scratch directory; on a VM it is empty.
+ROOT=${{AI_INFRA_ROOT:-}}
 failures=0
 
 log() {{ echo "ai-infra-startup: $*" >&2; }}
@@ -97,10 +103,21 @@ retry() {{
   done
 }}
 
+install_gcsfuse() {{
+  local key="$ROOT/usr/share/keyrings/cloud.google.gpg" codename
+  codename=$(. "$ROOT/etc/os-release" && echo "$VERSION_CODENAME") || return 1
+  if [[ ! -s $key ]]; then
+    curl -fsSL "{apt_key}" | gpg --dearmor -o "$key" || return 1
+  fi
+  echo "deb [signed-by=/usr/share/keyrings/cloud.google.gpg] \
+https://packages.cloud.google.com/apt gcsfuse-$codename main" \
+    >"$ROOT/etc/apt/sources.list.d/gcsfuse.list" &&
+    apt-get update && apt-get install -y "gcsfuse=$1"
+}}
+
 mount_gcs() {{
   if ! command -v gcsfuse >/dev/null; then
-    log "gcsfuse is not on this image; use a Deep Learning VM image or install it in the image"
-    return 1
+    retry 5 32 install_gcsfuse "$4" || return 1
   fi
   local options=allow_other
   if [[ $3 == ro ]]; then options+=,ro; fi
@@ -150,7 +167,8 @@ def _step(step: Step) -> list[str]:
     match step:
         case GcsMount(bucket, path, read_only):
             mode = "ro" if read_only else "rw"
-            return [f"mount_gcs {_line(bucket, path, mode)} || fail {_line(f'gcsfuse {bucket}')}"]
+            mount = _line(bucket, path, mode, GCSFUSE_VERSION)
+            return [f"mount_gcs {mount} || fail {_line(f'gcsfuse {bucket}')}"]
         case NfsMount(server, share, path):
             return [f"mount_nfs {_line(server, share, path)} || fail {_line(f'nfs {path}')}"]
         case OpsAgent(attempts, max_backoff):
@@ -176,7 +194,7 @@ def _step(step: Step) -> list[str]:
 
 def render(steps: Sequence[Step]) -> str:
     """The script; the steps run in the order given, the Ops Agent alongside them."""
-    lines = [_PRELUDE.format(conda=CONDA_BIN)]
+    lines = [_PRELUDE.format(conda=CONDA_BIN, apt_key=GOOGLE_APT_KEY)]
     for step in steps:
         lines += _step(step)
     lines += [

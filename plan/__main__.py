@@ -202,7 +202,8 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
 
 
 def _gpu_cluster(c: GpuClusterConfig, config: StackConfig) -> str:
-    mounts = [f"gs://{m.bucket} -> {m.mount_path}" for m in c.gcs_mounts]
+    buckets = {b.name: b.bucket_name(config.project, config.prefix) for b in config.buckets}
+    mounts = [f"gs://{buckets.get(m.bucket, m.bucket)} -> {m.mount_path}" for m in c.gcs_mounts]
     mounts += [f"{s.tier} {s.size_gb}GiB -> {s.mount_path}" for s in c.nfs_shares]
     return (
         f"  {c.name}: {c.instance_count} x {c.machine_type} with {c.gpu_count} x {c.gpu_type} = "

@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from components import gpu_catalog
-from components.gpu_clusters import DEFAULT_IMAGE_FAMILY, RESERVED_METADATA
+from components.gpu_clusters import (
+    DEFAULT_IMAGE_FAMILY,
+    RESERVED_METADATA,
+    GpuCluster,
+    GpuClusterArgs,
+    GpuClusterConfig,
+    NfsShare,
+    warnings,
+)
 from plan.engine import record_program
 from stacks.config import ConfigError, parse
 from tests.conftest import build_graph, with_config
@@ -364,3 +372,111 @@ def test_every_reserved_metadata_key_is_refused():
     for key in RESERVED_METADATA:
         with pytest.raises(ConfigError):
             parse(with_config(gpuClusters=[{"name": "a", "metadata": {key: "x"}}]), "test")
+
+
+def test_threads_per_core_turns_smt_off_and_a4x_refuses_two():
+    graph = cluster_graph(threadsPerCore=1)
+    assert graph.of_type(TEMPLATE)[0].inputs["advancedMachineFeatures"] == {"threadsPerCore": 1}
+    assert "advancedMachineFeatures" not in cluster_graph().of_type(TEMPLATE)[0].inputs
+    with pytest.raises(ConfigError) as error:
+        parse(
+            with_config(
+                gpuClusters=[
+                    {
+                        "name": "a",
+                        "machineType": "a4x-highgpu-4g",
+                        "gpuType": "nvidia-gb200",
+                        "gpuCount": 4,
+                        "diskType": "hyperdisk-balanced",
+                        "threadsPerCore": 2,
+                    }
+                ]
+            ),
+            "test",
+        )
+    assert "one thread" in dict(error.value.rendered)["ai-infra:gpuClusters[0].threadsPerCore"]
+
+
+def test_the_end_of_life_image_is_accepted_with_a_warning():
+    config = parse(
+        with_config(
+            gpuClusters=[
+                {
+                    "name": "a",
+                    "imageFamily": "pytorch-1-12-gpu-debian-10",
+                    "imageProject": "ml-images",
+                }
+            ]
+        ),
+        "test",
+    )
+    (warning,) = warnings(config.gpu_clusters[0])
+    assert "end of life" in warning and DEFAULT_IMAGE_FAMILY in warning
+    assert warnings(parse(with_config(gpuClusters=[{"name": "a"}]), "test").gpu_clusters[0]) == []
+
+
+def test_vms_start_only_after_their_account_grants_and_shares_exist():
+    graph = cluster_graph(
+        nfsShares=[{"mountPath": "/nfs/home"}],
+        gcsMounts=[{"bucket": "data", "mountPath": "/gcs/data"}],
+    )
+    template = graph.of_type(TEMPLATE)[0]
+    needed = [
+        r.urn
+        for r in children(graph)
+        if r.type.endswith(("IAMMember", "account:Account", "instance:Instance"))
+    ]
+    assert len(needed) == 5
+    assert set(needed) <= set(template.dependencies), template.urn
+    grant = next(r for r in children(graph) if r.type.endswith("BucketIAMMember"))
+    assert graph.named("bucket-data-bucket").urn in grant.dependencies
+
+
+def test_outputs_name_the_group_shares_and_the_jupyter_url_command():
+    seen: dict[str, Any] = {}
+
+    def program() -> None:
+        cluster = GpuCluster(
+            "gpucluster-demo",
+            GpuClusterArgs(
+                project="test-project",
+                region="us-east5",
+                zone="us-east5-a",
+                prefix="ai-test",
+                labels={},
+                protect=False,
+                config=GpuClusterConfig(name="demo", nfs_shares=[NfsShare(mount_path="/nfs/home")]),
+                stack_network="projects/test-project/global/networks/ai-test-vpc",
+                stack_network_name="ai-test-vpc",
+                stack_subnet="projects/test-project/regions/us-east5/subnetworks/ai-test-subnet",
+                buckets={},
+            ),
+        )
+        cluster.filestore_ips.apply(lambda ips: seen.setdefault("ips", ips))
+        seen["command"] = cluster.jupyter_urls_command
+
+    graph, raised = record_program({"gcp:project": "test-project"}, program=program)
+    assert raised is None, raised
+    assert len(graph) > 0
+    assert seen["ips"] == ["192.0.2.2"]
+    assert seen["command"] == (
+        "gcloud compute instances list --project=test-project --zones=us-east5-a "
+        "--filter=labels.aiinfra-cluster=demo --format='value(name,metadata.items.proxy-url)'"
+    )
+
+
+def test_adding_a_cluster_leaves_everything_else_untouched():
+    before = build_graph(with_config(buckets=[{"name": "data"}]))
+    after = cluster_graph(network="new")
+    old = {r.urn: r.inputs for r in before}
+    new = {r.urn: r.inputs for r in after}
+    assert set(old) <= set(new)
+    assert all(new[urn] == inputs for urn, inputs in old.items())
+    assert all("gpucluster-demo" in urn for urn in set(new) - set(old))
+
+
+def test_resizing_a_cluster_changes_only_its_group_size():
+    before = cluster_graph(instanceCount=2)
+    after = cluster_graph(instanceCount=3)
+    changed = [r.name for r in after if before.by_urn(r.urn).inputs != r.inputs]
+    assert changed == ["gpucluster-demo-mig"]

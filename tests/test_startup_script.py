@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from components.startup_script import (
+    GCSFUSE_VERSION,
+    GOOGLE_APT_KEY,
     OPS_AGENT_REPO_SCRIPT,
     RAY_VERSION,
     Command,
@@ -48,13 +50,22 @@ STUBS = {
     "runuser": 'shift 3; "$@"',
     "ray": "",
     "mkdir": "",
+    "gpg": "",
 }
 
 
-def run(steps, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+def run(
+    steps, tmp_path: Path, without: tuple[str, ...] = (), **env: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
+    root = tmp_path / "root"
+    for directory in ("etc/apt/sources.list.d", "usr/share/keyrings"):
+        (root / directory).mkdir(parents=True, exist_ok=True)
+    (root / "etc/os-release").write_text("ID=ubuntu\nVERSION_CODENAME=noble\n")
     for name, extra in STUBS.items():
+        if name in without:
+            continue
         path = bin_dir / name
         path.write_text(STUB.replace("{extra}", extra))
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
@@ -68,6 +79,7 @@ def run(steps, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[
         "STUB_HOSTNAME": "demo-0001",
         "STUB_HEAD": "demo-0001",
         "HOME": str(tmp_path),
+        "AI_INFRA_ROOT": str(root),
         **env,
     }
     # The prelude puts /opt/conda/bin first; stubs must win, so mask it.
@@ -98,6 +110,7 @@ def test_mounts_ray_head_and_command_run_in_order(tmp_path):
     result, calls = run(ALL_STEPS, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "gcsfuse --implicit-dirs -o allow_other my-data /gcs/data" in calls
+    assert not any(c.startswith("apt-get") for c in calls), "gcsfuse was there already"
     assert "gcsfuse --implicit-dirs -o allow_other,ro ref-bucket /gcs/ref" in calls
     assert "mount -t nfs -o hard,timeo=600,retrans=3 10.0.0.2:/share /nfs/home" in calls
     assert f"python3 -m pip install --quiet ray[default]=={RAY_VERSION}" in calls
@@ -153,6 +166,22 @@ def test_a_running_ops_agent_is_left_alone(tmp_path):
     result, calls = run([OpsAgent()], tmp_path)
     assert result.returncode == 0
     assert not any(c.startswith("curl") for c in calls)
+
+
+def test_gcsfuse_is_installed_pinned_from_googles_repository_when_missing(tmp_path):
+    result, calls = run([GcsMount("b", "/gcs/b")], tmp_path, without=("gcsfuse",))
+    assert f"apt-get install -y gcsfuse={GCSFUSE_VERSION}" in calls
+    assert f"curl -fsSL {GOOGLE_APT_KEY}" in calls
+    sources = (tmp_path / "root/etc/apt/sources.list.d/gcsfuse.list").read_text()
+    assert sources.split() == [
+        "deb",
+        "[signed-by=/usr/share/keyrings/cloud.google.gpg]",
+        "https://packages.cloud.google.com/apt",
+        "gcsfuse-noble",
+        "main",
+    ]
+    # The stub installed nothing, so the mount itself fails, and says so.
+    assert result.returncode == 1 and "FAILED" in result.stderr
 
 
 def test_a_failed_mount_is_reported_and_the_rest_still_runs(tmp_path):
