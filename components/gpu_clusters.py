@@ -604,9 +604,10 @@ class GpuCluster(Component):
                 provisioning_model="SPOT" if config.spot else "STANDARD",
                 instance_termination_action="STOP" if config.spot else None,
             ),
-            # Secure Boot stays off: it refuses the unsigned kernel module the DLVM builds from
-            # `install-nvidia-driver` (Compute Engine, "Install GPU drivers": Secure Boot needs
-            # signed drivers). vTPM and integrity monitoring still apply.
+            # Secure Boot stays off: it refuses unsigned kernel modules, and the driver the DLVM
+            # builds from `install-nvidia-driver` is unsigned (NVIDIA, "precompiled and signed
+            # drivers ... required when nodes are enabled with Secure Boot"). vTPM and integrity
+            # monitoring still apply.
             shielded_instance_config=gcp.compute.InstanceTemplateShieldedInstanceConfigArgs(
                 enable_secure_boot=False, enable_vtpm=True, enable_integrity_monitoring=True
             ),

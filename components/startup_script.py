@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 OPS_AGENT_REPO_SCRIPT = "https://dl.google.com/cloudagents/add-google-cloud-ops-agent-repo.sh"
-OPS_AGENT_VERSION = "2.*.*"
-"""The repo script's `--version`: major 2 only, so a new major (with breaking config changes)
-never arrives unasked ("Install the Ops Agent": MAJOR.*.* or MAJOR.MINOR.PATCH)."""
+OPS_AGENT_VERSION = "2.70.0"
+"""The repo script's `--version` (it takes latest, MAJOR.*.* or MAJOR.MINOR.PATCH): an exact
+release, the newest tag of GoogleCloudPlatform/ops-agent, so every VM runs the same agent."""
 GCSFUSE_VERSION = "3.11.2"
 """Cloud Storage FUSE from Google's apt repository, installed where the image lacks it (latest
 release tag v3.11.2 in GoogleCloudPlatform/gcsfuse)."""
