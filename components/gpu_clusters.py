@@ -45,8 +45,8 @@ END_OF_LIFE_FAMILIES = {
     f"VirtIO networking; use {DEFAULT_IMAGE_FAMILY}",
 }
 _NO_GVNIC = re.compile(r".*debian-10.*")
-"""Images without a gVNIC driver: Debian 11 was the first DLVM base to ship it (the tool's
-instance template refused gVNIC on anything older)."""
+"""Images without a gVNIC driver: the provisioning tool's instance template refused gVNIC on
+anything but Debian 11 or newer ("GVNIC is only supported in debian 11 image")."""
 
 RESERVED_METADATA = frozenset(
     {
@@ -258,7 +258,7 @@ def _mount_path_problem(path: str) -> str | None:
             "'/'; write e.g. /gcs/data"
         )
     top = "/" + path.split("/")[1]
-    if path == "/" or top in _PROTECTED_PATHS:
+    if top in _PROTECTED_PATHS:
         return f"'{path}' would shadow the system's {top}; mount under /mnt, /gcs, /nfs or /data"
     return None
 

@@ -139,8 +139,14 @@ install_ops_agent() {{
 
 start_ray() {{
   local version=$1 port=$2 gpus=$3 cluster=$4 zone=$5 head
+  # A venv of its own: Ubuntu 24.04 refuses pip into the system Python (PEP 668), and system
+  # site packages keep the image's PyTorch importable from Ray tasks.
+  local venv="$ROOT/opt/ai-infra/ray-$version"
   id ray >/dev/null 2>&1 || useradd --system --create-home ray || return 1
-  retry 5 32 python3 -m pip install --quiet "ray[default]==$version" || return 1
+  if [[ ! -x $venv/bin/ray ]]; then
+    python3 -m venv --system-site-packages "$venv" &&
+      retry 5 32 "$venv/bin/pip" install --quiet "ray[default]==$version" || return 1
+  fi
   head=$(retry 10 32 gcloud compute instances list --zones="$zone" \\
     --filter="labels.aiinfra-cluster=$cluster" --sort-by=name --limit=1 \\
     --format="value(name)") || return 1
@@ -150,10 +156,11 @@ start_ray() {{
   fi
   if [[ "$(hostname)" == "$head" ]]; then
     log "starting the Ray head on $head:$port"
-    runuser -u ray -- ray start --head --port="$port" --num-gpus="$gpus"
+    runuser -u ray -- "$venv/bin/ray" start --head --port="$port" --num-gpus="$gpus"
   else
     log "joining the Ray head $head:$port"
-    retry 30 30 runuser -u ray -- ray start --address="$head:$port" --num-gpus="$gpus"
+    retry 30 30 runuser -u ray -- "$venv/bin/ray" start --address="$head:$port" \\
+      --num-gpus="$gpus"
   fi
 }}
 """

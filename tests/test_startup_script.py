@@ -42,7 +42,9 @@ STUBS = {
     "useradd": "",
     "id": "",
     "systemctl": "",
-    "python3": "",
+    # python3 -m venv DIR: a venv whose pip and ray are stubs too.
+    "python3": 'if [[ $1 == -m && $2 == venv ]]; then /bin/mkdir -p "${@: -1}/bin"; '
+    'for tool in pip ray; do cp "$0" "${@: -1}/bin/$tool"; done; fi',
     "hostname": 'echo "$STUB_HOSTNAME"',
     # The head: the VM listed first; the stub answers the list with $STUB_HEAD.
     "gcloud": 'echo "$STUB_HEAD"',
@@ -113,7 +115,9 @@ def test_mounts_ray_head_and_command_run_in_order(tmp_path):
     assert not any(c.startswith("apt-get") for c in calls), "gcsfuse was there already"
     assert "gcsfuse --implicit-dirs -o allow_other,ro ref-bucket /gcs/ref" in calls
     assert "mount -t nfs -o hard,timeo=600,retrans=3 10.0.0.2:/share /nfs/home" in calls
-    assert f"python3 -m pip install --quiet ray[default]=={RAY_VERSION}" in calls
+    venv = tmp_path / f"root/opt/ai-infra/ray-{RAY_VERSION}"
+    assert f"python3 -m venv --system-site-packages {venv}" in calls
+    assert f"pip install --quiet ray[default]=={RAY_VERSION}" in calls
     assert "ray start --head --port=6379 --num-gpus=2" in calls
     listing = next(c for c in calls if c.startswith("gcloud compute instances list"))
     assert "--filter=labels.aiinfra-cluster=demo" in listing and "--zones=us-east5-a" in listing
