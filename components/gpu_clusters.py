@@ -522,8 +522,8 @@ class GpuCluster(Component):
             pulumi.log.warn(f"gpuClusters {config.name}: {warning}", self)
 
         grants = self._identity(name, args)
-        networks, subnets = self._networks(name, args, base)
-        shares = self._shares(name, args, base, labels, networks[0])
+        networks, subnets, network_names = self._networks(name, args, base)
+        shares = self._shares(name, args, base, labels, network_names[0])
         self.filestore_ips = pulumi.Output.all(*[ip for _, ip in shares])
         script = self.filestore_ips.apply(lambda ips: startup_script.render(_steps(args, ips)))
 
@@ -565,7 +565,6 @@ class GpuCluster(Component):
                 opts=self.child_opts(),
             )
 
-        layout = config.nic_layout
         nic_type = "GVNIC" if config.gvnic else "VIRTIO_NET"
         template = gcp.compute.InstanceTemplate(
             f"{name}-template",
@@ -672,7 +671,6 @@ class GpuCluster(Component):
             f"--filter=labels.{CLUSTER_LABEL}={config.name} "
             "--format='value(name,metadata.items.proxy-url)'"
         )
-        self.nic_mtus = [layout.host_mtu] + [layout.gpu_mtu] * layout.gpu_nics if layout else []
         self.register_outputs(
             {
                 "instanceGroup": self.instance_group,
@@ -722,14 +720,15 @@ class GpuCluster(Component):
 
     def _networks(
         self, name: str, args: GpuClusterArgs, base: str
-    ) -> tuple[list[pulumi.Input[str]], list[pulumi.Input[str]]]:
+    ) -> tuple[list[pulumi.Input[str]], list[pulumi.Input[str]], list[pulumi.Input[str]]]:
+        """Self links of the VPC and subnet behind each NIC, and the VPCs' names."""
         config = args.config
         if config.network == "default":
-            return [args.stack_network], [args.stack_subnet]
+            return [args.stack_network], [args.stack_subnet], [args.stack_network_name]
         layout = config.nic_layout
         networks: list[pulumi.Input[str]] = []
         subnets: list[pulumi.Input[str]] = []
-        self.network_names: list[pulumi.Input[str]] = []
+        names: list[pulumi.Input[str]] = []
         for k, cidr in enumerate(config.nic_cidrs()):
             mtu = None
             if layout is not None:
@@ -770,10 +769,10 @@ class GpuCluster(Component):
             )
             networks.append(vpc.self_link)
             subnets.append(subnet.self_link)
-            self.network_names.append(vpc.name)
+            names.append(vpc.name)
             if k == 0:
                 self._egress(name, args, base, vpc, subnet)
-        return networks, subnets
+        return networks, subnets, names
 
     def _egress(
         self,
@@ -826,13 +825,10 @@ class GpuCluster(Component):
         args: GpuClusterArgs,
         base: str,
         labels: dict[str, str],
-        network: pulumi.Input[str],
+        network_name: pulumi.Input[str],
     ) -> list[tuple[NfsShare, pulumi.Output[str]]]:
-        """A Filestore instance per share, on the host NIC's VPC."""
+        """A Filestore instance per share, on the host NIC's VPC (Filestore takes its name)."""
         config = args.config
-        network_name = (
-            args.stack_network_name if config.network == "default" else self.network_names[0]
-        )
         shares = []
         for k, share in enumerate(config.nfs_shares):
             instance = gcp.filestore.Instance(

@@ -35,7 +35,9 @@ def cluster_graph(**entry: Any):
 
 
 def children(graph, prefix: str = "gpucluster-demo"):
-    return [r for r in graph if r.name.startswith(prefix)]
+    """The cluster's resources by name: the mock engine records concurrent registrations in
+    whatever order they arrive."""
+    return sorted((r for r in graph if r.name.startswith(prefix)), key=lambda r: r.name)
 
 
 def test_the_default_entry_is_the_tools_default_cluster():
