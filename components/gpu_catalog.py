@@ -141,7 +141,7 @@ def nic_layout(machine_type: str) -> GpuNicLayout | None:
     return GPU_NIC_LAYOUTS.get(_NOLSSD.sub("", machine_type))
 
 
-_COMPACT_PLACEMENT = re.compile(r"(a2|g2)-.*|a3-highgpu-[124]g")
+_COMPACT_PLACEMENT = re.compile(r"(a2|g2)-.*|a3-highgpu-[124]g|a3-edgegpu-8g")
 _WORKLOAD_PLACEMENT = re.compile(r"a3-(high|mega|ultra)gpu-8g|a4-highgpu-8g|a4x-.*")
 
 
@@ -150,8 +150,8 @@ def group_placement(machine_type: str) -> str | None:
     group placement policy on the instance template), "workload" (a HIGH_THROUGHPUT workload
     policy on the group), or None where neither applies (N1). AI Hypercomputer, "Compact
     placement policy and workload policy overview": compact policies serve MIGs of
-    general-purpose GPUs (A2, G2, ...), workload policies MIGs of A4X, A4, A3 Ultra, A3 Mega
-    and A3 High with 8 GPUs."""
+    general-purpose GPUs (A2, G2, A3 Edge, ...), workload policies MIGs of A4X, A4, A3 Ultra,
+    A3 Mega and A3 High with 8 GPUs."""
     machine = _NOLSSD.sub("", machine_type)
     if _WORKLOAD_PLACEMENT.fullmatch(machine):
         return "workload"
@@ -165,3 +165,25 @@ def smt(machine_type: str) -> bool:
     one thread each (Compute Engine, "Set the number of threads per core": Arm machine series
     have one thread per core); the x86 GPU families run two unless told otherwise."""
     return not machine_type.startswith("a4x-")
+
+
+_SPOT_OR_RESERVED = re.compile(r"a3-highgpu-[124]g|a3-ultragpu-8g|a4-highgpu-8g")
+_RESERVED_ONLY = re.compile(r"a4x-.*")
+
+
+def capacity_problem(machine_type: str, spot: bool) -> str | None:
+    """Why on-demand (or Spot) VMs of this machine type cannot be had, or None. Compute Engine,
+    accelerator-optimized machines: a3-highgpu-1g/2g/4g come only as Spot or flex-start; A3
+    Ultra and A4 need a reservation, Spot or flex-start; A4X a reservation."""
+    machine = _NOLSSD.sub("", machine_type)
+    if _RESERVED_ONLY.fullmatch(machine):
+        return (
+            f"{machine_type} is sold only through reservations; use a GKE pool "
+            "(ai-infra:gpuPools) with provisioning: reservation"
+        )
+    if _SPOT_OR_RESERVED.fullmatch(machine) and not spot:
+        return (
+            f"{machine_type} is not available on demand; set spot: true, or use a GKE pool "
+            "(ai-infra:gpuPools) with a reservation or flex-start"
+        )
+    return None

@@ -294,6 +294,9 @@ def _entry_problems(
     gpu = gpu_catalog.gpu_problem(config.machine_type, config.gpu_type, config.gpu_count)
     if gpu:
         found.append(Problem(("machineType",), gpu))
+    capacity = gpu_catalog.capacity_problem(config.machine_type, config.spot)
+    if capacity:
+        found.append(Problem(("machineType",), capacity))
     disk = gpu_catalog.boot_disk_problem(config.machine_type, config.disk_type)
     if disk:
         found.append(Problem(("diskType",), f"{disk}; set diskType to one of those"))

@@ -242,6 +242,22 @@ CASES = [
         "gpuClusters[0].diskType",
         "hyperdisk-balanced",
     ),
+    (
+        {"machineType": "a3-highgpu-2g", "gpuType": "nvidia-h100-80gb", "gpuCount": 2},
+        "gpuClusters[0].machineType",
+        "spot: true",
+    ),
+    (
+        {
+            "machineType": "a4x-highgpu-4g",
+            "gpuType": "nvidia-gb200",
+            "gpuCount": 4,
+            "diskType": "hyperdisk-balanced",
+            "spot": True,
+        },
+        "gpuClusters[0].machineType",
+        "reservation",
+    ),
     ({"image": "x", "imageFamily": "y"}, "gpuClusters[0].image", "not both"),
     ({"imageFamily": "Bad_Family"}, "gpuClusters[0].imageFamily", "image name"),
     ({"zone": "us-central1-a"}, "gpuClusters[0].zone", "us-east5"),
@@ -391,6 +407,7 @@ def test_threads_per_core_turns_smt_off_and_a4x_refuses_two():
                         "gpuCount": 4,
                         "diskType": "hyperdisk-balanced",
                         "threadsPerCore": 2,
+                        "spot": True,
                     }
                 ]
             ),
