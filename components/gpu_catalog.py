@@ -117,3 +117,73 @@ def boot_disk_problem(machine_type: str, disk_type: str) -> str | None:
     if fixed is None or disk_type in fixed.boot_disk_types:
         return None
     return f"{machine_type} boots only from {' or '.join(fixed.boot_disk_types)}, not {disk_type}"
+
+
+@dataclass(frozen=True)
+class GpuNicLayout:
+    """The NICs GPUDirect needs: one gVNIC for host traffic plus `gpu_nics` more, each in its own
+    VPC with `gpu_mtu`. From Google's cluster provisioning tool (a3/ and a3-mega/
+    terraform/modules/common/network at 2ff9b95): 4 GPU NICs on A3 High, 8 on A3 Mega, MTU
+    8244, the host NIC's VPC at MTU 8896."""
+
+    gpu_nics: int
+    gpu_mtu: int = 8244
+    host_mtu: int = 8896
+
+
+GPU_NIC_LAYOUTS: dict[str, GpuNicLayout] = {
+    "a3-highgpu-8g": GpuNicLayout(gpu_nics=4),
+    "a3-megagpu-8g": GpuNicLayout(gpu_nics=8),
+}
+
+
+def nic_layout(machine_type: str) -> GpuNicLayout | None:
+    return GPU_NIC_LAYOUTS.get(_NOLSSD.sub("", machine_type))
+
+
+_COMPACT_PLACEMENT = re.compile(r"(a2|g2)-.*|a3-highgpu-[124]g|a3-edgegpu-8g")
+_WORKLOAD_PLACEMENT = re.compile(r"a3-(high|mega|ultra)gpu-8g|a4-highgpu-8g|a4x-.*")
+
+
+def group_placement(machine_type: str) -> str | None:
+    """How a managed instance group of this machine type is kept close together: "compact" (a
+    group placement policy on the instance template), "workload" (a HIGH_THROUGHPUT workload
+    policy on the group), or None where neither applies (N1). AI Hypercomputer, "Compact
+    placement policy and workload policy overview": compact policies serve MIGs of
+    general-purpose GPUs (A2, G2, A3 Edge, ...), workload policies MIGs of A4X, A4, A3 Ultra,
+    A3 Mega and A3 High with 8 GPUs."""
+    machine = _NOLSSD.sub("", machine_type)
+    if _WORKLOAD_PLACEMENT.fullmatch(machine):
+        return "workload"
+    if _COMPACT_PLACEMENT.fullmatch(machine):
+        return "compact"
+    return None
+
+
+def smt(machine_type: str) -> bool:
+    """Whether the machine's cores run two threads. A4X VMs sit on Arm Neoverse (Grace) cores,
+    one thread each (Compute Engine, "Set the number of threads per core": Arm machine series
+    have one thread per core); the x86 GPU families run two unless told otherwise."""
+    return not machine_type.startswith("a4x-")
+
+
+_SPOT_OR_RESERVED = re.compile(r"a3-highgpu-[124]g|a3-ultragpu-8g|a4-highgpu-8g")
+_RESERVED_ONLY = re.compile(r"a4x-.*")
+
+
+def capacity_problem(machine_type: str, spot: bool) -> str | None:
+    """Why on-demand (or Spot) VMs of this machine type cannot be had, or None. Compute Engine,
+    accelerator-optimized machines: a3-highgpu-1g/2g/4g come only as Spot or flex-start; A3
+    Ultra and A4 need a reservation, Spot or flex-start; A4X a reservation."""
+    machine = _NOLSSD.sub("", machine_type)
+    if _RESERVED_ONLY.fullmatch(machine):
+        return (
+            f"{machine_type} is sold only through reservations; use a GKE pool "
+            "(ai-infra:gpuPools) with provisioning: reservation"
+        )
+    if _SPOT_OR_RESERVED.fullmatch(machine) and not spot:
+        return (
+            f"{machine_type} is not available on demand; set spot: true, or use a GKE pool "
+            "(ai-infra:gpuPools) with a reservation or flex-start"
+        )
+    return None

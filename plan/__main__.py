@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from components.gpu_clusters import GpuClusterConfig
 from components.tpu_catalog import resolve
 from components.tpu_vm_provider import node_names
 from plan.diff import GraphDiff, Op, ResourceChange, diff, integral, jsonable, render_value
@@ -117,6 +118,19 @@ def _details(r: Registration) -> str:
         ]
     elif t == "gcp:projects/service:Service":
         parts.append(str(i.get("service")))
+    elif t == "gcp:compute/instanceTemplate:InstanceTemplate":
+        parts.append(f"machine={i.get('machineType')}")
+        parts += [f"gpu={g.get('count')}x{g.get('type')}" for g in i.get("guestAccelerators", [])]
+        parts.append(f"nics={len(i.get('networkInterfaces', []))}")
+        if i.get("scheduling", {}).get("provisioningModel") == "SPOT":
+            parts.append("spot")
+    elif t == "gcp:compute/instanceGroupManager:InstanceGroupManager":
+        parts.append(f"name={i.get('name')} vms={i.get('targetSize')} zone={i.get('zone')}")
+    elif t == "gcp:filestore/instance:Instance":
+        share = i.get("fileShares", {})
+        parts.append(f"{i.get('tier')} {share.get('capacityGb')}GiB in {i.get('location')}")
+    elif t == "gcp:compute/resourcePolicy:ResourcePolicy" and "groupPlacementPolicy" in i:
+        parts.append(f"placement={i['groupPlacementPolicy'].get('collocation')}")
     elif t == "gcp:compute/resourcePolicy:ResourcePolicy":
         policy = i.get("workloadPolicy", {})
         parts.append(f"workload={policy.get('type')} topology={policy.get('acceleratorTopology')}")
@@ -222,6 +236,8 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
             f"{shape.chips} chips per slice, {s.chips} chips, {s.provisioning}"
         )
     lines.append(f"  total: {config.tpu_chips} TPU chips")
+    lines += ["", "GPU clusters:"]
+    lines += [_gpu_cluster(c, config) for c in config.gpu_clusters] or ["  none"]
     lines += ["", "Teams (namespace/queue, nominal quota, Google service account):"]
     lines += _teams(graph) or ["  none"]
     return "\n".join(lines)
@@ -257,6 +273,18 @@ def render_diff(changes: GraphDiff, keys: dict[str, str], heading: str) -> str:
         lines.append("No changes.")
     lines += ["", changes.summary()]
     return "\n".join(lines)
+
+
+def _gpu_cluster(c: GpuClusterConfig, config: StackConfig) -> str:
+    buckets = {b.name: b.bucket_name(config.project, config.prefix) for b in config.buckets}
+    mounts = [f"gs://{buckets.get(m.bucket, m.bucket)} -> {m.mount_path}" for m in c.gcs_mounts]
+    mounts += [f"{s.tier} {s.size_gb}GiB -> {s.mount_path}" for s in c.nfs_shares]
+    return (
+        f"  {c.name}: {c.instance_count} x {c.machine_type} with {c.gpu_count} x {c.gpu_type} = "
+        f"{c.gpus} GPUs in {config.zone_of(c)}, network {c.network} ({c.nics} NIC(s)), "
+        f"mounts: {', '.join(mounts) or 'none'}, orchestrator {c.orchestrator}"
+        f"{', spot' if c.spot else ''}"
+    )
 
 
 def _teams(graph: Graph) -> list[str]:

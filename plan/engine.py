@@ -128,6 +128,9 @@ def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, A
         outputs["selfLink"] = f"https://www.googleapis.com/compute/v1/projects/{project}/{name}"
     elif typ == "gcp:storage/bucket:Bucket":
         outputs["url"] = f"gs://{name}"
+    elif typ == "gcp:filestore/instance:Instance":
+        # A predictable address from the documentation range, for mounts that read it.
+        outputs["networks"] = [{"ipAddresses": ["192.0.2.2"], "network": "mock"}]
     return outputs
 
 

@@ -24,6 +24,7 @@ from pydantic_core import ErrorDetails
 
 from components import buckets as buckets_module
 from components import gke, locations, network, quota, teams, tpu_provisioner, tpu_slices, tpu_vms
+from components import gpu_clusters as gpu_clusters_module
 from components import gpu_pools as gpu_pools_module
 from components import workload_identity as workload_identity_module
 from components.base import (
@@ -37,6 +38,7 @@ from components.base import (
 )
 from components.buckets import BucketConfig
 from components.gke import ClusterConfig
+from components.gpu_clusters import GpuClusterConfig
 from components.gpu_pools import GpuPoolConfig
 from components.kueue import CHARTS, KueueConfig
 from components.network import NetworkConfig
@@ -179,6 +181,8 @@ class StackConfig(ConfigModel):
     """TPU slices, each one or more GKE node pools."""
     gpu_pools: list[GpuPoolConfig] = Field(default_factory=list)
     """GPU node pools."""
+    gpu_clusters: list[GpuClusterConfig] = Field(default_factory=list)
+    """GPU clusters as managed instance groups, as Google's cluster provisioning tool made."""
     buckets: list[BucketConfig] = Field(default_factory=list)
     """GCS buckets. Uniform bucket-level access and public access prevention are always on."""
     workload_identities: list[WorkloadIdentityConfig] = Field(default_factory=list)
@@ -216,7 +220,9 @@ class StackConfig(ConfigModel):
         """GCP labels of every resource that takes them."""
         return {"managed-by": "pulumi", "ai-infra-stack": self.prefix, **self.labels}
 
-    def zone_of(self, entry: TpuSliceConfig | GpuPoolConfig | TpuVmConfig) -> str:
+    def zone_of(
+        self, entry: TpuSliceConfig | GpuPoolConfig | TpuVmConfig | GpuClusterConfig
+    ) -> str:
         return entry.zone or self.zone
 
     def bucket_location(self, bucket: BucketConfig) -> str:
@@ -270,6 +276,17 @@ def problems(config: StackConfig) -> list[Problem]:
                     ),
                 )
     bucket_names = [b.name for b in config.buckets]
+    found += under(
+        "gpuClusters",
+        gpu_clusters_module.problems(
+            config.gpu_clusters,
+            prefix=config.prefix,
+            region=config.region,
+            default_zone=config.zone,
+            buckets=bucket_names,
+            reserved_labels=MANAGED_LABELS,
+        ),
+    )
     found += under(
         "buckets",
         buckets_module.problems(
@@ -370,7 +387,8 @@ def problems(config: StackConfig) -> list[Problem]:
 
 def _ownership_problems(config: StackConfig) -> list[Problem]:
     """Each Google service account id and each Kubernetes service account has one owner: the
-    node pools, the TPU provisioner, a team, a workload identity or a TPU VM entry."""
+    node pools, the TPU provisioner, a team, a workload identity, a TPU VM entry or a GPU
+    cluster."""
     accounts: list[tuple[tuple[str | int, ...], str]] = [
         (("cluster",), gke.node_account_id(config.prefix)),
         (("tpuProvisioner",), tpu_provisioner.account_id(config.prefix)),
@@ -384,6 +402,10 @@ def _ownership_problems(config: StackConfig) -> list[Problem]:
         (("tpuVms", i), f"{config.prefix}-{v.name}")
         for i, v in enumerate(config.tpu_vms)
         if v.service_account is None
+    ]
+    accounts += [
+        (("gpuClusters", i), gpu_clusters_module.account_id(config.prefix, c.name))
+        for i, c in enumerate(config.gpu_clusters)
     ]
     ksas: list[tuple[tuple[str | int, ...], str]] = [
         (

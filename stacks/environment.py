@@ -15,6 +15,7 @@ import pulumi_kubernetes as k8s
 from components import tpu_provisioner
 from components.buckets import Bucket, BucketArgs
 from components.gke import GkeCluster, GkeClusterArgs
+from components.gpu_clusters import GpuCluster, GpuClusterArgs
 from components.gpu_pools import GpuPool, GpuPoolArgs
 from components.kueue import BatchSystem, BatchSystemArgs, Queues, QueuesArgs
 from components.network import Network, NetworkArgs
@@ -43,6 +44,7 @@ class Environment:
     gke: GkeCluster
     slices: dict[str, TpuSlice]
     gpu_pools: dict[str, GpuPool]
+    gpu_clusters: dict[str, GpuCluster]
     buckets: dict[str, Bucket]
     identities: dict[str, WorkloadIdentity]
     batch: BatchSystem
@@ -163,6 +165,32 @@ def build(config: StackConfig) -> Environment:
         )
         for i, vm in enumerate(config.tpu_vms)
     }
+    gpu_clusters = {
+        cluster.name: GpuCluster(
+            source(f"gpucluster-{cluster.name}", "gpuClusters", i),
+            GpuClusterArgs(
+                project=config.project,
+                region=config.region,
+                zone=config.zone_of(cluster),
+                prefix=config.prefix,
+                labels=config.resource_labels,
+                protect=config.protect,
+                config=cluster,
+                stack_network=network.network_self_link,
+                # A VPC's self link ends in its name; Filestore wants the name.
+                stack_network_name=network.network_self_link.apply(
+                    lambda link: link.rsplit("/", 1)[-1]
+                ),
+                stack_subnet=network.subnet_self_link,
+                buckets={
+                    b.name: b.bucket_name(config.project, config.prefix) for b in config.buckets
+                },
+                bucket_resources=[b.bucket for b in buckets.values()],
+            ),
+            after_services,
+        )
+        for i, cluster in enumerate(config.gpu_clusters)
+    }
     kubernetes = k8s.Provider(
         "gke-kubernetes",
         kubeconfig=gke.kubeconfig,
@@ -263,6 +291,7 @@ def build(config: StackConfig) -> Environment:
         gke=gke,
         slices=slices,
         gpu_pools=gpu_pools,
+        gpu_clusters=gpu_clusters,
         buckets=buckets,
         identities=identities,
         batch=batch,
@@ -287,6 +316,17 @@ def export(env: Environment) -> None:
         {
             name: {"nodeNames": vms.node_names, "sshCommands": vms.ssh_commands}
             for name, vms in env.tpu_vms.items()
+        },
+    )
+    pulumi.export(
+        "gpuClusters",
+        {
+            name: {
+                "instanceGroup": cluster.instance_group,
+                "filestoreIps": cluster.filestore_ips,
+                "jupyterUrls": cluster.jupyter_urls_command,
+            }
+            for name, cluster in env.gpu_clusters.items()
         },
     )
     pulumi.export(

@@ -172,6 +172,23 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "ai-infra:buckets[0].members[1]",
         "list it once",
     ),
+    (
+        "identity taking a GPU cluster's VM account",
+        {"gpuClusters": [{"name": "demo"}], "workloadIdentities": [identity(name="demo-vm")]},
+        "ai-infra:gpuClusters[0].name",
+        "already belongs to workloadIdentities[0]",
+    ),
+    (
+        "TPU VM entry named like a team",
+        {
+            "gcp:region": "us-central2",
+            "gcp:zone": "us-central2-b",
+            "teams": [TEAM],
+            "tpuVms": [{"name": "vision", "accelerator": "v4-8"}],
+        },
+        "ai-infra:tpuVms[0].name",
+        "already belongs to teams[0]",
+    ),
     # Free strings GCP, GKE and Kubernetes constrain.
     ("cluster name in capitals", {"cluster": {"name": "Train"}}, "ai-infra:cluster.name", "40"),
     ("cluster name too long", {"cluster": {"name": "a" * 41}}, "ai-infra:cluster.name", "40"),

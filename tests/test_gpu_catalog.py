@@ -50,3 +50,23 @@ def test_hyperdisk_only_machines_refuse_persistent_disk_boot():
     assert boot_disk_problem("a4-highgpu-8g", "hyperdisk-balanced") is None
     assert boot_disk_problem("g2-standard-8", "hyperdisk-balanced") is not None
     assert boot_disk_problem("a3-highgpu-8g", "pd-ssd") is None
+
+
+def test_nic_layouts_placement_smt_and_capacity_for_gpu_clusters():
+    from components.gpu_catalog import capacity_problem, group_placement, nic_layout, smt
+
+    high, mega = nic_layout("a3-highgpu-8g"), nic_layout("a3-megagpu-8g")
+    assert high is not None and (high.gpu_nics, high.gpu_mtu, high.host_mtu) == (4, 8244, 8896)
+    assert mega is not None and mega.gpu_nics == 8
+    assert nic_layout("a2-highgpu-8g") is None
+    assert [group_placement(m) for m in ("a2-ultragpu-8g", "g2-standard-96", "a3-highgpu-2g")] == [
+        "compact"
+    ] * 3
+    assert group_placement("a3-megagpu-8g") == "workload"
+    assert group_placement("a3-edgegpu-8g-nolssd") == "compact"
+    assert group_placement("n1-standard-8") is None
+    assert smt("a2-highgpu-2g") and not smt("a4x-highgpu-4g")
+    assert capacity_problem("a3-highgpu-4g", spot=False) is not None
+    assert capacity_problem("a3-highgpu-4g", spot=True) is None
+    assert capacity_problem("a3-highgpu-8g", spot=False) is None
+    assert "reservations" in (capacity_problem("a4x-highgpu-4g", spot=True) or "")

@@ -116,3 +116,42 @@ def test_the_plan_says_release_channel_slices_hold_their_upgrades(capsys):
     assert "upgrades=held" not in next(
         line for line in out.splitlines() if "NodePool gke-cpu" in line
     )
+
+
+def test_plan_lists_each_gpu_cluster(tmp_path, capsys):
+    stack = tmp_path / "Pulumi.gpu.yaml"
+    stack.write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "gcp:project": "test-project",
+                    "gcp:region": "us-east5",
+                    "gcp:zone": "us-east5-a",
+                    "ai-infra:protect": False,
+                    "ai-infra:buckets": [{"name": "data"}],
+                    "ai-infra:gpuClusters": [
+                        {
+                            "name": "demo",
+                            "instanceCount": 2,
+                            "network": "multi-nic",
+                            "orchestrator": "ray",
+                            "gcsMounts": [{"bucket": "data", "mountPath": "/gcs/data"}],
+                            "nfsShares": [{"mountPath": "/nfs/home"}],
+                        }
+                    ],
+                }
+            }
+        )
+    )
+    assert main([str(stack)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "demo: 2 x a2-highgpu-2g with 2 x nvidia-tesla-a100 = 4 GPUs in us-east5-a, network "
+        "multi-nic (5 NIC(s)), mounts: gs://test-project-ai-gpu-data -> /gcs/data, "
+        "BASIC_SSD 2560GiB -> /nfs/home, orchestrator ray"
+    ) in out
+    assert "InstanceTemplate gpucluster-demo-template  machine=a2-highgpu-2g" in out
+    assert "gpu=2xnvidia-tesla-a100 nics=5" in out
+    assert "InstanceGroupManager gpucluster-demo-mig  name=ai-gpu-demo vms=2 zone=us-east5-a" in out
+    assert "placement=COLLOCATED" in out
+    assert "BASIC_SSD 2560GiB in us-east5-a" in out

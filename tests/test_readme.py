@@ -28,6 +28,15 @@ def test_readme_examples_build():
     assert found, "no examples in README"
     for name, text in found.items():
         graph = build_graph(yaml.safe_load(text)["config"], stack=name)
+        if name == "gpu-cluster":
+            (mig,) = graph.of_type("gcp:compute/instanceGroupManager:InstanceGroupManager")
+            (template,) = graph.of_type("gcp:compute/instanceTemplate:InstanceTemplate")
+            assert mig.inputs["targetSize"] == 1
+            assert template.inputs["machineType"] == "a2-highgpu-2g"
+            assert template.inputs["guestAccelerators"] == [
+                {"type": "nvidia-tesla-a100", "count": 2}
+            ]
+            continue
         pools = [
             p
             for p in graph.of_type("gcp:container/nodePool:NodePool")
