@@ -38,15 +38,25 @@ used = (gcp.compute.Network, gcp.compute.Firewall, gcp.compute.ResourcePolicy,
         k8s.core.v1.Namespace, k8s.rbac.v1.RoleBinding, k8s.helm.v3.Release,
         k8s.yaml.v2.ConfigGroup, k8s.apiextensions.CustomResource, k8s.meta.v1.ObjectMetaArgs)
 """
-SHAPES = ("v5p-32", "v5p-128", "v6e-16", "v6e-64", "v5litepod-16", "v4-32", "tpu7x-64", "v6e-8")
+SHAPES = {
+    "v5p-32": "us-central1-a",
+    "v5p-128": "us-central1-a",
+    "v6e-16": "us-central1-b",
+    "v6e-64": "us-central1-b",
+    "v5litepod-16": "us-central1-a",
+    "v5p-64": "us-central1-a",
+    "tpu7x-64": "us-central1-c",
+    "v6e-8": "us-central1-b",
+}
+"""Shapes the large stack cycles through, each in a us-central1 zone that offers it."""
 
 
 def generated_config(slices: int, teams: int) -> dict[str, Any]:
     """A valid stack with `slices` slice entries and `teams` teams."""
     return {
         "gcp:project": "bench-project",
-        "gcp:region": "us-east5",
-        "gcp:zone": "us-east5-a",
+        "gcp:region": "us-central1",
+        "gcp:zone": "us-central1-a",
         "ai-infra:protect": False,
         "ai-infra:network": {
             "podsCidr": "10.0.0.0/10",
@@ -60,7 +70,8 @@ def generated_config(slices: int, teams: int) -> dict[str, Any]:
         "ai-infra:tpuSlices": [
             {
                 "name": f"s{i:03d}",
-                "accelerator": SHAPES[i % len(SHAPES)],
+                "accelerator": list(SHAPES)[i % len(SHAPES)],
+                "zone": list(SHAPES.values())[i % len(SHAPES)],
                 "provisioning": ("on-demand", "spot", "flex-start")[i % 3],
             }
             for i in range(slices)

@@ -307,3 +307,11 @@ def test_grants_for_similar_members_do_not_collide():
         if r.inputs["role"] == "roles/container.clusterViewer"
     }
     assert viewers == {"group:ml@example.com", "group:ml@example.org"}
+
+
+def test_the_benchmark_stacks_are_valid_configs():
+    """benchmarks/plan_speed.py measures generated stacks; they must stay ones we accept."""
+    from benchmarks.plan_speed import generated_config
+
+    config = parse(generated_config(64, 100), "bench")
+    assert len(config.tpu_slices) == 64 and len(config.teams) == 100
