@@ -145,6 +145,21 @@ def _role(value: str) -> str:
 IamRole = Annotated[str, AfterValidator(_role)]
 """An IAM role other than the basic roles owner, editor and viewer."""
 
+
+def matching(pattern: str | re.Pattern[str], explain: str) -> AfterValidator:
+    """A validator that accepts a string only when `pattern` matches all of it (so a trailing
+    newline never slips through); `explain` completes "'<value>' ...", e.g. "is not a GKE
+    name: ...". The README reference reads the pattern from here."""
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"'{value}' {explain}")
+        return value
+
+    return AfterValidator(check)
+
+
 _GCE_NAME = re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?")
 
 

@@ -24,6 +24,7 @@ from components.base import (
     Problem,
     Provisioning,
     WiringModel,
+    matching,
     service_account_email,
 )
 from components.locations import zone_problem
@@ -104,20 +105,9 @@ def _time_of_day(value: str) -> str:
     return value
 
 
-def _pattern(pattern: str, explain: str) -> AfterValidator:
-    compiled = re.compile(pattern)
-
-    def check(value: str) -> str:
-        if not compiled.fullmatch(value):
-            raise ValueError(f"'{value}' {explain}")
-        return value
-
-    return AfterValidator(check)
-
-
 GkeName = Annotated[
     str,
-    _pattern(
+    matching(
         r"[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?",
         "is not a GKE name: 1 to 40 lowercase letters, digits and '-', starting with a letter "
         "and ending with a letter or digit",
@@ -125,7 +115,7 @@ GkeName = Annotated[
 ]
 GkeVersion = Annotated[
     str,
-    _pattern(
+    matching(
         r"latest|1\.[0-9]{1,3}(\.[0-9]{1,3}(-gke\.[0-9]{1,10})?)?",
         "is not a GKE version: write 1.X, 1.X.Y, 1.X.Y-gke.N or latest (quote it in YAML: "
         'version: "1.34")',
@@ -133,14 +123,14 @@ GkeVersion = Annotated[
 ]
 MachineType = Annotated[
     str,
-    _pattern(
+    matching(
         r"[a-z][a-z0-9]*(-[a-z0-9]+){1,4}",
         "is not a Compute Engine machine type such as e2-standard-8 or n2-highmem-32",
     ),
 ]
 SecurityGroup = Annotated[
     str,
-    _pattern(
+    matching(
         r"gke-security-groups@[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+",
         "is not GKE's RBAC security group: Google Groups for RBAC requires the group "
         "gke-security-groups@<your domain>, e.g. gke-security-groups@example.com",

@@ -24,6 +24,7 @@ from components.base import (
     Problem,
     WiringModel,
     duplicate_names,
+    matching,
     service_account_email,
 )
 from components.buckets import ACCESS_ROLES, Bucket, BucketAccess, grant_bucket_access
@@ -83,19 +84,12 @@ def _service_account(value: str) -> str:
     return value
 
 
-def _checked(pattern: re.Pattern[str], what: str):
-    def check(value: str) -> str:
-        if not pattern.fullmatch(value):
-            raise ValueError(f"'{value}' is not {what}")
-        return value
-
-    return AfterValidator(check)
-
-
 class DataDisk(ConfigModel):
     """A disk attached to every TPU VM of the entry."""
 
-    source_disk: Annotated[str, _checked(_DISK, "a disk path such as projects/P/zones/Z/disks/D")]
+    source_disk: Annotated[
+        str, matching(_DISK, "is not a disk path such as projects/P/zones/Z/disks/D")
+    ]
     """An existing Persistent Disk or Hyperdisk, `projects/P/zones/ZONE/disks/NAME`, in the
     entry's zone."""
     mode: Literal["READ_WRITE", "READ_ONLY"] = "READ_ONLY"
@@ -105,10 +99,12 @@ class DataDisk(ConfigModel):
 class TpuVmNetworkConfig(ConfigModel):
     """A network other than the stack's; the stack's NAT does not serve it."""
 
-    network: Annotated[str, _checked(_NETWORK, "a network path projects/P/global/networks/N")]
+    network: Annotated[
+        str, matching(_NETWORK, "is not a network path projects/P/global/networks/N")
+    ]
     """`projects/P/global/networks/N` (or its full self link)."""
     subnetwork: Annotated[
-        str, _checked(_SUBNETWORK, "a subnetwork path projects/P/regions/R/subnetworks/S")
+        str, matching(_SUBNETWORK, "is not a subnetwork path projects/P/regions/R/subnetworks/S")
     ]
     """`projects/P/regions/R/subnetworks/S` (or its full self link), in the entry's region."""
 
@@ -189,8 +185,8 @@ class TpuVmConfig(ConfigModel):
     """Shell run as root at every boot of every TPU VM (metadata `startup-script`)."""
     labels: Annotated[dict[str, str], AfterValidator(_labels)] = Field(default_factory=dict)
     """Labels on the TPU VMs, beside `ai-infra:labels`, `managed-by` and `ai-infra-stack`."""
-    tags: list[Annotated[str, _checked(_NETWORK_TAG, "a network tag (a DNS label)")]] = Field(
-        default_factory=list
+    tags: list[Annotated[str, matching(_NETWORK_TAG, "is not a network tag (a DNS label)")]] = (
+        Field(default_factory=list)
     )
     """Network tags, for firewall rules that target them."""
     data_disks: list[DataDisk] = Field(default_factory=list)

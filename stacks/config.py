@@ -33,6 +33,7 @@ from components.base import (
     PathPart,
     Problem,
     duplicate_names,
+    matching,
     service_account_email,
     under,
 )
@@ -97,17 +98,6 @@ def namespace_owner(name: str) -> str | None:
     return None
 
 
-def _checked(pattern: str, what: str) -> AfterValidator:
-    compiled = re.compile(pattern)
-
-    def check(value: str) -> str:
-        if not compiled.fullmatch(value):
-            raise ValueError(f"'{value}' is not {what}")
-        return value
-
-    return AfterValidator(check)
-
-
 def _no_google(value: str) -> str:
     # "Creating and managing projects": ids cannot contain restricted strings such as google.
     if "google" in value:
@@ -117,14 +107,18 @@ def _no_google(value: str) -> str:
 
 ProjectId = Annotated[
     str,
-    _checked(
-        r"[a-z][-a-z0-9]{4,28}[a-z0-9]", "a GCP project id (6-30 lowercase letters, digits, '-')"
+    matching(
+        r"[a-z][-a-z0-9]{4,28}[a-z0-9]",
+        "is not a GCP project id (6-30 lowercase letters, digits, '-')",
     ),
     AfterValidator(_no_google),
 ]
-Region = Annotated[str, _checked(r"[a-z]+-[a-z]+[0-9]{1,2}", "a GCP region such as us-east5")]
+Region = Annotated[
+    str, matching(r"[a-z]+-[a-z]+[0-9]{1,2}", "is not a GCP region such as us-east5")
+]
 Zone = Annotated[
-    str, _checked(r"[a-z]+-[a-z]+[0-9]{1,2}-[a-z][a-z0-9]{0,4}", "a GCP zone such as us-east5-a")
+    str,
+    matching(r"[a-z]+-[a-z]+[0-9]{1,2}-[a-z][a-z0-9]{0,4}", "is not a GCP zone such as us-east5-a"),
 ]
 _LABEL_KEY = re.compile(r"[a-z][-_a-z0-9]{0,62}")
 _LABEL_VALUE = re.compile(r"[-_a-z0-9]{0,63}")

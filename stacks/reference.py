@@ -49,8 +49,10 @@ class Shape:
 
 
 def _anchored(pattern: re.Pattern[str]) -> str:
-    """A `fullmatch` pattern as JSON Schema, which searches."""
-    return f"^(?:{pattern.pattern})$"
+    """A `fullmatch` pattern as JSON Schema, which searches. Named groups become plain groups:
+    Python writes them `(?P<name>`, ECMAScript (what editors run) `(?<name>`, and the schema
+    only needs to match."""
+    return "^(?:" + re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern) + ")$"
 
 
 def _accelerators() -> list[str]:
@@ -125,7 +127,7 @@ def _shape_of(function: Callable[..., Any]) -> Shape | None:
         return None
     closure = inspect.getclosurevars(function).nonlocals
     if function.__name__ == "check" and isinstance(closure.get("compiled"), re.Pattern):
-        # config._checked and gke._pattern: a fullmatch of the pattern the check closes over,
+        # base.matching: a fullmatch of the pattern the check closes over,
         # explained as "(is not) a GKE name: ...".
         explained = str(closure.get("what") or closure.get("explain", ""))
         name = re.split(r":| such as| \(", re.sub(r"^(is not )?(an? )?", "", explained))[0]

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+import shutil
+import subprocess
 from typing import Annotated, Any
 
 import jsonschema
@@ -216,3 +219,13 @@ def test_an_unmapped_before_validator_fails_generation():
 
     with pytest.raises(TypeError, match="VALIDATORS"):
         Odd.model_json_schema(schema_generator=reference._Generator)
+
+
+def test_schema_patterns_are_ecmascript_regexes():
+    """Editors evaluate the schema's patterns as JavaScript regexes, which have no `(?P<`."""
+    text = (REPO_ROOT / "schema" / "stack-config.schema.json").read_text()
+    assert "(?P<" not in text and "(?<" not in text
+    if shutil.which("node"):
+        patterns = re.findall(r'"pattern": (".*?[^\\\\]")', text)
+        script = "for (const p of JSON.parse(process.argv[1])) new RegExp(JSON.parse(p), 'u');"
+        subprocess.run(["node", "-e", script, json.dumps(patterns)], check=True)
