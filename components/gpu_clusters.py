@@ -29,7 +29,7 @@ from components.base import (
     slug,
 )
 from components.locations import zone_problem
-from components.network import IAP_TCP_FORWARDING_RANGE
+from components.network import IAP_TCP_FORWARDING_RANGE, cloud_nat
 from components.workload_identity import account_id_problems
 
 CLUSTER_LABEL = "aiinfra-cluster"
@@ -785,29 +785,14 @@ class GpuCluster(Component):
         subnet: gcp.compute.Subnetwork,
     ) -> None:
         """NAT for the host NIC (the VMs have no public IP) and SSH through IAP only."""
-        router = gcp.compute.Router(
-            f"{name}-router",
+        cloud_nat(
+            self,
+            name,
             project=args.project,
             region=args.region,
-            name=f"{base}-router",
+            base=base,
             network=vpc.self_link,
-            opts=self.child_opts(),
-        )
-        gcp.compute.RouterNat(
-            f"{name}-nat",
-            project=args.project,
-            region=args.region,
-            name=f"{base}-nat",
-            router=router.name,
-            nat_ip_allocate_option="AUTO_ONLY",
-            source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
-            subnetworks=[
-                gcp.compute.RouterNatSubnetworkArgs(
-                    name=subnet.self_link, source_ip_ranges_to_nats=["ALL_IP_RANGES"]
-                )
-            ],
-            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
-            opts=self.child_opts(),
+            subnet=subnet.self_link,
         )
         gcp.compute.Firewall(
             f"{name}-iap-ssh",

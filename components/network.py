@@ -132,6 +132,45 @@ def capacity_problems(
     ]
 
 
+def cloud_nat(
+    parent: Component,
+    name: str,
+    *,
+    project: str,
+    region: str,
+    base: str,
+    network: pulumi.Input[str],
+    subnet: pulumi.Input[str],
+) -> gcp.compute.RouterNat:
+    """A Cloud Router and NAT for one subnet, so VMs without public IPs reach the internet
+    (image pulls, package installs); resources `<name>-router`/`<name>-nat`, named
+    `<base>-router`/`<base>-nat`. Only errors are logged."""
+    router = gcp.compute.Router(
+        f"{name}-router",
+        project=project,
+        region=region,
+        name=f"{base}-router",
+        network=network,
+        opts=parent.child_opts(),
+    )
+    return gcp.compute.RouterNat(
+        f"{name}-nat",
+        project=project,
+        region=region,
+        name=f"{base}-nat",
+        router=router.name,
+        nat_ip_allocate_option="AUTO_ONLY",
+        source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
+        subnetworks=[
+            gcp.compute.RouterNatSubnetworkArgs(
+                name=subnet, source_ip_ranges_to_nats=["ALL_IP_RANGES"]
+            )
+        ],
+        log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+        opts=parent.child_opts(),
+    )
+
+
 class NetworkArgs(WiringModel):
     project: str
     region: str
@@ -188,29 +227,14 @@ class Network(Component):
             ),
             opts=self.child_opts(),
         )
-        router = gcp.compute.Router(
-            f"{name}-router",
+        cloud_nat(
+            self,
+            name,
             project=args.project,
             region=args.region,
-            name=f"{args.prefix}-router",
+            base=args.prefix,
             network=network_ref,
-            opts=self.child_opts(),
-        )
-        gcp.compute.RouterNat(
-            f"{name}-nat",
-            project=args.project,
-            region=args.region,
-            name=f"{args.prefix}-nat",
-            router=router.name,
-            nat_ip_allocate_option="AUTO_ONLY",
-            source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
-            subnetworks=[
-                gcp.compute.RouterNatSubnetworkArgs(
-                    name=subnet.self_link, source_ip_ranges_to_nats=["ALL_IP_RANGES"]
-                )
-            ],
-            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
-            opts=self.child_opts(),
+            subnet=subnet.self_link,
         )
 
         internal_ranges = [config.subnet_cidr, config.pods_cidr, config.services_cidr]
