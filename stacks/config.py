@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from components import buckets as buckets_module
-from components import gke, locations, network, quota, teams, tpu_provisioner, tpu_slices
+from components import gke, locations, network, quota, slurm, teams, tpu_provisioner, tpu_slices
 from components import gpu_pools as gpu_pools_module
 from components import workload_identity as workload_identity_module
 from components.base import (
@@ -39,6 +39,7 @@ from components.gke import ClusterConfig
 from components.gpu_pools import GpuPoolConfig
 from components.kueue import CHARTS, KueueConfig
 from components.network import NetworkConfig
+from components.slurm import SlurmConfig
 from components.teams import TeamConfig
 from components.tpu_provisioner import TpuProvisionerConfig
 from components.tpu_slices import TpuSliceConfig
@@ -185,6 +186,8 @@ class StackConfig(ConfigModel):
     """Cluster-wide queueing policy."""
     teams: list[TeamConfig] = Field(default_factory=list)
     """Teams onboarded onto the cluster."""
+    slurm: SlurmConfig | None = None
+    """A Slurm-GCP v6 cluster with Cloud TPU nodesets, beside the GKE cluster."""
 
     # Inherited defaults, resolved here and nowhere else.
 
@@ -266,6 +269,18 @@ def problems(config: StackConfig) -> list[Problem]:
             namespace_owner=namespace_owner,
         ),
     )
+    if config.slurm is not None:
+        found += under(
+            "slurm",
+            slurm.problems(
+                config.slurm,
+                project=config.project,
+                zone=config.zone,
+                region=config.region,
+                prefix=config.prefix,
+                buckets=bucket_names,
+            ),
+        )
     found += _ownership_problems(config)
     found += under(
         "tpuProvisioner",
@@ -312,6 +327,8 @@ def _ownership_problems(config: StackConfig) -> list[Problem]:
         (("cluster",), gke.node_account_id(config.prefix)),
         (("tpuProvisioner",), tpu_provisioner.account_id(config.prefix)),
     ]
+    if config.slurm is not None:
+        accounts += [(("slurm",), slurm.account_id(config.prefix, r)) for r in slurm.ACCOUNT_ROLES]
     accounts += [(("teams", i), f"{config.prefix}-{t.name}") for i, t in enumerate(config.teams)]
     accounts += [
         (("workloadIdentities", i), f"{config.prefix}-{w.name}")

@@ -1,0 +1,637 @@
+"""`ai-infra:slurm`: a Slurm-GCP v6 cluster whose TPU nodesets the controller turns into Cloud
+TPU VMs on demand, after Cluster Toolkit's `schedmd-slurm-gcp-v6-nodeset-tpu`, `-partition` and
+`-controller` modules. Only TPU nodesets: CPU and GPU nodesets, accounting databases and
+high-availability controllers are not built here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, StringConstraints
+
+from components import locations, tpu_catalog
+from components.base import ConfigModel, Problem, duplicate_names
+
+CLUSTER_NAME = r"[a-z][-a-z0-9]{0,9}"
+NODESET_NAME = r"[a-z][a-z0-9]{0,14}"
+"""The controller names TPU VMs `<cluster>-<nodeset>-<index>`; Toolkit strips anything but
+`[a-z0-9]` from a nodeset name and keeps 14 characters (nodeset-tpu main.tf)."""
+PARTITION_NAME = r"[a-z][a-z0-9-]{0,29}"
+
+SLURM_FAMILIES = ("v2", "v3", "v4")
+"""Slurm-GCP v6 creates TPU VMs of these generations only (slurm_files/scripts/tpu.py maps
+`V2`, `V3`, `V4` to the TPU API's accelerator types)."""
+CORES_PER_CHIP = 2
+"""TensorCores per chip of v2, v3 and v4 (Cloud TPU "System architecture")."""
+CORES_PER_WORKER = 8
+"""Toolkit's nodeset-tpu module wants one Slurm node per 8 TensorCores: the controller puts
+four chips on each TPU VM (tpu.py TPUS_PER_VM = 4)."""
+NODE_TYPES: dict[str, tuple[int, ...]] = {
+    "v2": (8, 32, 128, 256, 512),
+    "v3": (8, 32, 64, 128, 256, 512, 1024, 2048),
+}
+"""Accelerator sizes (TensorCores) Cloud TPU offers for v2 and v3 ("TPU v2", "TPU v3");
+v4 sizes come from the catalog."""
+SINGLE_HOST_TYPES = ("v2-8", "v3-8", "v4-8")
+"""Toolkit passes `preemptible` and `preserve_tpu` on only for these (internal/slurm-gcp/
+nodeset_tpu `simple_nodes`) and silently drops them for any other type."""
+V2_V3_ZONES: dict[str, tuple[str, ...]] = {
+    "v2-8": ("us-central1-b", "us-central1-c"),
+    "v3-8": ("us-central1-a", "us-central1-b"),
+    "pod": ("us-central1-a",),
+}
+"""Cloud TPU "TPU regions and zones", v2 and v3 rows for North America (larger sizes are
+`pod`); the Europe rows could not be confirmed."""
+TF_RUNTIMES = (
+    "2.12.0",
+    "2.12.1",
+    "2.13.0",
+    "2.13.1",
+    "2.14.0",
+    "2.14.1",
+)
+"""TensorFlow versions with a TPU VM runtime named `tpu-vm-tf-<version>`, the only name the
+controller requests (tpu.py). From TF 2.15 the runtimes carry `-pjrt` or `-se` (Cloud TPU
+"TPU software versions"), which the controller cannot ask for. Older runtimes have no
+SchedMD image."""
+DEFAULT_IMAGE_TF_VERSIONS = ("2.12.1", "2.13.0", "2.13.1", "2.14.0", "2.14.1")
+"""TF versions of SchedMD's published `tpu:slurm-gcp-6-9-tf-<version>` images (slurm-gcp
+docs/images.md) that also have a `tpu-vm-tf-` runtime."""
+DEFAULT_TF_VERSION = "2.14.0"
+DEFAULT_DOCKER_IMAGE = "us-docker.pkg.dev/schedmd-slurm-public/tpu/slurm-gcp-6-9:tf-{tf}"
+"""Toolkit's default slurmd image for TPU VMs (internal/slurm-gcp/nodeset_tpu)."""
+DEFAULT_SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+TPU_PARTITION_CONF = {"SuspendTime": "300", "SuspendTimeout": "240", "ResumeTimeout": "600"}
+"""Partition defaults for TPU partitions: TPU VMs take minutes to create and delete, longer
+than Slurm's default timeouts (Toolkit's TPU examples)."""
+MAX_NODES_PER_NODESET = 1024
+"""A bound of this program's, so that a typo in a count is refused before anything is made."""
+ACCOUNT_ROLES = ("ctl", "tpu", "lgn")
+
+
+def account_id(prefix: str, role: str) -> str:
+    """The id of the cluster's controller (`ctl`), TPU node (`tpu`) or login (`lgn`)
+    service account; one Slurm cluster per stack, so the prefix keeps them unique."""
+    return f"{prefix}-slurm-{role}"
+
+
+def _pattern(pattern: str, what: str) -> AfterValidator:
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"'{value}' is not {what}")
+        return value
+
+    return AfterValidator(check)
+
+
+ClusterName = Annotated[
+    str,
+    _pattern(
+        CLUSTER_NAME, "a Slurm cluster name: a lowercase letter, then up to 9 letters, digits, '-'"
+    ),
+]
+NodesetName = Annotated[
+    str,
+    _pattern(
+        NODESET_NAME,
+        "a nodeset name: a lowercase letter, then up to 14 lowercase letters or digits (no '-')",
+    ),
+]
+PartitionName = Annotated[
+    str,
+    _pattern(
+        PARTITION_NAME,
+        "a partition name: a lowercase letter, then up to 29 lowercase letters, digits, '-'",
+    ),
+]
+MachineType = Annotated[
+    str, _pattern(r"[a-z][a-z0-9]*-[a-z0-9-]+", "a Compute Engine machine type (c2-standard-4)")
+]
+Zone = Annotated[str, _pattern(r"[a-z]+-[a-z]+[0-9]{1,2}-[a-z]", "a zone such as us-central2-b")]
+Topology = Annotated[
+    str,
+    _pattern(r"[1-9]x[1-9](x[1-9])?", "a topology of one-digit dimensions, e.g. 2x2 or 2x2x4"),
+]
+ServiceAccountEmail = Annotated[
+    str,
+    _pattern(
+        r"[a-z][-a-z0-9]{4,28}[a-z0-9]@[a-z][-a-z0-9]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com",
+        "a user-managed service account email (NAME@PROJECT.iam.gserviceaccount.com)",
+    ),
+]
+Scope = Annotated[
+    str,
+    _pattern(
+        r"https://www\.googleapis\.com/auth/[a-z][-a-z0-9._]*",
+        "an OAuth scope such as https://www.googleapis.com/auth/cloud-platform",
+    ),
+]
+DiskSource = Annotated[
+    str,
+    _pattern(
+        r"projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/zones/[a-z]+-[a-z]+[0-9]{1,2}-[a-z]/disks/"
+        r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?",
+        "a disk: projects/PROJECT/zones/ZONE/disks/NAME",
+    ),
+]
+MountPath = Annotated[
+    str,
+    _pattern(r"(/[A-Za-z0-9._-]+)+/?", "an absolute path of letters, digits, '.', '_', '-'"),
+]
+SubnetName = Annotated[
+    str, _pattern(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?", "a subnetwork name such as ai-dev-subnet")
+]
+ConfKey = Annotated[
+    str, _pattern(r"[A-Z][A-Za-z]{1,40}", "a slurm.conf partition option such as MaxTime")
+]
+ConfValue = Annotated[
+    str,
+    _pattern(
+        r"[A-Za-z0-9_.:,/*+-]{1,200}",
+        "a slurm.conf value: letters, digits and _.:,/*+- only, no spaces or newlines",
+    ),
+]
+"""One slurm.conf value: no spaces, quotes or newlines, so a value cannot add a line."""
+
+
+class AcceleratorConfig(ConfigModel):
+    """A TPU by generation and chip topology, as the TPU API's AcceleratorConfig takes it."""
+
+    version: Literal["V2", "V3", "V4"]
+    topology: Topology
+    """Chips along each axis: two axes for V2 and V3 (`2x2`), three for V4 (`2x2x1`)."""
+
+
+class NetworkStorage(ConfigModel):
+    """A file system every TPU VM of the nodeset mounts (Slurm-GCP `network_storage`)."""
+
+    server_ip: Annotated[
+        str,
+        _pattern(
+            r"[A-Za-z0-9](?:[-A-Za-z0-9.]{0,251}[A-Za-z0-9])?", "a server address or hostname"
+        ),
+    ]
+    remote_mount: Annotated[
+        str, _pattern(r"[A-Za-z0-9._/-]{1,255}", "an export path or bucket name")
+    ]
+    local_mount: MountPath
+    fs_type: Literal["nfs", "lustre", "gcsfuse", "cifs"]
+    mount_options: Annotated[
+        str, _pattern(r"[A-Za-z0-9,=._:-]{0,255}", "comma-separated mount options")
+    ] = ""
+
+
+class TpuNodesetConfig(ConfigModel):
+    """One entry of `ai-infra:slurm.tpuNodesets`: TPU VMs the controller creates on demand."""
+
+    name: NodesetName
+    """Nodes are named `<clusterName>-<name>-<index>`."""
+    node_type: str | None = None
+    """Accelerator type, e.g. `v2-8`, `v3-8`, `v4-8`; or give `acceleratorConfig`."""
+    accelerator_config: AcceleratorConfig | None = None
+    """Generation and topology instead of `nodeType`."""
+    tf_version: str | None = None
+    """TensorFlow version of the TPU runtime `tpu-vm-tf-<tfVersion>` (default 2.14.0); TF
+    2.15 and later have no runtime of that name."""
+    runtime_version: str | None = None
+    """The TPU runtime by its name, `tpu-vm-tf-<version>`, instead of `tfVersion`."""
+    docker_image: (
+        Annotated[
+            str,
+            _pattern(
+                r"[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]{1,128}|@sha256:[0-9a-f]{64})",
+                "an image reference such as us-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG",
+            ),
+        ]
+        | None
+    ) = None
+    """The slurmd image each TPU VM runs; defaults to
+    `us-docker.pkg.dev/schedmd-slurm-public/tpu/slurm-gcp-6-9:tf-<tfVersion>`."""
+    preemptible: bool = False
+    """Preemptible TPU VMs (single-host types only)."""
+    preserve_tpu: bool = False
+    """Stop rather than delete a TPU VM when Slurm suspends it (single-host types only)."""
+    reserved: bool = False
+    """Create the TPU VMs from the project's TPU reservation."""
+    enable_public_ips: bool = False
+    """Give each TPU VM an external IP. Off: the subnet's Private Google Access and Cloud NAT
+    reach Google APIs and the image registry."""
+    node_count_static: int = Field(default=0, ge=0, le=MAX_NODES_PER_NODESET)
+    """Slurm nodes kept up at all times (a multiple of the workers per slice)."""
+    node_count_dynamic_max: int = Field(default=0, ge=0, le=MAX_NODES_PER_NODESET)
+    """Slurm nodes created on demand at most (a multiple of the workers per slice)."""
+    data_disks: list[DiskSource] = Field(default_factory=list, max_length=16)
+    """Existing disks to attach to each TPU VM."""
+    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
+    """File systems to mount on each TPU VM."""
+    service_account_email: ServiceAccountEmail | None = None
+    """Defaults to the cluster's dedicated TPU node account."""
+    service_account_scopes: list[Scope] = Field(
+        default_factory=lambda: list(DEFAULT_SCOPES), min_length=1, max_length=20
+    )
+    startup_script: Annotated[str, StringConstraints(max_length=65536)] = ""
+    """Shell run on each TPU VM after Slurm-GCP's setup."""
+    zone: Zone | None = None
+    """One zone per nodeset; defaults to `gcp:zone`; must be in `gcp:region` and offer the
+    family."""
+    subnetwork: SubnetName | None = None
+    """Defaults to the stack's subnet (which has Private Google Access). Another subnet
+    needs `enablePublicIps`, since its Private Google Access cannot be checked here."""
+
+    @property
+    def tf(self) -> str:
+        """The TensorFlow version the runtime is named after."""
+        if self.runtime_version is not None:
+            return self.runtime_version.removeprefix("tpu-vm-tf-")
+        return self.tf_version or DEFAULT_TF_VERSION
+
+    @property
+    def image(self) -> str:
+        return self.docker_image or DEFAULT_DOCKER_IMAGE.format(tf=self.tf)
+
+    @property
+    def family(self) -> str | None:
+        if self.accelerator_config is not None:
+            return self.accelerator_config.version.lower()
+        if self.node_type is not None:
+            return self.node_type.split("-", 1)[0]
+        return None
+
+    @property
+    def cores(self) -> int:
+        """TensorCores per slice (Toolkit's nodeset-tpu `tpu_core_count`)."""
+        if self.accelerator_config is not None:
+            chips = math.prod(int(d) for d in self.accelerator_config.topology.split("x"))
+            return chips * CORES_PER_CHIP
+        assert self.node_type is not None
+        return int(self.node_type.rsplit("-", 1)[1])
+
+    @property
+    def workers_per_slice(self) -> int:
+        return max(1, self.cores // CORES_PER_WORKER)
+
+
+class PartitionConfig(ConfigModel):
+    """One entry of `ai-infra:slurm.partitions`: a queue jobs submit to with `sbatch -p`."""
+
+    name: PartitionName
+    nodesets: list[NodesetName] = Field(min_length=1, max_length=32)
+    """TPU nodesets (by name) whose nodes the partition schedules."""
+    exclusive: bool = True
+    """One job per node (`enable_job_exclusive`); Slurm-GCP powers exclusive nodes down when
+    the job ends."""
+    default: bool = False
+    """The partition jobs go to without `-p`."""
+    partition_conf: dict[ConfKey, ConfValue] = Field(default_factory=dict, max_length=50)
+    """Extra partition options for slurm.conf, over the TPU defaults SuspendTime=300,
+    SuspendTimeout=240, ResumeTimeout=600."""
+
+    @property
+    def conf(self) -> dict[str, str]:
+        found = dict(TPU_PARTITION_CONF)
+        found.update(self.partition_conf)
+        if self.default:
+            found["Default"] = "YES"
+        return found
+
+
+class StateDisk(ConfigModel):
+    """The persistent disk holding slurmctld's state, kept across controller replacement."""
+
+    type: Literal["pd-ssd", "pd-balanced", "pd-standard"] = "pd-ssd"
+    size_gb: int = Field(default=50, ge=10, le=1024)
+
+
+class ControllerConfig(ConfigModel):
+    """The controller VM `<clusterName>-controller`."""
+
+    machine_type: MachineType = "c2-standard-4"
+    disk_type: Literal["pd-ssd", "pd-balanced", "pd-standard"] = "pd-ssd"
+    disk_size_gb: int = Field(default=50, ge=50, le=2048)
+    """Boot disk; the Slurm image needs at least 50 GB."""
+    state_disk: StateDisk = Field(default_factory=StateDisk)
+    zone: Zone | None = None
+    """Defaults to `gcp:zone`; must be in `gcp:region`, beside the subnet."""
+
+
+class LoginConfig(ConfigModel):
+    """Login VMs `<clusterName>-login-<index>`, where users run `sbatch`."""
+
+    count: int = Field(default=1, ge=0, le=8)
+    machine_type: MachineType = "n2-standard-2"
+    disk_size_gb: int = Field(default=50, ge=50, le=2048)
+
+
+class SlurmConfig(ConfigModel):
+    """`ai-infra:slurm`: a Slurm-GCP v6 cluster with TPU nodesets."""
+
+    cluster_name: ClusterName
+    """Names the controller, login and TPU VMs; unique in the project."""
+    controller: ControllerConfig = Field(default_factory=ControllerConfig)
+    login: LoginConfig = Field(default_factory=LoginConfig)
+    tpu_nodesets: list[TpuNodesetConfig] = Field(default_factory=list, max_length=32)
+    """TPU nodesets; Slurm-GCP v6 supports v2, v3 and v4."""
+    partitions: list[PartitionConfig] = Field(default_factory=list, max_length=32)
+    """Partitions over the nodesets; at most one `default`."""
+
+    def bucket_name(self, project: str, prefix: str) -> str:
+        return f"{project}-{prefix}-slurm-{self.cluster_name}"
+
+
+def _family_sizes(family: str) -> tuple[int, ...]:
+    if family in NODE_TYPES:
+        return NODE_TYPES[family]
+    return tuple(tpu_catalog.valid_sizes(family))
+
+
+def _zones_for(nodeset: TpuNodesetConfig) -> tuple[str, ...]:
+    family = nodeset.family
+    if family == "v4":
+        return tpu_catalog.resolve("v4-8").family.zones
+    key = f"{family}-8" if nodeset.cores == CORES_PER_WORKER else "pod"
+    return V2_V3_ZONES[key]
+
+
+def _type_problems(nodeset: TpuNodesetConfig) -> list[Problem]:
+    """Exactly one of nodeType and acceleratorConfig, naming a v2, v3 or v4 TPU."""
+    if (nodeset.node_type is None) == (nodeset.accelerator_config is None):
+        return [
+            Problem(
+                ("nodeType",),
+                "give exactly one of nodeType (e.g. v4-8) and acceleratorConfig "
+                "({version: V4, topology: 2x2x1})",
+            )
+        ]
+    if nodeset.node_type is not None:
+        match = re.fullmatch(r"(v[0-9a-z]+)-([0-9]{1,5})", nodeset.node_type)
+        family = match[1] if match else None
+        if family not in SLURM_FAMILIES:
+            return [
+                Problem(
+                    ("nodeType",),
+                    f"'{nodeset.node_type}' is not a TPU type Slurm-GCP v6 can create: its TPU "
+                    "nodesets run v2, v3 and v4 only (e.g. v4-8); for newer TPUs use a GKE "
+                    "slice in ai-infra:tpuSlices",
+                )
+            ]
+        assert match is not None
+        sizes = _family_sizes(family)
+        if int(match[2]) not in sizes:
+            shown = ", ".join(f"{family}-{s}" for s in sizes)
+            return [
+                Problem(
+                    ("nodeType",),
+                    f"'{nodeset.node_type}' is not a Cloud TPU type; {family} sizes are {shown}",
+                )
+            ]
+        return []
+    accelerator = nodeset.accelerator_config
+    assert accelerator is not None
+    axes = accelerator.topology.count("x") + 1
+    wanted = 3 if accelerator.version == "V4" else 2
+    if axes != wanted:
+        return [
+            Problem(
+                ("acceleratorConfig", "topology"),
+                f"{accelerator.version} topologies have {wanted} axes (e.g. "
+                f"{'2x2x1' if wanted == 3 else '2x2'}), not '{accelerator.topology}'",
+            )
+        ]
+    family = accelerator.version.lower()
+    if family == "v4":
+        try:
+            tpu_catalog.resolve(f"v4-{nodeset.cores}", accelerator.topology)
+        except tpu_catalog.CatalogError as error:
+            return [Problem(("acceleratorConfig", "topology"), str(error))]
+    elif nodeset.cores not in NODE_TYPES[family]:
+        return [
+            Problem(
+                ("acceleratorConfig", "topology"),
+                f"{accelerator.topology} is {nodeset.cores} TensorCores, not a {family} size; "
+                f"{family} sizes are {', '.join(str(s) for s in NODE_TYPES[family])} TensorCores",
+            )
+        ]
+    return []
+
+
+def _runtime_problems(nodeset: TpuNodesetConfig) -> list[Problem]:
+    if nodeset.tf_version is not None and nodeset.runtime_version is not None:
+        return [
+            Problem(("runtimeVersion",), "give tfVersion or runtimeVersion, not both"),
+        ]
+    key = "runtimeVersion" if nodeset.runtime_version is not None else "tfVersion"
+    known = ", ".join(TF_RUNTIMES)
+    if nodeset.runtime_version is not None and not nodeset.runtime_version.startswith("tpu-vm-tf-"):
+        return [
+            Problem(
+                (key,),
+                f"'{nodeset.runtime_version}': the Slurm-GCP v6 controller only requests "
+                f"runtimes named tpu-vm-tf-<version>; use one of tpu-vm-tf-{{{known}}}",
+            )
+        ]
+    if nodeset.tf not in TF_RUNTIMES:
+        return [
+            Problem(
+                (key,),
+                f"'{nodeset.tf}' has no TPU runtime tpu-vm-tf-{nodeset.tf} (from TF 2.15 "
+                f"runtimes end in -pjrt or -se, which the controller cannot request); use one "
+                f"of {known}",
+            )
+        ]
+    if nodeset.docker_image is None and nodeset.tf not in DEFAULT_IMAGE_TF_VERSIONS:
+        return [
+            Problem(
+                (key,),
+                f"SchedMD publishes no slurmd image for TF {nodeset.tf}; use one of "
+                f"{', '.join(DEFAULT_IMAGE_TF_VERSIONS)} or set dockerImage to your own build",
+            )
+        ]
+    return []
+
+
+def nodeset_problems(
+    nodeset: TpuNodesetConfig, *, zone: str, region: str, stack_subnet: str
+) -> list[Problem]:
+    """Checks of one nodeset, given its resolved zone and the stack's region and subnet."""
+    found = _type_problems(nodeset) + _runtime_problems(nodeset)
+    if found[:1] and found[0].path[0] in ("nodeType", "acceleratorConfig"):
+        return found
+    workers = nodeset.workers_per_slice
+    if workers > 1:
+        found.append(
+            Problem(
+                ("nodeType" if nodeset.node_type else "acceleratorConfig",),
+                f"a {nodeset.cores}-TensorCore slice spans {workers} TPU VMs, and Slurm-GCP v6 "
+                "keeps a multi-host slice's workers together with a switch topology it writes "
+                "only when a CPU nodeset exists (conf.py TopologyPlugin), which this program "
+                "does not build; use a single-host type (v2-8, v3-8, v4-8) or a GKE slice in "
+                "ai-infra:tpuSlices",
+            )
+        )
+    for key, count in (
+        ("nodeCountStatic", nodeset.node_count_static),
+        ("nodeCountDynamicMax", nodeset.node_count_dynamic_max),
+    ):
+        if count % workers:
+            found.append(
+                Problem(
+                    (key,),
+                    f"{count} is not a multiple of the {workers} workers per slice "
+                    f"({nodeset.cores} TensorCores / {CORES_PER_WORKER}); use "
+                    f"{(count // workers) * workers or workers} or "
+                    f"{(count // workers + 1) * workers}",
+                )
+            )
+    if max(nodeset.node_count_static, nodeset.node_count_dynamic_max) < workers:
+        found.append(
+            Problem(
+                ("nodeCountDynamicMax",),
+                f"the nodeset can never hold a whole slice: set nodeCountDynamicMax or "
+                f"nodeCountStatic to at least {workers} (the workers per slice)",
+            )
+        )
+    if nodeset.preemptible and nodeset.reserved:
+        found.append(
+            Problem(
+                ("preemptible",),
+                "a nodeset cannot be both preemptible and reserved; drop one",
+            )
+        )
+    for key, value in (("preemptible", nodeset.preemptible), ("preserveTpu", nodeset.preserve_tpu)):
+        if value and nodeset.node_type not in SINGLE_HOST_TYPES:
+            found.append(
+                Problem(
+                    (key,),
+                    f"only single-host node types ({', '.join(SINGLE_HOST_TYPES)}) can be "
+                    "preempted or preserved; Slurm-GCP silently ignores it otherwise; set "
+                    "nodeType to one of them or remove it",
+                )
+            )
+    if problem := locations.zone_problem(zone, region):
+        found.append(Problem(("zone",), f"{problem}; a nodeset's TPU VMs join the stack's subnet"))
+    elif zone not in (zones := _zones_for(nodeset)):
+        found.append(
+            Problem(
+                ("zone",),
+                f"Cloud TPU offers {nodeset.node_type or nodeset.family} in {', '.join(zones)}, "
+                f"not {zone}; pick one of those (gcp:region must hold it)",
+            )
+        )
+    subnet = nodeset.subnetwork or stack_subnet
+    if subnet != stack_subnet and not nodeset.enable_public_ips:
+        found.append(
+            Problem(
+                ("subnetwork",),
+                f"TPU VMs without public IPs need Private Google Access, which only the stack's "
+                f"own subnet '{stack_subnet}' is known to have; remove subnetwork or set "
+                "enablePublicIps: true",
+            )
+        )
+    return found
+
+
+def problems(
+    config: SlurmConfig, *, project: str, zone: str, region: str, prefix: str, buckets: list[str]
+) -> list[Problem]:
+    """Cross-checks of `ai-infra:slurm`, with paths relative to it."""
+    stack_subnet = f"{prefix}-subnet"
+    found = [
+        p.under("tpuNodesets")
+        for p in duplicate_names([n.name for n in config.tpu_nodesets], "tpuNodesets")
+    ]
+    found += [
+        p.under("partitions")
+        for p in duplicate_names([p.name for p in config.partitions], "partitions")
+    ]
+    valid: dict[str, TpuNodesetConfig] = {}
+    for i, nodeset in enumerate(config.tpu_nodesets):
+        own = nodeset_problems(
+            nodeset, zone=nodeset.zone or zone, region=region, stack_subnet=stack_subnet
+        )
+        found += [p.under("tpuNodesets", i) for p in own]
+        if not own:
+            valid[nodeset.name] = nodeset
+    if problem := locations.zone_problem(config.controller.zone or zone, region):
+        found.append(Problem(("controller", "zone"), problem))
+    bucket = config.bucket_name(project, prefix)
+    # GCS "Bucket naming guidelines": at most 63 characters, no "google".
+    if len(bucket) > 63 or "google" in bucket:
+        found.append(
+            Problem(
+                ("clusterName",),
+                f"the Slurm bucket '{bucket}' is longer than 63 characters or contains "
+                "'google'; shorten clusterName (or ai-infra:prefix)",
+            )
+        )
+    if f"slurm-{config.cluster_name}" in buckets:
+        found.append(
+            Problem(
+                ("clusterName",),
+                f"the Slurm bucket takes the name of ai-infra:buckets entry "
+                f"'slurm-{config.cluster_name}'; rename one",
+            )
+        )
+    names = {n.name for n in config.tpu_nodesets}
+    used: set[str] = set()
+    for i, partition in enumerate(config.partitions):
+        for j, name in enumerate(partition.nodesets):
+            used.add(name)
+            if name not in names:
+                found.append(
+                    Problem(
+                        ("partitions", i, "nodesets", j),
+                        f"no TPU nodeset named '{name}'; known: "
+                        f"{', '.join(sorted(names)) or 'none'}",
+                    )
+                )
+        repeated = [n for n, c in Counter(partition.nodesets).items() if c > 1]
+        if repeated:
+            found.append(
+                Problem(("partitions", i, "nodesets"), f"lists {', '.join(repeated)} twice")
+            )
+        members = [valid[n] for n in partition.nodesets if n in valid]
+        if partition.exclusive:
+            static = [n.name for n in members if n.node_count_static]
+            if static:
+                found.append(
+                    Problem(
+                        ("partitions", i, "exclusive"),
+                        f"exclusive partitions power nodes down after each job, so static nodes "
+                        f"of {', '.join(static)} would be deleted; set exclusive: false or "
+                        "nodeCountStatic: 0",
+                    )
+                )
+        if len({n.workers_per_slice for n in members}) > 1:
+            found.append(
+                Problem(
+                    ("partitions", i, "nodesets"),
+                    "its nodesets differ in workers per slice; a job's node count must mean "
+                    "whole slices in every nodeset, so split them into partitions",
+                )
+            )
+    defaults = [i for i, p in enumerate(config.partitions) if p.default]
+    for i in defaults[1:]:
+        found.append(
+            Problem(
+                ("partitions", i, "default"),
+                f"partitions[{defaults[0]}] is already the default; keep one",
+            )
+        )
+    for i, nodeset in enumerate(config.tpu_nodesets):
+        if nodeset.name not in used:
+            found.append(
+                Problem(
+                    ("tpuNodesets", i, "name"),
+                    f"no partition lists '{nodeset.name}', so no job could reach it; add it to "
+                    "a partition's nodesets",
+                )
+            )
+    if config.tpu_nodesets and not config.partitions:
+        found.append(Problem(("partitions",), "add a partition, e.g. {name: tpu, nodesets: [...]}"))
+    return found
