@@ -9,12 +9,25 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints
+import pulumi
+import pulumi_gcp as gcp
+import yaml
+from pydantic import AfterValidator, Field, SkipValidation, StringConstraints
 
 from components import locations, tpu_catalog
-from components.base import ConfigModel, Problem, duplicate_names
+from components.base import (
+    Component,
+    ConfigModel,
+    Problem,
+    WiringModel,
+    duplicate_names,
+    service_account_email,
+    slug,
+)
+from components.buckets import Bucket, BucketArgs, BucketConfig, grant_bucket_access
+from components.network import IAP_TCP_FORWARDING_RANGE, subnet_name
 
 CLUSTER_NAME = r"[a-z][-a-z0-9]{0,9}"
 NODESET_NAME = r"[a-z][a-z0-9]{0,14}"
@@ -540,7 +553,7 @@ def problems(
     config: SlurmConfig, *, project: str, zone: str, region: str, prefix: str, buckets: list[str]
 ) -> list[Problem]:
     """Cross-checks of `ai-infra:slurm`, with paths relative to it."""
-    stack_subnet = f"{prefix}-subnet"
+    stack_subnet = subnet_name(prefix)
     found = [
         p.under("tpuNodesets")
         for p in duplicate_names([n.name for n in config.tpu_nodesets], "tpuNodesets")
@@ -635,3 +648,382 @@ def problems(
     if config.tpu_nodesets and not config.partitions:
         found.append(Problem(("partitions",), "add a partition, e.g. {name: tpu, nodesets: [...]}"))
     return found
+
+
+# What the cluster builds: the bucket and the objects the v6 controller reads, the accounts
+# and their grants, the firewall.
+
+FILES_DIR = "{cluster}-files"
+"""The controller reads everything under `<bucket>/<cluster>-files/` (slurm_files main.tf
+`bucket_dir`)."""
+NODE_CONF: dict[str, dict[str, int]] = {
+    "v2": {
+        "CPUs": 96,
+        "Boards": 1,
+        "Sockets": 2,
+        "CoresPerSocket": 24,
+        "ThreadsPerCore": 2,
+        "RealMemory": 307200,
+    },
+    "v4": {
+        "CPUs": 240,
+        "Boards": 1,
+        "Sockets": 2,
+        "CoresPerSocket": 60,
+        "ThreadsPerCore": 2,
+        "RealMemory": 400000,
+    },
+}
+"""The host each TPU VM is, as slurm.conf node options (internal/slurm-gcp/nodeset_tpu
+`node_conf_mappings`: v2 and v3 hosts are alike)."""
+NODE_CONF["v3"] = NODE_CONF["v2"]
+LOGIN_GROUP = "login"
+CONTROLLER_ROLES = (
+    "roles/tpu.admin",
+    "roles/compute.instanceAdmin.v1",
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+)
+"""The controller creates, stops and deletes TPU VMs (resume.py, suspend.py) and tags them;
+`iam.serviceAccountUser` it gets on the TPU node account alone."""
+NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
+BUCKET_READER_ROLES = ("roles/storage.objectViewer", "roles/storage.legacyBucketReader")
+"""Every VM lists and reads the cluster's files (util.py `blob_list`, `download_as_text`)."""
+
+SLURM_CONF_TEMPLATE = """\
+# Rendered on the controller by Slurm-GCP's conf.py from ai-infra's template.
+ClusterName={name}
+{slurmctld_hosts}
+SlurmctldPort={control_host_port}
+SlurmdPort=6818
+SlurmUser=slurm
+AuthType=auth/{auth_key}
+CredType=cred/{auth_key}
+StateSaveLocation={state_save}
+SlurmdSpoolDir=/var/spool/slurmd
+SlurmctldPidFile=/var/run/slurm/slurmctld.pid
+SlurmdPidFile=/var/run/slurm/slurmd.pid
+SlurmctldLogFile={slurmlog}/slurmctld.log
+SlurmdLogFile={slurmlog}/slurmd-%n.log
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup,task/affinity
+MpiDefault={mpi_default}
+ReturnToService=2
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+JobAcctGatherType=jobacct_gather/cgroup
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost={accounting_storage_host}
+{accounting_storage_backup_host}
+include cloud.conf
+"""
+"""slurm.conf; conf.py fills the `{...}` fields and writes the nodes and partitions to
+cloud.conf."""
+SLURMDBD_CONF_TEMPLATE = """\
+# Rendered on the controller by Slurm-GCP's conf.py from ai-infra's template.
+{dbd_host_str}
+AuthType=auth/{auth_key}
+SlurmUser=slurm
+LogFile={slurmlog}/slurmdbd.log
+PidFile=/var/run/slurm/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost={db_host}
+StoragePort={db_port}
+StorageLoc={db_name}
+StorageUser={db_user}
+StoragePass={db_pass}
+"""
+CGROUP_CONF_TEMPLATE = """\
+# Written as is on the controller by Slurm-GCP's conf.py.
+ConstrainCores=yes
+ConstrainRamSpace=yes
+ConstrainSwapSpace=no
+ConstrainDevices=yes
+"""
+
+
+class _Dumper(yaml.SafeDumper):
+    """Writes multi-line strings (the conf templates) as literal blocks, readable in GCS."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def _dump(document: dict[str, Any]) -> str:
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=True, default_flow_style=False)
+
+
+def nodeset_document(
+    nodeset: TpuNodesetConfig, *, project: str, zone: str, subnetwork: str, email: str
+) -> dict[str, Any]:
+    """`nodeset_tpu_configs/<name>.yaml`: the keys Slurm-GCP's tpu.py and conf.py read
+    (the shape of internal/slurm-gcp/nodeset_tpu `nodeset_tpu`), none of them null."""
+    family = nodeset.family
+    assert family is not None
+    accelerator = nodeset.accelerator_config
+    document: dict[str, Any] = {
+        "nodeset_name": nodeset.name,
+        "node_conf": dict(NODE_CONF[family]),
+        # tpu.py reads both fields of accelerator_config and falls back to node_type only
+        # when they are empty strings, so the key is never left out.
+        "accelerator_config": (
+            {"topology": accelerator.topology, "version": accelerator.version}
+            if accelerator
+            else {"topology": "", "version": ""}
+        ),
+        "tf_version": nodeset.tf,
+        "preemptible": nodeset.preemptible,
+        "preserve_tpu": nodeset.preserve_tpu,
+        "reserved": nodeset.reserved,
+        "node_count_static": nodeset.node_count_static,
+        "node_count_dynamic_max": nodeset.node_count_dynamic_max,
+        "enable_public_ip": nodeset.enable_public_ips,
+        "zone": zone,
+        "project_id": project,
+        "service_account": {"email": email, "scopes": list(nodeset.service_account_scopes)},
+        "data_disks": list(nodeset.data_disks),
+        "docker_image": nodeset.image,
+        # The TPU API takes the subnetwork's name (Toolkit writes the subnetwork's `name`).
+        "subnetwork": subnetwork,
+        "network_storage": [
+            {
+                "server_ip": s.server_ip,
+                "remote_mount": s.remote_mount,
+                "local_mount": s.local_mount,
+                "fs_type": s.fs_type,
+                "mount_options": s.mount_options,
+            }
+            for s in nodeset.network_storage
+        ],
+    }
+    if nodeset.node_type is not None:
+        document["node_type"] = nodeset.node_type
+    return document
+
+
+def partition_document(partition: PartitionConfig) -> dict[str, Any]:
+    """`partition_configs/<name>.yaml` (the controller's `partitions` variable)."""
+    return {
+        "partition_name": partition.name,
+        "partition_conf": partition.conf,
+        "partition_nodeset": [],
+        "partition_nodeset_dyn": [],
+        "partition_nodeset_tpu": list(partition.nodesets),
+        "enable_job_exclusive": partition.exclusive,
+    }
+
+
+def cluster_document(config: SlurmConfig, *, project: str, bucket: str) -> dict[str, Any]:
+    """`config.yaml`, the controller's readiness signal (slurm_files main.tf `config`), with
+    only the keys this cluster sets: util.py reads a missing key as empty."""
+    return {
+        "slurm_cluster_name": config.cluster_name,
+        "project": project,
+        "bucket_path": f"gs://{bucket}/{FILES_DIR.format(cluster=config.cluster_name)}",
+        "enable_slurm_auth": False,
+        "controller_state_disk": {"device_name": state_disk_name(config.cluster_name)},
+        "slurm_conf_tpl": SLURM_CONF_TEMPLATE,
+        "slurmdbd_conf_tpl": SLURMDBD_CONF_TEMPLATE,
+        "cgroup_conf_tpl": CGROUP_CONF_TEMPLATE,
+    }
+
+
+def state_disk_name(cluster: str) -> str:
+    """setup.py mounts `/dev/disk/by-id/google-<device_name>`; the device is named after
+    the disk, as Toolkit's controller.tf does (`<cluster>-controller-save`)."""
+    return f"{cluster}-controller-save"
+
+
+class SlurmClusterArgs(WiringModel):
+    project: str
+    region: str
+    zone: str
+    """`gcp:zone`, the default of the controller's and the nodesets' zones."""
+    prefix: str
+    protect: bool
+    labels: dict[str, str]
+    network_self_link: SkipValidation[pulumi.Output[str]]
+    subnet_name: str
+    """The stack's subnet, known before it exists."""
+    config: SlurmConfig
+
+
+class SlurmCluster(Component):
+    """The Slurm bucket and its files, the cluster's service accounts and firewall."""
+
+    bucket: Bucket
+    accounts: dict[str, gcp.serviceaccount.Account]
+    emails: dict[str, str]
+    config_object: gcp.storage.BucketObject
+    """`config.yaml`, written after every other object."""
+
+    def __init__(
+        self, name: str, args: SlurmClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("ai-infra:slurm:SlurmCluster", name, opts)
+        config = args.config
+        cluster = config.cluster_name
+        self.emails = {
+            role: service_account_email(account_id(args.prefix, role), args.project)
+            for role in ACCOUNT_ROLES
+        }
+        titles = {"ctl": "controller", "tpu": "TPU nodes", "lgn": "login nodes"}
+        self.accounts = {
+            role: gcp.serviceaccount.Account(
+                f"{name}-{role}",
+                project=args.project,
+                account_id=account_id(args.prefix, role),
+                display_name=f"Slurm {cluster} {titles[role]}",
+                opts=self.child_opts(),
+            )
+            for role in ACCOUNT_ROLES
+        }
+        members = {role: f"serviceAccount:{email}" for role, email in self.emails.items()}
+        project_roles = {"ctl": CONTROLLER_ROLES, "tpu": NODE_ROLES, "lgn": NODE_ROLES}
+        for role, roles in project_roles.items():
+            for project_role in roles:
+                gcp.projects.IAMMember(
+                    f"{name}-{role}-{slug(project_role.removeprefix('roles/'))}",
+                    project=args.project,
+                    role=project_role,
+                    member=members[role],
+                    opts=self.child_opts(depends_on=[self.accounts[role]]),
+                )
+        # The controller attaches the TPU node account to the TPU VMs it creates, and may act
+        # as that account alone.
+        gcp.serviceaccount.IAMMember(
+            f"{name}-ctl-acts-as-tpu",
+            service_account_id=self.accounts["tpu"].name,
+            role="roles/iam.serviceAccountUser",
+            member=members["ctl"],
+            opts=self.child_opts(depends_on=[self.accounts["ctl"]]),
+        )
+
+        self.bucket = Bucket(
+            f"{name}-bucket",
+            BucketArgs(
+                project=args.project,
+                prefix=args.prefix,
+                location=args.region,
+                protect=args.protect,
+                labels=args.labels,
+                config=BucketConfig.model_validate(
+                    {"name": f"slurm-{cluster}", "forceDestroy": not args.protect}
+                ),
+            ),
+            self.child_opts(),
+        )
+        readers = dict(members)
+        for nodeset in config.tpu_nodesets:
+            if nodeset.service_account_email:
+                readers[nodeset.name] = f"serviceAccount:{nodeset.service_account_email}"
+        for who, member in sorted(readers.items()):
+            for bucket_role in BUCKET_READER_ROLES:
+                grant_bucket_access(
+                    f"{name}-{who}-{slug(bucket_role.removeprefix('roles/'))}",
+                    self.bucket,
+                    role=bucket_role,
+                    member=member,
+                    opts=self.child_opts(
+                        depends_on=[self.accounts[who]] if who in self.accounts else []
+                    ),
+                )
+
+        files = FILES_DIR.format(cluster=cluster)
+        objects: list[gcp.storage.BucketObject] = []
+
+        def put(resource: str, path: str, content: str) -> gcp.storage.BucketObject:
+            found = gcp.storage.BucketObject(
+                f"{name}-{resource}",
+                bucket=self.bucket.name_,
+                name=f"{files}/{path}",
+                content=content,
+                content_type="text/plain",
+                opts=self.child_opts(depends_on=[self.bucket.bucket]),
+            )
+            objects.append(found)
+            return found
+
+        for nodeset in config.tpu_nodesets:
+            document = nodeset_document(
+                nodeset,
+                project=args.project,
+                zone=nodeset.zone or args.zone,
+                subnetwork=nodeset.subnetwork or args.subnet_name,
+                email=nodeset.service_account_email or self.emails["tpu"],
+            )
+            put(
+                f"nodeset-{nodeset.name}",
+                f"nodeset_tpu_configs/{nodeset.name}.yaml",
+                _dump(document),
+            )
+            if nodeset.startup_script:
+                # setup.py runs `slurm-nodeset-<nodeset>-script-*` on the nodeset's VMs.
+                put(
+                    f"nodeset-{nodeset.name}-script",
+                    f"slurm-nodeset-{nodeset.name}-script-startup_sh",
+                    nodeset.startup_script,
+                )
+        for partition in config.partitions:
+            put(
+                f"partition-{partition.name}",
+                f"partition_configs/{partition.name}.yaml",
+                _dump(partition_document(partition)),
+            )
+        # A login VM refuses to set up unless its group's file exists (util.py).
+        put(
+            "login-group",
+            f"login_group_configs/{LOGIN_GROUP}.yaml",
+            _dump({"group_name": LOGIN_GROUP}),
+        )
+        self.objects = objects
+        # setup.py waits for config.yaml and then reads the rest: writing it last makes it
+        # the signal that everything else is in place (slurm_files main.tf `config`).
+        self.config_object = gcp.storage.BucketObject(
+            f"{name}-config",
+            bucket=self.bucket.name_,
+            name=f"{files}/config.yaml",
+            content=_dump(cluster_document(config, project=args.project, bucket=self.bucket.name_)),
+            content_type="text/plain",
+            opts=self.child_opts(depends_on=[self.bucket.bucket, *objects]),
+        )
+        self.bucket_path = f"gs://{self.bucket.name_}/{files}"
+
+        tag = cluster
+        self.firewalls = [
+            gcp.compute.Firewall(
+                f"{name}-internal",
+                project=args.project,
+                name=f"{args.prefix}-slurm-{cluster}-internal",
+                network=args.network_self_link,
+                direction="INGRESS",
+                source_tags=[tag],
+                target_tags=[tag],
+                allows=[
+                    gcp.compute.FirewallAllowArgs(protocol="tcp"),
+                    gcp.compute.FirewallAllowArgs(protocol="udp"),
+                    gcp.compute.FirewallAllowArgs(protocol="icmp"),
+                ],
+                description=f"Slurm {cluster}: controller, login and TPU VMs to each other",
+                opts=self.child_opts(),
+            ),
+            gcp.compute.Firewall(
+                f"{name}-iap-ssh",
+                project=args.project,
+                name=f"{args.prefix}-slurm-{cluster}-iap-ssh",
+                network=args.network_self_link,
+                direction="INGRESS",
+                source_ranges=[IAP_TCP_FORWARDING_RANGE],
+                target_tags=[tag],
+                allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
+                description=f"Slurm {cluster}: SSH through Identity-Aware Proxy only",
+                opts=self.child_opts(),
+            ),
+        ]
+        self.register_outputs({"bucketPath": self.bucket_path})
