@@ -28,6 +28,7 @@ from components.base import (
 )
 from components.buckets import Bucket, BucketArgs, BucketConfig, grant_bucket_access
 from components.network import IAP_TCP_FORWARDING_RANGE, subnet_name
+from components.slurm_scripts import ScriptsProvider, SlurmScripts
 
 CLUSTER_NAME = r"[a-z][-a-z0-9]{0,9}"
 NODESET_NAME = r"[a-z][a-z0-9]{0,14}"
@@ -852,6 +853,8 @@ class SlurmClusterArgs(WiringModel):
     subnet_name: str
     """The stack's subnet, known before it exists."""
     config: SlurmConfig
+    scripts_provider: SkipValidation[ScriptsProvider] | None = None
+    """Tests pass a provider with a fake fetcher; `pulumi up` uses the real one."""
 
 
 class SlurmCluster(Component):
@@ -982,6 +985,15 @@ class SlurmCluster(Component):
             f"login_group_configs/{LOGIN_GROUP}.yaml",
             _dump({"group_name": LOGIN_GROUP}),
         )
+        # The zips the controller and the TPU VMs download at boot, fetched and verified at
+        # `pulumi up`; the image's own copies predate this bucket layout.
+        self.scripts = SlurmScripts(
+            f"{name}-scripts",
+            bucket=self.bucket.name_,
+            prefix=files,
+            provider=args.scripts_provider,
+            opts=self.child_opts(depends_on=[self.bucket.bucket]),
+        )
         self.objects = objects
         # setup.py waits for config.yaml and then reads the rest: writing it last makes it
         # the signal that everything else is in place (slurm_files main.tf `config`).
@@ -991,7 +1003,7 @@ class SlurmCluster(Component):
             name=f"{files}/config.yaml",
             content=_dump(cluster_document(config, project=args.project, bucket=self.bucket.name_)),
             content_type="text/plain",
-            opts=self.child_opts(depends_on=[self.bucket.bucket, *objects]),
+            opts=self.child_opts(depends_on=[self.bucket.bucket, self.scripts, *objects]),
         )
         self.bucket_path = f"gs://{self.bucket.name_}/{files}"
 

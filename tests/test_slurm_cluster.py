@@ -187,8 +187,21 @@ def test_config_yaml_is_written_after_every_other_object():
     config = found.pop("tpu-files/config.yaml")
     assert len(found) >= 6, sorted(found)
     assert "tpu-files/slurm-nodeset-v4-script-startup_sh" in found
+    scripts = graph.named("slurm-scripts")
+    assert scripts.type == "pulumi-python:dynamic:Resource"
+    found["runtime script zips"] = scripts
     missing = [name for name, r in found.items() if r.urn not in config.dependencies]
     assert not missing, f"config.yaml ({config.urn}) does not wait for {missing}"
+
+
+def test_the_script_zips_go_under_the_cluster_files_at_the_pinned_commit():
+    scripts = build_graph(stack()).named("slurm-scripts").inputs
+    assert (scripts["bucket"], scripts["prefix"], scripts["commit"]) == (
+        f"{PROJECT}-ai-test-slurm-tpu",
+        "tpu-files",
+        "079cf8349a96cfd433cb89945bc467af21818424",
+    )
+    assert sorted(scripts["zips"]) == ["slurm-gcp-devel-controller.zip", "slurm-gcp-devel.zip"]
 
 
 def test_accounts_get_least_privilege_and_read_only_the_slurm_bucket():
