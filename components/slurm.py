@@ -16,7 +16,7 @@ import pulumi_gcp as gcp
 import yaml
 from pydantic import AfterValidator, Field, SkipValidation, StringConstraints
 
-from components import locations, tpu_catalog
+from components import locations, slurm_boot, slurm_scripts, tpu_catalog
 from components.base import (
     Component,
     ConfigModel,
@@ -679,6 +679,8 @@ NODE_CONF: dict[str, dict[str, int]] = {
 `node_conf_mappings`: v2 and v3 hosts are alike)."""
 NODE_CONF["v3"] = NODE_CONF["v2"]
 LOGIN_GROUP = "login"
+UNIVERSE_DOMAIN = "googleapis.com"
+"""util.py builds API endpoints from the `universe_domain` metadata key."""
 CONTROLLER_ROLES = (
     "roles/tpu.admin",
     "roles/compute.instanceAdmin.v1",
@@ -852,6 +854,7 @@ class SlurmClusterArgs(WiringModel):
     network_self_link: SkipValidation[pulumi.Output[str]]
     subnet_name: str
     """The stack's subnet, known before it exists."""
+    subnet_self_link: SkipValidation[pulumi.Output[str]]
     config: SlurmConfig
     scripts_provider: SkipValidation[ScriptsProvider] | None = None
     """Tests pass a provider with a fake fetcher; `pulumi up` uses the real one."""
@@ -985,6 +988,12 @@ class SlurmCluster(Component):
             f"login_group_configs/{LOGIN_GROUP}.yaml",
             _dump({"group_name": LOGIN_GROUP}),
         )
+        # The controller installs this as the boot script of every TPU VM it creates.
+        put(
+            "tpu-boot",
+            slurm_boot.TPU_NODE_SCRIPT,
+            slurm_boot.render(slurm_boot.BootScript(kind="tpu")),
+        )
         # The zips the controller and the TPU VMs download at boot, fetched and verified at
         # `pulumi up`; the image's own copies predate this bucket layout.
         self.scripts = SlurmScripts(
@@ -1038,4 +1047,121 @@ class SlurmCluster(Component):
                 opts=self.child_opts(),
             ),
         ]
-        self.register_outputs({"bucketPath": self.bucket_path})
+        self._vms(name, args)
+        self.register_outputs({"bucketPath": self.bucket_path, "controller": self.controller.name})
+
+    def _vms(self, name: str, args: SlurmClusterArgs) -> None:
+        """The controller with its state disk, and the login nodes. They need not wait for
+        the bucket: their boot retries until the zips are there, and setup.py until
+        config.yaml is."""
+        config = args.config
+        cluster = config.cluster_name
+        zone = config.controller.zone or args.zone
+        self.state_disk = gcp.compute.Disk(
+            f"{name}-state",
+            project=args.project,
+            zone=zone,
+            name=state_disk_name(cluster),
+            type=config.controller.state_disk.type,
+            size=config.controller.state_disk.size_gb,
+            labels=args.labels,
+            opts=self.child_opts(protect=args.protect),
+        )
+
+        def vm(
+            resource: str,
+            vm_name: str,
+            role: str,
+            machine_type: str,
+            disk_type: str,
+            disk_size_gb: int,
+            metadata: dict[str, str],
+            attached: list[gcp.compute.InstanceAttachedDiskArgs],
+            depends_on: list[pulumi.Resource],
+            protect: bool,
+        ) -> gcp.compute.Instance:
+            account = {"controller": "ctl", "login": "lgn"}[role]
+            return gcp.compute.Instance(
+                f"{name}-{resource}",
+                project=args.project,
+                zone=zone,
+                name=vm_name,
+                machine_type=machine_type,
+                boot_disk=gcp.compute.InstanceBootDiskArgs(
+                    initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(
+                        image=slurm_scripts.IMAGE, type=disk_type, size=disk_size_gb
+                    ),
+                ),
+                attached_disks=attached,
+                # No access config: private, reaching Google APIs through Private Google
+                # Access and the image registry through Cloud NAT.
+                network_interfaces=[
+                    gcp.compute.InstanceNetworkInterfaceArgs(subnetwork=args.subnet_self_link)
+                ],
+                service_account=gcp.compute.InstanceServiceAccountArgs(
+                    email=self.emails[account], scopes=list(DEFAULT_SCOPES)
+                ),
+                shielded_instance_config=gcp.compute.InstanceShieldedInstanceConfigArgs(
+                    enable_secure_boot=True,
+                    enable_vtpm=True,
+                    enable_integrity_monitoring=True,
+                ),
+                metadata={
+                    "slurm_bucket_path": self.bucket_path,
+                    "slurm_cluster_name": cluster,
+                    "slurm_instance_role": role,
+                    "universe_domain": UNIVERSE_DOMAIN,
+                    "enable-oslogin": "TRUE",
+                    "block-project-ssh-keys": "TRUE",
+                    # In metadata rather than `metadata_startup_script`, so that a new script
+                    # updates the VM in place instead of replacing it.
+                    "startup-script": slurm_boot.render(
+                        slurm_boot.BootScript(kind="vm", install_tpu_script=role == "controller")
+                    ),
+                    **metadata,
+                },
+                # slurmsync.py finds the cluster's instances by these labels.
+                labels={
+                    **args.labels,
+                    "slurm_cluster_name": cluster,
+                    "slurm_instance_role": role,
+                },
+                tags=[cluster],
+                allow_stopping_for_update=True,
+                opts=self.child_opts(
+                    depends_on=[self.accounts[account], *depends_on], protect=protect
+                ),
+            )
+
+        self.controller = vm(
+            "controller",
+            f"{cluster}-controller",
+            "controller",
+            config.controller.machine_type,
+            config.controller.disk_type,
+            config.controller.disk_size_gb,
+            {},
+            # setup.py mounts /dev/disk/by-id/google-<device_name> as slurmctld's state.
+            [
+                gcp.compute.InstanceAttachedDiskArgs(
+                    source=self.state_disk.self_link, device_name=state_disk_name(cluster)
+                )
+            ],
+            [self.state_disk],
+            args.protect,
+        )
+        self.logins = [
+            vm(
+                f"login-{i}",
+                f"{cluster}-login-{i}",
+                "login",
+                config.login.machine_type,
+                "pd-balanced",
+                config.login.disk_size_gb,
+                {"slurm_login_group": LOGIN_GROUP},
+                [],
+                [],
+                False,
+            )
+            for i in range(config.login.count)
+        ]

@@ -34,6 +34,7 @@ IMAGE_PROJECT = "schedmd-slurm-public"
 IMAGE_FAMILY = "slurm-gcp-6-12-hpc-rocky-linux-8"
 """The controller's default image at that release (schedmd-slurm-gcp-v6-controller
 variables_controller_instance.tf `instance_image`); scripts and image move together."""
+IMAGE = f"projects/{IMAGE_PROJECT}/global/images/family/{IMAGE_FAMILY}"
 SCRIPTS_DIR = (
     "community/modules/scheduler/schedmd-slurm-gcp-v6-controller/modules/slurm_files/scripts"
 )

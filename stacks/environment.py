@@ -239,6 +239,7 @@ def build(config: StackConfig) -> Environment:
                 labels=config.resource_labels,
                 network_self_link=network.network_self_link,
                 subnet_name=network.subnet_name,
+                subnet_self_link=network.subnet_self_link,
                 config=config.slurm,
             ),
             after_services,

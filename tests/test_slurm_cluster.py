@@ -289,3 +289,70 @@ def test_firewall_admits_the_cluster_to_itself_and_ssh_from_iap_only():
 def test_a_stack_without_slurm_registers_nothing_of_it():
     graph = build_graph({k: v for k, v in stack().items() if k != "ai-infra:slurm"})
     assert not [r.urn for r in graph if "slurm" in r.urn]
+
+
+def test_the_controller_is_private_shielded_and_boots_with_the_v6_metadata():
+    graph = build_graph({**stack(), "ai-infra:protect": True})
+    controller = graph.named("slurm-controller")
+    i = controller.inputs
+    assert (i["name"], i["machineType"], i["zone"]) == (
+        "tpu-controller",
+        "c2-standard-4",
+        "us-central2-b",
+    )
+    assert i["bootDisk"]["initializeParams"] == {
+        "image": "projects/schedmd-slurm-public/global/images/family/"
+        "slurm-gcp-6-12-hpc-rocky-linux-8",
+        "type": "pd-ssd",
+        "size": 50,
+    }
+    [nic] = i["networkInterfaces"]
+    assert "accessConfigs" not in nic or not nic["accessConfigs"]
+    assert i["shieldedInstanceConfig"] == {
+        "enableSecureBoot": True,
+        "enableVtpm": True,
+        "enableIntegrityMonitoring": True,
+    }
+    assert i["serviceAccount"]["email"] == CTL.removeprefix("serviceAccount:")
+    metadata = dict(i["metadata"])
+    script = metadata.pop("startup-script")
+    assert metadata == {
+        "slurm_bucket_path": f"gs://{PROJECT}-ai-test-slurm-tpu/tpu-files",
+        "slurm_cluster_name": "tpu",
+        "slurm_instance_role": "controller",
+        "universe_domain": "googleapis.com",
+        "enable-oslogin": "TRUE",
+        "block-project-ssh-keys": "TRUE",
+    }
+    assert "ai-infra-tpu-startup.sh" in script and 'exec "$SCRIPTS/setup.py"' in script
+    assert i["tags"] == ["tpu"]
+    assert i["labels"]["slurm_cluster_name"] == "tpu"
+    state = graph.named("slurm-state")
+    assert (state.inputs["name"], state.inputs["type"], state.inputs["size"]) == (
+        "tpu-controller-save",
+        "pd-ssd",
+        50,
+    )
+    assert i["attachedDisks"][0]["deviceName"] == "tpu-controller-save"
+    assert state.urn in controller.dependencies
+    assert state.protect and controller.protect
+
+
+def test_login_nodes_join_the_login_group_with_their_own_account():
+    graph = build_graph(stack(login={"count": 2, "machineType": "n2-standard-4"}))
+    logins = [graph.named(f"slurm-login-{i}") for i in range(2)]
+    for i, login in enumerate(logins):
+        assert login.inputs["name"] == f"tpu-login-{i}"
+        assert login.inputs["machineType"] == "n2-standard-4"
+        assert login.inputs["serviceAccount"]["email"] == LGN.removeprefix("serviceAccount:")
+        assert login.inputs["metadata"]["slurm_instance_role"] == "login"
+        assert login.inputs["metadata"]["slurm_login_group"] == "login"
+        assert "ai-infra-tpu-startup.sh" not in login.inputs["metadata"]["startup-script"]
+
+
+def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
+    graph = build_graph(stack())
+    found = objects(graph)
+    boot = found["tpu-files/ai-infra-tpu-startup.sh"]
+    assert "docker run" in content(boot)
+    assert boot.urn in found["tpu-files/config.yaml"].dependencies
