@@ -28,6 +28,7 @@ from components.base import (
 )
 from components.buckets import Bucket, BucketArgs, BucketConfig, grant_bucket_access
 from components.network import IAP_TCP_FORWARDING_RANGE, subnet_name
+from components.slurm_cleanup import TpuCleanup, TpuCleanupProvider
 from components.slurm_scripts import ScriptsProvider, SlurmScripts
 
 CLUSTER_NAME = r"[a-z][-a-z0-9]{0,9}"
@@ -855,9 +856,12 @@ class SlurmClusterArgs(WiringModel):
     subnet_name: str
     """The stack's subnet, known before it exists."""
     subnet_self_link: SkipValidation[pulumi.Output[str]]
+    network: SkipValidation[pulumi.Resource]
+    """The stack's network component; the TPU cleanup runs before any of it is deleted."""
     config: SlurmConfig
     scripts_provider: SkipValidation[ScriptsProvider] | None = None
     """Tests pass a provider with a fake fetcher; `pulumi up` uses the real one."""
+    cleanup_provider: SkipValidation[TpuCleanupProvider] | None = None
 
 
 class SlurmCluster(Component):
@@ -1047,6 +1051,17 @@ class SlurmCluster(Component):
                 opts=self.child_opts(),
             ),
         ]
+        # Pulumi deletes dependents first: the controller (which depends on this) stops
+        # creating TPU VMs, then this deletes those left, then the subnet and the TPU node
+        # account go.
+        self.cleanup = TpuCleanup(
+            f"{name}-tpu-cleanup",
+            project=args.project,
+            cluster=cluster,
+            nodesets=[{"name": n.name, "zone": n.zone or args.zone} for n in config.tpu_nodesets],
+            provider=args.cleanup_provider,
+            opts=self.child_opts(depends_on=[args.network, self.accounts["tpu"]]),
+        )
         self._vms(name, args)
         self.register_outputs({"bucketPath": self.bucket_path, "controller": self.controller.name})
 
@@ -1147,7 +1162,7 @@ class SlurmCluster(Component):
                     source=self.state_disk.self_link, device_name=state_disk_name(cluster)
                 )
             ],
-            [self.state_disk],
+            [self.state_disk, self.cleanup],
             args.protect,
         )
         self.logins = [

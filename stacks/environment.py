@@ -240,6 +240,7 @@ def build(config: StackConfig) -> Environment:
                 network_self_link=network.network_self_link,
                 subnet_name=network.subnet_name,
                 subnet_self_link=network.subnet_self_link,
+                network=network,
                 config=config.slurm,
             ),
             after_services,
