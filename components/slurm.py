@@ -359,6 +359,32 @@ class SlurmConfig(ConfigModel):
         return f"{project}-{prefix}-slurm-{self.cluster_name}"
 
 
+def describe(config: SlurmConfig, *, zone: str) -> list[str]:
+    """The offline plan's summary: nodesets with their workers per slice, and partitions."""
+    lines = [
+        f"  cluster {config.cluster_name}: controller {config.controller.machine_type}, "
+        f"{config.login.count} x {config.login.machine_type} login"
+    ]
+    for n in config.tpu_nodesets:
+        shape = n.node_type or (
+            f"{n.accelerator_config.version} {n.accelerator_config.topology}"
+            if n.accelerator_config
+            else "?"
+        )
+        flags = [f for f, on in (("preemptible", n.preemptible), ("reserved", n.reserved)) if on]
+        lines.append(
+            f"  nodeset {n.name}: {shape} in {n.zone or zone}, {n.workers_per_slice} worker(s) "
+            f"per slice, {n.node_count_static} static + up to {n.node_count_dynamic_max} "
+            f"dynamic nodes, runtime tpu-vm-tf-{n.tf}{''.join(f', {f}' for f in flags)}"
+        )
+    for p in config.partitions:
+        lines.append(
+            f"  partition {p.name}{' (default)' if p.default else ''}: "
+            f"{', '.join(p.nodesets)}{', exclusive' if p.exclusive else ''}"
+        )
+    return lines
+
+
 def _family_sizes(family: str) -> tuple[int, ...]:
     if family in NODE_TYPES:
         return NODE_TYPES[family]
@@ -509,6 +535,16 @@ def nodeset_problems(
                 ("nodeCountDynamicMax",),
                 f"the nodeset can never hold a whole slice: set nodeCountDynamicMax or "
                 f"nodeCountStatic to at least {workers} (the workers per slice)",
+            )
+        )
+    registry = nodeset.image.split("/", 1)[0]
+    if registry not in slurm_boot.DOCKER_REGISTRIES:
+        found.append(
+            Problem(
+                ("dockerImage",),
+                f"TPU VMs pull with Docker authenticated to "
+                f"{' and '.join(slurm_boot.DOCKER_REGISTRIES)} only, not {registry}; push the "
+                "image to a us-docker.pkg.dev repository",
             )
         )
     if nodeset.preemptible and nodeset.reserved:

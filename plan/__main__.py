@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from components import slurm
 from plan.engine import (
     Graph,
     Registration,
@@ -180,6 +181,9 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
             f"{shape.chips} chips per slice, {s.chips} chips, {s.provisioning}"
         )
     lines.append(f"  total: {config.tpu_chips} TPU chips")
+    if config.slurm is not None:
+        lines += ["", "Slurm (TPU nodesets, workers per slice, partitions):"]
+        lines += slurm.describe(config.slurm, zone=config.zone)
     lines += ["", "Teams (namespace/queue, nominal quota, Google service account):"]
     lines += _teams(graph) or ["  none"]
     return "\n".join(lines)

@@ -356,3 +356,25 @@ def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
     boot = found["tpu-files/ai-infra-tpu-startup.sh"]
     assert "docker run" in content(boot)
     assert boot.urn in found["tpu-files/config.yaml"].dependencies
+
+
+def test_the_readme_slurm_example_builds_and_the_plan_shows_it():
+    import re
+
+    from plan.__main__ import render
+    from plan.engine import REPO_ROOT
+    from stacks.config import parse
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    [text] = re.findall(r"<!-- slurm-example -->\n```yaml\n(.*?)```", readme, re.S)
+    raw = yaml.safe_load(text)["config"]
+    graph = build_graph(raw, stack="slurm")
+    assert graph.named("slurm-controller").inputs["name"] == "tpu-controller"
+    plan = render(graph, parse(raw, "slurm"), "slurm")
+    slurm_part = plan.split("Slurm (TPU nodesets, workers per slice, partitions):\n", 1)[1]
+    assert slurm_part.split("\n\n", 1)[0].splitlines() == [
+        "  cluster tpu: controller c2-standard-4, 1 x n2-standard-2 login",
+        "  nodeset v4: v4-8 in us-central2-b, 1 worker(s) per slice, 0 static + up to 4 "
+        "dynamic nodes, runtime tpu-vm-tf-2.14.0",
+        "  partition tpu (default): v4, exclusive",
+    ]

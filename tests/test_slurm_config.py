@@ -134,6 +134,12 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "IMAGE:TAG",
     ),
     (
+        "image in a registry the TPU VM cannot log in to",
+        nodeset(dockerImage="europe-docker.pkg.dev/p/r/slurm:tf-2.14.0"),
+        f"{N0}.dockerImage",
+        "us-docker.pkg.dev repository",
+    ),
+    (
         "preemptible and reserved",
         nodeset(preemptible=True, reserved=True),
         f"{N0}.preemptible",
