@@ -966,9 +966,21 @@ class SlurmCluster(Component):
             self.child_opts(),
         )
         readers = dict(members)
-        for nodeset in config.tpu_nodesets:
-            if nodeset.service_account_email:
-                readers[nodeset.name] = f"serviceAccount:{nodeset.service_account_email}"
+        # A nodeset may run as an account of the team's own: it reads the bucket too, and the
+        # controller must be able to attach it to the TPU VMs it creates. Keyed by email, so
+        # nodesets sharing an account share one grant.
+        own = set(self.emails.values())
+        for email in sorted(
+            {n.service_account_email for n in config.tpu_nodesets if n.service_account_email} - own
+        ):
+            readers[slug(email)] = f"serviceAccount:{email}"
+            gcp.serviceaccount.IAMMember(
+                f"{name}-ctl-acts-as-{slug(email)}",
+                service_account_id=f"projects/-/serviceAccounts/{email}",
+                role="roles/iam.serviceAccountUser",
+                member=members["ctl"],
+                opts=self.child_opts(depends_on=[self.accounts["ctl"]]),
+            )
         for who, member in sorted(readers.items()):
             for bucket_role in BUCKET_READER_ROLES:
                 grant_bucket_access(

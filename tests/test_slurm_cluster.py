@@ -221,7 +221,7 @@ def test_accounts_get_least_privilege_and_read_only_the_slurm_bucket():
         (LGN, "roles/logging.logWriter"),
         (LGN, "roles/monitoring.metricWriter"),
     }
-    [acts_as] = graph.of_type("gcp:serviceaccount/iAMMember:IAMMember")
+    [acts_as] = graph.of_type("gcp:serviceaccount/iAMMember:IAMMember")  # the TPU account only
     assert (acts_as.inputs["member"], acts_as.inputs["role"]) == (
         CTL,
         "roles/iam.serviceAccountUser",
@@ -243,25 +243,32 @@ def test_accounts_get_least_privilege_and_read_only_the_slurm_bucket():
     }
 
 
-def test_an_explicit_node_account_may_read_the_bucket_too():
+def test_a_team_node_account_reads_the_bucket_and_the_controller_may_attach_it():
     email = "trainer@test-project.iam.gserviceaccount.com"
+    nodeset = {"nodeType": "v4-8", "nodeCountDynamicMax": 1, "serviceAccountEmail": email}
     graph = build_graph(
         stack(
-            tpuNodesets=[
-                {
-                    "name": "v4",
-                    "nodeType": "v4-8",
-                    "nodeCountDynamicMax": 1,
-                    "serviceAccountEmail": email,
-                }
-            ]
+            # A nodeset named like one of the cluster's roles, and two sharing one account.
+            tpuNodesets=[{"name": "tpu", **nodeset}, {"name": "b", **nodeset}],
+            partitions=[{"name": "tpu", "nodesets": ["tpu", "b"]}],
         )
     )
-    members = {
-        r.inputs["member"] for r in graph.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    grants = [
+        (r.inputs["member"], r.inputs["role"])
+        for r in graph.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    ]
+    assert len(grants) == len(set(grants)) == 8
+    assert (TPU, "roles/storage.objectViewer") in grants
+    assert (f"serviceAccount:{email}", "roles/storage.legacyBucketReader") in grants
+    acts_as = {
+        (r.inputs["serviceAccountId"].rsplit("/", 1)[1], r.inputs["member"], r.inputs["role"])
+        for r in graph.of_type("gcp:serviceaccount/iAMMember:IAMMember")
     }
-    assert f"serviceAccount:{email}" in members
-    document = yaml.safe_load(content(objects(graph)["tpu-files/nodeset_tpu_configs/v4.yaml"]))
+    assert acts_as == {
+        (TPU.removeprefix("serviceAccount:"), CTL, "roles/iam.serviceAccountUser"),
+        (email, CTL, "roles/iam.serviceAccountUser"),
+    }
+    document = yaml.safe_load(content(objects(graph)["tpu-files/nodeset_tpu_configs/tpu.yaml"]))
     assert document["service_account"]["email"] == email
 
 
@@ -378,3 +385,36 @@ def test_the_readme_slurm_example_builds_and_the_plan_shows_it():
         "dynamic nodes, runtime tpu-vm-tf-2.14.0",
         "  partition tpu (default): v4, exclusive",
     ]
+
+
+def test_adding_a_nodeset_adds_its_files_and_touches_only_the_cleanup():
+    before = build_graph(stack())
+    after = build_graph(
+        stack(
+            tpuNodesets=[
+                {"name": "v4", "nodeType": "v4-8", "nodeCountDynamicMax": 2},
+                {"name": "spot", "nodeType": "v4-8", "nodeCountDynamicMax": 2, "preemptible": True},
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4"], "default": True},
+                {"name": "spot", "nodesets": ["spot"]},
+            ],
+        )
+    )
+    old = {r.urn: r for r in before}
+    new = {r.urn: r for r in after}
+    assert set(old) <= set(new)
+    assert sorted(r.name for u, r in new.items() if u not in old) == [
+        "slurm-nodeset-spot",
+        "slurm-partition-spot",
+    ]
+    changed = sorted(r.name for u, r in old.items() if r.inputs != new[u].inputs)
+    assert changed == ["slurm-tpu-cleanup"], changed
+    assert (
+        new[graph_urn(after, "slurm-config")].dependencies
+        != old[graph_urn(before, "slurm-config")].dependencies
+    )
+
+
+def graph_urn(graph: Graph, name: str) -> str:
+    return graph.named(name).urn
