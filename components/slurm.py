@@ -57,10 +57,11 @@ nodeset_tpu `simple_nodes`) and silently drops them for any other type."""
 V2_V3_ZONES: dict[str, tuple[str, ...]] = {
     "v2-8": ("us-central1-b", "us-central1-c"),
     "v3-8": ("us-central1-a", "us-central1-b"),
-    "pod": ("us-central1-a",),
+    "v2-pod": ("us-central1-a",),
+    "v3-pod": (),
 }
-"""Cloud TPU "TPU regions and zones", v2 and v3 rows for North America (larger sizes are
-`pod`); the Europe rows could not be confirmed."""
+"""Cloud TPU "TPU regions and zones", North America rows: v2-32 to v2-512 (`v2-pod`) in
+us-central1-a; larger v3 types are listed only in Europe, whose zones could not be read."""
 TF_RUNTIMES = (
     "2.12.0",
     "2.12.1",
@@ -395,7 +396,7 @@ def _zones_for(nodeset: TpuNodesetConfig) -> tuple[str, ...]:
     family = nodeset.family
     if family == "v4":
         return tpu_catalog.resolve("v4-8").family.zones
-    key = f"{family}-8" if nodeset.cores == CORES_PER_WORKER else "pod"
+    key = f"{family}-8" if nodeset.cores == CORES_PER_WORKER else f"{family}-pod"
     return V2_V3_ZONES[key]
 
 
@@ -570,8 +571,9 @@ def nodeset_problems(
         found.append(
             Problem(
                 ("zone",),
-                f"Cloud TPU offers {nodeset.node_type or nodeset.family} in {', '.join(zones)}, "
-                f"not {zone}; pick one of those (gcp:region must hold it)",
+                f"Cloud TPU offers {nodeset.node_type or nodeset.family} in "
+                f"{', '.join(zones) or 'no zone this program knows'}, not {zone}; pick one of "
+                "those (gcp:region must hold it)",
             )
         )
     subnet = nodeset.subnetwork or stack_subnet

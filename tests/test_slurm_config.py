@@ -178,6 +178,18 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "us-central1-a",
     ),
     (
+        "v3 pod, listed only in Europe",
+        with_config(
+            **{"gcp:region": "us-central1", "gcp:zone": "us-central1-a"},
+            slurm={
+                **CLUSTER,
+                "tpuNodesets": [{**NODESET, "nodeType": "v3-32", "nodeCountDynamicMax": 4}],
+            },
+        ),
+        f"{N0}.zone",
+        "no zone this program knows",
+    ),
+    (
         "foreign subnet without public IPs",
         nodeset(subnetwork="other-subnet"),
         f"{N0}.subnetwork",
