@@ -164,3 +164,36 @@ def test_diff_read_update_delete():
 
     provider.delete("b/tpu-files", olds)
     assert bucket.objects == {}
+
+
+def test_the_providers_deserialize_where_pulumi_runs_them(tmp_path):
+    """Pulumi pickles a dynamic provider by reference to its module (dill) and loads it in
+    `python -m pulumi.dynamic`, started in the project directory: the modules must import
+    there without registering anything, and the real fetcher and clients come back."""
+    import subprocess
+    import sys
+
+    from pulumi.dynamic.dynamic import serialize_provider
+
+    from components.slurm_cleanup import TpuCleanupProvider
+    from plan.engine import REPO_ROOT
+
+    (tmp_path / "scripts").write_text(serialize_provider(ScriptsProvider()))
+    (tmp_path / "cleanup").write_text(serialize_provider(TpuCleanupProvider()))
+    check = (
+        "import base64, dill, sys\n"
+        "load = lambda p: dill.loads(base64.b64decode(open(p).read()))\n"
+        f"scripts = load({str(tmp_path / 'scripts')!r})\n"
+        f"cleanup = load({str(tmp_path / 'cleanup')!r})\n"
+        "print(scripts.fetch.__name__, type(scripts.bucket).__name__, type(cleanup.api).__name__)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", check],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["fetch_over_https", "GcsBucket", "RestTpuApi"]
