@@ -622,6 +622,12 @@ def problems(
                 "'google'; shorten clusterName (or ai-infra:prefix)",
             )
         )
+    if config.cluster_name.endswith("-"):
+        # The name ends the bucket's name and is the cluster's network tag; GCS and Compute
+        # Engine both want those to end in a letter or digit.
+        found.append(
+            Problem(("clusterName",), "must not end with '-'; end it with a letter or digit")
+        )
     if f"slurm-{config.cluster_name}" in buckets:
         found.append(
             Problem(

@@ -43,6 +43,12 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "ai-infra:slurm.clusterName",
         "letter",
     ),
+    (
+        "cluster name ending in '-'",
+        stack(clusterName="tpu-"),
+        "ai-infra:slurm.clusterName",
+        "digit",
+    ),
     ("nodeset name with '-'", nodeset(name="v4-a"), f"{N0}.name", "no '-'"),
     ("unknown nodeset key", nodeset(nodetype="v4-8"), f"{N0}.nodetype", "nodeType"),
     ("v5p on Slurm", nodeset(nodeType="v5p-8"), f"{N0}.nodeType", "ai-infra:tpuSlices"),
