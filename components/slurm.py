@@ -940,24 +940,28 @@ class SlurmCluster(Component):
         }
         members = {role: f"serviceAccount:{email}" for role, email in self.emails.items()}
         project_roles = {"ctl": CONTROLLER_ROLES, "tpu": NODE_ROLES, "lgn": NODE_ROLES}
+        self.grants: dict[str, list[pulumi.Resource]] = {role: [] for role in ACCOUNT_ROLES}
         for role, roles in project_roles.items():
             for project_role in roles:
-                gcp.projects.IAMMember(
-                    f"{name}-{role}-{slug(project_role.removeprefix('roles/'))}",
-                    project=args.project,
-                    role=project_role,
-                    member=members[role],
-                    opts=self.child_opts(depends_on=[self.accounts[role]]),
+                self.grants[role].append(
+                    gcp.projects.IAMMember(
+                        f"{name}-{role}-{slug(project_role.removeprefix('roles/'))}",
+                        project=args.project,
+                        role=project_role,
+                        member=members[role],
+                        opts=self.child_opts(depends_on=[self.accounts[role]]),
+                    )
                 )
         # The controller attaches the TPU node account to the TPU VMs it creates, and may act
         # as that account alone.
-        gcp.serviceaccount.IAMMember(
+        acts_as_tpu = gcp.serviceaccount.IAMMember(
             f"{name}-ctl-acts-as-tpu",
             service_account_id=self.accounts["tpu"].name,
             role="roles/iam.serviceAccountUser",
             member=members["ctl"],
             opts=self.child_opts(depends_on=[self.accounts["ctl"]]),
         )
+        self.grants["ctl"].append(acts_as_tpu)
 
         self.bucket = Bucket(
             f"{name}-bucket",
@@ -982,16 +986,17 @@ class SlurmCluster(Component):
             {n.service_account_email for n in config.tpu_nodesets if n.service_account_email} - own
         ):
             readers[slug(email)] = f"serviceAccount:{email}"
-            gcp.serviceaccount.IAMMember(
+            acts_as = gcp.serviceaccount.IAMMember(
                 f"{name}-ctl-acts-as-{slug(email)}",
                 service_account_id=f"projects/-/serviceAccounts/{email}",
                 role="roles/iam.serviceAccountUser",
                 member=members["ctl"],
                 opts=self.child_opts(depends_on=[self.accounts["ctl"]]),
             )
+            self.grants["ctl"].append(acts_as)
         for who, member in sorted(readers.items()):
             for bucket_role in BUCKET_READER_ROLES:
-                grant_bucket_access(
+                grant = grant_bucket_access(
                     f"{name}-{who}-{slug(bucket_role.removeprefix('roles/'))}",
                     self.bucket,
                     role=bucket_role,
@@ -1000,6 +1005,7 @@ class SlurmCluster(Component):
                         depends_on=[self.accounts[who]] if who in self.accounts else []
                     ),
                 )
+                self.grants.setdefault(who, []).append(grant)
 
         files = FILES_DIR.format(cluster=cluster)
         objects: list[gcp.storage.BucketObject] = []
@@ -1218,7 +1224,10 @@ class SlurmCluster(Component):
                     source=self.state_disk.self_link, device_name=state_disk_name(cluster)
                 )
             ],
-            [self.state_disk, self.cleanup],
+            # setup.py reads the bucket, and asks the TPU API about each nodeset while it writes
+            # the Slurm configs (conf.py topology -> tpu.py), without retrying: the controller
+            # starts after its grants.
+            [self.state_disk, self.cleanup, *self.grants["ctl"]],
             args.protect,
         )
         self.logins = [
@@ -1231,7 +1240,7 @@ class SlurmCluster(Component):
                 config.login.disk_size_gb,
                 {"slurm_login_group": LOGIN_GROUP},
                 [],
-                [],
+                self.grants["lgn"],
                 False,
             )
             for i in range(config.login.count)

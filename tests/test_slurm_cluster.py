@@ -343,6 +343,11 @@ def test_the_controller_is_private_shielded_and_boots_with_the_v6_metadata():
     assert i["attachedDisks"][0]["deviceName"] == "tpu-controller-save"
     assert state.urn in controller.dependencies
     assert state.protect and controller.protect
+    ctl_grants = [
+        r.urn for r in graph if r.type.endswith("IAMMember") and r.inputs.get("member") == CTL
+    ]
+    assert len(ctl_grants) == 7
+    assert set(ctl_grants) <= set(controller.dependencies)
 
 
 def test_login_nodes_join_the_login_group_with_their_own_account():
@@ -355,6 +360,8 @@ def test_login_nodes_join_the_login_group_with_their_own_account():
         assert login.inputs["metadata"]["slurm_instance_role"] == "login"
         assert login.inputs["metadata"]["slurm_login_group"] == "login"
         assert "ai-infra-tpu-startup.sh" not in login.inputs["metadata"]["startup-script"]
+        reads = graph.named("slurm-lgn-storage.objectviewer").urn
+        assert reads in login.dependencies
 
 
 def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
