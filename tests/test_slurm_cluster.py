@@ -425,3 +425,18 @@ def test_adding_a_nodeset_adds_its_files_and_touches_only_the_cleanup():
 
 def graph_urn(graph: Graph, name: str) -> str:
     return graph.named(name).urn
+
+
+def test_the_environment_records_where_the_slurm_cluster_comes_from():
+    from plan.engine import run_program
+    from stacks import environment
+    from stacks.config import parse
+
+    raw = stack()
+    built: list[environment.Environment] = []
+    run_program(raw, program=lambda: built.append(environment.build(parse(raw, "test"))))
+    [env] = built
+    assert env.sources["slurm"] == "ai-infra:slurm"
+    assert env.slurm is not None and env.slurm.bucket_path == (
+        f"gs://{PROJECT}-ai-test-slurm-tpu/tpu-files"
+    )
