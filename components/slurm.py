@@ -179,7 +179,14 @@ ConfValue = Annotated[
 class AcceleratorConfig(ConfigModel):
     """A TPU by generation and chip topology, as the TPU API's AcceleratorConfig takes it."""
 
-    version: Literal["V2", "V3", "V4"]
+    version: Annotated[
+        str,
+        _pattern(
+            r"V[234]",
+            "a TPU generation Slurm-GCP v6 can create (V2, V3 or V4); for newer TPUs use a GKE "
+            "slice in ai-infra:tpuSlices",
+        ),
+    ]
     topology: Topology
     """Chips along each axis: two axes for V2 and V3 (`2x2`), three for V4 (`2x2x1`)."""
 

@@ -74,7 +74,7 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
             ]
         ),
         f"{N0}.acceleratorConfig.version",
-        "V4",
+        "ai-infra:tpuSlices",
     ),
     (
         "two-digit topology dimension",
