@@ -5,7 +5,9 @@ Slurm-GCP v6's boot contract, as its setup.py expects it: read `slurm_bucket_pat
 (`slurm-gcp-devel-controller.zip` on the controller, `slurm-gcp-devel.zip` elsewhere), unpack it
 into /slurm/scripts for the slurm user, and run setup.py once. A TPU VM instead starts the
 slurmd container (SchedMD's image, `slurm_docker_image`) with the worker's Slurm node name from
-`slurm_names`, whose systemd runs setup.py inside. Paths are data, so tests render the same
+`slurm_names`, whose systemd runs the image's own boot inside (`OS_ENV=slurm_container`), which
+fetches `slurm-gcp-devel.zip` from the same bucket path and runs setup.py (slurm-gcp
+scripts/startup.sh, at 13fd92b6). Paths are data, so tests render the same
 script into a scratch directory and run it under bash with stub commands.
 """
 
