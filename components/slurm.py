@@ -363,8 +363,14 @@ class SlurmConfig(ConfigModel):
     partitions: list[PartitionConfig] = Field(default_factory=list, max_length=32)
     """Partitions over the nodesets; at most one `default`."""
 
+    @property
+    def bucket_key(self) -> str:
+        """The Slurm bucket's name among buckets, as if it were an `ai-infra:buckets` entry."""
+        return f"slurm-{self.cluster_name}"
+
     def bucket_name(self, project: str, prefix: str) -> str:
-        return f"{project}-{prefix}-slurm-{self.cluster_name}"
+        # Unvalidated: the checks that use it report a bad cluster name themselves.
+        return BucketConfig.model_construct(name=self.bucket_key).bucket_name(project, prefix)
 
 
 def describe(config: SlurmConfig, *, zone: str) -> list[str]:
@@ -635,12 +641,12 @@ def problems(
         found.append(
             Problem(("clusterName",), "must not end with '-'; end it with a letter or digit")
         )
-    if f"slurm-{config.cluster_name}" in buckets:
+    if config.bucket_key in buckets:
         found.append(
             Problem(
                 ("clusterName",),
                 f"the Slurm bucket takes the name of ai-infra:buckets entry "
-                f"'slurm-{config.cluster_name}'; rename one",
+                f"'{config.bucket_key}'; rename one",
             )
         )
     names = {n.name for n in config.tpu_nodesets}
@@ -979,7 +985,7 @@ class SlurmCluster(Component):
                 protect=args.protect,
                 labels=args.labels,
                 config=BucketConfig.model_validate(
-                    {"name": f"slurm-{cluster}", "forceDestroy": not args.protect}
+                    {"name": config.bucket_key, "forceDestroy": not args.protect}
                 ),
             ),
             self.child_opts(),
