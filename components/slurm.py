@@ -40,8 +40,9 @@ PARTITION_NAME = r"[a-z][a-z0-9-]{0,29}"
 SLURM_FAMILIES = ("v2", "v3", "v4")
 """Slurm-GCP v6 creates TPU VMs of these generations only (slurm_files/scripts/tpu.py maps
 `V2`, `V3`, `V4` to the TPU API's accelerator types)."""
-CORES_PER_CHIP = 2
-"""TensorCores per chip of v2, v3 and v4 (Cloud TPU "System architecture")."""
+V2_V3_CORES_PER_CHIP = 2
+"""TensorCores per chip of v2 and v3 (Cloud TPU "System architecture"); v4's comes from the
+catalog."""
 CORES_PER_WORKER = 8
 """Toolkit's nodeset-tpu module wants one Slurm node per 8 TensorCores: the controller puts
 four chips on each TPU VM (tpu.py TPUS_PER_VM = 4)."""
@@ -290,8 +291,9 @@ class TpuNodesetConfig(ConfigModel):
     def cores(self) -> int:
         """TensorCores per slice (Toolkit's nodeset-tpu `tpu_core_count`)."""
         if self.accelerator_config is not None:
-            chips = math.prod(int(d) for d in self.accelerator_config.topology.split("x"))
-            return chips * CORES_PER_CHIP
+            accelerator = self.accelerator_config
+            chips = math.prod(int(d) for d in accelerator.topology.split("x"))
+            return chips * _cores_per_chip(accelerator.version.lower())
         assert self.node_type is not None
         return int(self.node_type.rsplit("-", 1)[1])
 
@@ -371,6 +373,12 @@ class SlurmConfig(ConfigModel):
     def bucket_name(self, project: str, prefix: str) -> str:
         # Unvalidated: the checks that use it report a bad cluster name themselves.
         return BucketConfig.model_construct(name=self.bucket_key).bucket_name(project, prefix)
+
+
+def _cores_per_chip(family: str) -> int:
+    if family in NODE_TYPES:
+        return V2_V3_CORES_PER_CHIP
+    return tpu_catalog.resolve(f"{family}-8").family.cores_per_chip
 
 
 def describe(config: SlurmConfig, *, zone: str) -> list[str]:
