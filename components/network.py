@@ -171,6 +171,11 @@ def cloud_nat(
     )
 
 
+def subnet_name(prefix: str) -> str:
+    """The stack's subnet, which has Private Google Access; its name is known up front."""
+    return f"{prefix}-subnet"
+
+
 class NetworkArgs(WiringModel):
     project: str
     region: str
@@ -183,6 +188,8 @@ class Network(Component):
 
     network_self_link: pulumi.Output[str]
     subnet_self_link: pulumi.Output[str]
+    subnet_name: str
+    """The subnet's name, known before it exists."""
     webhook_firewall: gcp.compute.Firewall
     """The control plane's path to admission webhooks; Kueue's release waits for it."""
     pods_range_name: str = "pods"
@@ -210,7 +217,7 @@ class Network(Component):
             f"{name}-subnet",
             project=args.project,
             region=args.region,
-            name=f"{args.prefix}-subnet",
+            name=subnet_name(args.prefix),
             network=network_ref,
             ip_cidr_range=config.subnet_cidr,
             private_ip_google_access=True,
@@ -276,6 +283,7 @@ class Network(Component):
         self.webhook_firewall = firewalls["allow-webhooks"]
         self.network_self_link = pulumi.Output.from_input(network_ref)
         self.subnet_self_link = subnet.self_link
+        self.subnet_name = subnet_name(args.prefix)
         self.register_outputs(
             {"network": self.network_self_link, "subnetwork": self.subnet_self_link}
         )

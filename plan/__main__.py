@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from components import slurm
 from components.gpu_clusters import GpuClusterConfig
 from components.tpu_catalog import resolve
 from components.tpu_vm_provider import node_names
@@ -238,6 +239,9 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
     lines.append(f"  total: {config.tpu_chips} TPU chips")
     lines += ["", "GPU clusters:"]
     lines += [_gpu_cluster(c, config) for c in config.gpu_clusters] or ["  none"]
+    if config.slurm is not None:
+        lines += ["", "Slurm (TPU nodesets, workers per slice, partitions):"]
+        lines += slurm.describe(config.slurm, zone=config.zone)
     lines += ["", "Teams (namespace/queue, nominal quota, Google service account):"]
     lines += _teams(graph) or ["  none"]
     return "\n".join(lines)

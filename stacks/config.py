@@ -23,7 +23,17 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from components import buckets as buckets_module
-from components import gke, locations, network, quota, teams, tpu_provisioner, tpu_slices, tpu_vms
+from components import (
+    gke,
+    locations,
+    network,
+    quota,
+    slurm,
+    teams,
+    tpu_provisioner,
+    tpu_slices,
+    tpu_vms,
+)
 from components import gpu_clusters as gpu_clusters_module
 from components import gpu_pools as gpu_pools_module
 from components import workload_identity as workload_identity_module
@@ -43,6 +53,7 @@ from components.gpu_clusters import GpuClusterConfig
 from components.gpu_pools import GpuPoolConfig
 from components.kueue import CHARTS, KueueConfig
 from components.network import NetworkConfig
+from components.slurm import SlurmConfig
 from components.teams import TeamConfig
 from components.tpu_provisioner import TpuProvisionerConfig
 from components.tpu_slices import TpuSliceConfig
@@ -192,6 +203,8 @@ class StackConfig(ConfigModel):
     with its share of the slices, a Google service account and the access it lists."""
     tpu_vms: list[TpuVmConfig] = Field(default_factory=list)
     """TPU VM slices outside GKE, each a Cloud TPU queued resource of one or more slices."""
+    slurm: SlurmConfig | None = None
+    """A Slurm-GCP v6 cluster with Cloud TPU nodesets, beside the GKE cluster."""
 
     # Inherited defaults, resolved here and nowhere else.
 
@@ -309,6 +322,18 @@ def problems(config: StackConfig) -> list[Problem]:
         ),
     )
     found += vm_problems
+    if config.slurm is not None:
+        found += under(
+            "slurm",
+            slurm.problems(
+                config.slurm,
+                project=config.project,
+                zone=config.zone,
+                region=config.region,
+                prefix=config.prefix,
+                buckets=bucket_names,
+            ),
+        )
     found += _ownership_problems(config)
     provisioner_problems = under(
         "tpuProvisioner",
@@ -381,12 +406,14 @@ def problems(config: StackConfig) -> list[Problem]:
 
 def _ownership_problems(config: StackConfig) -> list[Problem]:
     """Each Google service account id and each Kubernetes service account has one owner: the
-    node pools, the TPU provisioner, a team, a workload identity, a TPU VM entry or a GPU
-    cluster."""
+    node pools, the TPU provisioner, a team, a workload identity, a TPU VM entry, a GPU
+    cluster or the Slurm cluster."""
     accounts: list[tuple[tuple[str | int, ...], str]] = [
         (("cluster",), gke.node_account_id(config.prefix)),
         (("tpuProvisioner",), tpu_provisioner.account_id(config.prefix)),
     ]
+    if config.slurm is not None:
+        accounts += [(("slurm",), slurm.account_id(config.prefix, r)) for r in slurm.ACCOUNT_ROLES]
     accounts += [(("teams", i), f"{config.prefix}-{t.name}") for i, t in enumerate(config.teams)]
     accounts += [
         (("workloadIdentities", i), f"{config.prefix}-{w.name}")
@@ -401,6 +428,8 @@ def _ownership_problems(config: StackConfig) -> list[Problem]:
         (("gpuClusters", i), gpu_clusters_module.account_id(config.prefix, c.name))
         for i, c in enumerate(config.gpu_clusters)
     ]
+    if config.slurm is not None:
+        accounts += [(("slurm",), slurm.account_id(config.prefix, r)) for r in slurm.ACCOUNT_ROLES]
     ksas: list[tuple[tuple[str | int, ...], str]] = [
         (
             ("tpuProvisioner",),

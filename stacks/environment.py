@@ -26,6 +26,7 @@ from components.services import (
     ProjectServices,
     ProjectServicesArgs,
 )
+from components.slurm import SlurmCluster, SlurmClusterArgs
 from components.teams import GroupAccess, GroupAccessArgs, Team, TeamArgs
 from components.tpu_provisioner import TpuProvisioner, TpuProvisionerArgs
 from components.tpu_slices import TpuSlice, TpuSliceArgs
@@ -50,6 +51,7 @@ class Environment:
     batch: BatchSystem
     queues: Queues
     teams: dict[str, Team]
+    slurm: SlurmCluster | None
     sources: dict[str, str]
     """Top-level component name -> the config key it comes from (`ai-infra:tpuSlices[2]`)."""
     tpu_provisioner: TpuProvisioner | None
@@ -284,6 +286,25 @@ def build(config: StackConfig) -> Environment:
             GroupAccessArgs(project=config.project, groups=groups),
             after_services,
         )
+    slurm = None
+    if config.slurm is not None:
+        slurm = SlurmCluster(
+            source("slurm", "slurm"),
+            SlurmClusterArgs(
+                project=config.project,
+                region=config.region,
+                zone=config.zone,
+                prefix=config.prefix,
+                protect=config.protect,
+                labels=config.resource_labels,
+                network_self_link=network.network_self_link,
+                subnet_name=network.subnet_name,
+                subnet_self_link=network.subnet_self_link,
+                network=network,
+                config=config.slurm,
+            ),
+            after_services,
+        )
     return Environment(
         config=config,
         services=services,
@@ -297,6 +318,7 @@ def build(config: StackConfig) -> Environment:
         batch=batch,
         queues=queues,
         teams=teams,
+        slurm=slurm,
         sources=sources,
         tpu_provisioner=provisioner,
         tpu_vms=tpu_vms,

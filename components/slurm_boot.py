@@ -1,0 +1,141 @@
+"""The boot scripts of the Slurm cluster's VMs, rendered from structured data.
+
+Slurm-GCP v6's boot contract, as its setup.py expects it: read `slurm_bucket_path` and
+`slurm_instance_role` from the metadata server, download the role's script zip from the bucket
+(`slurm-gcp-devel-controller.zip` on the controller, `slurm-gcp-devel.zip` elsewhere), unpack it
+into /slurm/scripts for the slurm user, and run setup.py once. A TPU VM instead starts the
+slurmd container (SchedMD's image, `slurm_docker_image`) with the worker's Slurm node name from
+`slurm_names`, whose systemd runs the image's own boot inside (`OS_ENV=slurm_container`), which
+fetches `slurm-gcp-devel.zip` from the same bucket path and runs setup.py (slurm-gcp
+scripts/startup.sh, at 13fd92b6). Paths are data, so tests render the same
+script into a scratch directory and run it under bash with stub commands.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Literal
+
+METADATA_URL = "http://metadata.google.internal/computeMetadata/v1/instance"
+ZIP_BY_ROLE = {"controller": "slurm-gcp-devel-controller.zip"}
+DEFAULT_ZIP = "slurm-gcp-devel.zip"
+TPU_NODE_SCRIPT = "ai-infra-tpu-startup.sh"
+"""The controller hands the contents of `<scripts>/startup.sh` to every TPU VM it creates as
+its startup-script (slurm_files/scripts/tpu.py); the controller's boot installs ours there
+from this object in the bucket."""
+DOCKER_REGISTRIES = ("gcr.io", "us-docker.pkg.dev")
+"""Registries the TPU VM's docker pulls from with gcloud's credential helper."""
+
+
+@dataclass(frozen=True)
+class BootScript:
+    """One VM's boot: where things go, and how patiently to wait for the bucket."""
+
+    kind: Literal["vm", "tpu"]
+    """`vm`: the controller or a login node; `tpu`: a TPU VM the controller creates."""
+    scripts_dir: str = "/slurm/scripts"
+    flag_file: str = "/slurm/slurm_configured_do_not_remove"
+    work_dir: str = "/tmp"
+    attempts: int = 120
+    retry_seconds: int = 5
+    install_tpu_script: bool = False
+    """On the controller: install the TPU VMs' boot script as `<scripts_dir>/startup.sh`."""
+    docker_config_dir: str = "/root/.docker"
+    cgroup_dir: str = "/sys/fs/cgroup"
+    systemd_dir: str = "/etc/systemd/system"
+
+
+def _q(value: str | int) -> str:
+    return shlex.quote(str(value))
+
+
+def render(boot: BootScript) -> str:
+    lines = [
+        "#!/bin/bash",
+        "# Rendered by ai-infra (components/slurm_boot.py); Slurm-GCP v6 boot contract.",
+        "set -euo pipefail",
+        f"readonly SCRIPTS={_q(boot.scripts_dir)}",
+        f"readonly FLAG={_q(boot.flag_file)}",
+        f"readonly META={_q(METADATA_URL)}",
+        "metadata() { curl -sS --fail -H 'Metadata-Flavor: Google' \"$META/$1\"; }",
+        "BUCKET=$(metadata attributes/slurm_bucket_path)",
+        "ROLE=$(metadata attributes/slurm_instance_role)",
+        'if [[ -z "$BUCKET" || -z "$ROLE" ]]; then',
+        '  echo "slurm_bucket_path and slurm_instance_role must be set" >&2; exit 1',
+        "fi",
+        'case "$ROLE" in',
+        *(f"  {_q(role)}) ZIP={_q(name)} ;;" for role, name in sorted(ZIP_BY_ROLE.items())),
+        f"  *) ZIP={_q(DEFAULT_ZIP)} ;;",
+        "esac",
+        f"readonly ARCHIVE={_q(boot.work_dir)}/slurm-gcp-scripts.zip",
+        'mkdir -p "$SCRIPTS"',
+        # The bucket's grants and objects may land a little after the VM boots.
+        f"for attempt in $(seq 1 {int(boot.attempts)}); do",
+        '  if gcloud storage cp "$BUCKET/$ZIP" "$ARCHIVE"; then break; fi',
+        f'  if [[ "$attempt" -eq {int(boot.attempts)} ]]; then',
+        '    echo "could not download $BUCKET/$ZIP" >&2; exit 1',
+        "  fi",
+        f"  sleep {int(boot.retry_seconds)}",
+        "done",
+        'unzip -o -q "$ARCHIVE" -d "$SCRIPTS"',
+        'rm -f "$ARCHIVE"',
+    ]
+    if boot.install_tpu_script:
+        lines += [
+            f'gcloud storage cp "$BUCKET/{TPU_NODE_SCRIPT}" "$SCRIPTS/startup.sh"',
+        ]
+    lines += [
+        # The TPU VM host has no slurm user; its slurmd runs in the container.
+        'chown -R slurm:slurm "$SCRIPTS" || true',
+        'chmod -R 700 "$SCRIPTS"',
+    ]
+    lines += [
+        # Set up once; on a reboot slurmd (or its container) comes back by itself.
+        'if [[ -e "$FLAG" ]]; then echo "Slurm is already set up"; exit 0; fi',
+        'touch "$FLAG"',
+    ]
+    if boot.kind == "tpu":
+        lines += _tpu_lines(boot)
+    lines.append('exec "$SCRIPTS/setup.py"')
+    return "\n".join(lines) + "\n"
+
+
+def _tpu_lines(boot: BootScript) -> list[str]:
+    helpers = ", ".join(f'"{r}": "gcloud"' for r in DOCKER_REGISTRIES)
+    docker_config = "{" + f'"credHelpers": {{{helpers}}}' + "}"
+    return [
+        # Inside the slurmd container systemd runs the image's own boot with this set.
+        'if [[ "${OS_ENV:-}" != "slurm_container" ]]; then',
+        "  IMAGE=$(metadata attributes/slurm_docker_image)",
+        "  NAMES=$(metadata attributes/slurm_names)",
+        "  WORKER=$(metadata attributes/tpu-env | awk -F\"'\" '/^WORKER_ID:/ {print $2}')",
+        # slurm_names is `WORKER_0:<node>;WORKER_1:<node>;...` (tpu.py create_node).
+        '  NODE=""',
+        "  IFS=';' read -r -a PAIRS <<< \"$NAMES\"",
+        '  for pair in "${PAIRS[@]}"; do',
+        '    if [[ "${pair%%:*}" == "WORKER_${WORKER}" ]]; then NODE="${pair#*:}"; fi',
+        "  done",
+        '  if [[ ! "$NODE" =~ ^[a-z][-a-z0-9]*$ ]]; then',
+        '    echo "no Slurm node name for worker ${WORKER} in slurm_names" >&2; exit 1',
+        "  fi",
+        f"  mkdir -p {_q(boot.docker_config_dir)}",
+        f"  printf '%s\\n' {_q(docker_config)} > {_q(boot.docker_config_dir)}/config.json",
+        f"  if [[ -f {_q(boot.cgroup_dir)}/cgroup.controllers ]]; then",
+        # cgroup v2: systemd in the container needs its own cgroup namespace under a slice.
+        "    CGROUP=(--cgroup-parent=docker.slice --cgroupns=private --tmpfs /run "
+        "--tmpfs /run/lock --tmpfs /tmp)",
+        f"    if [[ ! -f {_q(boot.systemd_dir)}/docker.slice ]]; then",
+        "      printf '[Unit]\\nDescription=docker slice\\nBefore=slices.target\\n[Slice]\\n"
+        f"CPUAccounting=true\\nMemoryAccounting=true\\n' > {_q(boot.systemd_dir)}/docker.slice",
+        "      systemctl start docker.slice",
+        "    fi",
+        "  else",
+        f"    CGROUP=(-v {_q(boot.cgroup_dir)}:/sys/fs/cgroup:rw)",
+        "  fi",
+        # --privileged: the container reaches the TPU devices and runs systemd.
+        '  docker run -d "${CGROUP[@]}" --privileged --net=host --name=slurmd '
+        '--hostname="$NODE" --entrypoint=/usr/bin/systemd --restart unless-stopped "$IMAGE"',
+        "  exit 0",
+        "fi",
+    ]

@@ -1,0 +1,256 @@
+"""The Slurm-GCP v6 runtime scripts, pinned: which Cluster Toolkit release they come from, the
+image family that release pairs with, every file's sha256, and the deploy-time step that
+fetches them, verifies every hash and uploads the two zips the VMs download at boot.
+
+No upstream code is kept in this repository. The fetch happens only in the dynamic provider,
+at `pulumi up`; tests drive the provider with a fake fetcher and a fake bucket.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import io
+import urllib.request
+import zipfile
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import pulumi
+from pulumi.dynamic import (
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    Resource,
+    ResourceProvider,
+    UpdateResult,
+)
+
+TOOLKIT_RELEASE = "v1.95.0"
+TOOLKIT_COMMIT = "079cf8349a96cfd433cb89945bc467af21818424"
+"""The commit tag v1.95.0 of GoogleCloudPlatform/cluster-toolkit points at."""
+IMAGE_PROJECT = "schedmd-slurm-public"
+IMAGE_FAMILY = "slurm-gcp-6-12-hpc-rocky-linux-8"
+"""The controller's default image at that release (schedmd-slurm-gcp-v6-controller
+variables_controller_instance.tf `instance_image`); scripts and image move together."""
+IMAGE = f"projects/{IMAGE_PROJECT}/global/images/family/{IMAGE_FAMILY}"
+SCRIPTS_DIR = (
+    "community/modules/scheduler/schedmd-slurm-gcp-v6-controller/modules/slurm_files/scripts"
+)
+SOURCE_URL = "https://raw.githubusercontent.com/GoogleCloudPlatform/cluster-toolkit/{commit}/{path}"
+
+CONTROLLER_ZIP = "slurm-gcp-devel-controller.zip"
+COMPUTE_ZIP = "slurm-gcp-devel.zip"
+"""The zips the boot script downloads from `<bucket path>/`, by instance role (slurm_files
+main.tf `slurm_gcp_devel_controller_zip`, `slurm_gcp_devel_compute_zip`)."""
+
+MANIFEST: dict[str, str] = {
+    "tools/gpu-test": "c24fa5fd215a76078481d27d38bbc6baa9b009cd763d2a532732391fb1fc27a5",
+    "tools/task-epilog": "2d358cc8ee8f84013bb9d8017fb3d9a3534c39620f9ca06ffeab841d80e399cf",
+    "tools/task-prolog": "98106fd8d35eece3d81621736186f2bea7c5a8b006934d08279bf941754c3d55",
+    "conf.py": "04107bfb4a06630bc1a2a185eab37b67f7f16a4393b64edfcb26a97a177d177c",
+    "conf_v2411.py": "a6afd6e336f19b68c8bb0204541f08f308be469c61988f2c65b0652a7599f906",
+    "file_cache.py": "bf2042ac8b098ca5bac851cceb0ea7754c4cf0cc19d368688062978520e3fa27",
+    "get_tpu_vmcount.py": "954586defe73b3967ae96c4131f4d1c44c401f18b51527fc0abd1ee937c079a7",
+    "job_submit.lua.tpl": "4ab200bd4f356ddb72f294d47659336b882c0041650c463a08220ad0626e3511",
+    "load_bq.py": "b767a3fd456ceffe45cae92d089f20162854a59e31e85cac873e30035aed06f1",
+    "local_pubsub.py": "72292098c47303ad0186af2032e985795a2e590a3012e975be14924611489820",
+    "mig_flex.py": "bff27935bb286235d837a53b3bebb6bfb53a6fe89caa037ec07a7ca0939ce081",
+    "resume_wrapper.sh": "86d043fe3f2e5e705db8345158b905fdd72abea7fcbdc6ae427c184e454f691e",
+    "resume.py": "02ecd08c568279f95c57161cee15fba65509e30e9a95efd00934a362980264d7",
+    "repair.py": "bdb9ee27b30e079b06d06a6e4dfe4b2b3acf83534a56b536698b5cc3b0d5f5bd",
+    "setup_network_storage.py": "49bb54ebd95e2ca83a46cbaffdf672595de8bd2dc8739b8b24dd5a7dbbae89fb",
+    "setup.py": "cd73a55efaf646fc32a46a2d4a993ca9d2925548298fe9eb6ee828c7c71810f9",
+    "slurmsync.py": "65a8b3c098e5de0b2a05c714421c95fecd79620f6b720cb9e4392e3c79aa6cc6",
+    "sort_nodes.py": "8c2291f5e80cb3e852d54a9bc42942ad7b578220a504ca88e67b7641d15e4f3d",
+    "suspend_wrapper.sh": "7d4df72b7b664935f9213d25b98272f658c06683fae44cced93aa72901ac1b1a",
+    "suspend.py": "2df8b7f3a35f2cb0b8153216af2d7013002ea2efec06cb1622b88b725a6cf08d",
+    "tpu.py": "90bdf79e65b65fe2df525259cedc2d9d103590c8fa6f9962bef806458609e364",
+    "util.py": "0aa49aad2115bcf57ed4d04687e07e4aec3cb2ade02cbe243b767932dd3cc676",
+    "watch_delete_vm_op.py": "f8bfcf6596d18056501423bd8d1217051564956e6bb5d2d73aad186fd39152bd",
+}
+"""sha256 of each script at TOOLKIT_COMMIT, computed from the fetched files
+(`git show <commit>:<path> | sha256sum`)."""
+CONTROLLER_ONLY = (
+    "load_bq.py",
+    "resume_wrapper.sh",
+    "resume.py",
+    "suspend_wrapper.sh",
+)
+"""The controller zip holds every file; the compute zip all but these (slurm_files main.tf
+`controller_files`, `compute_files`)."""
+ZIPS: dict[str, tuple[str, ...]] = {
+    CONTROLLER_ZIP: tuple(sorted(MANIFEST)),
+    COMPUTE_ZIP: tuple(sorted(set(MANIFEST) - set(CONTROLLER_ONLY))),
+}
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+"""Every entry gets the same timestamp and mode, so a zip depends only on its files; the boot
+script makes them executable after unzipping."""
+
+Fetch = Callable[[str], bytes]
+
+
+class Bucket(Protocol):
+    """What the provider needs of Cloud Storage."""
+
+    def upload(self, bucket: str, name: str, data: bytes) -> None: ...
+
+    def delete(self, bucket: str, name: str) -> None: ...
+
+    def md5(self, bucket: str, name: str) -> str | None:
+        """The object's base64 MD5 as GCS reports it, or None when it does not exist."""
+        ...
+
+
+class ScriptHashError(RuntimeError):
+    """A fetched script is not the file the manifest pins."""
+
+
+def source_url(path: str, commit: str = TOOLKIT_COMMIT) -> str:
+    return SOURCE_URL.format(commit=commit, path=f"{SCRIPTS_DIR}/{path}")
+
+
+def fetch_over_https(url: str) -> bytes:
+    if not url.startswith("https://"):
+        raise ValueError(f"refusing to fetch {url}: only https")
+    with urllib.request.urlopen(url, timeout=60) as response:
+        return response.read()
+
+
+def fetch_verified(fetch: Fetch, manifest: Mapping[str, str], commit: str) -> dict[str, bytes]:
+    """Every file of the manifest, each checked against its pinned sha256."""
+    files = {}
+    for path, expected in sorted(manifest.items()):
+        data = fetch(source_url(path, commit))
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != expected:
+            raise ScriptHashError(
+                f"{path} at {commit} has sha256 {actual}, but the manifest pins {expected}; "
+                "refusing to upload it (re-pin only after reading the upstream change)"
+            )
+        files[path] = data
+    return files
+
+
+def build_zip(files: Mapping[str, bytes], names: tuple[str, ...]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(names):
+            info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o100644 << 16
+            archive.writestr(info, files[name])
+    return buffer.getvalue()
+
+
+def md5_base64(data: bytes) -> str:
+    return base64.b64encode(hashlib.md5(data).digest()).decode()  # GCS reports md5Hash so
+
+
+class GcsBucket:
+    """Cloud Storage through Google's client library, with the deployer's credentials."""
+
+    def _blob(self, bucket: str, name: str) -> Any:
+        from google.cloud import storage
+
+        return storage.Client().bucket(bucket).blob(name)
+
+    def upload(self, bucket: str, name: str, data: bytes) -> None:
+        self._blob(bucket, name).upload_from_string(data, content_type="application/zip")
+
+    def delete(self, bucket: str, name: str) -> None:
+        from google.api_core.exceptions import NotFound
+
+        # Deleting what is already gone is done.
+        with contextlib.suppress(NotFound):
+            self._blob(bucket, name).delete()
+
+    def md5(self, bucket: str, name: str) -> str | None:
+        from google.cloud import storage
+
+        blob = storage.Client().bucket(bucket).get_blob(name)
+        return None if blob is None else blob.md5_hash
+
+
+class ScriptsProvider(ResourceProvider):
+    """Fetches the pinned scripts, verifies them, and keeps the two zips in the bucket."""
+
+    def __init__(self, fetch: Fetch | None = None, bucket: Bucket | None = None) -> None:
+        super().__init__()
+        self._fetch = fetch
+        self._bucket = bucket
+
+    @property
+    def fetch(self) -> Fetch:
+        return self._fetch or fetch_over_https
+
+    @property
+    def bucket(self) -> Bucket:
+        return self._bucket or GcsBucket()
+
+    def _put(self, props: dict[str, Any]) -> dict[str, Any]:
+        files = fetch_verified(self.fetch, props["manifest"], props["commit"])
+        hashes = {}
+        for zip_name, names in sorted(props["zips"].items()):
+            data = build_zip(files, tuple(names))
+            self.bucket.upload(props["bucket"], f"{props['prefix']}/{zip_name}", data)
+            hashes[zip_name] = md5_base64(data)
+        return {**props, "md5": hashes}
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        outputs = self._put(props)
+        return CreateResult(id_=f"{props['bucket']}/{props['prefix']}", outs=outputs)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        keys = ("bucket", "prefix", "commit", "manifest", "zips")
+        changed = [k for k in keys if olds.get(k) != news.get(k)]
+        return DiffResult(
+            changes=bool(changed),
+            replaces=[k for k in changed if k in ("bucket", "prefix")],
+            delete_before_replace=False,
+        )
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=self._put(news))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """The zips as they are: one deleted or changed by hand shows up as drift."""
+        md5 = {
+            zip_name: self.bucket.md5(props["bucket"], f"{props['prefix']}/{zip_name}")
+            for zip_name in props.get("zips", {})
+        }
+        return ReadResult(id_=id_, outs={**props, "md5": md5})
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        for zip_name in props.get("zips", {}):
+            self.bucket.delete(props["bucket"], f"{props['prefix']}/{zip_name}")
+
+
+class SlurmScripts(Resource):
+    """The runtime script zips under `<bucket>/<prefix>/`."""
+
+    md5: pulumi.Output[dict[str, str]]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        bucket: str,
+        prefix: str,
+        opts: pulumi.ResourceOptions | None = None,
+        provider: ScriptsProvider | None = None,
+    ) -> None:
+        super().__init__(
+            provider or ScriptsProvider(),
+            name,
+            {
+                "bucket": bucket,
+                "prefix": prefix,
+                "commit": TOOLKIT_COMMIT,
+                "manifest": dict(MANIFEST),
+                "zips": {k: list(v) for k, v in ZIPS.items()},
+                "md5": None,
+            },
+            opts,
+        )

@@ -1,0 +1,217 @@
+"""The Slurm VMs' boot scripts, run under bash against stub commands: metadata from a table,
+the bucket from a directory, docker and systemctl recorded."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from components.slurm_boot import BootScript, render
+
+STUBS = {
+    "curl": """#!/bin/bash
+url="${@: -1}"; key="${url#*/instance/}"; file="$STUB_META/${key//\\//_}"
+[[ -f "$file" ]] || exit 22
+cat "$file"
+""",
+    "gcloud": """#!/bin/bash
+echo "gcloud $*" >> "$STUB_LOG"
+[[ "$1 $2" == "storage cp" ]] || exit 2
+count=$(grep -c '^gcloud storage cp' "$STUB_LOG")
+(( count > ${STUB_FAILS:-0} )) || exit 1
+cp "$STUB_BUCKET/${3#gs://bucket/files/}" "$4"
+""",
+    "unzip": f"""#!/bin/bash
+echo "unzip $*" >> "$STUB_LOG"
+"{sys.executable}" -m zipfile -e "$3" "$5"
+""",
+    "chown": '#!/bin/bash\necho "chown $*" >> "$STUB_LOG"\n',
+    "sleep": '#!/bin/bash\necho "sleep $*" >> "$STUB_LOG"\n',
+    "docker": '#!/bin/bash\necho "docker $*" >> "$STUB_LOG"\n',
+    "systemctl": '#!/bin/bash\necho "systemctl $*" >> "$STUB_LOG"\n',
+}
+
+
+class Vm:
+    """A scratch VM: stub commands, metadata, a bucket and a root for the script's paths."""
+
+    def __init__(self, root: Path, metadata: dict[str, str]) -> None:
+        self.root = root
+        self.log = root / "log"
+        self.log.touch()
+        stubs = root / "bin"
+        stubs.mkdir()
+        for name, text in STUBS.items():
+            (stubs / name).write_text(text)
+            (stubs / name).chmod(0o755)
+        self.meta = root / "meta"
+        self.meta.mkdir()
+        for key, value in metadata.items():
+            (self.meta / key.replace("/", "_")).write_text(value)
+        self.bucket = root / "bucket"
+        self.bucket.mkdir()
+        setup = '#!/bin/bash\necho "setup.py as $(basename "$0")" >> "$STUB_LOG"\n'
+        for name in ("slurm-gcp-devel-controller.zip", "slurm-gcp-devel.zip"):
+            with zipfile.ZipFile(self.bucket / name, "w") as archive:
+                archive.writestr("setup.py", setup)
+                archive.writestr("util.py", f"# from {name}\n")
+        (self.bucket / "ai-infra-tpu-startup.sh").write_text("# tpu boot\n")
+        self.env = {
+            "PATH": f"{stubs}:/usr/bin:/bin",
+            "STUB_LOG": str(self.log),
+            "STUB_META": str(self.meta),
+            "STUB_BUCKET": str(self.bucket),
+        }
+
+    def boot(self, boot: BootScript, **env: str) -> subprocess.CompletedProcess[str]:
+        boot = replace(
+            boot,
+            scripts_dir=str(self.root / "slurm/scripts"),
+            flag_file=str(self.root / "slurm/configured"),
+            work_dir=str(self.root),
+            docker_config_dir=str(self.root / "docker"),
+            cgroup_dir=str(self.root / "cgroup"),
+            systemd_dir=str(self.root / "systemd"),
+        )
+        script = self.root / "boot.sh"
+        script.write_text(render(boot))
+        return subprocess.run(
+            ["bash", str(script)],
+            env={**self.env, **env},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+
+    @property
+    def calls(self) -> list[str]:
+        return self.log.read_text().splitlines()
+
+
+def vm_metadata(role: str) -> dict[str, str]:
+    return {
+        "attributes/slurm_bucket_path": "gs://bucket/files",
+        "attributes/slurm_instance_role": role,
+    }
+
+
+@pytest.fixture
+def controller(tmp_path: Path) -> Vm:
+    return Vm(tmp_path, vm_metadata("controller"))
+
+
+def test_the_controller_unpacks_its_zip_installs_the_tpu_boot_and_runs_setup(controller: Vm):
+    result = controller.boot(BootScript(kind="vm", install_tpu_script=True))
+    assert result.returncode == 0, result.stderr
+    scripts = controller.root / "slurm/scripts"
+    assert (scripts / "util.py").read_text() == "# from slurm-gcp-devel-controller.zip\n"
+    assert (scripts / "startup.sh").read_text() == "# tpu boot\n"
+    assert oct((scripts / "setup.py").stat().st_mode & 0o777) == "0o700"
+    assert controller.calls[-1] == "setup.py as setup.py"
+    assert f"chown -R slurm:slurm {scripts}" in controller.calls
+    assert not (controller.root / "slurm-gcp-scripts.zip").exists()
+
+
+def test_a_login_node_takes_the_compute_zip(tmp_path: Path):
+    vm = Vm(tmp_path, vm_metadata("login"))
+    result = vm.boot(BootScript(kind="vm"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "slurm/scripts/util.py").read_text() == "# from slurm-gcp-devel.zip\n"
+    assert not (tmp_path / "slurm/scripts/startup.sh").exists()
+
+
+def test_the_download_is_retried_until_the_bucket_is_ready(controller: Vm):
+    result = controller.boot(BootScript(kind="vm"), STUB_FAILS="3")
+    assert result.returncode == 0, result.stderr
+    assert controller.calls.count("sleep 5") == 3
+
+
+def test_a_bucket_that_never_comes_fails_the_boot_without_running_setup(controller: Vm):
+    result = controller.boot(BootScript(kind="vm", attempts=4), STUB_FAILS="99")
+    assert result.returncode == 1
+    assert "could not download gs://bucket/files/slurm-gcp-devel-controller.zip" in result.stderr
+    assert not any(c.startswith("setup.py") for c in controller.calls)
+
+
+def test_missing_metadata_fails_the_boot(tmp_path: Path):
+    vm = Vm(tmp_path, {"attributes/slurm_instance_role": "controller"})
+    assert vm.boot(BootScript(kind="vm")).returncode != 0
+    assert vm.calls == []
+
+
+def test_setup_runs_once(controller: Vm):
+    assert controller.boot(BootScript(kind="vm")).returncode == 0
+    again = controller.boot(BootScript(kind="vm"))
+    assert again.returncode == 0 and "already set up" in again.stdout
+    assert [c for c in controller.calls if c.startswith("setup.py")] == ["setup.py as setup.py"]
+
+
+def tpu_vm(root: Path, worker: str) -> Vm:
+    return Vm(
+        root,
+        vm_metadata("compute")
+        | {
+            "attributes/slurm_docker_image": "us-docker.pkg.dev/p/tpu/slurm:tf-2.14.0",
+            "attributes/slurm_names": "WORKER_0:tpu-v4-0;WORKER_1:tpu-v4-1",
+            "attributes/tpu-env": f"ACCELERATOR_TYPE: 'v4-8'\nWORKER_ID: '{worker}'\n",
+        },
+    )
+
+
+def test_a_tpu_vm_starts_the_slurmd_container_as_its_worker_s_node(tmp_path: Path):
+    vm = tpu_vm(tmp_path, "1")
+    (tmp_path / "cgroup").mkdir()
+    (tmp_path / "cgroup/cgroup.controllers").touch()
+    (tmp_path / "systemd").mkdir()
+    result = vm.boot(BootScript(kind="tpu"))
+    assert result.returncode == 0, result.stderr
+    [docker] = [c for c in vm.calls if c.startswith("docker ")]
+    assert docker == (
+        "docker run -d --cgroup-parent=docker.slice --cgroupns=private --tmpfs /run --tmpfs "
+        "/run/lock --tmpfs /tmp --privileged --net=host --name=slurmd --hostname=tpu-v4-1 "
+        "--entrypoint=/usr/bin/systemd --restart unless-stopped "
+        "us-docker.pkg.dev/p/tpu/slurm:tf-2.14.0"
+    )
+    assert "systemctl start docker.slice" in vm.calls
+    assert "credHelpers" in (tmp_path / "docker/config.json").read_text()
+    assert not any(c.startswith("setup.py") for c in vm.calls)
+
+
+def test_a_tpu_vm_on_cgroup_v1_mounts_the_hierarchy(tmp_path: Path):
+    vm = tpu_vm(tmp_path, "0")
+    result = vm.boot(BootScript(kind="tpu"))
+    assert result.returncode == 0, result.stderr
+    [docker] = [c for c in vm.calls if c.startswith("docker ")]
+    assert f"-v {tmp_path}/cgroup:/sys/fs/cgroup:rw" in docker and "--hostname=tpu-v4-0" in docker
+
+
+def test_a_tpu_vm_without_its_node_name_refuses_to_start(tmp_path: Path):
+    vm = tpu_vm(tmp_path, "7")
+    result = vm.boot(BootScript(kind="tpu"))
+    assert result.returncode == 1 and "no Slurm node name for worker 7" in result.stderr
+    assert not any(c.startswith("docker ") for c in vm.calls)
+
+
+def test_inside_the_container_setup_runs_instead(tmp_path: Path):
+    vm = tpu_vm(tmp_path, "0")
+    result = vm.boot(BootScript(kind="tpu"), OS_ENV="slurm_container")
+    assert result.returncode == 0, result.stderr
+    assert vm.calls[-1] == "setup.py as setup.py"
+
+
+def test_rendered_values_are_quoted():
+    text = render(BootScript(kind="vm", scripts_dir="/opt/my scripts; rm -rf /"))
+    assert "readonly SCRIPTS='/opt/my scripts; rm -rf /'" in text
+
+
+@pytest.mark.skipif(os.name != "posix", reason="bash")
+def test_every_rendered_script_parses():
+    for boot in (BootScript(kind="vm", install_tpu_script=True), BootScript(kind="tpu")):
+        subprocess.run(["bash", "-n"], input=render(boot), text=True, check=True)

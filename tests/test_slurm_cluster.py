@@ -1,0 +1,442 @@
+"""What `ai-infra:slurm` registers: the Slurm bucket and exactly the YAML the v6 controller
+reads, `config.yaml` last, least-privilege accounts and the cluster's firewall."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from plan.engine import Graph, Registration
+from tests.conftest import build_graph
+from tests.test_slurm_config import stack
+
+PROJECT = "test-project"
+CTL = f"serviceAccount:ai-test-slurm-ctl@{PROJECT}.iam.gserviceaccount.com"
+TPU = f"serviceAccount:ai-test-slurm-tpu@{PROJECT}.iam.gserviceaccount.com"
+LGN = f"serviceAccount:ai-test-slurm-lgn@{PROJECT}.iam.gserviceaccount.com"
+
+
+def content(r: Registration) -> Any:
+    """A BucketObject's content, which pulumi-gcp marks secret."""
+    value = r.inputs["content"]
+    return value["value"] if isinstance(value, dict) else value
+
+
+def objects(graph: Graph) -> dict[str, Registration]:
+    return {r.inputs["name"]: r for r in graph.of_type("gcp:storage/bucketObject:BucketObject")}
+
+
+def test_nodeset_yaml_has_exactly_the_keys_the_controller_reads():
+    graph = build_graph(
+        stack(
+            tpuNodesets=[
+                {
+                    "name": "v4",
+                    "nodeType": "v4-8",
+                    "nodeCountDynamicMax": 4,
+                    "preemptible": True,
+                    "networkStorage": [
+                        {
+                            "serverIp": "10.0.0.2",
+                            "remoteMount": "/export",
+                            "localMount": "/data",
+                            "fsType": "nfs",
+                        }
+                    ],
+                }
+            ]
+        )
+    )
+    document = yaml.safe_load(content(objects(graph)["tpu-files/nodeset_tpu_configs/v4.yaml"]))
+    assert document == {
+        "nodeset_name": "v4",
+        "node_type": "v4-8",
+        "accelerator_config": {"topology": "", "version": ""},
+        "node_conf": {
+            "CPUs": 240,
+            "Boards": 1,
+            "Sockets": 2,
+            "CoresPerSocket": 60,
+            "ThreadsPerCore": 2,
+            "RealMemory": 400000,
+        },
+        "tf_version": "2.14.0",
+        "preemptible": True,
+        "preserve_tpu": False,
+        "reserved": False,
+        "node_count_static": 0,
+        "node_count_dynamic_max": 4,
+        "enable_public_ip": False,
+        "zone": "us-central2-b",
+        "project_id": PROJECT,
+        "service_account": {
+            "email": TPU.removeprefix("serviceAccount:"),
+            "scopes": ["https://www.googleapis.com/auth/cloud-platform"],
+        },
+        "data_disks": [],
+        "docker_image": "us-docker.pkg.dev/schedmd-slurm-public/tpu/slurm-gcp-6-9:tf-2.14.0",
+        "subnetwork": "ai-test-subnet",
+        "network_storage": [
+            {
+                "server_ip": "10.0.0.2",
+                "remote_mount": "/export",
+                "local_mount": "/data",
+                "fs_type": "nfs",
+                "mount_options": "",
+            }
+        ],
+    }
+
+
+def test_an_accelerator_config_nodeset_omits_node_type_and_writes_no_nulls():
+    graph = build_graph(
+        stack(
+            tpuNodesets=[
+                {
+                    "name": "v4",
+                    "acceleratorConfig": {"version": "V4", "topology": "2x2x1"},
+                    "nodeCountDynamicMax": 1,
+                }
+            ]
+        )
+    )
+    document = yaml.safe_load(content(objects(graph)["tpu-files/nodeset_tpu_configs/v4.yaml"]))
+    assert "node_type" not in document
+    assert document["accelerator_config"] == {"topology": "2x2x1", "version": "V4"}
+
+    def nulls(value: Any) -> bool:
+        if isinstance(value, dict):
+            return any(nulls(v) for v in value.values())
+        if isinstance(value, list):
+            return any(nulls(v) for v in value)
+        return value is None
+
+    for name, r in objects(graph).items():
+        if name.endswith(".yaml"):
+            assert not nulls(yaml.safe_load(content(r))), name
+
+
+def test_partition_and_login_group_yaml():
+    graph = build_graph(stack())
+    found = objects(graph)
+    assert yaml.safe_load(content(found["tpu-files/partition_configs/tpu.yaml"])) == {
+        "partition_name": "tpu",
+        "partition_conf": {
+            "SuspendTime": "300",
+            "SuspendTimeout": "240",
+            "ResumeTimeout": "600",
+            "Default": "YES",
+        },
+        "partition_nodeset": [],
+        "partition_nodeset_dyn": [],
+        "partition_nodeset_tpu": ["v4"],
+        "enable_job_exclusive": True,
+    }
+    assert yaml.safe_load(content(found["tpu-files/login_group_configs/login.yaml"])) == {
+        "group_name": "login"
+    }
+
+
+def test_config_yaml_carries_the_cluster_and_its_own_conf_templates():
+    graph = build_graph(stack())
+    document = yaml.safe_load(content(objects(graph)["tpu-files/config.yaml"]))
+    assert {k: v for k, v in document.items() if not k.endswith("_tpl")} == {
+        "slurm_cluster_name": "tpu",
+        "project": PROJECT,
+        "bucket_path": f"gs://{PROJECT}-ai-test-slurm-tpu/tpu-files",
+        "enable_slurm_auth": False,
+        "controller_state_disk": {"device_name": "tpu-controller-save"},
+    }
+    # conf.py fills these fields with str.format; a stray brace would break the render.
+    fields = {
+        "name": "tpu",
+        "slurmctld_hosts": "SlurmctldHost=tpu-controller",
+        "control_host_port": "6820",
+        "auth_key": "munge",
+        "state_save": "/var/spool/slurm",
+        "slurmlog": "/var/log/slurm",
+        "mpi_default": "none",
+        "accounting_storage_host": "tpu-controller",
+        "accounting_storage_backup_host": "",
+        "dbd_host_str": "DbdHost=tpu-controller",
+        "db_host": "localhost",
+        "db_port": "3306",
+        "db_name": "slurm_acct_db",
+        "db_user": "slurm",
+        "db_pass": '""',
+    }
+    slurm_conf = document["slurm_conf_tpl"].format(**fields)
+    assert "ClusterName=tpu\nSlurmctldHost=tpu-controller\n" in slurm_conf
+    assert slurm_conf.rstrip().endswith("include cloud.conf")
+    assert "StorageLoc=slurm_acct_db" in document["slurmdbd_conf_tpl"].format(**fields)
+    assert "ConstrainDevices=yes" in document["cgroup_conf_tpl"]
+
+
+def test_config_yaml_is_written_after_every_other_object():
+    graph = build_graph(
+        stack(
+            tpuNodesets=[
+                {"name": "v4", "nodeType": "v4-8", "nodeCountDynamicMax": 2, "startupScript": "x"},
+                {"name": "b", "nodeType": "v4-8", "nodeCountDynamicMax": 2},
+            ],
+            partitions=[{"name": "tpu", "nodesets": ["v4"]}, {"name": "b", "nodesets": ["b"]}],
+        )
+    )
+    found = objects(graph)
+    config = found.pop("tpu-files/config.yaml")
+    assert len(found) >= 6, sorted(found)
+    assert "tpu-files/slurm-nodeset-v4-script-startup_sh" in found
+    scripts = graph.named("slurm-scripts")
+    assert scripts.type == "pulumi-python:dynamic:Resource"
+    found["runtime script zips"] = scripts
+    missing = [name for name, r in found.items() if r.urn not in config.dependencies]
+    assert not missing, f"config.yaml ({config.urn}) does not wait for {missing}"
+
+
+def test_the_script_zips_go_under_the_cluster_files_at_the_pinned_commit():
+    scripts = build_graph(stack()).named("slurm-scripts").inputs
+    assert (scripts["bucket"], scripts["prefix"], scripts["commit"]) == (
+        f"{PROJECT}-ai-test-slurm-tpu",
+        "tpu-files",
+        "079cf8349a96cfd433cb89945bc467af21818424",
+    )
+    assert sorted(scripts["zips"]) == ["slurm-gcp-devel-controller.zip", "slurm-gcp-devel.zip"]
+
+
+def test_accounts_get_least_privilege_and_read_only_the_slurm_bucket():
+    graph = build_graph(stack())
+    project_roles = {
+        (r.inputs["member"], r.inputs["role"])
+        for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
+        if "slurm" in r.inputs["member"]
+    }
+    assert project_roles == {
+        (CTL, "roles/tpu.admin"),
+        (CTL, "roles/compute.instanceAdmin.v1"),
+        (CTL, "roles/logging.logWriter"),
+        (CTL, "roles/monitoring.metricWriter"),
+        (TPU, "roles/logging.logWriter"),
+        (TPU, "roles/monitoring.metricWriter"),
+        (LGN, "roles/logging.logWriter"),
+        (LGN, "roles/monitoring.metricWriter"),
+    }
+    [acts_as] = graph.of_type("gcp:serviceaccount/iAMMember:IAMMember")  # the TPU account only
+    assert (acts_as.inputs["member"], acts_as.inputs["role"]) == (
+        CTL,
+        "roles/iam.serviceAccountUser",
+    )
+    tpu_account = graph.named("slurm-tpu")
+    assert tpu_account.urn in acts_as.dependencies
+    assert acts_as.inputs["serviceAccountId"].endswith(
+        "ai-test-slurm-tpu@test-project.iam.gserviceaccount.com"
+    )
+    bucket_grants = {
+        (r.inputs["bucket"], r.inputs["member"], r.inputs["role"])
+        for r in graph.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    }
+    bucket = f"{PROJECT}-ai-test-slurm-tpu"
+    assert bucket_grants == {
+        (bucket, member, role)
+        for member in (CTL, TPU, LGN)
+        for role in ("roles/storage.objectViewer", "roles/storage.legacyBucketReader")
+    }
+
+
+def test_a_team_node_account_reads_the_bucket_and_the_controller_may_attach_it():
+    email = "trainer@test-project.iam.gserviceaccount.com"
+    nodeset = {"nodeType": "v4-8", "nodeCountDynamicMax": 1, "serviceAccountEmail": email}
+    graph = build_graph(
+        stack(
+            # A nodeset named like one of the cluster's roles, and two sharing one account.
+            tpuNodesets=[{"name": "tpu", **nodeset}, {"name": "b", **nodeset}],
+            partitions=[{"name": "tpu", "nodesets": ["tpu", "b"]}],
+        )
+    )
+    grants = [
+        (r.inputs["member"], r.inputs["role"])
+        for r in graph.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    ]
+    assert len(grants) == len(set(grants)) == 8
+    assert (TPU, "roles/storage.objectViewer") in grants
+    assert (f"serviceAccount:{email}", "roles/storage.legacyBucketReader") in grants
+    acts_as = {
+        (r.inputs["serviceAccountId"].rsplit("/", 1)[1], r.inputs["member"], r.inputs["role"])
+        for r in graph.of_type("gcp:serviceaccount/iAMMember:IAMMember")
+    }
+    assert acts_as == {
+        (TPU.removeprefix("serviceAccount:"), CTL, "roles/iam.serviceAccountUser"),
+        (email, CTL, "roles/iam.serviceAccountUser"),
+    }
+    document = yaml.safe_load(content(objects(graph)["tpu-files/nodeset_tpu_configs/tpu.yaml"]))
+    assert document["service_account"]["email"] == email
+
+
+def test_the_slurm_bucket_is_private_and_protected_in_prod():
+    graph = build_graph({**stack(), "ai-infra:protect": True})
+    bucket = graph.named("slurm-bucket-bucket")
+    assert bucket.inputs["uniformBucketLevelAccess"] is True
+    assert bucket.inputs["publicAccessPrevention"] == "enforced"
+    assert bucket.protect and bucket.inputs["forceDestroy"] is False
+    throwaway = build_graph(stack()).named("slurm-bucket-bucket")
+    assert not throwaway.protect and throwaway.inputs["forceDestroy"] is True
+
+
+def test_firewall_admits_the_cluster_to_itself_and_ssh_from_iap_only():
+    graph = build_graph(stack())
+    internal = graph.named("slurm-internal").inputs
+    assert (internal["sourceTags"], internal["targetTags"]) == (["tpu"], ["tpu"])
+    assert "sourceRanges" not in internal
+    ssh = graph.named("slurm-iap-ssh").inputs
+    assert ssh["sourceRanges"] == ["35.235.240.0/20"]
+    assert ssh["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
+    assert ssh["targetTags"] == ["tpu"]
+
+
+def test_a_stack_without_slurm_registers_nothing_of_it():
+    graph = build_graph({k: v for k, v in stack().items() if k != "ai-infra:slurm"})
+    assert not [r.urn for r in graph if "slurm" in r.urn]
+
+
+def test_the_controller_is_private_shielded_and_boots_with_the_v6_metadata():
+    graph = build_graph({**stack(), "ai-infra:protect": True})
+    controller = graph.named("slurm-controller")
+    i = controller.inputs
+    assert (i["name"], i["machineType"], i["zone"]) == (
+        "tpu-controller",
+        "c2-standard-4",
+        "us-central2-b",
+    )
+    assert i["bootDisk"]["initializeParams"] == {
+        "image": "projects/schedmd-slurm-public/global/images/family/"
+        "slurm-gcp-6-12-hpc-rocky-linux-8",
+        "type": "pd-ssd",
+        "size": 50,
+    }
+    [nic] = i["networkInterfaces"]
+    assert "accessConfigs" not in nic or not nic["accessConfigs"]
+    assert i["shieldedInstanceConfig"] == {
+        "enableSecureBoot": True,
+        "enableVtpm": True,
+        "enableIntegrityMonitoring": True,
+    }
+    assert i["serviceAccount"]["email"] == CTL.removeprefix("serviceAccount:")
+    metadata = dict(i["metadata"])
+    script = metadata.pop("startup-script")
+    assert metadata == {
+        "slurm_bucket_path": f"gs://{PROJECT}-ai-test-slurm-tpu/tpu-files",
+        "slurm_cluster_name": "tpu",
+        "slurm_instance_role": "controller",
+        "universe_domain": "googleapis.com",
+        "enable-oslogin": "TRUE",
+        "block-project-ssh-keys": "TRUE",
+    }
+    assert "ai-infra-tpu-startup.sh" in script and 'exec "$SCRIPTS/setup.py"' in script
+    assert i["tags"] == ["tpu"]
+    assert i["labels"]["slurm_cluster_name"] == "tpu"
+    state = graph.named("slurm-state")
+    assert (state.inputs["name"], state.inputs["type"], state.inputs["size"]) == (
+        "tpu-controller-save",
+        "pd-ssd",
+        50,
+    )
+    assert i["attachedDisks"][0]["deviceName"] == "tpu-controller-save"
+    assert state.urn in controller.dependencies
+    assert state.protect and controller.protect
+    ctl_grants = [
+        r.urn for r in graph if r.type.endswith("IAMMember") and r.inputs.get("member") == CTL
+    ]
+    assert len(ctl_grants) == 7
+    assert set(ctl_grants) <= set(controller.dependencies)
+
+
+def test_login_nodes_join_the_login_group_with_their_own_account():
+    graph = build_graph(stack(login={"count": 2, "machineType": "n2-standard-4"}))
+    logins = [graph.named(f"slurm-login-{i}") for i in range(2)]
+    for i, login in enumerate(logins):
+        assert login.inputs["name"] == f"tpu-login-{i}"
+        assert login.inputs["machineType"] == "n2-standard-4"
+        assert login.inputs["serviceAccount"]["email"] == LGN.removeprefix("serviceAccount:")
+        assert login.inputs["metadata"]["slurm_instance_role"] == "login"
+        assert login.inputs["metadata"]["slurm_login_group"] == "login"
+        assert "ai-infra-tpu-startup.sh" not in login.inputs["metadata"]["startup-script"]
+        reads = graph.named("slurm-lgn-storage.objectviewer").urn
+        assert reads in login.dependencies
+
+
+def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
+    graph = build_graph(stack())
+    found = objects(graph)
+    boot = found["tpu-files/ai-infra-tpu-startup.sh"]
+    assert "docker run" in content(boot)
+    assert boot.urn in found["tpu-files/config.yaml"].dependencies
+
+
+def test_the_readme_slurm_example_builds_and_the_plan_shows_it():
+    import re
+
+    from plan.__main__ import render
+    from plan.engine import REPO_ROOT
+    from stacks.config import parse
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    [text] = re.findall(r"<!-- slurm-example -->\n```yaml\n(.*?)```", readme, re.S)
+    raw = yaml.safe_load(text)["config"]
+    graph = build_graph(raw, stack="slurm")
+    assert graph.named("slurm-controller").inputs["name"] == "tpu-controller"
+    plan = render(graph, parse(raw, "slurm"), "slurm")
+    slurm_part = plan.split("Slurm (TPU nodesets, workers per slice, partitions):\n", 1)[1]
+    assert slurm_part.split("\n\n", 1)[0].splitlines() == [
+        "  cluster tpu: controller c2-standard-4, 1 x n2-standard-2 login",
+        "  nodeset v4: v4-8 in us-central2-b, 1 worker(s) per slice, 0 static + up to 4 "
+        "dynamic nodes, runtime tpu-vm-tf-2.14.0",
+        "  partition tpu (default): v4, exclusive",
+    ]
+
+
+def test_adding_a_nodeset_adds_its_files_and_touches_only_the_cleanup():
+    before = build_graph(stack())
+    after = build_graph(
+        stack(
+            tpuNodesets=[
+                {"name": "v4", "nodeType": "v4-8", "nodeCountDynamicMax": 2},
+                {"name": "spot", "nodeType": "v4-8", "nodeCountDynamicMax": 2, "preemptible": True},
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4"], "default": True},
+                {"name": "spot", "nodesets": ["spot"]},
+            ],
+        )
+    )
+    old = {r.urn: r for r in before}
+    new = {r.urn: r for r in after}
+    assert set(old) <= set(new)
+    assert sorted(r.name for u, r in new.items() if u not in old) == [
+        "slurm-nodeset-spot",
+        "slurm-partition-spot",
+    ]
+    changed = sorted(r.name for u, r in old.items() if r.inputs != new[u].inputs)
+    assert changed == ["slurm-tpu-cleanup"], changed
+    assert (
+        new[graph_urn(after, "slurm-config")].dependencies
+        != old[graph_urn(before, "slurm-config")].dependencies
+    )
+
+
+def graph_urn(graph: Graph, name: str) -> str:
+    return graph.named(name).urn
+
+
+def test_the_environment_records_where_the_slurm_cluster_comes_from():
+    from plan.engine import run_program
+    from stacks import environment
+    from stacks.config import parse
+
+    raw = stack()
+    built: list[environment.Environment] = []
+    run_program(raw, program=lambda: built.append(environment.build(parse(raw, "test"))))
+    [env] = built
+    assert env.sources["slurm"] == "ai-infra:slurm"
+    assert env.slurm is not None and env.slurm.bucket_path == (
+        f"gs://{PROJECT}-ai-test-slurm-tpu/tpu-files"
+    )

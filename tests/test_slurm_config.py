@@ -1,0 +1,425 @@
+"""`ai-infra:slurm` validation: every bad input is refused at its path with a word of the fix,
+before anything is registered; good input takes the documented defaults."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from components import slurm
+from plan.engine import record_program
+from stacks.config import ConfigError, parse
+from tests.conftest import with_config
+
+REGION = {"gcp:region": "us-central2", "gcp:zone": "us-central2-b"}
+NODESET = {"name": "v4", "nodeType": "v4-8", "nodeCountDynamicMax": 2}
+CLUSTER: dict[str, Any] = {
+    "clusterName": "tpu",
+    "tpuNodesets": [NODESET],
+    "partitions": [{"name": "tpu", "nodesets": ["v4"], "default": True}],
+}
+
+
+def stack(**slurm_fields: Any) -> dict[str, Any]:
+    return with_config(**REGION, slurm={**copy.deepcopy(CLUSTER), **slurm_fields})
+
+
+def nodeset(**fields: Any) -> dict[str, Any]:
+    return stack(tpuNodesets=[{**NODESET, **fields}])
+
+
+def partition(**fields: Any) -> dict[str, Any]:
+    return stack(partitions=[{"name": "tpu", "nodesets": ["v4"], **fields}])
+
+
+N0 = "ai-infra:slurm.tpuNodesets[0]"
+CASES: list[tuple[str, dict[str, Any], str, str]] = [
+    ("cluster name too long", stack(clusterName="abcdefghijk"), "ai-infra:slurm.clusterName", "9"),
+    (
+        "cluster name with newline",
+        stack(clusterName="tpu\n"),
+        "ai-infra:slurm.clusterName",
+        "letter",
+    ),
+    (
+        "cluster name ending in '-'",
+        stack(clusterName="tpu-"),
+        "ai-infra:slurm.clusterName",
+        "digit",
+    ),
+    ("nodeset name with '-'", nodeset(name="v4-a"), f"{N0}.name", "no '-'"),
+    ("unknown nodeset key", nodeset(nodetype="v4-8"), f"{N0}.nodetype", "nodeType"),
+    ("v5p on Slurm", nodeset(nodeType="v5p-8"), f"{N0}.nodeType", "ai-infra:tpuSlices"),
+    ("v6e on Slurm", nodeset(nodeType="v6e-8"), f"{N0}.nodeType", "v2, v3 and v4"),
+    ("no such v3 size", nodeset(nodeType="v3-16"), f"{N0}.nodeType", "v3-32"),
+    (
+        "both type and accelerator config",
+        nodeset(acceleratorConfig={"version": "V4", "topology": "2x2x1"}),
+        f"{N0}.nodeType",
+        "exactly one",
+    ),
+    (
+        "neither type nor accelerator config",
+        stack(tpuNodesets=[{"name": "v4", "nodeCountDynamicMax": 1}]),
+        f"{N0}.nodeType",
+        "exactly one",
+    ),
+    (
+        "V5 accelerator config",
+        stack(
+            tpuNodesets=[
+                {"name": "v4", "acceleratorConfig": {"version": "V5", "topology": "2x2x1"}}
+            ]
+        ),
+        f"{N0}.acceleratorConfig.version",
+        "ai-infra:tpuSlices",
+    ),
+    (
+        "two-digit topology dimension",
+        stack(
+            tpuNodesets=[
+                {"name": "v4", "acceleratorConfig": {"version": "V4", "topology": "2x2x16"}}
+            ]
+        ),
+        f"{N0}.acceleratorConfig.topology",
+        "one-digit",
+    ),
+    (
+        "V4 with two axes",
+        stack(
+            tpuNodesets=[{"name": "v4", "acceleratorConfig": {"version": "V4", "topology": "2x2"}}]
+        ),
+        f"{N0}.acceleratorConfig.topology",
+        "3 axes",
+    ),
+    (
+        "multi-host slice",
+        nodeset(nodeType="v4-32", nodeCountDynamicMax=4),
+        f"{N0}.nodeType",
+        "single-host",
+    ),
+    (
+        "dynamic count not a multiple of the workers",
+        nodeset(nodeType="v4-32", nodeCountDynamicMax=6),
+        f"{N0}.nodeCountDynamicMax",
+        "multiple of the 4 workers",
+    ),
+    (
+        "static count not a multiple of the workers",
+        nodeset(nodeType="v4-32", nodeCountStatic=2, nodeCountDynamicMax=4),
+        f"{N0}.nodeCountStatic",
+        "use 4",
+    ),
+    (
+        "no room for one slice",
+        nodeset(nodeCountDynamicMax=0),
+        f"{N0}.nodeCountDynamicMax",
+        "at least 1",
+    ),
+    ("huge node count", nodeset(nodeCountDynamicMax=10**9), f"{N0}.nodeCountDynamicMax", "1024"),
+    ("TF 2.15 runtime", nodeset(tfVersion="2.15.0"), f"{N0}.tfVersion", "-pjrt"),
+    (
+        "runtime not named after TF",
+        nodeset(runtimeVersion="tpu-ubuntu2204-base"),
+        f"{N0}.runtimeVersion",
+        "tpu-vm-tf-",
+    ),
+    (
+        "both TF and runtime version",
+        nodeset(tfVersion="2.14.0", runtimeVersion="tpu-vm-tf-2.14.0"),
+        f"{N0}.runtimeVersion",
+        "not both",
+    ),
+    ("no SchedMD image for TF", nodeset(tfVersion="2.12.0"), f"{N0}.tfVersion", "dockerImage"),
+    (
+        "image with a space",
+        nodeset(dockerImage="us-docker.pkg.dev/p/r/i:tag; rm -rf /"),
+        f"{N0}.dockerImage",
+        "IMAGE:TAG",
+    ),
+    (
+        "image in a registry the TPU VM cannot log in to",
+        nodeset(dockerImage="europe-docker.pkg.dev/p/r/slurm:tf-2.14.0"),
+        f"{N0}.dockerImage",
+        "us-docker.pkg.dev repository",
+    ),
+    (
+        "preemptible and reserved",
+        nodeset(preemptible=True, reserved=True),
+        f"{N0}.preemptible",
+        "drop one",
+    ),
+    (
+        "preemptible by accelerator config",
+        stack(
+            tpuNodesets=[
+                {
+                    "name": "v4",
+                    "acceleratorConfig": {"version": "V4", "topology": "2x2x1"},
+                    "nodeCountDynamicMax": 1,
+                    "preemptible": True,
+                }
+            ]
+        ),
+        f"{N0}.preemptible",
+        "v4-8",
+    ),
+    (
+        "preserve a multi-host slice",
+        nodeset(nodeType="v4-32", nodeCountDynamicMax=4, preserveTpu=True),
+        f"{N0}.preserveTpu",
+        "single-host",
+    ),
+    ("zone without v4", nodeset(zone="us-central2-a"), f"{N0}.zone", "us-central2-b"),
+    ("zone outside the region", nodeset(zone="us-central1-a"), f"{N0}.zone", "gcp:region"),
+    (
+        "v3 where only v2 is offered",
+        with_config(
+            **{"gcp:region": "us-central1", "gcp:zone": "us-central1-c"},
+            slurm={**CLUSTER, "tpuNodesets": [{**NODESET, "nodeType": "v3-8"}]},
+        ),
+        f"{N0}.zone",
+        "us-central1-a",
+    ),
+    (
+        "v3 pod, listed only in Europe",
+        with_config(
+            **{"gcp:region": "us-central1", "gcp:zone": "us-central1-a"},
+            slurm={
+                **CLUSTER,
+                "tpuNodesets": [{**NODESET, "nodeType": "v3-32", "nodeCountDynamicMax": 4}],
+            },
+        ),
+        f"{N0}.zone",
+        "no zone this program knows",
+    ),
+    (
+        "foreign subnet without public IPs",
+        nodeset(subnetwork="other-subnet"),
+        f"{N0}.subnetwork",
+        "Private Google Access",
+    ),
+    (
+        "mount path with a newline",
+        nodeset(
+            networkStorage=[
+                {
+                    "serverIp": "10.0.0.2",
+                    "remoteMount": "/export",
+                    "localMount": "/home\n/etc",
+                    "fsType": "nfs",
+                }
+            ]
+        ),
+        f"{N0}.networkStorage[0].localMount",
+        "absolute path",
+    ),
+    (
+        "mount options with a shell",
+        nodeset(
+            networkStorage=[
+                {
+                    "serverIp": "10.0.0.2",
+                    "remoteMount": "/export",
+                    "localMount": "/home",
+                    "fsType": "nfs",
+                    "mountOptions": "rw;reboot",
+                }
+            ]
+        ),
+        f"{N0}.networkStorage[0].mountOptions",
+        "comma-separated",
+    ),
+    ("data disk not a path", nodeset(dataDisks=["my-disk"]), f"{N0}.dataDisks[0]", "projects/"),
+    (
+        "scope not a Google scope",
+        nodeset(serviceAccountScopes=["https://evil.example.com/auth"]),
+        f"{N0}.serviceAccountScopes[0]",
+        "cloud-platform",
+    ),
+    (
+        "default compute account as email typo",
+        nodeset(serviceAccountEmail="123-compute@developer.gserviceaccount.com"),
+        f"{N0}.serviceAccountEmail",
+        "iam.gserviceaccount.com",
+    ),
+    (
+        "duplicate nodeset",
+        stack(tpuNodesets=[NODESET, NODESET]),
+        "ai-infra:slurm.tpuNodesets[1].name",
+        "unique",
+    ),
+    (
+        "duplicate partition",
+        stack(partitions=[{"name": "tpu", "nodesets": ["v4"]}] * 2),
+        "ai-infra:slurm.partitions[1].name",
+        "unique",
+    ),
+    (
+        "partition names a missing nodeset",
+        stack(partitions=[{"name": "tpu", "nodesets": ["v4", "v3"]}]),
+        "ai-infra:slurm.partitions[0].nodesets[1]",
+        "known: v4",
+    ),
+    (
+        "nodeset in no partition",
+        stack(tpuNodesets=[NODESET, {**NODESET, "name": "spare"}]),
+        "ai-infra:slurm.tpuNodesets[1].name",
+        "add it to",
+    ),
+    (
+        "partition without nodesets",
+        partition(nodesets=[]),
+        "ai-infra:slurm.partitions[0].nodesets",
+        "at least 1",
+    ),
+    (
+        "static nodes in an exclusive partition",
+        stack(tpuNodesets=[{**NODESET, "nodeCountStatic": 1}]),
+        "ai-infra:slurm.partitions[0].exclusive",
+        "exclusive: false",
+    ),
+    (
+        "two defaults",
+        stack(
+            tpuNodesets=[NODESET, {**NODESET, "name": "b"}],
+            partitions=[
+                {"name": "a", "nodesets": ["v4"], "default": True},
+                {"name": "b", "nodesets": ["b"], "default": True},
+            ],
+        ),
+        "ai-infra:slurm.partitions[1].default",
+        "keep one",
+    ),
+    (
+        "slurm.conf value that adds a line",
+        partition(partitionConf={"MaxTime": "60\nNodeName=evil"}),
+        "ai-infra:slurm.partitions[0].partitionConf.MaxTime",
+        "no spaces or newlines",
+    ),
+    (
+        "slurm.conf key that is not a word",
+        partition(partitionConf={"Max Time": "60"}),
+        'ai-infra:slurm.partitions[0].partitionConf["Max Time"]',
+        "MaxTime",
+    ),
+    (
+        "partition name with capitals",
+        partition(name="TPU"),
+        "ai-infra:slurm.partitions[0].name",
+        "lowercase",
+    ),
+    (
+        "team takes the controller account",
+        with_config(**REGION, slurm=CLUSTER, teams=[{"name": "slurm-ctl"}]),
+        "ai-infra:teams[0].name",
+        "already belongs to slurm",
+    ),
+    (
+        "a bucket takes the Slurm bucket's name",
+        with_config(**REGION, slurm=CLUSTER, buckets=[{"name": "slurm-tpu"}]),
+        "ai-infra:slurm.clusterName",
+        "rename one",
+    ),
+    (
+        "Slurm bucket name too long",
+        with_config(
+            **REGION,
+            **{"gcp:project": "p" * 30},
+            slurm={**CLUSTER, "clusterName": "abcdefghij"},
+            prefix="a" * 20,
+        ),
+        "ai-infra:slurm.clusterName",
+        "63 characters",
+    ),
+    (
+        "controller outside the region",
+        stack(controller={"zone": "us-east1-b"}),
+        "ai-infra:slurm.controller.zone",
+        "gcp:region",
+    ),
+    (
+        "state disk too big",
+        stack(controller={"stateDisk": {"sizeGb": 100000}}),
+        "ai-infra:slurm.controller.stateDisk.sizeGb",
+        "1024",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "raw", "path", "fix"), CASES, ids=[c[0] for c in CASES])
+def test_bad_slurm_input_is_refused_at_its_path_before_anything_registers(case, raw, path, fix):
+    graph, error = record_program(raw)
+    assert isinstance(error, ConfigError), f"{case}: accepted"
+    found = dict(error.rendered)
+    assert path in found, f"{case}: {found}"
+    assert fix in found[path], f"{case}: {found[path]}"
+    assert graph.resources == [], [r.urn for r in graph]
+
+
+def test_a_minimal_cluster_takes_the_documented_defaults():
+    config = parse(stack(), "test").slurm
+    assert config is not None
+    nodeset = config.tpu_nodesets[0]
+    assert (nodeset.tf, nodeset.enable_public_ips, nodeset.service_account_scopes) == (
+        "2.14.0",
+        False,
+        ["https://www.googleapis.com/auth/cloud-platform"],
+    )
+    assert nodeset.image == "us-docker.pkg.dev/schedmd-slurm-public/tpu/slurm-gcp-6-9:tf-2.14.0"
+    assert (config.controller.machine_type, config.controller.disk_type) == (
+        "c2-standard-4",
+        "pd-ssd",
+    )
+    assert (config.controller.state_disk.type, config.controller.state_disk.size_gb) == (
+        "pd-ssd",
+        50,
+    )
+    assert config.partitions[0].conf == {
+        "SuspendTime": "300",
+        "SuspendTimeout": "240",
+        "ResumeTimeout": "600",
+        "Default": "YES",
+    }
+
+
+@pytest.mark.parametrize(
+    ("fields", "cores", "workers"),
+    [
+        ({"nodeType": "v2-8"}, 8, 1),
+        ({"nodeType": "v3-32"}, 32, 4),
+        ({"nodeType": "v4-32"}, 32, 4),
+        ({"acceleratorConfig": {"version": "V4", "topology": "2x2x4"}}, 32, 4),
+        ({"acceleratorConfig": {"version": "V3", "topology": "4x4"}}, 32, 4),
+        ({"acceleratorConfig": {"version": "V2", "topology": "2x2"}}, 8, 1),
+    ],
+)
+def test_workers_per_slice_are_tensorcores_over_eight(fields, cores, workers):
+    entry = slurm.TpuNodesetConfig.model_validate({"name": "n", **fields})
+    assert (entry.cores, entry.workers_per_slice) == (cores, workers)
+
+
+def test_a_runtime_version_stands_for_its_tf_version():
+    config = parse(nodeset(runtimeVersion="tpu-vm-tf-2.13.1"), "test").slurm
+    assert config is not None
+    assert config.tpu_nodesets[0].tf == "2.13.1"
+    assert config.tpu_nodesets[0].image.endswith(":tf-2.13.1")
+
+
+def test_v2_and_v3_single_hosts_are_accepted_where_cloud_tpu_offers_them():
+    raw = with_config(
+        **{"gcp:region": "us-central1", "gcp:zone": "us-central1-b"},
+        slurm={
+            **CLUSTER,
+            "tpuNodesets": [
+                {**NODESET, "nodeType": "v2-8"},
+                {**NODESET, "name": "b", "nodeType": "v3-8"},
+            ],
+            "partitions": [{"name": "tpu", "nodesets": ["v4", "b"]}],
+        },
+    )
+    config = parse(raw, "test").slurm
+    assert config is not None
+    assert [n.family for n in config.tpu_nodesets] == ["v2", "v3"]

@@ -1,0 +1,199 @@
+"""The pinned Slurm-GCP runtime scripts: every file pinned by sha256, and the deploy-time
+provider driven with a fake fetcher and a fake bucket. Nothing here touches the network."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import zipfile
+
+import pytest
+
+from components import slurm_scripts
+from components.slurm_scripts import (
+    COMPUTE_ZIP,
+    CONTROLLER_ZIP,
+    MANIFEST,
+    TOOLKIT_COMMIT,
+    ZIPS,
+    ScriptHashError,
+    ScriptsProvider,
+    build_zip,
+    md5_base64,
+    source_url,
+)
+
+
+def fake_file(path: str) -> bytes:
+    return f"# stand-in for {path}\n".encode()
+
+
+FAKE_MANIFEST = {path: hashlib.sha256(fake_file(path)).hexdigest() for path in MANIFEST}
+
+
+class FakeFetcher:
+    def __init__(self, tamper: str | None = None) -> None:
+        self.urls: list[str] = []
+        self.tamper = tamper
+
+    def __call__(self, url: str) -> bytes:
+        self.urls.append(url)
+        path = url.split("/slurm_files/scripts/", 1)[1]
+        return fake_file(path) + (b"evil\n" if path == self.tamper else b"")
+
+
+class FakeBucket:
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], bytes] = {}
+
+    def upload(self, bucket: str, name: str, data: bytes) -> None:
+        self.objects[(bucket, name)] = data
+
+    def delete(self, bucket: str, name: str) -> None:
+        self.objects.pop((bucket, name), None)
+
+    def md5(self, bucket: str, name: str) -> str | None:
+        data = self.objects.get((bucket, name))
+        return None if data is None else md5_base64(data)
+
+
+def props(**overrides: object) -> dict:
+    found = {
+        "bucket": "b",
+        "prefix": "tpu-files",
+        "commit": TOOLKIT_COMMIT,
+        "manifest": FAKE_MANIFEST,
+        "zips": {k: list(v) for k, v in ZIPS.items()},
+    }
+    return found | overrides
+
+
+def test_every_script_is_pinned_by_a_sha256_at_one_commit():
+    assert re.fullmatch(r"[0-9a-f]{40}", TOOLKIT_COMMIT)
+    assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in MANIFEST.values()), MANIFEST
+    for names in ZIPS.values():
+        assert set(names) <= set(MANIFEST)
+    assert set(ZIPS[CONTROLLER_ZIP]) == set(MANIFEST)
+    # The compute zip lacks only the controller's resume/suspend programs and BigQuery loader.
+    assert set(MANIFEST) - set(ZIPS[COMPUTE_ZIP]) == {
+        "load_bq.py",
+        "resume.py",
+        "resume_wrapper.sh",
+        "suspend_wrapper.sh",
+    }
+    assert {"setup.py", "tpu.py", "util.py", "conf.py"} <= set(ZIPS[COMPUTE_ZIP])
+
+
+def test_the_image_family_is_pinned_with_the_toolkit_release():
+    assert (slurm_scripts.TOOLKIT_RELEASE, slurm_scripts.IMAGE_FAMILY) == (
+        "v1.95.0",
+        "slurm-gcp-6-12-hpc-rocky-linux-8",
+    )
+
+
+def test_sources_are_fetched_over_https_from_the_pinned_commit():
+    url = source_url("setup.py")
+    assert url.startswith("https://raw.githubusercontent.com/GoogleCloudPlatform/cluster-toolkit/")
+    assert f"/{TOOLKIT_COMMIT}/" in url and url.endswith("/slurm_files/scripts/setup.py")
+    with pytest.raises(ValueError, match="only https"):
+        slurm_scripts.fetch_over_https("http://example.com/setup.py")
+
+
+def test_create_verifies_every_file_and_uploads_both_zips():
+    fetch, bucket = FakeFetcher(), FakeBucket()
+    result = ScriptsProvider(fetch, bucket).create(props())
+    assert len(fetch.urls) == len(MANIFEST)
+    assert set(bucket.objects) == {
+        ("b", f"tpu-files/{CONTROLLER_ZIP}"),
+        ("b", f"tpu-files/{COMPUTE_ZIP}"),
+    }
+    assert result.id == "b/tpu-files"
+    assert result.outs is not None
+    for zip_name, names in ZIPS.items():
+        data = bucket.objects[("b", f"tpu-files/{zip_name}")]
+        assert result.outs["md5"][zip_name] == md5_base64(data)
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            assert sorted(archive.namelist()) == sorted(names)
+            assert archive.read("util.py" if "util.py" in names else names[0]) == fake_file(
+                "util.py" if "util.py" in names else names[0]
+            )
+
+
+def test_a_wrong_hash_fails_the_deploy_step_and_uploads_nothing():
+    bucket = FakeBucket()
+    with pytest.raises(ScriptHashError, match=r"tpu\.py at [0-9a-f]{40} has sha256"):
+        ScriptsProvider(FakeFetcher(tamper="tpu.py"), bucket).create(props())
+    assert bucket.objects == {}
+
+
+def test_the_real_manifest_refuses_files_that_are_not_upstream_s():
+    with pytest.raises(ScriptHashError):
+        ScriptsProvider(FakeFetcher(), FakeBucket()).create(props(manifest=MANIFEST))
+
+
+def test_zips_are_deterministic():
+    files = {p: fake_file(p) for p in MANIFEST}
+    first = build_zip(files, ZIPS[CONTROLLER_ZIP])
+    second = build_zip(dict(reversed(list(files.items()))), tuple(reversed(ZIPS[CONTROLLER_ZIP])))
+    assert first == second
+    with zipfile.ZipFile(io.BytesIO(first)) as archive:
+        assert {i.date_time for i in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_diff_read_update_delete():
+    fetch, bucket = FakeFetcher(), FakeBucket()
+    provider = ScriptsProvider(fetch, bucket)
+    created = provider.create(props())
+    assert created.outs is not None
+    olds = created.outs
+    assert provider.diff("b/tpu-files", olds, props()).changes is False
+    moved = provider.diff("b/tpu-files", olds, props(commit="0" * 40))
+    assert moved.changes is True and moved.replaces == []
+    assert provider.diff("b/tpu-files", olds, props(prefix="x-files")).replaces == ["prefix"]
+
+    read = provider.read("b/tpu-files", olds).outs
+    assert read is not None and read["md5"] == olds["md5"]
+    bucket.delete("b", f"tpu-files/{COMPUTE_ZIP}")
+    drifted = provider.read("b/tpu-files", olds).outs
+    assert drifted is not None and drifted["md5"][COMPUTE_ZIP] is None
+
+    updated = provider.update("b/tpu-files", olds, props()).outs
+    assert updated is not None and updated["md5"] == olds["md5"]
+    assert len(bucket.objects) == 2
+
+    provider.delete("b/tpu-files", olds)
+    assert bucket.objects == {}
+
+
+def test_the_providers_deserialize_where_pulumi_runs_them(tmp_path):
+    """Pulumi pickles a dynamic provider by reference to its module (dill) and loads it in
+    `python -m pulumi.dynamic`, started in the project directory: the modules must import
+    there without registering anything, and the real fetcher and clients come back."""
+    import subprocess
+    import sys
+
+    from pulumi.dynamic.dynamic import serialize_provider
+
+    from components.slurm_cleanup import TpuCleanupProvider
+    from plan.engine import REPO_ROOT
+
+    (tmp_path / "scripts").write_text(serialize_provider(ScriptsProvider()))
+    (tmp_path / "cleanup").write_text(serialize_provider(TpuCleanupProvider()))
+    check = (
+        "import base64, dill, sys\n"
+        "load = lambda p: dill.loads(base64.b64decode(open(p).read()))\n"
+        f"scripts = load({str(tmp_path / 'scripts')!r})\n"
+        f"cleanup = load({str(tmp_path / 'cleanup')!r})\n"
+        "print(scripts.fetch.__name__, type(scripts.bucket).__name__, type(cleanup.api).__name__)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", check],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["fetch_over_https", "GcsBucket", "RestTpuApi"]
