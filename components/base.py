@@ -121,8 +121,11 @@ Cidr = Annotated[str, AfterValidator(_cidr)]
 
 BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
 _ROLE = re.compile(
-    r"(roles/|projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/roles/|organizations/[0-9]+/roles/)"
-    r"[A-Za-z0-9_.]{3,64}"
+    # Predefined roles are service.role, each part starting lowercase
+    # (roles/storage.objectViewer); IAM compares roles exactly, so roles/Logging.LogWriter
+    # is no role at all. Custom role ids are 3-64 letters, digits, '_' and '.'.
+    r"roles/[a-z][a-zA-Z0-9]*(\.[a-z][a-zA-Z0-9]*)+"
+    r"|(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]|organizations/[0-9]+)/roles/[A-Za-z0-9_.]{3,64}"
 )
 
 
@@ -136,8 +139,8 @@ def _role(value: str) -> str:
         )
     if not _ROLE.fullmatch(value):
         raise ValueError(
-            f"'{value}' is not an IAM role; use a predefined role such as roles/storage.objectUser "
-            "or a custom role projects/PROJECT/roles/NAME"
+            f"'{value}' is not an IAM role; use a predefined role, written as IAM writes it "
+            "(roles/storage.objectUser), or a custom role projects/PROJECT/roles/NAME"
         )
     return value
 

@@ -62,7 +62,7 @@ class GpuPoolConfig(ConfigModel):
     slices."""
     reservation: Reservation | None = None
     """Reservation name (or `projects/P/reservations/R`) when `provisioning: reservation`."""
-    disk_size_gb: int = Field(default=200, ge=10)
+    disk_size_gb: int = Field(default=200, ge=10, le=65536)
     """Boot disk size of each node, in GB."""
     disk_type: Literal["pd-balanced", "pd-ssd", "hyperdisk-balanced"] = "pd-balanced"
     """Boot disk type of each node; a3-ultragpu, a4 and a4x boot only from

@@ -76,6 +76,15 @@ def problems(config: NetworkConfig) -> list[Problem]:
         "masterCidr": config.master_cidr,
     }
     found = []
+    for i, network in enumerate(config.authorized_networks):
+        if ipaddress.IPv4Network(network.cidr).prefixlen == 0:
+            found.append(
+                Problem(
+                    ("authorizedNetworks", i, "cidr"),
+                    "0.0.0.0/0 opens the control plane to the whole internet; list the ranges "
+                    "`pulumi up` and kubectl run from",
+                )
+            )
     for key, (widest, narrowest) in PREFIX_LIMITS.items():
         prefix = ipaddress.IPv4Network(ranges[key]).prefixlen
         if not widest <= prefix <= narrowest:

@@ -77,7 +77,11 @@ def duplicate_roles(roles: list[str]) -> list[Problem]:
     would get the same resource name (custom roles differing only in case)."""
     keys = [role_key(r) for r in roles]
     return [
-        Problem(("roles", i), f"{role} is listed twice (up to case); list each role once")
+        Problem(
+            ("roles", i),
+            f"{role} repeats roles[{keys.index(keys[i])}] (custom roles differing only in case "
+            "would also share one resource name); list each role once",
+        )
         for i, role in enumerate(roles)
         if keys[i] in keys[:i]
     ]
@@ -101,9 +105,20 @@ def problems(
         entry: list[Problem] = account_id_problems(f"{prefix}-{identity.name}")
         entry += duplicate_roles(identity.roles)
         entry += unknown_buckets(identity.buckets, known_buckets)
+        system_owner = namespace_owner(identity.namespace)
+        if system_owner is not None and not identity.create_namespace:
+            # A KSA there bound to a Google account with roles would hand those roles to
+            # whatever Kubernetes or GKE runs in that namespace.
+            entry.append(
+                Problem(
+                    ("namespace",),
+                    f"namespace '{identity.namespace}' belongs to {system_owner}; run workloads "
+                    "in a namespace of your own",
+                )
+            )
         if identity.create_namespace:
             owner = "a team" if identity.namespace in team_names else None
-            owner = owner or namespace_owner(identity.namespace)
+            owner = owner or system_owner
             if owner:
                 entry.append(
                     Problem(

@@ -201,10 +201,9 @@ def stack_file(stack: str) -> Path:
 def parse_stack_file(text: str) -> dict[str, Any]:
     """The `config:` map of a stack file's text, as YAML values; a key written twice is a
     `ConfigError`, as the Pulumi CLI refuses it."""
-    from stacks.config import load_yaml
+    from stacks.config import load_yaml, stack_config_map
 
-    document = load_yaml(text) or {}
-    return dict(document.get("config") or {})
+    return stack_config_map(load_yaml(text))
 
 
 def read_stack_file(path: Path) -> dict[str, Any]:

@@ -448,12 +448,19 @@ def _ownership_problems(config: StackConfig) -> list[Problem]:
     ) + ownership_problems(ksas, "Kubernetes service account", "serviceAccount")
 
 
+def _printable(text: str) -> str:
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
+
+
 class ConfigError(pulumi.RunError):
     """Every problem in a stack's config, each rendered as `path: message`."""
 
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
-        self.rendered = [(render_path(p.path), p.message) for p in problems]
+        # Values are quoted into messages as written; a newline in one must not split a line.
+        self.rendered = [(_printable(render_path(p.path)), _printable(p.message)) for p in problems]
         lines = "\n".join(f"  {path}: {message}" for path, message in self.rendered)
         super().__init__(f"invalid stack config ({len(problems)} problem(s)):\n{lines}")
 
@@ -469,7 +476,8 @@ def render_path(path: tuple[PathPart, ...]) -> str:
         return NAMESPACE
     head, *rest = path
     head = str(head)
-    text = head if ":" in head else GCP_KEYS.get(head, f"{NAMESPACE}:{head}")
+    verbatim = ":" in head or head.startswith("(")
+    text = head if verbatim else GCP_KEYS.get(head, f"{NAMESPACE}:{head}")
     for part in rest:
         if isinstance(part, int):
             text += f"[{part}]"
@@ -606,7 +614,7 @@ def parse(raw: Mapping[str, Any], stack: str) -> StackConfig:
             if not colon or namespace not in OTHER_NAMESPACES:
                 found.append(
                     Problem(
-                        (key,),
+                        (key if colon else f"(no namespace) {key}",),
                         f"unknown config namespace '{namespace}'; this program's keys are "
                         f"written {NAMESPACE}:<key> (valid namespaces: {NAMESPACE}, "
                         f"{', '.join(sorted(OTHER_NAMESPACES))})",
@@ -676,8 +684,44 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _m
 
 
 def load_yaml(text: str) -> Any:
-    """Parse a stack file, refusing repeated keys."""
-    return yaml.load(text, Loader=_StrictLoader)
+    """Parse a stack file, refusing repeated keys; a syntax error is a `ConfigError`."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        line = f" on line {where.line + 1}" if where is not None else ""
+        reason = getattr(error, "problem", None) or "it cannot be parsed"
+        raise ConfigError(
+            [Problem(("(stack file)",), f"is not valid YAML{line}: {reason}; fix the file")]
+        ) from None
+
+
+def stack_config_map(document: Any) -> dict[str, Any]:
+    """The `config:` map of a parsed stack file: a mapping of `namespace:key` strings."""
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigError(
+            [Problem(("(stack file)",), "must be a mapping with a config: key, not a list")]
+        )
+    config = document.get("config") or {}
+    if not isinstance(config, dict):
+        raise ConfigError(
+            [Problem(("(stack file)",), "config: must be a mapping of namespace:key to value")]
+        )
+    bad = [key for key in config if not isinstance(key, str)]
+    if bad:
+        raise ConfigError(
+            [
+                Problem(
+                    ("(stack file)",),
+                    f"config key {key!r} is not text; keys are written namespace:key, "
+                    "e.g. ai-infra:tpuSlices",
+                )
+                for key in bad
+            ]
+        )
+    return dict(config)
 
 
 def read_pulumi_config() -> dict[str, Any]:

@@ -189,6 +189,45 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "ai-infra:tpuVms[0].name",
         "already belongs to teams[0]",
     ),
+    (
+        "a predefined role in the wrong case",
+        {"teams": [{"name": "a", "roles": ["roles/logging.logWriter", "roles/Logging.LogWriter"]}]},
+        "ai-infra:teams[0].roles[1]",
+        "written as IAM writes it",
+    ),
+    (
+        "an identity binding a KSA in kube-system",
+        {"workloadIdentities": [identity(namespace="kube-system", createNamespace=False)]},
+        "ai-infra:workloadIdentities[0].namespace",
+        "a namespace of your own",
+    ),
+    (
+        "control plane open to the internet",
+        {"network": {"authorizedNetworks": [{"cidr": "0.0.0.0/0", "name": "all"}]}},
+        "ai-infra:network.authorizedNetworks[0].cidr",
+        "whole internet",
+    ),
+    (
+        "a GPU boot disk larger than Compute Engine makes",
+        {
+            "gpuPools": [
+                {
+                    "name": "g",
+                    "machineType": "g2-standard-8",
+                    "acceleratorType": "nvidia-l4",
+                    "diskSizeGb": 10**12,
+                }
+            ]
+        },
+        "ai-infra:gpuPools[0].diskSizeGb",
+        "at most 65536",
+    ),
+    (
+        "a value with a newline cannot split the error line",
+        {"tpuSlices": [{**SLICE, "zone": "us-east5-a\n"}]},
+        "ai-infra:tpuSlices[0].zone",
+        "no zone us-east5-a\\n;",
+    ),
     # Free strings GCP, GKE and Kubernetes constrain.
     ("cluster name in capitals", {"cluster": {"name": "Train"}}, "ai-infra:cluster.name", "40"),
     ("cluster name too long", {"cluster": {"name": "a" * 41}}, "ai-infra:cluster.name", "40"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 
 from plan.__main__ import main
@@ -155,3 +156,21 @@ def test_plan_lists_each_gpu_cluster(tmp_path, capsys):
     assert "InstanceGroupManager gpucluster-demo-mig  name=ai-gpu-demo vms=2 zone=us-east5-a" in out
     assert "placement=COLLOCATED" in out
     assert "BASIC_SSD 2560GiB in us-east5-a" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("config: [1, 2]\n", "config: must be a mapping"),
+        ("- a\n", "must be a mapping with a config: key"),
+        ("config:\n  gcp:project: [\n", "is not valid YAML on line 3"),
+        ("config:\n  1: 2\n", "config key 1 is not text"),
+        ("config:\n  ai-infra:protect: !!python/object/apply:os.system [id]\n", "not valid YAML"),
+    ],
+)
+def test_a_malformed_stack_file_is_a_clean_error(tmp_path, capsys, text, says):
+    stack = tmp_path / "Pulumi.bad.yaml"
+    stack.write_text(text)
+    assert main([str(stack)]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
