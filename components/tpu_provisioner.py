@@ -210,6 +210,7 @@ def problems(
     release_channel: ReleaseChannel,
     region: str,
     cluster_location: str,
+    default_zone: str,
 ) -> list[Problem]:
     """Cross-checks of `ai-infra:tpuProvisioner`; the stack root checks that its account id
     and Kubernetes service account have no other owner."""
@@ -242,8 +243,13 @@ def problems(
                 "(REGISTRY/PATH@sha256:...)",
             )
         )
+    zone_problems = []
     if config.zone is not None:
-        found += pool_zone_problems(config.zone, region=region, cluster_location=cluster_location)
+        zone_problems = pool_zone_problems(
+            config.zone, region=region, cluster_location=cluster_location
+        )
+        found += zone_problems
+    zone = config.zone or default_zone
     disks: dict[str, list[str]] = {}
     for accelerator in config.quota:
         if not _ACCELERATOR.fullmatch(accelerator):
@@ -259,6 +265,18 @@ def problems(
         except tpu_catalog.CatalogError as error:
             found.append(Problem(("quota", accelerator), str(error)))
             continue
+        if not shape.family.gke:
+            found.append(
+                Problem(
+                    ("quota", accelerator),
+                    f"GKE has no {shape.family.prefix} node pools here; request it as TPU VMs "
+                    "(ai-infra:tpuVms)",
+                )
+            )
+            continue
+        if not zone_problems and (problem := tpu_catalog.zone_problem(shape.family, zone)):
+            where = "" if config.zone else f"the provisioner creates pools in gcp:zone {zone}: "
+            found.append(Problem(("quota", accelerator), where + problem.split("; pick")[0]))
         disks.setdefault(shape.family.boot_disk_type, []).append(accelerator)
     if len(disks) > 1:
         kinds = "; ".join(f"{disk} for {', '.join(names)}" for disk, names in disks.items())

@@ -342,6 +342,7 @@ def problems(config: StackConfig) -> list[Problem]:
             release_channel=config.cluster.release_channel,
             region=config.region,
             cluster_location=config.cluster_location,
+            default_zone=config.zone,
         ),
     )
     found += provisioner_problems

@@ -228,6 +228,19 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "ai-infra:tpuSlices[0].zone",
         "no zone us-east5-a\\n;",
     ),
+    (
+        "provisioner quota for a family its zone does not offer",
+        {
+            "cluster": {"releaseChannel": "NONE"},
+            "tpuProvisioner": {
+                "enabled": True,
+                "image": "us-docker.pkg.dev/p/r/tpu-provisioner@sha256:" + "a" * 64,
+                "quota": {"tpu7x-8": 1},
+            },
+        },
+        "ai-infra:tpuProvisioner.quota.tpu7x-8",
+        "us-central1-c",
+    ),
     # Free strings GCP, GKE and Kubernetes constrain.
     ("cluster name in capitals", {"cluster": {"name": "Train"}}, "ai-infra:cluster.name", "40"),
     ("cluster name too long", {"cluster": {"name": "a" * 41}}, "ai-infra:cluster.name", "40"),

@@ -279,8 +279,9 @@ def test_config_map_carries_every_setting_from_the_stack(graph):
 
 def test_config_map_follows_every_setting(build):
     graph = build(
+        **{"gcp:region": "us-central1", "gcp:zone": "us-central1-a"},
         **enabled(
-            zone="us-east5-b",
+            zone="us-central1-c",
             nodeServiceAccount="tpu-nodes@other-project.iam.gserviceaccount.com",
             nodeTags=["tpu", "no-egress"],
             podToNodeLabels=["team", "example.com/run"],
@@ -289,13 +290,13 @@ def test_config_map_follows_every_setting(build):
             nodeMinLifespan="1m",
             nodePoolDeletionDelay="2m30s",
             quota={"tpu7x-128": 2},
-        )
+        ),
     )
     data = graph.named("tpu-provisioner-config").inputs["data"]
     assert {k: v for k, v in data.items() if k not in ("GCP_PROJECT_ID", "GCP_CLUSTER")} == {
         "PROVIDER": "gke",
-        "GCP_CLUSTER_LOCATION": "us-east5",
-        "GCP_ZONE": "us-east5-b",
+        "GCP_CLUSTER_LOCATION": "us-central1",
+        "GCP_ZONE": "us-central1-c",
         "GCP_NODE_SERVICE_ACCOUNT": "tpu-nodes@other-project.iam.gserviceaccount.com",
         "GCP_NODE_TAGS": "tpu,no-egress",
         "GCP_POD_TO_NODE_LABELS": "team,example.com/run",
@@ -315,7 +316,7 @@ def test_config_map_follows_every_setting(build):
     # tpu7x pools are placed by the workload policy the controller names after the topology.
     (policy,) = graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
     assert policy.inputs["name"] == "tpu-provisioner-4x4x4"
-    assert policy.inputs["region"] == "us-east5"
+    assert policy.inputs["region"] == "us-central1"
     assert policy.inputs["workloadPolicy"] == {
         "type": "HIGH_THROUGHPUT",
         "acceleratorTopology": "4x4x4",
