@@ -31,7 +31,7 @@ from components.buckets import ACCESS_ROLES, Bucket, BucketAccess, grant_bucket_
 from components.buckets import unknown_buckets as unknown_bucket_problems
 from components.locations import zone_problem
 from components.tpu_vm_provider import QueuedResource, node_names
-from components.workload_identity import account_id_problems, duplicate_roles
+from components.workload_identity import account_id_problems, duplicate_roles, role_key
 
 NODE_ROLES: tuple[str, ...] = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 """What a TPU VM's own account needs: write its logs and metrics. Storage and other access
@@ -425,7 +425,14 @@ def problems(
                     f"over the {LABELS_MAX} a resource takes; drop some",
                 )
             )
-        own += duplicate_roles(entry.roles)
+        # The account already holds NODE_ROLES; listing one again would grant it twice
+        # under one resource name.
+        shift = len(NODE_ROLES)
+        own += [
+            Problem(("roles", p.path[1] - shift), p.message)
+            for p in duplicate_roles([*NODE_ROLES, *entry.roles])
+            if isinstance(p.path[1], int)
+        ]
         own += unknown_bucket_problems(entry.buckets, known_buckets)
         found += [p.under(i) for p in own]
     if not found:
@@ -498,7 +505,7 @@ class TpuVms(Component):
             after_account = self.child_opts(depends_on=[account])
             grants: list[pulumi.Resource] = [
                 gcp.projects.IAMMember(
-                    f"{name}-{role.rsplit('/', 1)[-1]}",
+                    f"{name}-{role_key(role)}",
                     project=args.project,
                     role=role,
                     member=member,

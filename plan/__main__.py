@@ -360,7 +360,15 @@ def _build(raw: dict[str, Any], stack: str, which: str) -> tuple[StackConfig, Gr
         config = parse(raw, stack)
     except ConfigError as error:
         raise PlanError(f"{which}:\n{error}" if which else str(error)) from error
-    return config, run_program(raw, stack=stack)
+    graph = run_program(raw, stack=stack)
+    # The mock engine accepts two resources with one URN; `pulumi up` would not.
+    seen: set[str] = set()
+    twice = sorted({u for u in graph.urns if u in seen or seen.add(u)})
+    if twice:
+        raise PlanError(
+            "the program registers two resources with one URN:\n  " + "\n  ".join(twice)
+        )
+    return config, graph
 
 
 def _plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:

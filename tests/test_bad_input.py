@@ -241,6 +241,32 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "ai-infra:tpuProvisioner.quota.tpu7x-8",
         "us-central1-c",
     ),
+    (
+        "a TPU VM role the program already grants",
+        {
+            "gcp:region": "us-central2",
+            "gcp:zone": "us-central2-b",
+            "tpuVms": [{"name": "q", "accelerator": "v4-8", "roles": ["roles/logging.logWriter"]}],
+        },
+        "ai-infra:tpuVms[0].roles[0]",
+        "list each role once",
+    ),
+    (
+        "TPU VM custom roles sharing a grant name",
+        {
+            "gcp:region": "us-central2",
+            "gcp:zone": "us-central2-b",
+            "tpuVms": [
+                {
+                    "name": "q",
+                    "accelerator": "v4-8",
+                    "roles": ["projects/test-project/roles/Foo", "projects/test-project/roles/foo"],
+                }
+            ],
+        },
+        "ai-infra:tpuVms[0].roles[1]",
+        "list each role once",
+    ),
     # Free strings GCP, GKE and Kubernetes constrain.
     ("cluster name in capitals", {"cluster": {"name": "Train"}}, "ai-infra:cluster.name", "40"),
     ("cluster name too long", {"cluster": {"name": "a" * 41}}, "ai-infra:cluster.name", "40"),
