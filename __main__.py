@@ -1,6 +1,6 @@
-"""ai-infra: a GKE training environment for Cloud TPUs and GPUs, built from one stack config."""
+"""ai-infra: GCP training capacity for Cloud TPUs and GPUs, built from one stack config."""
 
-from stacks import config, environment
+from stacks import environment, loading
 
-env = environment.build(config.load())
+env = environment.build(loading.load())
 environment.export(env)

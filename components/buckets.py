@@ -1,28 +1,24 @@
 """GCS buckets for datasets and checkpoints: uniform bucket-level access, public access
 prevention enforced, soft delete on, and grants added one member at a time so that grants made
-elsewhere (by another stack, or by hand) are never wiped.
+elsewhere (by another stack, or by hand) are never wiped. Systems reach the stack's buckets
+through a `BucketsHandle`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import pulumi
 import pulumi_gcp as gcp
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, InstanceOf
 
-from components.base import (
-    Component,
-    ConfigModel,
-    DnsLabel,
-    IamRole,
-    Problem,
-    WiringModel,
-    duplicate_names,
-    slug,
-)
+from components.base import Component, ConfigModel, Problem, WiringModel, duplicate_names, slug
+from components.context import StackContext
+from components.identity import grant_name, grant_opts, role_key
+from components.types import DnsLabel, IamMember, IamRole
 
 BucketAccess = Literal["read", "write", "admin"]
 """Object access a workload gets to a bucket."""
@@ -32,32 +28,6 @@ ACCESS_ROLES: dict[str, str] = {
     "admin": "roles/storage.objectAdmin",
 }
 SECONDS_PER_DAY = 86_400
-
-
-_MEMBER = re.compile(
-    r"(user|group|serviceAccount):[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"
-    r"|domain:[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+"
-    r"|principal(Set)?://iam\.googleapis\.com/[!-~]+"
-)
-
-
-def _member(value: str) -> str:
-    if value in ("allUsers", "allAuthenticatedUsers"):
-        raise ValueError(
-            f"'{value}' would make the bucket public, and public access prevention is "
-            "enforced; grant a user:, group: or serviceAccount: member instead"
-        )
-    if not _MEMBER.fullmatch(value):
-        raise ValueError(
-            f"'{value}' is not an IAM member; write e.g. group:ml-team@example.com, "
-            "user:alice@example.com, serviceAccount:NAME@PROJECT.iam.gserviceaccount.com or "
-            "domain:example.com"
-        )
-    return value
-
-
-IamMember = Annotated[str, AfterValidator(_member)]
-"""An IAM principal that is never public: `user:`, `group:`, `serviceAccount:`, `domain:`."""
 
 
 def _location(value: str) -> str:
@@ -122,13 +92,11 @@ class BucketConfig(ConfigModel):
 BUCKET_NAME_MAX = 63
 
 
-def problems(
-    buckets: list[BucketConfig], *, project: str, prefix: str, protect: bool
-) -> list[Problem]:
+def problems(buckets: list[BucketConfig], ctx: StackContext) -> list[Problem]:
     """Checks of `ai-infra:buckets` that need the stack's project, prefix and protection."""
     found = duplicate_names([b.name for b in buckets], "buckets")
     for i, bucket in enumerate(buckets):
-        full_name = bucket.bucket_name(project, prefix)
+        full_name = bucket.bucket_name(ctx.project, ctx.prefix)
         if len(full_name) > BUCKET_NAME_MAX:
             found.append(
                 Problem(
@@ -146,7 +114,7 @@ def problems(
                     "which GCS refuses; rename the bucket (or the stack prefix)",
                 )
             )
-        if bucket.force_destroy and protect:
+        if bucket.force_destroy and ctx.protect:
             found.append(
                 Problem(
                     (i, "forceDestroy"),
@@ -176,7 +144,7 @@ def member_problems(members: list[BucketMember]) -> list[Problem]:
     seen: dict[tuple[str, str], int] = {}
     found = []
     for i, member in enumerate(members):
-        key = (slug(member.member), slug(member.role))
+        key = (slug(member.member), role_key(member.role))
         if key in seen:
             found.append(
                 Problem(
@@ -203,12 +171,7 @@ def unknown_buckets(named: Iterable[str], buckets: Iterable[str]) -> list[Proble
 
 
 class BucketArgs(WiringModel):
-    project: str
-    prefix: str
-    location: str
-    """Resolved from the entry or `gcp:region`."""
-    protect: bool
-    labels: dict[str, str]
+    context: InstanceOf[StackContext]
     config: BucketConfig
 
 
@@ -216,13 +179,17 @@ class Bucket(Component):
     """One bucket and its per-member grants. Workload identities add their own grants."""
 
     bucket: gcp.storage.Bucket
+    key: str
+    """Its name in `ai-infra:buckets`."""
     name_: str
     """The bucket's name, known before it exists."""
 
     def __init__(self, name: str, args: BucketArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ai-infra:buckets:Bucket", name, opts)
+        ctx = args.context
         config = args.config
-        self.name_ = config.bucket_name(args.project, args.prefix)
+        self.key = config.name
+        self.name_ = config.bucket_name(ctx.project, ctx.prefix)
         lifecycle_rules = []
         if config.delete_after_days is not None:
             lifecycle_rules.append(
@@ -235,9 +202,9 @@ class Bucket(Component):
             )
         self.bucket = gcp.storage.Bucket(
             f"{name}-bucket",
-            project=args.project,
+            project=ctx.project,
             name=self.name_,
-            location=args.location.upper(),
+            location=ctx.location_of(config.location).upper(),
             storage_class=config.storage_class,
             uniform_bucket_level_access=True,
             public_access_prevention="enforced",
@@ -252,30 +219,60 @@ class Bucket(Component):
             ),
             lifecycle_rules=lifecycle_rules,
             force_destroy=config.force_destroy,
-            labels=args.labels,
-            opts=self.child_opts(protect=args.protect),
+            labels=ctx.labels,
+            opts=self.child_opts(protect=ctx.protect),
         )
         for member in config.members:
             grant_bucket_access(
-                f"{name}-{slug(member.member)}-{slug(member.role.removeprefix('roles/'))}",
                 self,
+                name,
+                self,
+                scope=slug(member.member),
                 role=member.role,
                 member=member.member,
-                opts=self.child_opts(),
             )
         self.register_outputs({"name": self.bucket.name, "url": self.bucket.url})
 
 
 def grant_bucket_access(
-    resource_name: str,
+    parent: Component,
+    owner: str,
     bucket: Bucket,
     *,
     role: str,
-    member: str,
-    opts: pulumi.ResourceOptions,
+    member: pulumi.Input[str],
+    scope: str | None = None,
+    depends_on: Iterable[pulumi.Resource] = (),
 ) -> gcp.storage.BucketIAMMember:
-    """Add one member to one role on one bucket, leaving every other grant alone."""
-    opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[bucket.bucket]))
+    """Add one member to one role on one bucket, leaving every other grant alone. The grant
+    is named `<owner>-<scope>-<role key>`; `scope` defaults to `bucket-<the bucket's key>`."""
     return gcp.storage.BucketIAMMember(
-        resource_name, bucket=bucket.name_, role=role, member=member, opts=opts
+        grant_name(owner, role, scope or f"bucket-{bucket.key}"),
+        bucket=bucket.name_,
+        role=role,
+        member=member,
+        opts=grant_opts(parent, [*depends_on, bucket.bucket]),
     )
+
+
+@dataclass(frozen=True)
+class BucketsHandle:
+    """The stack's buckets by their `ai-infra:buckets` name, for systems that grant access to
+    them or mount them."""
+
+    buckets: Mapping[str, Bucket]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.buckets
+
+    def __getitem__(self, key: str) -> Bucket:
+        return self.buckets[key]
+
+    def gcs_name(self, bucket: str) -> str:
+        """The GCS name of a stack bucket given by its key, or `bucket` itself (a bucket of
+        another stack, named in full)."""
+        return self.buckets[bucket].name_ if bucket in self.buckets else bucket
+
+    @property
+    def resources(self) -> list[pulumi.Resource]:
+        return [b.bucket for b in self.buckets.values()]

@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+GPU_RESOURCE = "nvidia.com/gpu"
+"""The extended resource GKE advertises for GPUs; pods request it, Kueue quotas count it."""
+
 
 @dataclass(frozen=True)
 class GpuMachine:

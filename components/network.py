@@ -1,20 +1,25 @@
-"""The training network: a custom-mode VPC (or an existing one), a subnet with named pods and
-services ranges and Private Google Access, Cloud Router + NAT so private nodes can pull images,
-and the firewall rules GKE private clusters need. Multi-NIC GPU networks are not built here yet.
+"""The stack's network: a custom-mode VPC (or an existing one), a subnet with named pods and
+services ranges and Private Google Access, Cloud Router + NAT so private nodes and VMs can pull
+images, and the firewall rules GKE private clusters need. Every system joins it through a
+`NetworkHandle`. The NAT and firewall builders here also serve the networks GPU clusters make
+for themselves.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Annotated
 
 import pulumi
 import pulumi_gcp as gcp
-from pydantic import Field, StringConstraints
+from pydantic import Field, InstanceOf, StringConstraints
 
-from components.base import Cidr, Component, ConfigModel, GceName, Problem, WiringModel
+from components.base import Component, ConfigModel, Problem, WiringModel
+from components.context import StackContext
+from components.types import Cidr, GceName
 
 IAP_TCP_FORWARDING_RANGE = "35.235.240.0/20"
 """Source range of Identity-Aware Proxy TCP forwarding (SSH through IAP)."""
@@ -180,38 +185,113 @@ def cloud_nat(
     )
 
 
+ALL_INTERNAL = (
+    gcp.compute.FirewallAllowArgs(protocol="tcp"),
+    gcp.compute.FirewallAllowArgs(protocol="udp"),
+    gcp.compute.FirewallAllowArgs(protocol="icmp"),
+)
+"""Every TCP and UDP port and ICMP: what VMs of one cluster need of each other."""
+
+
+def firewall_rule(
+    parent: Component,
+    resource_name: str,
+    *,
+    project: str,
+    network: pulumi.Input[str],
+    name: str,
+    description: str,
+    allows: Sequence[gcp.compute.FirewallAllowArgs],
+    source_ranges: Sequence[str] | None = None,
+    source_tags: Sequence[str] | None = None,
+    target_tags: Sequence[str] | None = None,
+) -> gcp.compute.Firewall:
+    """An ingress rule; without `target_tags` it applies to every VM of the network."""
+    return gcp.compute.Firewall(
+        resource_name,
+        project=project,
+        name=name,
+        network=network,
+        direction="INGRESS",
+        source_ranges=list(source_ranges) if source_ranges is not None else None,
+        source_tags=list(source_tags) if source_tags is not None else None,
+        target_tags=list(target_tags) if target_tags is not None else None,
+        allows=list(allows),
+        description=description,
+        opts=parent.child_opts(),
+    )
+
+
+def iap_ssh_rule(
+    parent: Component,
+    resource_name: str,
+    *,
+    project: str,
+    network: pulumi.Input[str],
+    name: str,
+    description: str,
+    target_tags: Sequence[str] | None = None,
+) -> gcp.compute.Firewall:
+    """SSH from Identity-Aware Proxy's TCP forwarding range only: no VM is reachable from the
+    internet, and IAP decides who gets through."""
+    return firewall_rule(
+        parent,
+        resource_name,
+        project=project,
+        network=network,
+        name=name,
+        description=description,
+        allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
+        source_ranges=[IAP_TCP_FORWARDING_RANGE],
+        target_tags=target_tags,
+    )
+
+
 def subnet_name(prefix: str) -> str:
     """The stack's subnet, which has Private Google Access; its name is known up front."""
     return f"{prefix}-subnet"
 
 
+@dataclass(frozen=True)
+class NetworkHandle:
+    """What a system needs of the stack's network to put nodes or VMs in it."""
+
+    self_link: pulumi.Output[str]
+    name: pulumi.Input[str]
+    """The VPC's name, which firewall rules and Filestore take."""
+    subnet_self_link: pulumi.Output[str]
+    subnet_name: str
+    """The subnet's name, known before it exists."""
+    pods_range_name: str
+    services_range_name: str
+    webhook_firewall: gcp.compute.Firewall
+    """The control plane's path to admission webhooks; Kueue's release waits for it."""
+    component: pulumi.Resource
+    """The network component: VMs that boot into the subnet and egress through the NAT wait
+    for it, and what must be deleted before any of it depends on it."""
+
+
 class NetworkArgs(WiringModel):
-    project: str
-    region: str
-    prefix: str
+    context: InstanceOf[StackContext]
     config: NetworkConfig
 
 
 class Network(Component):
     """VPC, subnet, router, NAT and firewall for one training environment."""
 
-    network_self_link: pulumi.Output[str]
-    subnet_self_link: pulumi.Output[str]
-    subnet_name: str
-    """The subnet's name, known before it exists."""
-    webhook_firewall: gcp.compute.Firewall
-    """The control plane's path to admission webhooks; Kueue's release waits for it."""
-    pods_range_name: str = "pods"
-    services_range_name: str = "services"
+    handle: NetworkHandle
+    pods_range_name = "pods"
+    services_range_name = "services"
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ai-infra:network:Network", name, opts)
+        ctx = args.context
         config = args.config
         if config.existing_vpc is None:
             vpc = gcp.compute.Network(
                 f"{name}-vpc",
-                project=args.project,
-                name=f"{args.prefix}-vpc",
+                project=ctx.project,
+                name=ctx.name("vpc"),
                 auto_create_subnetworks=False,
                 routing_mode="REGIONAL",
                 opts=self.child_opts(),
@@ -219,14 +299,14 @@ class Network(Component):
             network_ref: pulumi.Input[str] = vpc.self_link
             network_name: pulumi.Input[str] = vpc.name
         else:
-            network_ref = f"projects/{args.project}/global/networks/{config.existing_vpc}"
+            network_ref = f"projects/{ctx.project}/global/networks/{config.existing_vpc}"
             network_name = config.existing_vpc
 
         subnet = gcp.compute.Subnetwork(
             f"{name}-subnet",
-            project=args.project,
-            region=args.region,
-            name=subnet_name(args.prefix),
+            project=ctx.project,
+            region=ctx.region,
+            name=subnet_name(ctx.prefix),
             network=network_ref,
             ip_cidr_range=config.subnet_cidr,
             private_ip_google_access=True,
@@ -246,53 +326,51 @@ class Network(Component):
         cloud_nat(
             self,
             name,
-            project=args.project,
-            region=args.region,
-            base=args.prefix,
+            project=ctx.project,
+            region=ctx.region,
+            base=ctx.prefix,
             network=network_ref,
             subnet=subnet.self_link,
         )
 
-        internal_ranges = [config.subnet_cidr, config.pods_cidr, config.services_cidr]
-        rules = {
-            "allow-internal": (
-                internal_ranges,
-                [
-                    gcp.compute.FirewallAllowArgs(protocol="tcp"),
-                    gcp.compute.FirewallAllowArgs(protocol="udp"),
-                    gcp.compute.FirewallAllowArgs(protocol="icmp"),
-                ],
-                "Node, pod and service traffic inside the environment",
-            ),
-            "allow-iap-ssh": (
-                [IAP_TCP_FORWARDING_RANGE],
-                [gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
-                "SSH to nodes through Identity-Aware Proxy only",
-            ),
-            "allow-webhooks": (
-                [config.master_cidr],
-                [gcp.compute.FirewallAllowArgs(protocol="tcp", ports=list(WEBHOOK_PORTS))],
-                "GKE control plane to admission webhooks on nodes (Kueue, JobSet)",
-            ),
-        }
-        firewalls = {}
-        for rule, (sources, allows, description) in rules.items():
-            firewalls[rule] = gcp.compute.Firewall(
-                f"{name}-{rule}",
-                project=args.project,
-                name=f"{args.prefix}-{rule}",
-                network=network_name,
-                direction="INGRESS",
-                source_ranges=sources,
-                allows=allows,
-                description=description,
-                opts=self.child_opts(),
-            )
-
-        self.webhook_firewall = firewalls["allow-webhooks"]
-        self.network_self_link = pulumi.Output.from_input(network_ref)
-        self.subnet_self_link = subnet.self_link
-        self.subnet_name = subnet_name(args.prefix)
+        firewall_rule(
+            self,
+            f"{name}-allow-internal",
+            project=ctx.project,
+            network=network_name,
+            name=ctx.name("allow-internal"),
+            description="Node, pod and service traffic inside the environment",
+            source_ranges=[config.subnet_cidr, config.pods_cidr, config.services_cidr],
+            allows=ALL_INTERNAL,
+        )
+        iap_ssh_rule(
+            self,
+            f"{name}-allow-iap-ssh",
+            project=ctx.project,
+            network=network_name,
+            name=ctx.name("allow-iap-ssh"),
+            description="SSH to nodes through Identity-Aware Proxy only",
+        )
+        webhooks = firewall_rule(
+            self,
+            f"{name}-allow-webhooks",
+            project=ctx.project,
+            network=network_name,
+            name=ctx.name("allow-webhooks"),
+            description="GKE control plane to admission webhooks on nodes (Kueue, JobSet)",
+            source_ranges=[config.master_cidr],
+            allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=list(WEBHOOK_PORTS))],
+        )
+        self.handle = NetworkHandle(
+            self_link=pulumi.Output.from_input(network_ref),
+            name=network_name,
+            subnet_self_link=subnet.self_link,
+            subnet_name=subnet_name(ctx.prefix),
+            pods_range_name=self.pods_range_name,
+            services_range_name=self.services_range_name,
+            webhook_firewall=webhooks,
+            component=self,
+        )
         self.register_outputs(
-            {"network": self.network_self_link, "subnetwork": self.subnet_self_link}
+            {"network": self.handle.self_link, "subnetwork": self.handle.subnet_self_link}
         )

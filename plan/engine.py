@@ -23,7 +23,7 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
-from components.base import service_account_email
+from components.identity import service_account_email
 
 if TYPE_CHECKING:
     from stacks.environment import Environment
@@ -201,7 +201,7 @@ def stack_file(stack: str) -> Path:
 def parse_stack_file(text: str) -> dict[str, Any]:
     """The `config:` map of a stack file's text, as YAML values; a key written twice is a
     `ConfigError`, as the Pulumi CLI refuses it."""
-    from stacks.config import load_yaml, stack_config_map
+    from stacks.loading import load_yaml, stack_config_map
 
     return stack_config_map(load_yaml(text))
 

@@ -76,7 +76,7 @@ Step = GcsMount | NfsMount | OpsAgent | Ray | Command
 
 _PRELUDE = """\
 #!/bin/bash
-# Rendered by ai-infra (components/startup_script.py) from the stack config; edit the config.
+# Rendered by ai-infra (components/gpu_clusters/boot.py) from the stack config; edit the config.
 # No `set -e`: each step reports its own failure and the next one still runs.
 set -uo pipefail
 export PATH="{conda}:$PATH"

@@ -10,12 +10,15 @@ nodes so: util.py `nodelist`) and its `slurm_cluster_name` metadata names the cl
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import pulumi
+from google.api_core import exceptions as api_exceptions
+from google.cloud import tpu_v2 as tpu
 from pulumi.dynamic import (
     CreateResult,
     DiffResult,
@@ -24,67 +27,45 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-TPU_API = "https://tpu.googleapis.com/v2"
 WAIT_SECONDS = 1800
 POLL_SECONDS = 10
+CALL_TIMEOUT_SECONDS = 60
 
 
 class TpuApi(Protocol):
-    """What cleanup needs of the Cloud TPU API."""
+    """What cleanup calls on `google.cloud.tpu_v2.TpuClient`; tests pass a fake."""
 
-    def list_nodes(self, project: str, zone: str) -> list[dict[str, Any]]:
-        """Nodes of the zone as the API returns them (`name`, `metadata`, `state`)."""
+    def list_nodes(self, *, parent: str, timeout: float) -> Iterable[tpu.Node]:
+        """Every node of `projects/P/locations/ZONE`, across pages."""
         ...
 
-    def delete_node(self, name: str) -> None: ...
+    def delete_node(self, *, name: str, timeout: float) -> Any: ...
 
 
-class RestTpuApi:
-    """The Cloud TPU v2 REST API through google-auth, with the deployer's credentials."""
-
-    def _session(self) -> Any:
-        import google.auth
-        from google.auth.transport.requests import AuthorizedSession
-
-        credentials, _ = google.auth.default(
-            scopes=["https://www.googleapis.com/auth/cloud-platform"]
-        )
-        return AuthorizedSession(credentials)
-
-    def list_nodes(self, project: str, zone: str) -> list[dict[str, Any]]:
-        session = self._session()
-        nodes: list[dict[str, Any]] = []
-        token = ""
-        while True:
-            response = session.get(
-                f"{TPU_API}/projects/{project}/locations/{zone}/nodes",
-                params={"pageToken": token} if token else None,
-                timeout=60,
-            )
-            if response.status_code == 404:
-                return nodes
-            response.raise_for_status()
-            body = response.json()
-            nodes += body.get("nodes", [])
-            token = body.get("nextPageToken", "")
-            if not token:
-                return nodes
-
-    def delete_node(self, name: str) -> None:
-        response = self._session().delete(f"{TPU_API}/{name}", timeout=60)
-        if response.status_code != 404:
-            response.raise_for_status()
+def _default_client() -> TpuApi:
+    return tpu.TpuClient()
 
 
-def owned(nodes: Iterable[dict[str, Any]], cluster: str, nodeset: str) -> list[str]:
+def owned(nodes: Iterable[tpu.Node], cluster: str, nodeset: str) -> list[str]:
     """Full names of the nodes the cluster's controller made for the nodeset."""
     pattern = re.compile(rf"{re.escape(cluster)}-{re.escape(nodeset)}-[0-9]+")
     return sorted(
-        node["name"]
+        node.name
         for node in nodes
-        if pattern.fullmatch(node["name"].rsplit("/", 1)[-1])
-        and (node.get("metadata") or {}).get("slurm_cluster_name") == cluster
+        if pattern.fullmatch(node.name.rsplit("/", 1)[-1])
+        and node.metadata.get("slurm_cluster_name") == cluster
     )
+
+
+def _list(api: TpuApi, project: str, zone: str) -> list[tpu.Node]:
+    try:
+        return list(
+            api.list_nodes(
+                parent=f"projects/{project}/locations/{zone}", timeout=CALL_TIMEOUT_SECONDS
+            )
+        )
+    except api_exceptions.NotFound:
+        return []
 
 
 class TpuCleanupProvider(ResourceProvider):
@@ -92,38 +73,40 @@ class TpuCleanupProvider(ResourceProvider):
 
     def __init__(
         self,
-        api: TpuApi | None = None,
-        sleep: Callable[[float], None] | None = None,
+        client_factory: Callable[[], TpuApi] = _default_client,
+        sleep: Callable[[float], None] = time.sleep,
         wait_seconds: int = WAIT_SECONDS,
     ) -> None:
+        # A factory, not a client: the provider is pickled into the stack's state, and a
+        # client holds a gRPC channel.
         super().__init__()
-        self._api = api
+        self._client_factory = client_factory
         self._sleep = sleep
         self.wait_seconds = wait_seconds
 
-    @property
-    def api(self) -> TpuApi:
-        return self._api or RestTpuApi()
-
     def _clean(self, project: str, cluster: str, nodesets: list[dict[str, str]]) -> None:
-        api, sleep = self.api, self._sleep or time.sleep
-        for nodeset in nodesets:
-            for name in owned(api.list_nodes(project, nodeset["zone"]), cluster, nodeset["name"]):
-                api.delete_node(name)
-        waited = 0.0
-        while True:
-            left = [
+        api, sleep = self._client_factory(), self._sleep
+
+        def left() -> list[str]:
+            return [
                 name
                 for nodeset in nodesets
-                for name in owned(
-                    api.list_nodes(project, nodeset["zone"]), cluster, nodeset["name"]
-                )
+                for name in owned(_list(api, project, nodeset["zone"]), cluster, nodeset["name"])
             ]
-            if not left:
+
+        for name in left():
+            # The operation is not awaited: the loop below watches the nodes go.
+            with contextlib.suppress(api_exceptions.NotFound):
+                api.delete_node(name=name, timeout=CALL_TIMEOUT_SECONDS)
+        waited = 0.0
+        while True:
+            remaining = left()
+            if not remaining:
                 return
             if waited >= self.wait_seconds:
                 raise TimeoutError(
-                    f"TPU VMs still being deleted after {self.wait_seconds}s: {', '.join(left)}"
+                    f"TPU VMs still being deleted after {self.wait_seconds}s: "
+                    f"{', '.join(remaining)}"
                 )
             sleep(POLL_SECONDS)
             waited += POLL_SECONDS

@@ -14,16 +14,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from components import tpu_catalog
 from components.base import Problem
-from components.gpu_pools import GPU_RESOURCE, GpuPoolConfig
-from components.tpu_slices import CAPACITY_LABEL, TpuSliceConfig
+from components.gpu_catalog import GPU_RESOURCE
+
+if TYPE_CHECKING:
+    from components.gke.config import GpuPoolConfig, Share, TpuSliceConfig
 
 QUEUED_PROVISIONING_TAINT = "cloud.google.com/gke-queued"
 QUEUED_TOLERATION = {"key": QUEUED_PROVISIONING_TAINT, "operator": "Exists", "effect": "NoSchedule"}
 """Flex-start nodes carry the gke-queued taint; only flex-start flavors tolerate it."""
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+CAPACITY_LABEL = "ai-infra/capacity"
+"""Node label with a slice's provisioning; flex-start flavors select on it so that they never
+claim nodes of the same shape that are not flex-start."""
 MAX_FLAVORS_PER_GROUP = 64
 """Kueue's limit of flavors in one ClusterQueue resource group."""
 
@@ -135,10 +141,6 @@ def flavor_problems(flavors: Sequence[Flavor]) -> list[Problem]:
                 )
             )
     return found
-
-
-Share = int | float
-"""Chips/GPUs (int) or a fraction of the entry (float in (0, 1])."""
 
 
 def explicit_units(share: Share, units: int) -> int:

@@ -53,7 +53,7 @@ def _q(value: str | int) -> str:
 def render(boot: BootScript) -> str:
     lines = [
         "#!/bin/bash",
-        "# Rendered by ai-infra (components/slurm_boot.py); Slurm-GCP v6 boot contract.",
+        "# Rendered by ai-infra (components/slurm/boot.py); Slurm-GCP v6 boot contract.",
         "set -euo pipefail",
         f"readonly SCRIPTS={_q(boot.scripts_dir)}",
         f"readonly FLAG={_q(boot.flag_file)}",

@@ -13,28 +13,36 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
-from typing import Annotated
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
-from pydantic import AfterValidator, Field, SkipValidation
+from pydantic import InstanceOf, SkipValidation
 
 from components import tpu_catalog
-from components.base import Component, ConfigModel, Problem, WiringModel
-from components.gke import ClusterHandle, ReleaseChannel, pool_zone_problems
-from components.kueue import CONTROLLER_NODE_SELECTOR
-from components.workload_identity import KubernetesSide, WorkloadIdentity, WorkloadIdentityArgs
+from components.base import Component, WiringModel
+from components.gke.cluster import ClusterHandle
+from components.gke.config import (
+    PROVISIONER_KSA,
+    PROVISIONER_NAMESPACE,
+    GkeConfig,
+    TpuProvisionerConfig,
+)
+from components.gke.kueue import CONTROLLER_NODE_SELECTOR
+from components.gke.workload_identity import (
+    KubernetesSide,
+    WorkloadIdentity,
+    WorkloadIdentityArgs,
+)
+from components.identity import account_grant
+from components.placement import workload_policy
+from components.types import is_digest_pinned
 
-NAMESPACE = "tpu-provisioner-system"
-KUBERNETES_SERVICE_ACCOUNT = "tpu-provisioner-controller-manager"
+NAMESPACE = PROVISIONER_NAMESPACE
+KUBERNETES_SERVICE_ACCOUNT = PROVISIONER_KSA
 DEPLOYMENT = "tpu-provisioner-controller-manager"
 CONFIG_MAP = "manager"
 """Upstream's base name for the ConfigMap the manager container reads through `envFrom`."""
-ACCOUNT_SUFFIX = "tpu-prov"
-"""The Google service account is `<prefix>-tpu-prov`."""
 HEALTH_PORT = 8081
 """`--health-probe-bind-address` default; `/healthz` and `/readyz` are served there."""
 LEADER_ELECTION_ID = "ecaf1259.google.com"
@@ -42,253 +50,6 @@ LEADER_ELECTION_ID = "ecaf1259.google.com"
 WORKLOAD_POLICY_PREFIX = "tpu-provisioner-"
 """For tpu7x the controller names the workload policy `tpu-provisioner-<topology>` in the
 cluster's project and region, and expects it to exist (upstream README, Ironwood section)."""
-MAX_SLICES_PER_SHAPE = 256
-"""A guard against typing chips where slices are meant, not a GKE limit."""
-
-_IMAGE = re.compile(
-    r"(?:(?P<registry>[a-zA-Z0-9][-a-zA-Z0-9.]*[a-zA-Z0-9](?::[0-9]{1,5})?)/)?"
-    r"(?P<path>[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
-    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
-    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?"
-)
-_ZONE = re.compile(r"[a-z]+-[a-z]+[0-9]+-[a-z]")
-_SERVICE_ACCOUNT = re.compile(
-    r"(?P<id>[a-z][-a-z0-9]{4,28}[a-z0-9])@(?P<project>[a-z][-a-z0-9]{4,28}[a-z0-9])"
-    r"\.iam\.gserviceaccount\.com"
-)
-_NETWORK_TAG = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
-_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
-_LABEL_KEY = re.compile(rf"([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}")
-_GO_DURATION = re.compile(r"([0-9]+(ms|s|m|h))+")
-_ACCELERATOR = re.compile(r"[a-z0-9]{1,16}-[0-9]{1,5}")
-"""An accelerator type's form, checked before the catalog reads it as a quota key, so a key
-with whitespace or a newline cannot reach a flavor name."""
-
-
-def _image(value: str) -> str:
-    if len(value) > 512 or not _IMAGE.fullmatch(value):
-        raise ValueError(
-            f"'{value}' is not a container image reference; write REGISTRY/PATH:TAG@sha256:DIGEST, "
-            "e.g. us-docker.pkg.dev/my-project/images/tpu-provisioner@sha256:<64 hex digits>"
-        )
-    return value
-
-
-def _zone(value: str) -> str:
-    if not _ZONE.fullmatch(value):
-        raise ValueError(f"'{value}' is not a GCP zone such as us-east5-a")
-    return value
-
-
-def _service_account(value: str) -> str:
-    if not _SERVICE_ACCOUNT.fullmatch(value):
-        raise ValueError(
-            f"'{value}' is not a user-managed service account email "
-            "(NAME@PROJECT.iam.gserviceaccount.com); nodes never run as the default compute "
-            "service account, so leave this unset to use the cluster's node service account"
-        )
-    return value
-
-
-def _network_tag(value: str) -> str:
-    if not _NETWORK_TAG.fullmatch(value):
-        raise ValueError(
-            f"'{value}' is not a network tag: 1-63 lowercase letters, digits or '-', starting "
-            "with a letter"
-        )
-    return value
-
-
-def _label_key(value: str) -> str:
-    if not _LABEL_KEY.fullmatch(value):
-        raise ValueError(f"'{value}' is not a Kubernetes label key such as team or example.com/run")
-    return value
-
-
-def _go_duration(value: str) -> str:
-    if len(value) > 32 or not _GO_DURATION.fullmatch(value):
-        raise ValueError(f"'{value}' is not a duration; write it as Go does, e.g. 30s, 5m or 1m30s")
-    return value
-
-
-def _nonzero(value: str) -> str:
-    if not any(int(n) for n in re.findall(r"[0-9]+", value)):
-        raise ValueError(
-            f"'{value}' is zero, and the controller refuses to start with a zero "
-            "NODE_MIN_LIFESPAN; use at least 1s (upstream default 10s)"
-        )
-    return value
-
-
-ImageReference = Annotated[str, AfterValidator(_image)]
-GoDuration = Annotated[str, AfterValidator(_go_duration)]
-SliceCount = Annotated[int, Field(strict=True, ge=1, le=MAX_SLICES_PER_SHAPE)]
-
-
-def is_digest_pinned(image: str) -> bool:
-    match = _IMAGE.fullmatch(image)
-    return bool(match and match["digest"])
-
-
-def account_id(prefix: str) -> str:
-    """The provisioner's Google service account id, reserved whether or not it is enabled."""
-    return f"{prefix}-{ACCOUNT_SUFFIX}"
-
-
-class TpuProvisionerConfig(ConfigModel):
-    """`ai-infra:tpuProvisioner`: GKE's open-source TPU provisioner, which creates a slice node
-    pool for each pending JobSet and deletes it when the JobSet ends. It manages node pools
-    itself, so the cluster must not be on a release channel."""
-
-    enabled: bool = False
-    """Run the controller in `tpu-provisioner-system`, as `<prefix>-tpu-prov` (with
-    `roles/container.clusterAdmin`, and `roles/iam.serviceAccountUser` on the node service
-    account) through the Kubernetes service account `tpu-provisioner-controller-manager`."""
-    image: ImageReference | None = None
-    """The controller image you built and pushed (required when enabled); pin it by digest
-    (`...@sha256:...`), a tag alone can move under a running cluster."""
-    zone: Annotated[str, AfterValidator(_zone)] | None = None
-    """Zone it creates node pools in (`GCP_ZONE`); defaults to `gcp:zone`. It must offer the
-    TPU generations the teams request."""
-    node_service_account: Annotated[str, AfterValidator(_service_account)] | None = None
-    """Service account of the nodes it creates (`GCP_NODE_SERVICE_ACCOUNT`); defaults to the
-    cluster's node service account."""
-    node_tags: list[Annotated[str, AfterValidator(_network_tag)]] = Field(default_factory=list)
-    """Network tags on the nodes it creates (`GCP_NODE_TAGS`)."""
-    pod_to_node_labels: list[Annotated[str, AfterValidator(_label_key)]] = Field(
-        default_factory=list
-    )
-    """Pod label keys copied onto the node pools it creates (`GCP_POD_TO_NODE_LABELS`)."""
-    force_on_demand: bool = False
-    """Create on-demand pools even when a pod selects Spot or a reservation
-    (`GCP_FORCE_ON_DEMAND`)."""
-    concurrency: int = Field(default=3, ge=1, le=64)
-    """Pods and nodes reconciled at once by each of its controllers (`CONCURRENCY`), 1-64."""
-    node_min_lifespan: Annotated[GoDuration, AfterValidator(_nonzero)] = "10s"
-    """How old a node must be before its pool may be deleted (`NODE_MIN_LIFESPAN`)."""
-    node_pool_deletion_delay: GoDuration = "30s"
-    """Time between the two checks that must both find a pool unused before it is deleted
-    (`NODEPOOL_DELETION_DELAY`)."""
-    quota: dict[str, SliceCount] = Field(default_factory=dict)
-    """Accelerator type -> the most slices of it the provisioner may create, e.g.
-    `{v5p-32: 4}`, in the type's default topology. Each becomes Kueue quota on that shape's
-    flavor, shared with fixed slices of the shape; teams name it in their quota as
-    `tpuProvisioner.<accelerator>`."""
-
-    def shapes(self) -> dict[str, tpu_catalog.TpuShape]:
-        """The quota's accelerator types resolved to their default-topology shapes; call only
-        on a config whose `problems()` are empty."""
-        return {accelerator: tpu_catalog.resolve(accelerator) for accelerator in self.quota}
-
-
-SOURCE_PREFIX = "tpuProvisioner."
-"""Prefix of a provisioner shape's capacity as a quota source (`tpuProvisioner.v5p-32`); a
-slice or pool name (a DNS label) cannot contain the '.'."""
-
-
-def capacity(config: TpuProvisionerConfig) -> dict[str, tuple[tpu_catalog.TpuShape, int]]:
-    """Quota source name (`tpuProvisioner.v5p-32`) -> the shape and the chips the provisioner
-    may create of it; empty when it is off. For a config whose `problems()` are empty."""
-    if not config.enabled:
-        return {}
-    return {
-        f"{SOURCE_PREFIX}{accelerator}": (shape, config.quota[accelerator] * shape.chips)
-        for accelerator, shape in config.shapes().items()
-    }
-
-
-def max_nodes(config: TpuProvisionerConfig) -> int:
-    """The most nodes the provisioner's pools reach, for a config whose `problems()` are empty."""
-    if not config.enabled:
-        return 0
-    return sum(config.quota[a] * shape.hosts for a, shape in config.shapes().items())
-
-
-def problems(
-    config: TpuProvisionerConfig,
-    *,
-    release_channel: ReleaseChannel,
-    region: str,
-    cluster_location: str,
-    default_zone: str,
-) -> list[Problem]:
-    """Cross-checks of `ai-infra:tpuProvisioner`; the stack root checks that its account id
-    and Kubernetes service account have no other owner."""
-    found: list[Problem] = []
-    if not config.enabled:
-        if config.quota:
-            found.append(
-                Problem(
-                    ("quota",),
-                    "quota for provisioner-created slices needs enabled: true; without the "
-                    "controller Kueue would admit jobs onto capacity nobody creates",
-                )
-            )
-        return found
-    if release_channel != "NONE":
-        found.append(
-            Problem(
-                ("enabled",),
-                "the TPU provisioner manages node pools itself and requires a cluster without "
-                "a release channel; set ai-infra:cluster.releaseChannel: NONE (now "
-                f"{release_channel})",
-            )
-        )
-    if config.image is None:
-        found.append(
-            Problem(
-                ("image",),
-                "is required when enabled: build and push the controller image (upstream "
-                "tpu-provisioner README) and give its reference, pinned by digest "
-                "(REGISTRY/PATH@sha256:...)",
-            )
-        )
-    zone_problems = []
-    if config.zone is not None:
-        zone_problems = pool_zone_problems(
-            config.zone, region=region, cluster_location=cluster_location
-        )
-        found += zone_problems
-    zone = config.zone or default_zone
-    disks: dict[str, list[str]] = {}
-    for accelerator in config.quota:
-        if not _ACCELERATOR.fullmatch(accelerator):
-            found.append(
-                Problem(
-                    ("quota", accelerator),
-                    "is not an accelerator type; write it as the catalog does, e.g. v5p-32",
-                )
-            )
-            continue
-        try:
-            shape = tpu_catalog.resolve(accelerator)
-        except tpu_catalog.CatalogError as error:
-            found.append(Problem(("quota", accelerator), str(error)))
-            continue
-        if not shape.family.gke:
-            found.append(
-                Problem(
-                    ("quota", accelerator),
-                    f"GKE has no {shape.family.prefix} node pools here; request it as TPU VMs "
-                    "(ai-infra:tpuVms)",
-                )
-            )
-            continue
-        if not zone_problems and (problem := tpu_catalog.zone_problem(shape.family, zone)):
-            where = "" if config.zone else f"the provisioner creates pools in gcp:zone {zone}: "
-            found.append(Problem(("quota", accelerator), where + problem.split("; pick")[0]))
-        disks.setdefault(shape.family.boot_disk_type, []).append(accelerator)
-    if len(disks) > 1:
-        kinds = "; ".join(f"{disk} for {', '.join(names)}" for disk, names in disks.items())
-        found.append(
-            Problem(
-                ("quota",),
-                f"the controller gives every pool it creates one boot disk type "
-                f"(GCP_NODE_DISK_TYPE), but these shapes need different ones ({kinds}); "
-                "provision the other family as fixed tpuSlices",
-            )
-        )
-    return found
 
 
 def manager_environment(
@@ -358,18 +119,9 @@ LEADER_ELECTION_RULES = [
 
 
 class TpuProvisionerArgs(WiringModel):
-    project: str
-    prefix: str
-    region: str
-    cluster: ClusterHandle
-    zone: str
-    """Resolved: `tpuProvisioner.zone` or `gcp:zone`."""
-    node_service_account: str
-    """Resolved: `tpuProvisioner.nodeServiceAccount` or the cluster's node service account."""
-    config: TpuProvisionerConfig
+    config: InstanceOf[GkeConfig]
+    cluster: InstanceOf[ClusterHandle]
     jobset_release: SkipValidation[pulumi.Resource]
-    node_service_account_resource: SkipValidation[pulumi.Resource] | None = None
-    """The node service account, when this program creates it."""
 
 
 class TpuProvisioner(Component):
@@ -381,10 +133,12 @@ class TpuProvisioner(Component):
     def __init__(
         self, name: str, args: TpuProvisionerArgs, opts: pulumi.ResourceOptions | None = None
     ):
-        super().__init__("ai-infra:tpu_provisioner:TpuProvisioner", name, opts)
-        config = args.config
+        super().__init__("ai-infra:gke:TpuProvisioner", name, opts)
+        gke = args.config
+        ctx = gke.context
+        config = gke.tpu_provisioner
         if config.image is None:
-            raise ValueError("tpuProvisioner.image is required; stacks.config.problems checks it")
+            raise ValueError("tpuProvisioner.image is required; the GKE checks refuse it unset")
         if not is_digest_pinned(config.image):
             pulumi.log.warn(
                 f"ai-infra:tpuProvisioner.image '{config.image}' is a mutable tag: a push "
@@ -396,51 +150,43 @@ class TpuProvisioner(Component):
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE),
             opts=self.child_opts(),
         )
-        # Named like the component and aliased to the stack root: the identity existed on its
-        # own before the controller did, and its account must not be replaced.
         self.identity = WorkloadIdentity(
-            name,
+            f"{name}-identity",
             WorkloadIdentityArgs(
-                project=args.project,
-                account_id=account_id(args.prefix),
+                context=ctx,
+                account_id=gke.provisioner_account_id,
                 display_name="GKE TPU provisioner",
                 namespace=NAMESPACE,
                 kubernetes_service_account=KUBERNETES_SERVICE_ACCOUNT,
                 roles=["roles/container.clusterAdmin"],
                 kubernetes=KubernetesSide(create_namespace=False, namespace=namespace),
             ),
-            self.child_opts(aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]),
+            self.child_opts(),
         )
         # Setting a service account on nodes takes Service Account User on that account
         # (cloud.google.com/iam/docs/roles-permissions/container); granted there, not on the
         # project.
-        account = _SERVICE_ACCOUNT.fullmatch(args.node_service_account)
-        if account is None:
-            raise ValueError(f"'{args.node_service_account}' is not a service account email")
-        node_account_user = gcp.serviceaccount.IAMMember(
-            f"{name}-node-sa-user",
-            service_account_id=(
-                f"projects/{account['project']}/serviceAccounts/{args.node_service_account}"
-            ),
+        node_account = gke.provisioner_node_service_account
+        node_account_user = account_grant(
+            self,
+            name,
+            account=node_account,
             role="roles/iam.serviceAccountUser",
             member=self.identity.member,
-            opts=self.child_opts(
-                depends_on=[
-                    self.identity.service_account,
-                    *filter(None, [args.node_service_account_resource]),
-                ]
-            ),
+            scope="nodes",
+            depends_on=[
+                self.identity.identity.account,
+                *([] if config.node_service_account else [cluster.node_identity.account]),
+            ],
         )
         policies = [
-            gcp.compute.ResourcePolicy(
+            workload_policy(
+                self,
                 f"{name}-workload-policy-{shape.topology}",
-                project=args.project,
-                region=args.region,
+                project=ctx.project,
+                region=ctx.region,
                 name=f"{WORKLOAD_POLICY_PREFIX}{shape.topology}",
-                workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
-                    type="HIGH_THROUGHPUT", accelerator_topology=shape.topology
-                ),
-                opts=self.child_opts(),
+                topology=shape.topology,
             )
             for shape in _distinct_topologies(config.shapes())
             # The controller places every tpu7x pool, single-host too, by such a policy.
@@ -448,11 +194,11 @@ class TpuProvisioner(Component):
         ]
         environment = manager_environment(
             config,
-            project=args.project,
+            project=ctx.project,
             cluster_name=cluster.name,
             cluster_location=cluster.location,
-            zone=args.zone,
-            node_service_account=args.node_service_account,
+            zone=gke.provisioner_zone,
+            node_service_account=node_account,
         )
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
@@ -523,8 +269,8 @@ class TpuProvisioner(Component):
         self.register_outputs(
             {
                 "image": config.image,
-                "zone": args.zone,
-                "nodeServiceAccount": args.node_service_account,
+                "zone": gke.provisioner_zone,
+                "nodeServiceAccount": node_account,
                 "serviceAccount": self.identity.email,
             }
         )

@@ -1,6 +1,6 @@
 """JobSet and Kueue on the cluster, and the cluster-wide Kueue objects derived from the slices:
-ResourceFlavors, the cohort, WorkloadPriorityClasses and the flex-start admission check.
-Per-team ClusterQueues and LocalQueues belong to `teams.py`.
+ResourceFlavors, the cohort, WorkloadPriorityClasses and the flex-start admission check. Kueue
+also owns the ClusterQueue spec: a team asks `cluster_queue_spec()` for its own.
 
 Both charts are installed as `helm.v3.Release`s, pinned in `CHARTS`, onto the CPU pool, side
 by side. They never wait for TPU slices, so queues exist while slices are still being created.
@@ -9,15 +9,16 @@ by side. They never wait for TPU slices, so queues exist while slices are still 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
-from pydantic import Field, SkipValidation
+from pydantic import SkipValidation
 
-from components.base import Component, ConfigModel, DnsLabel, WiringModel
-from components.quota import Allocation, Flavor
+from components.base import Component, WiringModel
+from components.gke.config import KueueConfig
+from components.gke.quota import Allocation, Flavor
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 MANAGED_NAMESPACE_LABEL = "ai-infra/kueue-managed"
@@ -50,19 +51,6 @@ CHARTS: dict[str, Chart] = {
     ),
 }
 """The one place chart versions are pinned."""
-
-
-class KueueConfig(ConfigModel):
-    """`ai-infra:kueue`: cluster-wide queueing policy."""
-
-    cohort: DnsLabel = "ai-infra"
-    """Cohort of every team ClusterQueue: idle quota is borrowed inside it, and it holds the
-    quota no team receives."""
-    priority_classes: dict[DnsLabel, Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]] = Field(
-        default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000}
-    )
-    """WorkloadPriorityClass name -> value; higher preempts lower within a queue. Jobs pick
-    one with the `kueue.x-k8s.io/priority-class` label."""
 
 
 def kueue_manager_config() -> dict[str, Any]:
@@ -122,7 +110,7 @@ class BatchSystem(Component):
     def __init__(
         self, name: str, args: BatchSystemArgs, opts: pulumi.ResourceOptions | None = None
     ):
-        super().__init__("ai-infra:kueue:BatchSystem", name, opts)
+        super().__init__("ai-infra:gke:BatchSystem", name, opts)
         releases: dict[str, k8s.helm.v3.Release] = {}
         values = {"jobset": jobset_values(), "kueue": kueue_values()}
         for key in ("jobset", "kueue"):
@@ -198,6 +186,44 @@ def resource_groups(
     return groups
 
 
+def cluster_queue_spec(
+    *,
+    namespace: str,
+    cohort: str,
+    flavors: list[Flavor],
+    quotas: dict[str, int],
+    cpu: dict[str, str],
+    flex_start_checks: list[str],
+) -> dict[str, Any]:
+    """A team's ClusterQueue: its quota per flavor in the shared cohort, admitting workloads
+    from its own namespace only."""
+    spec: dict[str, Any] = {
+        "cohortName": cohort,
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": resource_groups(flavors, quotas, cpu=cpu),
+        # Borrow idle chips from the cohort, take them back when the lender needs them, and
+        # let urgent work displace less important work inside the team.
+        "preemption": {
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "LowerPriority"},
+            "withinClusterQueue": "LowerPriority",
+        },
+        "flavorFungibility": {
+            "whenCanBorrow": "MayStopSearch",
+            "whenCanPreempt": "TryNextFlavor",
+        },
+    }
+    flex_flavors = [f.name for f in flavors if f.flex_start]
+    if flex_flavors and flex_start_checks:
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [
+                {"name": check, "onFlavors": flex_flavors} for check in flex_start_checks
+            ]
+        }
+    return spec
+
+
 class QueuesArgs(WiringModel):
     config: KueueConfig
     flavors: list[Flavor]
@@ -212,7 +238,7 @@ class Queues(Component):
     flex_start_checks: list[str]
 
     def __init__(self, name: str, args: QueuesArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("ai-infra:kueue:Queues", name, opts)
+        super().__init__("ai-infra:gke:Queues", name, opts)
         after_kueue = [args.kueue_release]
         flavors = [
             kueue_object(

@@ -1,0 +1,600 @@
+"""The problems of the GKE training environment's keys, each at its stack path (`tpuSlices[2]
+.zone`): the cluster's own fields, slices and GPU pools against the catalogs and the cluster's
+location, node pool names, the pods range, workload identities, teams and their quotas, the TPU
+provisioner, and the Kueue flavors the slices make. `problems()` is the only entry point.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from components import locations, network, tpu_catalog
+from components.base import PathPart, Problem, duplicate_names, relative_path, slug, under
+from components.buckets import unknown_buckets
+from components.gke.config import (
+    CPU_POOL,
+    MAX_EXCLUSIONS,
+    NO_UPGRADES_MAX,
+    PROVISIONER_NAMESPACE,
+    GkeConfig,
+    GpuPoolConfig,
+    MaintenanceExclusion,
+    TpuProvisionerConfig,
+    TpuSliceConfig,
+    when,
+)
+from components.gke.kueue import CHARTS
+from components.gke.quota import explicit_units, flavor_problems
+from components.gpu_catalog import boot_disk_problem, gpu_problem
+from components.identity import account_id_problems, duplicate_roles
+
+GKE_NODE_POOL_NAME_MAX = 40
+
+RESERVED_NAMESPACES = frozenset(
+    {
+        "default",
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        "gke-managed-system",
+        PROVISIONER_NAMESPACE,
+    }
+)
+SYSTEM_NAMESPACES = RESERVED_NAMESPACES | {c.namespace for c in CHARTS.values()}
+"""Namespaces the platform owns; no team or identity may create them."""
+GKE_NAMESPACES = frozenset(
+    {
+        "gmp-system",
+        "gmp-public",
+        "config-management-system",
+        "gatekeeper-system",
+        "istio-system",
+        "knative-serving",
+    }
+)
+"""Namespaces GKE creates for managed Prometheus, Config Sync, Policy Controller and service
+mesh; its own `gke-*` namespaces are covered by prefix (no complete list is published)."""
+_ACCELERATOR = re.compile(r"[a-z0-9]{1,16}-[0-9]{1,5}")
+"""An accelerator type's form, checked before the catalog reads it as a quota key, so a key
+with whitespace or a newline cannot reach a flavor name."""
+
+
+def namespace_owner(name: str) -> str | None:
+    """Who creates namespace `name`, when it is not for a team or identity to create."""
+    if name.startswith("kube-") or name == "default":
+        return "Kubernetes"  # "kube-" is reserved for Kubernetes system namespaces
+    if name in SYSTEM_NAMESPACES:
+        return "the platform (JobSet, Kueue, the TPU provisioner)"
+    if name.startswith("gke-") or name in GKE_NAMESPACES:
+        return "GKE"
+    return None
+
+
+def problems(
+    config: GkeConfig,
+    *,
+    network_config: network.NetworkConfig | None,
+    buckets: Sequence[str],
+) -> list[Problem]:
+    """Every problem of the GKE keys, at stack paths. `network_config` is the stack's network
+    when its own checks passed (the pods range is then sized against the pools), else None."""
+    found = under("cluster", cluster_problems(config))
+    slices = under(
+        "tpuSlices",
+        duplicate_names([s.name for s in config.tpu_slices], "tpuSlices")
+        + slice_problems(config)
+        + version_problems(config.tpu_slices, config.cluster.version),
+    )
+    pools = under(
+        "gpuPools",
+        duplicate_names([g.name for g in config.gpu_pools], "gpuPools")
+        + gpu_pool_problems(config.gpu_pools),
+    )
+    found += slices + pools
+    for key, entries in (("tpuSlices", config.tpu_slices), ("gpuPools", config.gpu_pools)):
+        for i, entry in enumerate(entries):
+            if entry.zone is not None:
+                found += under((key, i), pool_zone_problems(config, entry.zone))
+    found += under("workloadIdentities", identity_problems(config, buckets=buckets))
+    provisioner = under("tpuProvisioner", provisioner_problems(config))
+    found += provisioner
+    if slices or pools:
+        # What follows adds up the slices' nodes and chips, which needs valid entries.
+        return found
+    if any(p.path[1:2] == ("quota",) for p in provisioner):
+        # The provisioner's capacity counts once its quota's shapes resolve.
+        config = replace(config, tpu_provisioner=TpuProvisionerConfig())
+    found += pool_name_problems(
+        {("tpuSlices", i): s.pool_names for i, s in enumerate(config.tpu_slices)}
+        | {("gpuPools", i): [g.name] for i, g in enumerate(config.gpu_pools)}
+    )
+    if network_config is not None:
+        found += under("network", network.capacity_problems(network_config, pod_blocks(config)))
+    found += under("teams", team_problems(config, buckets=buckets))
+    found += flavor_problems(config.flavors)
+    return found
+
+
+def pod_blocks(config: GkeConfig) -> list[tuple[str, int, int]]:
+    """(pool, most nodes, max pods per node) of every pool, for sizing the pods range; the
+    provisioner's pools take the cluster's default pod density."""
+    cluster = config.cluster
+    pools = [(CPU_POOL, cluster.cpu_pool.max_nodes * config.zones, cluster.max_pods_per_node)]
+    pools += [(s.name, s.nodes, s.max_pods_per_node) for s in config.tpu_slices]
+    pools += [(g.name, g.max_nodes, g.max_pods_per_node) for g in config.gpu_pools]
+    pools.append(
+        ("the TPU provisioner's pools", config.provisioned_nodes(), cluster.max_pods_per_node)
+    )
+    return pools
+
+
+def max_nodes(config: GkeConfig) -> int:
+    """Nodes the cluster's pools can reach together, for a valid config."""
+    return sum(nodes for _, nodes, _ in pod_blocks(config))
+
+
+# ai-infra:cluster
+
+
+def cluster_problems(config: GkeConfig) -> list[Problem]:
+    found = []
+    cpu = config.cluster.cpu_pool
+    if cpu.max_nodes < cpu.min_nodes:
+        found.append(
+            Problem(("cpuPool", "maxNodes"), f"{cpu.max_nodes} is below minNodes {cpu.min_nodes}")
+        )
+    found += _exclusion_problems(config.cluster.maintenance_exclusions)
+    return found
+
+
+def _exclusion_problems(exclusions: list[MaintenanceExclusion]) -> list[Problem]:
+    found = []
+    if len(exclusions) > MAX_EXCLUSIONS:
+        found.append(
+            Problem(
+                ("maintenanceExclusions",),
+                f"{len(exclusions)} exclusions; GKE allows {MAX_EXCLUSIONS} per cluster",
+            )
+        )
+    names: dict[str, int] = {}
+    spans: list[tuple[int, datetime, datetime | None]] = []
+    for i, exclusion in enumerate(exclusions):
+        path = ("maintenanceExclusions", i)
+        if exclusion.name in names:
+            found.append(
+                Problem(
+                    (*path, "name"),
+                    f"'{exclusion.name}' already names maintenanceExclusions"
+                    f"[{names[exclusion.name]}]; GKE keys exclusions by name",
+                )
+            )
+        names.setdefault(exclusion.name, i)
+        start = when(exclusion.start)
+        end = when(exclusion.end) if exclusion.end else None
+        if exclusion.scope == "NO_UPGRADES" and end is None:
+            found.append(
+                Problem((*path, "end"), "scope NO_UPGRADES needs an end (GKE allows 30 days)")
+            )
+        if end is not None and end <= start:
+            found.append(Problem((*path, "end"), f"{exclusion.end} is not after the start"))
+            continue
+        if exclusion.scope == "NO_UPGRADES" and end is not None and end - start > NO_UPGRADES_MAX:
+            found.append(
+                Problem(
+                    (*path, "end"),
+                    f"a NO_UPGRADES exclusion lasts at most {NO_UPGRADES_MAX.days} days; end it "
+                    "sooner, or use scope NO_MINOR_OR_NODE_UPGRADES, which may last until the "
+                    "version's end of support",
+                )
+            )
+        for j, other_start, other_end in spans:
+            if (other_end is None or start < other_end) and (end is None or other_start < end):
+                found.append(
+                    Problem(
+                        (*path, "start"),
+                        f"overlaps maintenanceExclusions[{j}]; merge the two or move one",
+                    )
+                )
+        spans.append((i, start, end))
+    return found
+
+
+def version_at_least(version: str, minimum: str) -> bool:
+    """Whether a `cluster.version` floor (`1.34`, `1.34.1`, `1.34.1-gke.5`, `latest`) is at
+    or above `minimum`. A partial version stands for its highest patch, as GKE resolves it."""
+    if version == "latest":
+        return True
+
+    def parts(text: str) -> tuple[float, ...]:
+        numbers = re.findall(r"[0-9]+", text)
+        values: list[float] = [float(n) for n in numbers]
+        return tuple(values + [float("inf")] * (4 - len(values)))
+
+    return parts(version) >= parts(minimum)
+
+
+def pool_zone_problems(config: GkeConfig, zone: str) -> list[Problem]:
+    """A `zone` problem when a node pool's zone does not exist or is outside the cluster's
+    reach."""
+    region = config.context.region
+    if problem := locations.zone_problem(zone, region):
+        return [Problem(("zone",), f"{problem}; node pools must be in the cluster's region")]
+    if config.location != region and zone != config.location:
+        return [
+            Problem(
+                ("zone",),
+                f"the cluster is zonal in {config.location}, so its node pools cannot be in "
+                f"{zone}; drop the zone or set cluster.regional: true",
+            )
+        ]
+    return []
+
+
+def pool_name_problems(pools: Mapping[tuple[PathPart, ...], Sequence[str]]) -> list[Problem]:
+    """A `name` problem for every entry whose node pool name another pool already has.
+
+    `pools` maps an entry's path (`("tpuSlices", 2)`) to the pool names it makes: multi-host
+    slices make `<name>-0`, `<name>-1`, ...; single-host slices and GPU pools use their name.
+    """
+    owner: dict[str, tuple[PathPart, ...] | None] = {CPU_POOL: None}
+    found = []
+    for path, names in pools.items():
+        for name in names:
+            if name not in owner:
+                owner[name] = path
+                continue
+            other = owner[name]
+            by = "the CPU pool" if other is None else relative_path(other)
+            found.append(
+                Problem(
+                    (*path, "name"),
+                    f"node pool name '{name}' is already used by {by}; rename one",
+                )
+            )
+            break
+    return found
+
+
+def reservation_problems(provisioning: str, reservation: str | None) -> list[Problem]:
+    """Problems of a pool's `provisioning` and `reservation` fields, taken together."""
+    if provisioning == "reservation" and not reservation:
+        return [
+            Problem(
+                ("reservation",),
+                "provisioning 'reservation' needs the reservation's name here",
+            )
+        ]
+    if provisioning != "reservation" and reservation:
+        return [
+            Problem(
+                ("reservation",),
+                f"only used with provisioning 'reservation', not '{provisioning}'; remove it "
+                "or set provisioning: reservation",
+            )
+        ]
+    return []
+
+
+# ai-infra:tpuSlices and ai-infra:gpuPools
+
+
+def slice_problems(config: GkeConfig) -> list[Problem]:
+    """Per-entry checks of `ai-infra:tpuSlices`, each at `[i].<field>`."""
+    found = []
+    for i, entry in enumerate(config.tpu_slices):
+        found += [p.under(i) for p in _slice_problems(entry, config.context.zone_of(entry.zone))]
+    return found
+
+
+def _slice_problems(entry: TpuSliceConfig, zone: str) -> list[Problem]:
+    found = []
+    family = tpu_catalog.resolve(entry.accelerator).family
+    if entry.topology is not None:
+        try:
+            tpu_catalog.resolve(entry.accelerator, entry.topology)
+        except tpu_catalog.CatalogError as error:
+            found.append(Problem(("topology",), str(error)))
+    found += reservation_problems(entry.provisioning, entry.reservation)
+    longest = f"{entry.name}-{max(entry.count - 1, 0)}"
+    if len(longest) > GKE_NODE_POOL_NAME_MAX:
+        found.append(
+            Problem(
+                ("name",),
+                f"node pool name '{longest}' is longer than GKE's "
+                f"{GKE_NODE_POOL_NAME_MAX} characters; shorten the slice name",
+            )
+        )
+    if not entry.allow_unlisted_zone and (problem := tpu_catalog.zone_problem(family, zone)):
+        inherited = "" if entry.zone else f"the slice inherits gcp:zone {zone}: "
+        found.append(Problem(("zone",), inherited + problem))
+    if entry.provisioning == "flex-start" and not family.flex_start:
+        found.append(
+            Problem(
+                ("provisioning",),
+                f"GKE offers no flex-start for {family.prefix}; use on-demand, spot or a "
+                "reservation, or a family that has it (v5e, v5p, v6e, tpu7x)",
+            )
+        )
+    return found
+
+
+def version_problems(slices: list[TpuSliceConfig], version: str | None) -> list[Problem]:
+    """`[i].accelerator` problems when `cluster.version` is set below what a slice needs."""
+    if version is None:
+        return []
+    found = []
+    for i, entry in enumerate(slices):
+        family = tpu_catalog.resolve(entry.accelerator).family
+        needs = [(family.min_gke_version, f"{family.prefix} node pools")]
+        if entry.provisioning == "flex-start":
+            needs.append((tpu_catalog.FLEX_START_MIN_GKE_VERSION, "flex-start TPU pools"))
+        for minimum, what in needs:
+            if minimum is not None and not version_at_least(version, minimum):
+                found.append(
+                    Problem(
+                        (i, "accelerator"),
+                        f"{what} need GKE {minimum} or later, but cluster.version is "
+                        f"{version}; raise cluster.version",
+                    )
+                )
+    return found
+
+
+def gpu_pool_problems(pools: list[GpuPoolConfig]) -> list[Problem]:
+    """Per-entry checks of `ai-infra:gpuPools`, each at `[i].<field>`."""
+    found = []
+    for i, entry in enumerate(pools):
+        own = []
+        if entry.max_nodes < entry.min_nodes:
+            own.append(
+                Problem(("maxNodes",), f"{entry.max_nodes} is below minNodes {entry.min_nodes}")
+            )
+        if entry.provisioning == "flex-start" and entry.min_nodes:
+            own.append(
+                Problem(
+                    ("minNodes",),
+                    "flex-start pools rest at 0 nodes and grow per provisioning request; set "
+                    "minNodes: 0",
+                )
+            )
+        own += reservation_problems(entry.provisioning, entry.reservation)
+        if problem := gpu_problem(
+            entry.machine_type, entry.accelerator_type, entry.accelerator_count
+        ):
+            own.append(Problem(("acceleratorType",), problem))
+        if problem := boot_disk_problem(entry.machine_type, entry.disk_type):
+            own.append(Problem(("diskType",), f"{problem}; set diskType accordingly"))
+        found += [p.under(i) for p in own]
+    return found
+
+
+# ai-infra:workloadIdentities and ai-infra:teams
+
+
+def identity_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]:
+    """Checks of `ai-infra:workloadIdentities` against the rest of the stack: account ids,
+    bucket names, and who creates each namespace."""
+    identities = config.workload_identities
+    found = duplicate_names([i.name for i in identities], "workloadIdentities")
+    team_names, known_buckets = {t.name for t in config.teams}, list(buckets)
+    created: dict[str, int] = {}
+    for i, identity in enumerate(identities):
+        entry: list[Problem] = account_id_problems(config.context.name(identity.name))
+        entry += duplicate_roles(identity.roles)
+        entry += unknown_buckets(identity.buckets, known_buckets)
+        system_owner = namespace_owner(identity.namespace)
+        if system_owner is not None and not identity.create_namespace:
+            # A KSA there bound to a Google account with roles would hand those roles to
+            # whatever Kubernetes or GKE runs in that namespace.
+            entry.append(
+                Problem(
+                    ("namespace",),
+                    f"namespace '{identity.namespace}' belongs to {system_owner}; run workloads "
+                    "in a namespace of your own",
+                )
+            )
+        if identity.create_namespace:
+            owner = "a team" if identity.namespace in team_names else system_owner
+            if owner:
+                entry.append(
+                    Problem(
+                        ("createNamespace",),
+                        f"namespace '{identity.namespace}' is created by {owner}; set "
+                        "createNamespace: false",
+                    )
+                )
+            elif identity.namespace in created:
+                entry.append(
+                    Problem(
+                        ("createNamespace",),
+                        f"namespace '{identity.namespace}' is already created by "
+                        f"workloadIdentities[{created[identity.namespace]}]; set "
+                        "createNamespace: false",
+                    )
+                )
+            else:
+                created[identity.namespace] = i
+        found += [p.under(i) for p in entry]
+    return found
+
+
+def team_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]:
+    """Checks of `ai-infra:teams` against the rest of the stack: namespaces, accounts, quota
+    shares against the capacity behind them, buckets and groups."""
+    teams = config.teams
+    sources = config.quota_sources()
+    found = duplicate_names([t.name for t in teams], "teams")
+    known_buckets = list(buckets)
+    claimed: dict[str, int] = {}
+    fractions: dict[str, float] = {}
+    groups: dict[str, tuple[int, str]] = {}  # slug -> (team index, group) first listing it
+    for i, team in enumerate(teams):
+        entry: list[Problem] = []
+        if owner := namespace_owner(team.name):
+            entry.append(
+                Problem(
+                    ("name",),
+                    f"namespace '{team.name}' belongs to {owner}; choose another team name",
+                )
+            )
+        entry += account_id_problems(config.context.name(team.name))
+        entry += duplicate_roles(team.roles)
+        for key, share in team.quota.items():
+            if key not in sources:
+                entry.append(
+                    Problem(
+                        ("quota", key),
+                        f"no TPU slice or GPU pool named '{key}'; known: "
+                        f"{', '.join(sources) or 'none'}",
+                    )
+                )
+                continue
+            claimed[key] = claimed.get(key, 0) + explicit_units(share, sources[key])
+            if isinstance(share, float):
+                fractions[key] = fractions.get(key, 0) + share
+            # Fractions are checked before rounding: 60% + 50% of 8 chips rounds to 4 + 4.
+            if fractions.get(key, 0) > 1 + 1e-9:
+                entry.append(
+                    Problem(
+                        ("quota", key),
+                        f"teams' fractions of '{key}' add up to {fractions[key]:.0%}; lower "
+                        "them to 100% or less",
+                    )
+                )
+            elif claimed[key] > sources[key]:
+                entry.append(
+                    Problem(
+                        ("quota", key),
+                        f"teams' shares of '{key}' add up to {claimed[key]}, but it provides "
+                        f"{sources[key]}; lower the shares or add capacity",
+                    )
+                )
+        entry += unknown_buckets(team.buckets, known_buckets)
+        entry += _group_problems(team.groups, i, groups)
+        if team.groups and not config.cluster.rbac_security_group:
+            entry.append(
+                Problem(
+                    ("groups",),
+                    "Google groups in RBAC need ai-infra:cluster.rbacSecurityGroup "
+                    "(gke-security-groups@<your domain>) with these groups as members",
+                )
+            )
+        found += [p.under(i) for p in entry]
+    return found
+
+
+def _group_problems(
+    team_groups: list[str], i: int, groups: dict[str, tuple[int, str]]
+) -> list[Problem]:
+    """`groups[j]` problems for a group that repeats one listed before, up to case or
+    punctuation (both would get one IAM grant); `groups` records the first listing."""
+    found = []
+    for j, group in enumerate(team_groups):
+        first = groups.setdefault(slug(group), (i, group))
+        if first == (i, group) and group not in team_groups[:j]:
+            continue
+        if first[1] == group and first[0] != i:
+            continue  # teams may share a group; it is granted once
+        found.append(
+            Problem(
+                ("groups", j),
+                f"'{group}' repeats '{first[1]}' (teams[{first[0]}]) up to case or "
+                "punctuation, and both would get one IAM grant; list each group once, "
+                "written the same way",
+            )
+        )
+    return found
+
+
+# ai-infra:tpuProvisioner
+
+
+def provisioner_problems(config: GkeConfig) -> list[Problem]:
+    """Cross-checks of `ai-infra:tpuProvisioner`; the stack root checks that its account id
+    and Kubernetes service account have no other owner."""
+    provisioner = config.tpu_provisioner
+    found: list[Problem] = []
+    if not provisioner.enabled:
+        if provisioner.quota:
+            found.append(
+                Problem(
+                    ("quota",),
+                    "quota for provisioner-created slices needs enabled: true; without the "
+                    "controller Kueue would admit jobs onto capacity nobody creates",
+                )
+            )
+        return found
+    channel = config.cluster.release_channel
+    if channel != "NONE":
+        found.append(
+            Problem(
+                ("enabled",),
+                "the TPU provisioner manages node pools itself and requires a cluster without "
+                f"a release channel; set ai-infra:cluster.releaseChannel: NONE (now {channel})",
+            )
+        )
+    if provisioner.image is None:
+        found.append(
+            Problem(
+                ("image",),
+                "is required when enabled: build and push the controller image (upstream "
+                "tpu-provisioner README) and give its reference, pinned by digest "
+                "(REGISTRY/PATH@sha256:...)",
+            )
+        )
+    zone_problems = []
+    if provisioner.zone is not None:
+        zone_problems = pool_zone_problems(config, provisioner.zone)
+        found += zone_problems
+    found += _provisioner_quota_problems(config, zone_ok=not zone_problems)
+    return found
+
+
+def _provisioner_quota_problems(config: GkeConfig, *, zone_ok: bool) -> list[Problem]:
+    provisioner = config.tpu_provisioner
+    zone = config.provisioner_zone
+    found = []
+    disks: dict[str, list[str]] = {}
+    for accelerator in provisioner.quota:
+        path = ("quota", accelerator)
+        if not _ACCELERATOR.fullmatch(accelerator):
+            found.append(
+                Problem(
+                    path, "is not an accelerator type; write it as the catalog does, e.g. v5p-32"
+                )
+            )
+            continue
+        try:
+            shape = tpu_catalog.resolve(accelerator)
+        except tpu_catalog.CatalogError as error:
+            found.append(Problem(path, str(error)))
+            continue
+        if not shape.family.gke:
+            found.append(
+                Problem(
+                    path,
+                    f"GKE has no {shape.family.prefix} node pools here; request it as TPU VMs "
+                    "(ai-infra:tpuVms)",
+                )
+            )
+            continue
+        if zone_ok and (problem := tpu_catalog.zone_problem(shape.family, zone)):
+            where = (
+                "" if provisioner.zone else f"the provisioner creates pools in gcp:zone {zone}: "
+            )
+            found.append(Problem(path, where + problem.split("; pick")[0]))
+        disks.setdefault(shape.family.boot_disk_type, []).append(accelerator)
+    if len(disks) > 1:
+        kinds = "; ".join(f"{disk} for {', '.join(names)}" for disk, names in disks.items())
+        found.append(
+            Problem(
+                ("quota",),
+                f"the controller gives every pool it creates one boot disk type "
+                f"(GCP_NODE_DISK_TYPE), but these shapes need different ones ({kinds}); "
+                "provision the other family as fixed tpuSlices",
+            )
+        )
+    return found

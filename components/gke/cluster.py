@@ -1,0 +1,305 @@
+"""The GKE cluster: VPC-native, private nodes, Workload Identity, shielded nodes, the default
+pool removed, a least-privilege node service account and the CPU pool that runs controllers.
+Accelerator pools are `tpu_slices.py` and `gpu_pools.py`; every pool shares `node_pools.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+import yaml
+from pydantic import InstanceOf
+
+from components.base import Component, WiringModel
+from components.gke.config import CPU_POOL, GkeConfig
+from components.gke.node_pools import CLOUD_PLATFORM_SCOPE, node_config, pool_sizing
+from components.identity import Identity, service_account
+from components.network import NetworkConfig, NetworkHandle
+
+NODE_SA_ROLES: tuple[str, ...] = (
+    # GKE's minimum for a custom node service account: logs, metrics, autoscaling metrics
+    # ("Configure GKE node service accounts"). It replaces the four legacy roles.
+    "roles/container.defaultNodeServiceAccount",
+    # Not in the role above: pulling images from Artifact Registry.
+    "roles/artifactregistry.reader",
+)
+"""What a GKE node needs. Nothing else."""
+IMAGE_STREAMING_ROLE = "roles/serviceusage.serviceUsageConsumer"
+"""Image streaming with a custom node service account needs it on the project that hosts the
+images ("Use Image streaming", requirements)."""
+
+
+def node_roles(image_streaming: bool) -> tuple[str, ...]:
+    return (*NODE_SA_ROLES, IMAGE_STREAMING_ROLE) if image_streaming else NODE_SA_ROLES
+
+
+@dataclass(frozen=True)
+class ClusterHandle:
+    """What a node pool, and anything else on the cluster, needs of it."""
+
+    project: str
+    name: pulumi.Output[str]
+    location: str
+    node_service_account: str
+    auto_upgrade: bool
+    """Whether node pools auto-upgrade; GKE requires it on a release channel."""
+    image_streaming: bool
+    resource_labels: dict[str, str]
+    """GCP labels for the nodes' VMs."""
+    cluster: gcp.container.Cluster
+    """The cluster itself: the identity pool PROJECT.svc.id.goog exists once it does."""
+    cpu_pool: gcp.container.NodePool
+    """The pool controllers run on; the Kubernetes provider waits for it."""
+    node_identity: Identity
+    kubeconfig: pulumi.Output[str]
+
+
+class GkeClusterArgs(WiringModel):
+    config: InstanceOf[GkeConfig]
+    network_config: NetworkConfig
+    network: InstanceOf[NetworkHandle]
+
+
+class GkeCluster(Component):
+    """The cluster, its node service account and its CPU pool."""
+
+    handle: ClusterHandle
+
+    def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ai-infra:gke:GkeCluster", name, opts)
+        config = args.config
+        ctx = config.context
+        nodes = service_account(
+            self,
+            f"{name}-nodes",
+            project=ctx.project,
+            account_id=config.node_account_id,
+            display_name=f"GKE nodes of {config.cluster_name}",
+            roles=node_roles(config.cluster.image_streaming),
+        )
+        cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            cluster_args(config, args.network_config, args.network, nodes.email),
+            self.child_opts(
+                depends_on=nodes.grants,
+                protect=ctx.protect,
+                # The bootstrap pool's settings only matter at creation; a change to them
+                # must never replace the cluster.
+                ignore_changes=["nodeConfig", "initialNodeCount"],
+            ),
+        )
+        cpu_pool = self._cpu_pool(name, config, cluster, nodes.email)
+        ca_certificate = cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)
+        kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(cluster.name, cluster.endpoint, ca_certificate).apply(
+                lambda parts: _kubeconfig(parts[0], parts[1], parts[2])
+            )
+        )
+        self.handle = ClusterHandle(
+            project=ctx.project,
+            name=cluster.name,
+            location=config.location,
+            node_service_account=nodes.email,
+            auto_upgrade=config.auto_upgrade,
+            image_streaming=config.cluster.image_streaming,
+            resource_labels=ctx.labels,
+            cluster=cluster,
+            cpu_pool=cpu_pool,
+            node_identity=nodes,
+            kubeconfig=kubeconfig,
+        )
+        self.register_outputs(
+            {"name": cluster.name, "endpoint": cluster.endpoint, "nodeServiceAccount": nodes.email}
+        )
+
+    def _cpu_pool(
+        self, name: str, config: GkeConfig, cluster: gcp.container.Cluster, account: str
+    ) -> gcp.container.NodePool:
+        cpu = config.cluster.cpu_pool
+        sizing = pool_sizing(cpu.max_nodes, min_nodes=cpu.min_nodes, per_zone=True)
+        return gcp.container.NodePool(
+            f"{name}-cpu",
+            project=config.context.project,
+            cluster=cluster.name,
+            location=config.location,
+            name=CPU_POOL,
+            initial_node_count=sizing.initial_node_count,
+            autoscaling=sizing.autoscaling,
+            management=gcp.container.NodePoolManagementArgs(
+                auto_repair=True, auto_upgrade=config.auto_upgrade
+            ),
+            upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
+                strategy="SURGE", max_surge=1, max_unavailable=0
+            ),
+            node_config=node_config(
+                service_account=account,
+                machine_type=cpu.machine_type,
+                disk_size_gb=cpu.disk_size_gb,
+                disk_type=cpu.disk_type,
+                labels={"ai-infra/pool": CPU_POOL},
+                resource_labels=config.context.labels,
+                image_streaming=config.cluster.image_streaming,
+                provisioning="spot" if cpu.spot else "on-demand",
+            ),
+            opts=self.child_opts(ignore_changes=["initialNodeCount"]),
+        )
+
+
+def cluster_args(
+    config: GkeConfig, network_config: NetworkConfig, network: NetworkHandle, account: str
+) -> gcp.container.ClusterArgs:
+    """The cluster's inputs: private nodes behind authorized networks, Workload Identity,
+    shielded nodes, the release channel and maintenance policy, add-ons and observability."""
+    cluster = config.cluster
+    return gcp.container.ClusterArgs(
+        project=config.context.project,
+        name=config.cluster_name,
+        location=config.location,
+        network=network.self_link,
+        subnetwork=network.subnet_self_link,
+        networking_mode="VPC_NATIVE",
+        ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+            cluster_secondary_range_name=network.pods_range_name,
+            services_secondary_range_name=network.services_range_name,
+        ),
+        default_max_pods_per_node=cluster.max_pods_per_node,
+        private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+            enable_private_nodes=True,
+            enable_private_endpoint=False,
+            master_ipv4_cidr_block=network_config.master_cidr,
+            master_global_access_config=(
+                gcp.container.ClusterPrivateClusterConfigMasterGlobalAccessConfigArgs(enabled=True)
+            ),
+        ),
+        master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+            cidr_blocks=[
+                gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                    cidr_block=n.cidr, display_name=n.name
+                )
+                for n in network_config.authorized_networks
+            ],
+            gcp_public_cidrs_access_enabled=False,
+        ),
+        workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+            workload_pool=f"{config.context.project}.svc.id.goog"
+        ),
+        enable_shielded_nodes=True,
+        # The default pool exists only while the cluster is created; it still must not run
+        # as the default compute service account.
+        remove_default_node_pool=True,
+        initial_node_count=1,
+        node_config=gcp.container.ClusterNodeConfigArgs(
+            machine_type="e2-medium",
+            service_account=account,
+            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+            workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
+                mode="GKE_METADATA"
+            ),
+            shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
+                enable_secure_boot=True, enable_integrity_monitoring=True
+            ),
+        ),
+        release_channel=gcp.container.ClusterReleaseChannelArgs(
+            channel="UNSPECIFIED" if cluster.release_channel == "NONE" else cluster.release_channel
+        ),
+        min_master_version=cluster.version,
+        datapath_provider="ADVANCED_DATAPATH" if cluster.dataplane_v2 else "LEGACY_DATAPATH",
+        addons_config=gcp.container.ClusterAddonsConfigArgs(
+            gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
+                enabled=cluster.gcs_fuse_csi_driver
+            ),
+            gce_persistent_disk_csi_driver_config=(
+                gcp.container.ClusterAddonsConfigGcePersistentDiskCsiDriverConfigArgs(enabled=True)
+            ),
+            gcp_filestore_csi_driver_config=(
+                gcp.container.ClusterAddonsConfigGcpFilestoreCsiDriverConfigArgs(enabled=True)
+            ),
+        ),
+        node_pool_defaults=gcp.container.ClusterNodePoolDefaultsArgs(
+            node_config_defaults=gcp.container.ClusterNodePoolDefaultsNodeConfigDefaultsArgs(
+                gcfs_config=gcp.container.ClusterNodePoolDefaultsNodeConfigDefaultsGcfsConfigArgs(
+                    enabled=cluster.image_streaming
+                )
+            )
+        ),
+        maintenance_policy=maintenance_policy(config),
+        logging_config=gcp.container.ClusterLoggingConfigArgs(
+            enable_components=["SYSTEM_COMPONENTS", "WORKLOADS"]
+        ),
+        monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
+            enable_components=["SYSTEM_COMPONENTS"],
+            managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(
+                enabled=True
+            ),
+        ),
+        authenticator_groups_config=(
+            gcp.container.ClusterAuthenticatorGroupsConfigArgs(
+                security_group=cluster.rbac_security_group
+            )
+            if cluster.rbac_security_group
+            else None
+        ),
+        resource_labels=config.context.labels,
+        deletion_protection=config.deletion_protection,
+    )
+
+
+def maintenance_policy(config: GkeConfig) -> gcp.container.ClusterMaintenancePolicyArgs:
+    """The daily window and the exclusions the config lists."""
+    cluster = config.cluster
+    return gcp.container.ClusterMaintenancePolicyArgs(
+        daily_maintenance_window=gcp.container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs(
+            start_time=cluster.maintenance_start_time
+        ),
+        maintenance_exclusions=[
+            gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+                exclusion_name=exclusion.name,
+                start_time=exclusion.start,
+                end_time=exclusion.end,
+                exclusion_options=(
+                    gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                        scope=exclusion.scope,
+                        end_time_behavior=(
+                            "UNTIL_END_OF_SUPPORT" if exclusion.end is None else None
+                        ),
+                    )
+                ),
+            )
+            for exclusion in cluster.maintenance_exclusions
+        ]
+        or None,
+    )
+
+
+def _kubeconfig(name: str, endpoint: str, ca: str | None) -> str:
+    """A kubeconfig that authenticates with gke-gcloud-auth-plugin, never a static token."""
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": name,
+                    "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca},
+                }
+            ],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            "current-context": name,
+            "users": [
+                {
+                    "name": name,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "gke-gcloud-auth-plugin",
+                            "provideClusterInfo": True,
+                            "installHint": "gcloud components install gke-gcloud-auth-plugin",
+                        }
+                    },
+                }
+            ],
+        },
+        sort_keys=False,
+    )

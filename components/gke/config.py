@@ -1,0 +1,609 @@
+"""What the user writes for the GKE training environment: `ai-infra:cluster`, `tpuSlices`,
+`gpuPools`, `workloadIdentities`, `tpuProvisioner`, `kueue` and `teams`, and `GkeConfig`, which
+holds them with the stack context and resolves what they inherit (the cluster's name and
+location, deletion protection, the provisioner's zone and node account, the Kueue flavors).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cached_property
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field
+
+from components import tpu_catalog
+from components.base import ConfigModel, matching
+from components.buckets import BucketAccess
+from components.context import StackContext
+from components.gke.quota import Allocation, Flavor, allocate, derive_flavors
+from components.identity import service_account_email
+from components.types import (
+    DnsLabel,
+    IamRole,
+    ImageReference,
+    MachineType,
+    NetworkTag,
+    Reservation,
+    ServiceAccountEmail,
+    Zone,
+)
+
+MAX_NODES_PER_POOL = 1000
+"""GKE's limit of nodes per node pool per zone (GKE quotas and limits)."""
+MAX_EXCLUSIONS = 20
+"""GKE allows 20 maintenance exclusions per cluster (terraform-provider-google schema)."""
+NO_UPGRADES_MAX = timedelta(days=30)
+"""GKE documents 30 days as the longest NO_UPGRADES exclusion ("Maintenance windows and
+exclusions"); a 2026 note reports 90, which the docs read here do not confirm."""
+GKE_NODE_POOL_NAME_MAX = 40
+MAX_SLICES_PER_ENTRY = 256
+"""A bound of this program's, so that a typo in `count` is refused before anything is
+enumerated; more identical slices belong in several entries."""
+TPU_MAX_PODS_PER_NODE = 16
+"""A TPU host runs one workload pod plus GKE's daemonsets; 16 pods take a /27 of the pods
+range instead of the /24 of GKE's default 110 (xpk uses 15 for multi-host TPU pools)."""
+GPU_MAX_PODS_PER_NODE = 32
+"""Room for a pod per GPU plus GKE's daemonsets: a /26 of the pods range per node (xpk uses
+32 for A3 pools) instead of the /24 of GKE's default 110."""
+MAX_PROVISIONED_SLICES_PER_SHAPE = 256
+"""A guard against typing chips where slices are meant, not a GKE limit."""
+
+CPU_POOL = "cpu"
+"""The CPU pool's name, which no other pool may take."""
+PROVISIONER_NAMESPACE = "tpu-provisioner-system"
+PROVISIONER_KSA = "tpu-provisioner-controller-manager"
+"""The provisioner's Kubernetes service account, bound to its Google one."""
+
+ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "NONE"]
+Provisioning = Literal["on-demand", "spot", "reservation", "flex-start"]
+"""How a node pool obtains capacity: on-demand, Spot VMs, a specific reservation, or
+flex-start (Dynamic Workload Scheduler queued provisioning)."""
+
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+def _rfc3339(value: str) -> str:
+    # ASCII digits only: fromisoformat alone would take other scripts' digits.
+    if not _RFC3339.fullmatch(value):
+        raise ValueError(f"'{value}' is not an RFC 3339 time; write e.g. 2026-12-01T00:00:00Z")
+    try:
+        when(value)
+    except ValueError:
+        raise ValueError(
+            f"'{value}' is not an RFC 3339 time; write e.g. 2026-12-01T00:00:00Z"
+        ) from None
+    return value
+
+
+def when(time: str) -> datetime:
+    """An RFC 3339 time as a datetime."""
+    return datetime.fromisoformat(time.replace("Z", "+00:00"))
+
+
+Rfc3339 = Annotated[str, AfterValidator(_rfc3339)]
+TimeOfDay = Annotated[
+    str,
+    matching(
+        r"([01][0-9]|2[0-3]):[0-5][0-9]",
+        "is not a time of day; write it as HH:MM in UTC, e.g. 03:00",
+    ),
+]
+GkeName = Annotated[
+    str,
+    matching(
+        r"[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?",
+        "is not a GKE name: 1 to 40 lowercase letters, digits and '-', starting with a letter "
+        "and ending with a letter or digit",
+    ),
+]
+GkeVersion = Annotated[
+    str,
+    matching(
+        r"latest|1\.[0-9]{1,3}(\.[0-9]{1,3}(-gke\.[0-9]{1,10})?)?",
+        "is not a GKE version: write 1.X, 1.X.Y, 1.X.Y-gke.N or latest (quote it in YAML: "
+        'version: "1.34")',
+    ),
+]
+SecurityGroup = Annotated[
+    str,
+    matching(
+        r"gke-security-groups@[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+",
+        "is not GKE's RBAC security group: Google Groups for RBAC requires the group "
+        "gke-security-groups@<your domain>, e.g. gke-security-groups@example.com",
+    ),
+]
+
+
+# ai-infra:cluster
+
+
+class CpuPoolConfig(ConfigModel):
+    """`ai-infra:cluster.cpuPool`: the pool for system pods, Kueue and JobSet controllers."""
+
+    machine_type: MachineType = "e2-standard-8"
+    """Machine type of the CPU pool's nodes."""
+    disk_size_gb: int = Field(default=100, ge=10, le=65536)
+    """Boot disk size of each node, in GB."""
+    disk_type: Literal["pd-standard", "pd-balanced", "pd-ssd"] = "pd-balanced"
+    """Boot disk type of each node."""
+    min_nodes: int = Field(default=1, ge=0, le=MAX_NODES_PER_POOL)
+    """Autoscaling lower bound, per zone of the cluster."""
+    max_nodes: int = Field(default=3, ge=1, le=MAX_NODES_PER_POOL)
+    """Autoscaling upper bound, per zone of the cluster."""
+    spot: bool = False
+    """Run the pool on Spot VMs: cheaper, but Compute Engine may reclaim them at any time."""
+
+
+class MaintenanceExclusion(ConfigModel):
+    """A period in which GKE must not upgrade (e.g. a training campaign on the slices)."""
+
+    name: DnsLabel
+    """Names the exclusion in the cluster's maintenance policy."""
+    start: Rfc3339
+    """When the exclusion begins, RFC 3339, e.g. `2026-12-01T00:00:00Z`."""
+    end: Rfc3339 | None = None
+    """When it ends, RFC 3339; unset means until the cluster's minor version leaves support.
+    `NO_UPGRADES` needs an end at most 30 days after the start."""
+    scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = (
+        "NO_MINOR_OR_NODE_UPGRADES"
+    )
+    """What GKE holds off: `NO_MINOR_OR_NODE_UPGRADES` keeps nodes, and so running slices,
+    untouched; `NO_MINOR_UPGRADES` still lets patch upgrades through, nodes included;
+    `NO_UPGRADES` blocks every upgrade."""
+
+
+class ClusterConfig(ConfigModel):
+    """`ai-infra:cluster`."""
+
+    name: GkeName | None = None
+    """Cluster name, 1 to 40 lowercase letters, digits and `-`; defaults to `<prefix>-gke`."""
+    regional: bool = True
+    """A regional control plane survives a zone outage; `false` puts the cluster and its CPU
+    pool in `gcp:zone`, cheaper for dev."""
+    release_channel: ReleaseChannel = "REGULAR"
+    """`NONE` opts out of channels (needed by the TPU provisioner) and turns node auto-upgrade
+    off. On a channel GKE requires auto-upgrade, and upgrading any node of a multi-host slice
+    recreates the slice, so every TPU pool carries a node-pool exclusion that holds its
+    upgrades until its version's end of support (then GKE upgrades regardless)."""
+    version: GkeVersion | None = None
+    """Minimum control-plane version: `1.X`, `1.X.Y`, `1.X.Y-gke.N` or `latest`, quoted in YAML
+    (`"1.34"`); a floor, not a pin. Defaults to the channel's default."""
+    cpu_pool: CpuPoolConfig = Field(default_factory=CpuPoolConfig)
+    """The autoscaled pool for system pods and the Kueue and JobSet controllers."""
+    dataplane_v2: bool = True
+    """GKE Dataplane V2 (eBPF networking with network policy enforcement built in)."""
+    gcs_fuse_csi_driver: bool = True
+    """The Cloud Storage FUSE CSI driver add-on, which mounts buckets as volumes."""
+    image_streaming: bool = True
+    """Image streaming on every pool: containers start before their image is fully pulled."""
+    deletion_protection: bool | None = None
+    """GKE-side deletion protection; defaults to `ai-infra:protect`."""
+    max_pods_per_node: int = Field(default=110, ge=8, le=256)
+    """The cluster's default pods per node, which the CPU pool uses; each node's block of
+    `network.podsCidr` holds twice this, rounded up to a power of two (110 pods take a /24).
+    TPU slices and GPU pools set their own."""
+    maintenance_start_time: TimeOfDay = "03:00"
+    """Daily four-hour maintenance window start, UTC, HH:MM."""
+    maintenance_exclusions: list[MaintenanceExclusion] = Field(default_factory=list)
+    """Periods in which GKE must not upgrade the cluster, e.g. a training campaign: at most 20,
+    names unique, periods not overlapping."""
+    rbac_security_group: SecurityGroup | None = None
+    """`gke-security-groups@<domain>`: enables Google Groups for RBAC. Required when teams
+    list `groups`, which must be members of it."""
+
+
+# ai-infra:tpuSlices
+
+
+def _accelerator(value: str) -> str:
+    if not tpu_catalog.resolve(value).family.gke:
+        raise ValueError(
+            f"'{value}' has no GKE node pools here (GKE never offered v2, and v3's GKE machine "
+            "types are not in the catalog); create it as a TPU VM in ai-infra:tpuVms"
+        )
+    return value
+
+
+Accelerator = Annotated[str, AfterValidator(_accelerator)]
+"""A Cloud TPU accelerator type the catalog knows, e.g. `v5p-32`."""
+
+
+class TpuSliceConfig(ConfigModel):
+    """One entry of `ai-infra:tpuSlices`."""
+
+    name: DnsLabel
+    """Names the node pools: `<name>-0`, `<name>-1`, ... for multi-host slices; single-host
+    slices share one pool `<name>`."""
+    accelerator: Accelerator
+    """Cloud TPU accelerator type, e.g. `v5p-32`, `v5litepod-16`, `v6e-8`, `tpu7x-64`. The
+    suffix counts TensorCores for v4, v5p and tpu7x, chips for v5e (`v5litepod`) and v6e."""
+    count: int = Field(default=1, ge=0, le=MAX_SLICES_PER_ENTRY)
+    """Identical slices to create; 0 keeps the entry (and its queue flavor) with no nodes."""
+    zone: Zone | None = None
+    """Defaults to `gcp:zone`; must be in `gcp:region` and a zone Cloud TPU documents for the
+    family (the README lists them under "How TPU sizes resolve")."""
+    allow_unlisted_zone: bool = False
+    """Accept a zone the catalog does not list for the family (one Google added since)."""
+    max_pods_per_node: int = Field(default=TPU_MAX_PODS_PER_NODE, ge=8, le=256)
+    """Pods per TPU host (one workload pod plus daemonsets); sizes each node's block of
+    `network.podsCidr`: a /27 at 16, where the cluster's default of 110 takes a /24."""
+    provisioning: Provisioning = "on-demand"
+    """`on-demand`, `spot`, `reservation` (naming `reservation`), or `flex-start` (Dynamic
+    Workload Scheduler queued provisioning: the pool rests at zero nodes until a job asks)."""
+    reservation: Reservation | None = None
+    """Reservation name (or `projects/P/reservations/R` for a shared one) when
+    `provisioning: reservation`."""
+    topology: str | None = None
+    """Only where a size has several topologies, e.g. v5p-512: `4x8x8` (the default, closest
+    to a cube) or `4x4x16`. Unset means the size's default."""
+
+    @property
+    def shape(self) -> tpu_catalog.TpuShape:
+        return tpu_catalog.resolve(self.accelerator, self.topology)
+
+    @property
+    def nodes(self) -> int:
+        """Nodes all `count` slices of this entry run on."""
+        return self.shape.hosts * self.count
+
+    @property
+    def chips(self) -> int:
+        """Chips all `count` slices of this entry provide."""
+        return self.shape.chips * self.count
+
+    @property
+    def pool_names(self) -> list[str]:
+        """GKE node pool names: one per multi-host slice, one shared by single-host slices."""
+        if self.shape.multi_host:
+            return [f"{self.name}-{i}" for i in range(self.count)]
+        return [self.name] if self.count else []
+
+
+# ai-infra:gpuPools
+
+
+class GpuPoolConfig(ConfigModel):
+    """One entry of `ai-infra:gpuPools`."""
+
+    name: DnsLabel
+    """The GKE node pool's name."""
+    machine_type: MachineType
+    """Machine type of the nodes, e.g. `g2-standard-24`, `a3-highgpu-8g`; machine types with
+    built-in GPUs must match `acceleratorType` and `acceleratorCount`."""
+    accelerator_type: str
+    """GKE accelerator type, e.g. `nvidia-l4`, `nvidia-h100-80gb`."""
+    accelerator_count: int = Field(default=1, ge=1, le=16)
+    """GPUs per node."""
+    driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
+    """GKE-managed NVIDIA driver; INSTALLATION_DISABLED if you install drivers yourself."""
+    zone: Zone | None = None
+    """Defaults to `gcp:zone`; must be in `gcp:region`."""
+    min_nodes: int = Field(default=0, ge=0, le=MAX_NODES_PER_POOL)
+    """Autoscaling floor across the pool's zone."""
+    max_nodes: int = Field(default=1, ge=0, le=MAX_NODES_PER_POOL)
+    """Autoscaling ceiling across the pool's zone; the pool's GPUs at this size are what
+    teams' quotas share."""
+    provisioning: Provisioning = "on-demand"
+    """`on-demand`, `spot`, `reservation` (naming `reservation`) or `flex-start`, as for TPU
+    slices."""
+    reservation: Reservation | None = None
+    """Reservation name (or `projects/P/reservations/R`) when `provisioning: reservation`."""
+    disk_size_gb: int = Field(default=200, ge=10, le=65536)
+    """Boot disk size of each node, in GB."""
+    disk_type: Literal["pd-balanced", "pd-ssd", "hyperdisk-balanced"] = "pd-balanced"
+    """Boot disk type of each node; a3-ultragpu, a4 and a4x boot only from
+    hyperdisk-balanced."""
+    max_pods_per_node: int = Field(default=GPU_MAX_PODS_PER_NODE, ge=8, le=256)
+    """Pods per GPU node; sizes each node's block of `network.podsCidr` (a /26 at 32)."""
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the pool provides at its largest."""
+        return self.max_nodes * self.accelerator_count
+
+
+# ai-infra:workloadIdentities
+
+
+class WorkloadIdentityConfig(ConfigModel):
+    """One entry of `ai-infra:workloadIdentities`."""
+
+    name: DnsLabel
+    """The Google service account is `<prefix>-<name>@PROJECT.iam.gserviceaccount.com`."""
+    namespace: DnsLabel
+    """Kubernetes namespace of the workload."""
+    service_account: DnsLabel
+    """The Kubernetes service account that may act as the Google service account, bound as
+    `serviceAccount:PROJECT.svc.id.goog[NAMESPACE/SERVICE_ACCOUNT]`."""
+    roles: list[IamRole] = Field(default_factory=list)
+    """Project roles, e.g. roles/tpu.viewer. Basic roles are refused."""
+    buckets: dict[str, BucketAccess] = Field(default_factory=dict)
+    """`ai-infra:buckets` name -> `read`, `write` or `admin` (roles/storage.objectViewer,
+    objectUser, objectAdmin on that bucket)."""
+    create_namespace: bool = True
+    """Create the namespace; turn off when another identity or a team already has it."""
+
+
+# ai-infra:tpuProvisioner
+
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+KubernetesLabelKey = Annotated[
+    str,
+    matching(
+        rf"([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}",
+        "is not a Kubernetes label key such as team or example.com/run",
+    ),
+]
+
+
+def _nonzero(value: str) -> str:
+    if not any(int(n) for n in re.findall(r"[0-9]+", value)):
+        raise ValueError(
+            f"'{value}' is zero, and the controller refuses to start with a zero "
+            "NODE_MIN_LIFESPAN; use at least 1s (upstream default 10s)"
+        )
+    return value
+
+
+GoDuration = Annotated[
+    str,
+    Field(max_length=32),
+    matching(
+        r"([0-9]+(ms|s|m|h))+", "is not a duration; write it as Go does, e.g. 30s, 5m or 1m30s"
+    ),
+]
+"""A duration as Go's time.ParseDuration reads it, in the units the controller uses."""
+SliceCount = Annotated[int, Field(strict=True, ge=1, le=MAX_PROVISIONED_SLICES_PER_SHAPE)]
+
+
+class TpuProvisionerConfig(ConfigModel):
+    """`ai-infra:tpuProvisioner`: GKE's open-source TPU provisioner, which creates a slice node
+    pool for each pending JobSet and deletes it when the JobSet ends. It manages node pools
+    itself, so the cluster must not be on a release channel."""
+
+    enabled: bool = False
+    """Run the controller in `tpu-provisioner-system`, as `<prefix>-tpu-prov` (with
+    `roles/container.clusterAdmin`, and `roles/iam.serviceAccountUser` on the node service
+    account) through the Kubernetes service account `tpu-provisioner-controller-manager`."""
+    image: ImageReference | None = None
+    """The controller image you built and pushed (required when enabled); pin it by digest
+    (`...@sha256:...`), a tag alone can move under a running cluster."""
+    zone: Zone | None = None
+    """Zone it creates node pools in (`GCP_ZONE`); defaults to `gcp:zone`. It must offer the
+    TPU generations the teams request."""
+    node_service_account: ServiceAccountEmail | None = None
+    """Service account of the nodes it creates (`GCP_NODE_SERVICE_ACCOUNT`); defaults to the
+    cluster's node service account."""
+    node_tags: list[NetworkTag] = Field(default_factory=list)
+    """Network tags on the nodes it creates (`GCP_NODE_TAGS`)."""
+    pod_to_node_labels: list[KubernetesLabelKey] = Field(default_factory=list)
+    """Pod label keys copied onto the node pools it creates (`GCP_POD_TO_NODE_LABELS`)."""
+    force_on_demand: bool = False
+    """Create on-demand pools even when a pod selects Spot or a reservation
+    (`GCP_FORCE_ON_DEMAND`)."""
+    concurrency: int = Field(default=3, ge=1, le=64)
+    """Pods and nodes reconciled at once by each of its controllers (`CONCURRENCY`), 1-64."""
+    node_min_lifespan: Annotated[GoDuration, AfterValidator(_nonzero)] = "10s"
+    """How old a node must be before its pool may be deleted (`NODE_MIN_LIFESPAN`)."""
+    node_pool_deletion_delay: GoDuration = "30s"
+    """Time between the two checks that must both find a pool unused before it is deleted
+    (`NODEPOOL_DELETION_DELAY`)."""
+    quota: dict[str, SliceCount] = Field(default_factory=dict)
+    """Accelerator type -> the most slices of it the provisioner may create, e.g.
+    `{v5p-32: 4}`, in the type's default topology. Each becomes Kueue quota on that shape's
+    flavor, shared with fixed slices of the shape; teams name it in their quota as
+    `tpuProvisioner.<accelerator>`."""
+
+    def shapes(self) -> dict[str, tpu_catalog.TpuShape]:
+        """The quota's accelerator types resolved to their default-topology shapes; call only
+        on a config whose problems are empty."""
+        return {accelerator: tpu_catalog.resolve(accelerator) for accelerator in self.quota}
+
+
+# ai-infra:kueue
+
+
+class KueueConfig(ConfigModel):
+    """`ai-infra:kueue`: cluster-wide queueing policy."""
+
+    cohort: DnsLabel = "ai-infra"
+    """Cohort of every team ClusterQueue: idle quota is borrowed inside it, and it holds the
+    quota no team receives."""
+    priority_classes: dict[DnsLabel, Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]] = Field(
+        default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000}
+    )
+    """WorkloadPriorityClass name -> value; higher preempts lower within a queue. Jobs pick
+    one with the `kueue.x-k8s.io/priority-class` label."""
+
+
+# ai-infra:teams
+
+Share = int | float
+"""Chips/GPUs (int) or a fraction of the entry (float in (0, 1])."""
+_PERCENT = re.compile(r"([0-9]+(?:\.[0-9]+)?)%")
+_QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?")
+
+
+def _share(value: Any) -> Share:
+    """A share as written in YAML: chips (16), a fraction (0.5) or a percentage ("50%")."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value} is not a share; use chips (16), a fraction (0.5) or 50%")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{value} chips is negative")
+        return value
+    if isinstance(value, float):
+        if not 0 < value <= 1:
+            raise ValueError(f"fraction {value} must be in (0, 1]; write chips as an int")
+        return value
+    if isinstance(value, str) and (match := _PERCENT.fullmatch(value)):
+        percent = float(match[1])
+        if not 0 < percent <= 100:
+            raise ValueError(f"{value} must be between 0% and 100%")
+        return percent / 100
+    raise ValueError(f"{value!r} is not a share; use chips (16), a fraction (0.5) or 50%")
+
+
+QuotaShare = Annotated[Share, BeforeValidator(_share)]
+
+
+def _quantity(value: Any) -> str:
+    """A Kubernetes quantity; YAML's `1000` (an int) is the quantity "1000"."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)
+    if not isinstance(value, str) or not _QUANTITY.fullmatch(value):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity such as 200 or 800Gi")
+    return value
+
+
+Quantity = Annotated[str, BeforeValidator(_quantity)]
+GroupEmail = Annotated[
+    str,
+    matching(
+        r"[^@\s:]+@[^@\s]+\.[a-z]+",
+        "is not a Google group: write it as a plain email, e.g. ml-team@example.com",
+    ),
+]
+
+
+class TeamConfig(ConfigModel):
+    """One entry of `ai-infra:teams`."""
+
+    name: DnsLabel
+    """Namespace, ClusterQueue and LocalQueue name; Google service account `<prefix>-<name>`."""
+    quota: dict[str, QuotaShare] = Field(default_factory=dict)
+    """Slice or GPU pool name -> this team's share of it: chips/GPUs (`64`), a fraction
+    (`0.25`) or a percentage (`"25%"`). Entries a team does not name are split evenly among
+    the teams that do not name them."""
+    cpu: Quantity = "1000"
+    """Nominal quota of the `cpu` flavor, in cores; high by default so that chips are the
+    constraint."""
+    memory: Quantity = "4000Gi"
+    """Nominal memory quota of the `cpu` flavor."""
+    roles: list[IamRole] = Field(default_factory=list)
+    """Extra project roles for the team's Google service account; basic roles are refused."""
+    buckets: dict[str, BucketAccess] = Field(default_factory=dict)
+    """`ai-infra:buckets` name -> `read`, `write` or `admin` for the team's Google service
+    account."""
+    groups: list[GroupEmail] = Field(default_factory=list)
+    """Google groups (emails) that get `edit` in the team namespace and
+    `roles/container.clusterViewer` on the project; needs `cluster.rbacSecurityGroup`."""
+    service_account: DnsLabel = "training"
+    """Kubernetes service account that jobs run as (`serviceAccountName`), bound to the
+    team's Google service account."""
+
+
+# The system as a whole, resolved.
+
+PROVISIONER_ACCOUNT = "tpu-prov"
+"""The provisioner's Google service account is `<prefix>-tpu-prov`."""
+PROVISIONER_SOURCE = "tpuProvisioner."
+"""Prefix of a provisioner shape's capacity as a quota source (`tpuProvisioner.v5p-32`); a
+slice or pool name (a DNS label) cannot contain the '.'."""
+
+
+@dataclass(frozen=True)
+class GkeConfig:
+    """Every GKE key of one stack, with the stack context, and what they resolve to."""
+
+    context: StackContext
+    cluster: ClusterConfig
+    tpu_slices: list[TpuSliceConfig]
+    gpu_pools: list[GpuPoolConfig]
+    workload_identities: list[WorkloadIdentityConfig]
+    tpu_provisioner: TpuProvisionerConfig
+    kueue: KueueConfig
+    teams: list[TeamConfig]
+
+    @property
+    def cluster_name(self) -> str:
+        return self.cluster.name or self.context.name("gke")
+
+    @property
+    def location(self) -> str:
+        """The region, or the zone of a zonal cluster."""
+        return self.context.region if self.cluster.regional else self.context.zone
+
+    @property
+    def zones(self) -> int:
+        """Zones the cluster's CPU pool has nodes in: a regional cluster's three, or one."""
+        return 3 if self.cluster.regional else 1
+
+    @property
+    def deletion_protection(self) -> bool:
+        if self.cluster.deletion_protection is None:
+            return self.context.protect
+        return self.cluster.deletion_protection
+
+    @property
+    def auto_upgrade(self) -> bool:
+        """Whether node pools auto-upgrade; GKE requires it on a release channel."""
+        return self.cluster.release_channel != "NONE"
+
+    @property
+    def node_account_id(self) -> str:
+        """The node service account's id; teams and identities must not take it."""
+        return self.context.name("nodes")
+
+    @property
+    def node_service_account(self) -> str:
+        return service_account_email(self.node_account_id, self.context.project)
+
+    @property
+    def provisioner_account_id(self) -> str:
+        """Reserved whether or not the provisioner is enabled."""
+        return self.context.name(PROVISIONER_ACCOUNT)
+
+    @property
+    def provisioner_zone(self) -> str:
+        return self.context.zone_of(self.tpu_provisioner.zone)
+
+    @property
+    def provisioner_node_service_account(self) -> str:
+        """The account of the nodes the TPU provisioner creates."""
+        return self.tpu_provisioner.node_service_account or self.node_service_account
+
+    @property
+    def tpu_chips(self) -> int:
+        return sum(s.chips for s in self.tpu_slices)
+
+    def provisioned(self) -> dict[str, tuple[tpu_catalog.TpuShape, int]]:
+        """Quota source name (`tpuProvisioner.v5p-32`) -> the shape and the chips the
+        provisioner may create of it; empty when it is off. For a valid config."""
+        config = self.tpu_provisioner
+        if not config.enabled:
+            return {}
+        return {
+            f"{PROVISIONER_SOURCE}{accelerator}": (shape, config.quota[accelerator] * shape.chips)
+            for accelerator, shape in config.shapes().items()
+        }
+
+    def provisioned_nodes(self) -> int:
+        """The most nodes the provisioner's pools reach, for a valid config."""
+        config = self.tpu_provisioner
+        if not config.enabled:
+            return 0
+        return sum(config.quota[a] * shape.hosts for a, shape in config.shapes().items())
+
+    def quota_sources(self) -> dict[str, int]:
+        """Every name a team's quota may use, with the chips or GPUs behind it."""
+        return (
+            {s.name: s.chips for s in self.tpu_slices}
+            | {g.name: g.gpus for g in self.gpu_pools}
+            | {name: chips for name, (_, chips) in self.provisioned().items()}
+        )
+
+    @cached_property
+    def flavors(self) -> list[Flavor]:
+        """The Kueue flavors, derived once; for a valid config."""
+        return derive_flavors(self.tpu_slices, self.gpu_pools, self.provisioned())
+
+    @cached_property
+    def allocation(self) -> Allocation:
+        """Each team's nominal quota per flavor, and the cohort's; for a valid config."""
+        return allocate(self.flavors, {team.name: team.quota for team in self.teams})

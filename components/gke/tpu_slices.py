@@ -1,0 +1,131 @@
+"""TPU slice node pools. A slice entry names an accelerator type; the catalog decides machine
+type, topology and host count. Each multi-host slice is its own node pool (a slice is the unit
+GKE provisions, repairs and upgrades); identical single-host slices share one pool.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_gcp as gcp
+from pydantic import InstanceOf
+
+from components import tpu_catalog
+from components.base import Component, WiringModel
+from components.context import StackContext
+from components.gke.cluster import ClusterHandle
+from components.gke.config import TpuSliceConfig
+from components.gke.node_pools import hold_upgrades, node_config, pool_sizing
+from components.gke.quota import CAPACITY_LABEL
+from components.placement import workload_policy
+
+
+class TpuSliceArgs(WiringModel):
+    context: InstanceOf[StackContext]
+    cluster: InstanceOf[ClusterHandle]
+    config: TpuSliceConfig
+
+
+class TpuSlice(Component):
+    """The node pools of one `tpuSlices` entry, and its workload policy where tpu7x needs one."""
+
+    shape: tpu_catalog.TpuShape
+    node_pools: list[gcp.container.NodePool]
+
+    def __init__(self, name: str, args: TpuSliceArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ai-infra:gke:TpuSlice", name, opts)
+        cluster = args.cluster
+        ctx = args.context
+        config = args.config
+        shape = self.shape = config.shape
+        flex_start = config.provisioning == "flex-start"
+
+        placement = None
+        if shape.needs_workload_policy and config.count > 0:
+            policy = workload_policy(
+                self,
+                f"{name}-workload-policy",
+                project=ctx.project,
+                region=ctx.region,
+                name=ctx.name(config.name),
+                topology=shape.topology,
+            )
+            placement = gcp.container.NodePoolPlacementPolicyArgs(
+                type="COMPACT", policy_name=policy.name
+            )
+        elif shape.multi_host:
+            placement = gcp.container.NodePoolPlacementPolicyArgs(
+                type="COMPACT", tpu_topology=shape.topology
+            )
+
+        if shape.multi_host:
+            pools = [(f"{name}-{i}", pool, shape.hosts) for i, pool in enumerate(config.pool_names)]
+        else:
+            pools = [(f"{name}-pool", pool, config.count) for pool in config.pool_names]
+
+        # A multi-host slice cannot change shape in place: GKE adds no nodes to such a pool
+        # once it exists ("About TPUs in GKE"), and the provider updates neither its topology
+        # nor its machine type. A resize replaces the pool, deleting first: the new pool
+        # takes the same name.
+        replace_whole_slice = {
+            "replace_on_changes": ["placementPolicy", "nodeConfig.machineType", "nodeCount"],
+            "delete_before_replace": True,
+        }
+        self.node_pools = []
+        for resource_name, pool_name, nodes in pools:
+            labels = {
+                "ai-infra/pool": pool_name,
+                "ai-infra/slice": config.name,
+                CAPACITY_LABEL: config.provisioning,
+            }
+            # Dynamic Workload Scheduler creates flex-start nodes when a ProvisioningRequest
+            # asks for them; such a pool rests at zero and must not be auto-repaired. Its bound
+            # is per zone: GKE checks a multi-host slice against the per-zone maximum, which
+            # is 0 when only total limits are set (cluster-toolkit gke-node-pool works around
+            # the same; the API refuses "Maximum node count 0 ... TPU pod slice").
+            sizing = pool_sizing(nodes, flex_start=flex_start, per_zone=True)
+            self.node_pools.append(
+                gcp.container.NodePool(
+                    resource_name,
+                    project=cluster.project,
+                    cluster=cluster.name,
+                    location=cluster.location,
+                    name=pool_name,
+                    node_locations=[ctx.zone_of(config.zone)],
+                    placement_policy=placement,
+                    management=gcp.container.NodePoolManagementArgs(
+                        auto_repair=not flex_start, auto_upgrade=cluster.auto_upgrade
+                    ),
+                    # No surge: there is no spare TPU capacity to surge into.
+                    upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
+                        strategy="SURGE", max_surge=0, max_unavailable=1
+                    ),
+                    maintenance_policies=hold_upgrades(cluster.auto_upgrade),
+                    max_pods_per_node=config.max_pods_per_node,
+                    node_config=node_config(
+                        service_account=cluster.node_service_account,
+                        machine_type=shape.machine_type,
+                        disk_size_gb=100,
+                        disk_type=shape.family.boot_disk_type,
+                        labels=labels,
+                        resource_labels=cluster.resource_labels,
+                        image_streaming=cluster.image_streaming,
+                        provisioning=config.provisioning,
+                        reservation=config.reservation,
+                    ),
+                    node_count=sizing.node_count,
+                    initial_node_count=sizing.initial_node_count,
+                    autoscaling=sizing.autoscaling,
+                    queued_provisioning=sizing.queued_provisioning,
+                    opts=self.child_opts(**replace_whole_slice)
+                    if shape.multi_host
+                    else self.child_opts(),
+                )
+            )
+        self.register_outputs(
+            {
+                "accelerator": shape.accelerator,
+                "topology": shape.topology,
+                "chips": config.chips,
+                "nodePools": [p.name for p in self.node_pools],
+            }
+        )

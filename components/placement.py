@@ -1,0 +1,48 @@
+"""Compute Engine resource policies that keep a group of VMs close together: a compact group
+placement policy, or a HIGH_THROUGHPUT workload policy (with an accelerator topology for TPU
+slices). TPU slices, the TPU provisioner and GPU clusters all build theirs here.
+"""
+
+from __future__ import annotations
+
+import pulumi_gcp as gcp
+
+from components.base import Component
+
+
+def workload_policy(
+    parent: Component,
+    resource_name: str,
+    *,
+    project: str,
+    region: str,
+    name: str,
+    topology: str | None = None,
+) -> gcp.compute.ResourcePolicy:
+    """A HIGH_THROUGHPUT workload policy; `topology` is a TPU slice's accelerator topology."""
+    return gcp.compute.ResourcePolicy(
+        resource_name,
+        project=project,
+        region=region,
+        name=name,
+        workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+            type="HIGH_THROUGHPUT", accelerator_topology=topology
+        ),
+        opts=parent.child_opts(),
+    )
+
+
+def compact_policy(
+    parent: Component, resource_name: str, *, project: str, region: str, name: str
+) -> gcp.compute.ResourcePolicy:
+    """A group placement policy that collocates its VMs."""
+    return gcp.compute.ResourcePolicy(
+        resource_name,
+        project=project,
+        region=region,
+        name=name,
+        group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(
+            collocation="COLLOCATED"
+        ),
+        opts=parent.child_opts(),
+    )

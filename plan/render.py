@@ -1,0 +1,310 @@
+"""How the offline plan reads: the resource tree with the properties a reviewer checks, each
+system's own sections (`stacks.environment.describe`), a diff as `pulumi preview` shows it,
+and both as JSON for CI bots.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from components.tpu_catalog import resolve
+from components.tpu_vms.provider import node_names
+from plan.diff import GraphDiff, Op, ResourceChange, integral, jsonable, render_value
+from plan.engine import Graph, Registration
+from stacks import environment
+from stacks.config import StackConfig
+from stacks.messages import NAMESPACE
+
+
+def _short_type(type_: str) -> str:
+    return type_.rsplit(":", 1)[-1]
+
+
+def _short_key(key: str) -> str:
+    """`ai-infra:tpuSlices[2]` -> `tpuSlices[2]`; other namespaces (`gcp:project`) stay."""
+    return key.removeprefix(f"{NAMESPACE}:")
+
+
+def details(r: Registration) -> str:
+    """The properties a reviewer checks for this kind of resource."""
+    i = integral(r.inputs)
+    t = r.type
+    parts: list[str] = []
+    if t == "gcp:container/nodePool:NodePool":
+        nc = i.get("nodeConfig", {})
+        parts.append(f"machine={nc.get('machineType')}")
+        if nc.get("diskType") or nc.get("diskSizeGb"):
+            parts.append(f"disk={nc.get('diskType')}:{nc.get('diskSizeGb')}GB")
+        if "nodeCount" in i:
+            parts.append(f"nodes={i['nodeCount']}")
+        autoscaling = i.get("autoscaling")
+        if autoscaling:
+            low = autoscaling.get("minNodeCount", autoscaling.get("totalMinNodeCount"))
+            high = autoscaling.get("maxNodeCount", autoscaling.get("totalMaxNodeCount"))
+            parts.append(f"autoscale={low}..{high}")
+        placement = i.get("placementPolicy")
+        if placement:
+            parts.append(f"placement={placement.get('type')}")
+            if placement.get("tpuTopology"):
+                parts.append(f"topology={placement['tpuTopology']}")
+            if placement.get("policyName"):
+                parts.append(f"policy={placement['policyName']}")
+        for gpu in nc.get("guestAccelerators") or []:
+            parts.append(f"gpu={gpu.get('count')}x{gpu.get('type')}")
+        if nc.get("spot"):
+            parts.append("spot")
+        if nc.get("flexStart"):
+            parts.append("flex-start")
+        reservation = nc.get("reservationAffinity") or {}
+        if reservation.get("consumeReservationType") == "SPECIFIC_RESERVATION":
+            parts.append(f"reservation={','.join(reservation.get('values', []))}")
+        if i.get("nodeLocations"):
+            parts.append(f"zones={','.join(i['nodeLocations'])}")
+        held = [
+            hold
+            for policy in i.get("maintenancePolicies") or []
+            for hold in policy.get("exclusionUntilEndOfSupports") or []
+            if hold.get("enabled")
+        ]
+        if held:
+            parts.append("upgrades=held-until-end-of-support")
+    elif t == "gcp:container/cluster:Cluster":
+        private = i.get("privateClusterConfig", {})
+        parts += [
+            f"location={i.get('location')}",
+            f"channel={i.get('releaseChannel', {}).get('channel')}",
+            f"privateNodes={private.get('enablePrivateNodes')}",
+            f"masterCidr={private.get('masterIpv4CidrBlock')}",
+            f"workloadPool={i.get('workloadIdentityConfig', {}).get('workloadPool')}",
+            f"deletionProtection={i.get('deletionProtection')}",
+        ]
+    elif t == "gcp:compute/subnetwork:Subnetwork":
+        ranges = ", ".join(
+            f"{s['rangeName']}={s['ipCidrRange']}" for s in i.get("secondaryIpRanges", [])
+        )
+        parts.append(f"cidr={i.get('ipCidrRange')} {ranges}")
+    elif t == "gcp:compute/firewall:Firewall":
+        ports = ",".join(
+            f"{a['protocol']}{':' + '/'.join(a['ports']) if a.get('ports') else ''}"
+            for a in i.get("allows", [])
+        )
+        parts.append(f"from={','.join(i.get('sourceRanges', []))} allow={ports}")
+    elif t.endswith("IAMMember"):
+        parts.append(f"{i.get('role')} -> {i.get('member')}")
+    elif t == "gcp:serviceaccount/account:Account":
+        parts.append(f"id={i.get('accountId')}")
+    elif t == "gcp:storage/bucket:Bucket":
+        parts += [
+            f"name={i.get('name')}",
+            f"location={i.get('location')}",
+            f"publicAccessPrevention={i.get('publicAccessPrevention')}",
+            f"forceDestroy={i.get('forceDestroy')}",
+        ]
+    elif t == "gcp:projects/service:Service":
+        parts.append(str(i.get("service")))
+    elif t == "gcp:compute/instanceTemplate:InstanceTemplate":
+        parts.append(f"machine={i.get('machineType')}")
+        parts += [f"gpu={g.get('count')}x{g.get('type')}" for g in i.get("guestAccelerators", [])]
+        parts.append(f"nics={len(i.get('networkInterfaces', []))}")
+        if i.get("scheduling", {}).get("provisioningModel") == "SPOT":
+            parts.append("spot")
+    elif t == "gcp:compute/instanceGroupManager:InstanceGroupManager":
+        parts.append(f"name={i.get('name')} vms={i.get('targetSize')} zone={i.get('zone')}")
+    elif t == "gcp:filestore/instance:Instance":
+        share = i.get("fileShares", {})
+        parts.append(f"{i.get('tier')} {share.get('capacityGb')}GiB in {i.get('location')}")
+    elif t == "gcp:compute/resourcePolicy:ResourcePolicy" and "groupPlacementPolicy" in i:
+        parts.append(f"placement={i['groupPlacementPolicy'].get('collocation')}")
+    elif t == "gcp:compute/resourcePolicy:ResourcePolicy":
+        policy = i.get("workloadPolicy", {})
+        parts.append(f"workload={policy.get('type')} topology={policy.get('acceleratorTopology')}")
+    elif t == "pulumi-python:dynamic/tpu:QueuedResource":
+        shape = resolve(i["acceleratorType"])
+        nodes = node_names(i["nodePrefix"], i["nodeCount"])
+        parts += [
+            f"id={i['queuedResourceId']} {i['nodeCount']} x {shape.accelerator}",
+            f"slices={','.join(nodes)}",
+            f"chips={shape.chips * i['nodeCount']}",
+            f"capacity={i['capacity']}",
+            *([f"reservation={i['reservationName']}"] if i["reservationName"] else []),
+            f"runtime={i['runtimeVersion']} zone={i['zone']} publicIps={i['enableExternalIps']}",
+        ]
+    elif "name" in i and isinstance(i["name"], str):
+        parts.append(f"name={i['name']}")
+    if t.startswith("kubernetes:"):
+        meta = i.get("metadata") or {}
+        name = meta.get("name") or i.get("name")
+        namespace = meta.get("namespace") or i.get("namespace")
+        parts = [f"{namespace}/{name}" if namespace else str(name)] if name else []
+        parts += _kubernetes_details(t, i)
+    if r.protect:
+        parts.append("[protected]")
+    return " ".join(str(p) for p in parts)
+
+
+def _kubernetes_details(type_: str, inputs: dict[str, Any]) -> list[str]:
+    spec = inputs.get("spec") or {}
+    if type_.endswith("ClusterQueue"):
+        quotas = []
+        for group in spec.get("resourceGroups", []):
+            for flavor in group.get("flavors", []):
+                for resource in flavor.get("resources", []):
+                    quotas.append(f"{flavor['name']}:{resource['name']}={resource['nominalQuota']}")
+        return [f"cohort={spec.get('cohortName')}", *quotas]
+    if type_.endswith("LocalQueue"):
+        return [f"clusterQueue={spec.get('clusterQueue')}"]
+    if type_.endswith("helm.sh/v3:Release"):
+        return [f"chart={inputs.get('chart')}@{inputs.get('version')}"]
+    if type_ == "kubernetes:yaml/v2:ConfigGroup":
+        return [", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in inputs.get("objs", []))]
+    if type_ == "kubernetes:apps/v1:Deployment":
+        pod = ((spec.get("template") or {}).get("spec")) or {}
+        images = [c.get("image", "") for c in pod.get("containers", [])]
+        return [f"image={i}" + ("" if "@sha256:" in i else " (mutable tag)") for i in images]
+    if type_ == "kubernetes:core/v1:ConfigMap" and "GCP_ZONE" in (inputs.get("data") or {}):
+        data = inputs["data"]
+        return [
+            f"zone={data['GCP_ZONE']}",
+            f"nodeServiceAccount={data['GCP_NODE_SERVICE_ACCOUNT']}",
+        ]
+    if type_.endswith("ServiceAccount"):
+        annotations = (inputs.get("metadata") or {}).get("annotations") or {}
+        return [f"gsa={annotations.get('iam.gke.io/gcp-service-account')}"]
+    return []
+
+
+def _header(graph: Graph, config: StackConfig, stack: str) -> str:
+    resources = len(graph.resources_to_apply)
+    return (
+        f"Plan for stack '{stack}' (project {config.project}, {config.region}): "
+        f"{resources} resources, {len(graph) - resources} components"
+    )
+
+
+def render(graph: Graph, config: StackConfig, stack: str) -> str:
+    lines = [_header(graph, config, stack), ""]
+    by_parent: dict[str, list[Registration]] = {}
+    for r in graph:
+        by_parent.setdefault(r.parent, []).append(r)
+    urns = set(graph.urns)
+    keys = graph.config_keys()
+
+    def walk(r: Registration, depth: int) -> None:
+        indent = "  " * depth
+        applied = r.custom or r.remote
+        label = f"{indent}{'+' if applied else '#'} {_short_type(r.type)} {r.name}"
+        if applied:
+            shown = details(r)
+        else:
+            key = keys.get(r.urn) if r.parent not in urns else None
+            shown = f"({_short_key(key)})" if key else ""
+        lines.append(f"{label}  {shown}".rstrip())
+        for child in by_parent.get(r.urn, []):
+            walk(child, depth + 1)
+
+    for r in graph:
+        if r.parent not in urns:
+            walk(r, 0)
+
+    lines += ["", "Resources by type:"]
+    for type_, count in sorted(Counter(r.type for r in graph.resources_to_apply).items()):
+        lines.append(f"  {count:4d}  {type_}")
+    for title, section in environment.describe(config):
+        lines += ["", f"{title}:", *section]
+    return "\n".join(lines)
+
+
+def _resource_line(change: ResourceChange, keys: dict[str, str]) -> str:
+    r = change.resource
+    key = keys.get(r.urn)
+    parts = [f"{change.op.symbol} {_short_type(r.type)} {r.name}"]
+    if key:
+        parts.append(f"({_short_key(key)})")
+    if change.op in (Op.CREATE, Op.DELETE):
+        parts.append(details(r))
+    return "  ".join(p for p in parts if p)
+
+
+def render_diff(changes: GraphDiff, keys: dict[str, str], heading: str) -> str:
+    """The resources that differ, each with its changed inputs (old → new), then the counts."""
+    lines = [heading, ""]
+    for change in changes:
+        if change.is_component:
+            continue
+        lines.append(_resource_line(change, keys))
+        for c in change.changes:
+            forces = "  (forces replacement)" if c.replaces else ""
+            lines.append(
+                f"    {c.rendered_path}: {render_value(c.old)} → {render_value(c.new)}{forces}"
+            )
+        if change.protect is not None:
+            old, new = change.protect
+            lines.append(f"    [protect]: {json.dumps(old)} → {json.dumps(new)}")
+    if len(lines) == 2:
+        lines.append("No changes.")
+    lines += ["", changes.summary()]
+    return "\n".join(lines)
+
+
+def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
+    keys = graph.config_keys()
+    applied = graph.resources_to_apply
+    return {
+        "stack": stack,
+        "project": config.project,
+        "region": config.region,
+        "resources": [
+            {
+                "urn": r.urn,
+                "type": r.type,
+                "name": r.name,
+                "parent": r.parent or None,
+                "component": not (r.custom or r.remote),
+                "configKey": keys.get(r.urn),
+                "protect": r.protect,
+                "details": details(r) if r.custom or r.remote else "",
+                "inputs": jsonable(r.inputs),
+            }
+            for r in graph
+        ],
+        "counts": {
+            "resources": len(applied),
+            "components": len(graph) - len(applied),
+            "byType": dict(sorted(Counter(r.type for r in applied).items())),
+        },
+        "tpuChips": config.gke.tpu_chips,
+    }
+
+
+def diff_json(changes: GraphDiff, keys: dict[str, str], base: str) -> dict[str, Any]:
+    return {
+        "base": base,
+        "summary": {op.value: count for op, count in changes.counts().items()},
+        "resources": [
+            {
+                "op": change.op.value,
+                "urn": change.urn,
+                "type": change.resource.type,
+                "name": change.resource.name,
+                "configKey": keys.get(change.urn),
+                "changes": [
+                    {
+                        "path": c.rendered_path,
+                        "old": jsonable(c.old),
+                        "new": jsonable(c.new),
+                        "replaces": c.replaces,
+                    }
+                    for c in change.changes
+                ],
+                "protect": (
+                    {"old": change.protect[0], "new": change.protect[1]}
+                    if change.protect is not None
+                    else None
+                ),
+            }
+            for change in changes
+            if not change.is_component
+        ],
+    }

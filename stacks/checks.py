@@ -1,0 +1,71 @@
+"""Every cross-check of a stack config whose shapes are valid. Each system owns the checks of
+its own keys; this module only collects them, adds the stack-wide ones (zone, labels) and the
+ones that span systems: who owns each service account, and how many addresses the subnet has.
+"""
+
+from __future__ import annotations
+
+from components import buckets, gke, gpu_clusters, locations, network, slurm, tpu_vms
+from components.base import Problem, under
+from components.context import label_problems
+from components.identity import ownership_problems
+from stacks.config import StackConfig
+
+
+def problems(config: StackConfig) -> list[Problem]:
+    """Every problem of a config whose shapes are valid, at its stack path."""
+    ctx = config.context
+    found: list[Problem] = []
+    if problem := locations.zone_problem(config.zone, config.region):
+        found.append(Problem(("zone",), problem))
+    found += under("labels", label_problems(config.labels))
+    network_problems = under("network", network.problems(config.network))
+    found += network_problems
+    bucket_names = [b.name for b in config.buckets]
+    gke_problems = gke.problems(
+        config.gke,
+        network_config=None if network_problems else config.network,
+        buckets=bucket_names,
+    )
+    found += gke_problems
+    found += under(
+        "gpuClusters", gpu_clusters.problems(config.gpu_clusters, ctx, buckets=bucket_names)
+    )
+    found += under("buckets", buckets.problems(config.buckets, ctx))
+    vm_problems = under("tpuVms", tpu_vms.problems(config.tpu_vms, ctx, buckets=bucket_names))
+    found += vm_problems
+    if config.slurm is not None:
+        found += under("slurm", slurm.problems(config.slurm, ctx, buckets=bucket_names))
+    found += ownership(config)
+    pools_valid = not any(p.path[:1] in (("tpuSlices",), ("gpuPools",)) for p in gke_problems)
+    if pools_valid and not vm_problems and not network_problems:
+        found += under(
+            "network",
+            tpu_vms.subnet_problems(
+                config.tpu_vms,
+                subnet_cidr=config.network.subnet_cidr,
+                gke_nodes=gke.max_nodes(config.gke),
+            ),
+        )
+    return found
+
+
+def ownership(config: StackConfig) -> list[Problem]:
+    """Each Google service account id and each Kubernetes service account has one owner: the
+    node pools, the TPU provisioner, a team, a workload identity, a TPU VM entry, a GPU
+    cluster or the Slurm cluster."""
+    ctx = config.context
+    accounts = gke.account_claims(config.gke)
+    if config.slurm is not None:
+        accounts += slurm.account_claims(ctx)
+    accounts += tpu_vms.account_claims(config.tpu_vms, ctx)
+    accounts += gpu_clusters.account_claims(config.gpu_clusters, ctx)
+    # The program's own accounts (one per key) claim first, so that a clash is reported at
+    # the list entry that can be renamed. Two entries of one list with one account id have
+    # one name, which duplicate_names already reports.
+    accounts.sort(key=lambda claim: len(claim[0]) > 1)
+    return ownership_problems(
+        accounts, "service account id", "name", within_a_key=False
+    ) + ownership_problems(
+        gke.kubernetes_account_claims(config.gke), "Kubernetes service account", "serviceAccount"
+    )
