@@ -132,7 +132,7 @@ class TpuCleanupProvider(ResourceProvider):
         self._clean(props["project"], props["cluster"], props["nodesets"])
 
 
-class TpuCleanup(Resource):
+class TpuCleanup(Resource, module="slurm", name="TpuCleanup"):
     """Deleted after the controller and before the subnet: see SlurmCluster."""
 
     def __init__(

@@ -227,7 +227,7 @@ class ScriptsProvider(ResourceProvider):
             self.bucket.delete(props["bucket"], f"{props['prefix']}/{zip_name}")
 
 
-class SlurmScripts(Resource):
+class SlurmScripts(Resource, module="slurm", name="RuntimeScripts"):
     """The runtime script zips under `<bucket>/<prefix>/`."""
 
     md5: pulumi.Output[dict[str, str]]

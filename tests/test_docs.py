@@ -1,0 +1,297 @@
+"""The README and docs/ are the front door and the manual: every YAML example in them builds and
+registers what its inventory pins, every config field is in exactly one generated reference,
+and the README's two commands are what CI runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_origin
+
+import jsonschema
+import pytest
+import yaml
+
+from components.base import ConfigModel
+from plan.engine import REPO_ROOT, Graph
+from stacks import reference
+from stacks.config import StackConfig
+from stacks.messages import config_model_in
+from tests.conftest import build_graph
+
+DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+_EXAMPLE = re.compile(r"<!-- example: (\S+) -->\n```yaml\n(.*?)```", re.S)
+_ANY_YAML = re.compile(r"```yaml\n")
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    doc: Path
+    config: dict[str, Any]
+
+
+def examples() -> dict[str, Example]:
+    """Every marked YAML example of the README and docs/, by name; names are unique."""
+    found: dict[str, Example] = {}
+    for doc in DOCS:
+        for match in _EXAMPLE.finditer(doc.read_text()):
+            name = match[1]
+            assert name not in found, f"example {name} is in {found[name].doc} and {doc}"
+            found[name] = Example(name, doc, yaml.safe_load(match[2])["config"])
+    return found
+
+
+# What each example registers: resources by type, and the values that make it the example it
+# says it is. A change to an example, or to what the program makes of it, shows here.
+COMMON = {
+    "gcp:compute/firewall:Firewall": 3,
+    "gcp:compute/network:Network": 1,
+    "gcp:compute/router:Router": 1,
+    "gcp:compute/routerNat:RouterNat": 1,
+    "gcp:compute/subnetwork:Subnetwork": 1,
+    "gcp:container/cluster:Cluster": 1,
+    "gcp:projects/service:Service": 12,
+    "kubernetes:core/v1:Namespace": 2,
+    "kubernetes:helm.sh/v3:Release": 2,
+    "kubernetes:kueue.x-k8s.io/v1beta2:Cohort": 1,
+    "kubernetes:yaml/v2:ConfigGroup": 1,
+    "pulumi:providers:kubernetes": 1,
+}
+"""What every stack registers with today's GKE environment: the network, the cluster, the
+project services, JobSet and Kueue."""
+INVENTORY: dict[str, dict[str, int]] = {
+    "minimal": COMMON
+    | {
+        "gcp:container/nodePool:NodePool": 2,
+        "gcp:projects/iAMMember:IAMMember": 3,
+        "gcp:serviceaccount/account:Account": 1,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+    },
+    "gke-teams": COMMON
+    | {
+        "gcp:container/nodePool:NodePool": 2,
+        "gcp:projects/iAMMember:IAMMember": 4,
+        "gcp:serviceaccount/account:Account": 3,
+        "gcp:serviceaccount/iAMMember:IAMMember": 2,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 2,
+        "kubernetes:core/v1:Namespace": 4,
+        "kubernetes:core/v1:ServiceAccount": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 1,
+    },
+    "provisioner": COMMON
+    | {
+        "gcp:container/nodePool:NodePool": 2,
+        "gcp:projects/iAMMember:IAMMember": 4,
+        "gcp:serviceaccount/account:Account": 4,
+        "gcp:serviceaccount/iAMMember:IAMMember": 4,
+        "kubernetes:apps/v1:Deployment": 1,
+        "kubernetes:core/v1:ConfigMap": 1,
+        "kubernetes:core/v1:Namespace": 5,
+        "kubernetes:core/v1:ServiceAccount": 3,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": 1,
+        "kubernetes:rbac.authorization.k8s.io/v1:Role": 1,
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 1,
+    },
+    "tpu-vms": COMMON
+    | {
+        "gcp:container/nodePool:NodePool": 1,
+        "gcp:projects/iAMMember:IAMMember": 5,
+        "gcp:serviceaccount/account:Account": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "pulumi-python:dynamic/tpu:QueuedResource": 1,
+    },
+    "gpu-cluster": COMMON
+    | {
+        "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:container/nodePool:NodePool": 1,
+        "gcp:projects/iAMMember:IAMMember": 5,
+        "gcp:serviceaccount/account:Account": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+    },
+    "slurm": COMMON
+    | {
+        "gcp:compute/disk:Disk": 1,
+        "gcp:compute/firewall:Firewall": 5,
+        "gcp:compute/instance:Instance": 2,
+        "gcp:container/nodePool:NodePool": 1,
+        "gcp:projects/iAMMember:IAMMember": 11,
+        "gcp:serviceaccount/account:Account": 4,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
+        "gcp:storage/bucketObject:BucketObject": 5,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
+        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
+    },
+}
+
+
+def _one(graph: Graph, type_: str) -> dict[str, Any]:
+    (found,) = graph.of_type(type_)
+    return found.inputs
+
+
+def _pool(graph: Graph, name: str) -> dict[str, Any]:
+    pools = [
+        p for p in graph.of_type("gcp:container/nodePool:NodePool") if p.inputs["name"] == name
+    ]
+    assert len(pools) == 1, [p.urn for p in pools]
+    return pools[0].inputs
+
+
+def _quotas(graph: Graph) -> dict[str, float]:
+    return {
+        queue.inputs["metadata"]["name"]: resource["nominalQuota"]
+        for queue in graph.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+        for group in queue.inputs["spec"]["resourceGroups"]
+        for flavor in group["flavors"]
+        for resource in flavor["resources"]
+        if resource["name"] == "google.com/tpu"
+    }
+
+
+def _key_values(name: str, graph: Graph) -> None:
+    """The values each example is there to show."""
+    if name == "minimal":
+        train = _pool(graph, "train-0")
+        assert (train["nodeCount"], train["nodeConfig"]["machineType"]) == (4, "ct5p-hightpu-4t")
+        assert train["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "2x2x4"}
+    elif name == "gke-teams":
+        assert _pool(graph, "pretrain-0")["nodeCount"] == 8
+        assert _quotas(graph) == {"research": 16, "applied": 16}
+    elif name == "provisioner":
+        config_map = _one(graph, "kubernetes:core/v1:ConfigMap")["data"]
+        assert (config_map["GCP_ZONE"], config_map["PROVIDER"]) == ("us-east5-a", "gke")
+        # The provisioner's 64 chips of v5p-32: 32 named by applied, the rest to research; the
+        # fixed slice's 16 split evenly.
+        assert _quotas(graph) == {"research": 40, "applied": 40}
+    elif name == "tpu-vms":
+        qr = _one(graph, "pulumi-python:dynamic/tpu:QueuedResource")
+        assert (qr["acceleratorType"], qr["nodeCount"], qr["capacity"]) == ("v4-8", 2, "reserved")
+    elif name == "gpu-cluster":
+        template = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")
+        assert template["machineType"] == "a2-highgpu-2g"
+        assert template["guestAccelerators"] == [{"type": "nvidia-tesla-a100", "count": 2}]
+        assert (
+            _one(graph, "gcp:compute/instanceGroupManager:InstanceGroupManager")["targetSize"] == 1
+        )
+    elif name == "slurm":
+        names = {r.inputs["name"] for r in graph.of_type("gcp:compute/instance:Instance")}
+        assert names == {"tpu-controller", "tpu-login-0"}
+    else:
+        raise AssertionError(f"no key values pinned for example {name}")
+
+
+def test_every_yaml_example_in_the_docs_is_marked():
+    for doc in DOCS:
+        text = doc.read_text()
+        assert len(_ANY_YAML.findall(text)) == len(_EXAMPLE.findall(text)), (
+            f"{doc.relative_to(REPO_ROOT)} has a ```yaml block without <!-- example: NAME -->"
+        )
+
+
+def test_the_inventory_pins_exactly_the_docs_examples():
+    assert set(examples()) == set(INVENTORY)
+
+
+@pytest.mark.parametrize("name", sorted(INVENTORY))
+def test_a_docs_example_registers_its_inventory(name: str):
+    example = examples()[name]
+    graph = build_graph(example.config, stack=name)
+    counts = Counter(r.type for r in graph.resources_to_apply)
+    assert dict(sorted(counts.items())) == dict(sorted(INVENTORY[name].items())), example.doc
+    _key_values(name, graph)
+
+
+def test_docs_examples_validate_against_the_stack_file_schema():
+    validator = jsonschema.Draft7Validator(json.loads(reference.SCHEMA.read_text()))
+    for name, example in examples().items():
+        errors = [e.message for e in validator.iter_errors({"config": example.config})]
+        assert errors == [], name
+
+
+def _fields(model: type[ConfigModel], path: str) -> list[str]:
+    names = []
+    for field, info in model.model_fields.items():
+        key = f"{path}{info.alias or field}"
+        names.append(key)
+        nested = config_model_in(info.annotation)
+        if nested is not None:
+            sub = f"{key}[]." if get_origin(info.annotation) is list else f"{key}."
+            names += _fields(nested, sub)
+    return names
+
+
+def _documented(doc: str) -> dict[str, set[str]]:
+    """First-column keys of each table in a doc's config reference, by the heading above."""
+    text = (reference.DOCS / doc).read_text()
+    block = text[text.index(reference.BEGIN) : text.index(reference.END)]
+    tables: dict[str, set[str]] = {}
+    heading = ""
+    for line in block.splitlines():
+        if line.startswith("### "):
+            heading = line.removeprefix("### ").strip("`")
+        elif match := re.match(r"\| `([^`]+)` \|", line):
+            tables.setdefault(heading, set()).add(match[1])
+    return tables
+
+
+def test_every_config_field_is_documented_once_by_its_exact_key():
+    placed = [name for names in reference.REFERENCES.values() for name in names]
+    assert sorted(placed) == sorted(StackConfig.model_fields)
+    for doc, names in reference.REFERENCES.items():
+        expected: dict[str, set[str]] = {}
+        for name in names:
+            info = StackConfig.model_fields[name]
+            key = reference.stack_key(name, info)
+            nested = config_model_in(info.annotation)
+            if nested is None:
+                expected.setdefault("Top-level keys", set()).add(key)
+            else:
+                expected[key] = set(_fields(nested, ""))
+        assert _documented(doc) == expected, doc
+
+
+def test_the_generated_references_and_schema_are_current():
+    for doc in reference.REFERENCES:
+        text = (reference.DOCS / doc).read_text()
+        assert reference.with_reference(doc, text) == text, (
+            f"docs/{doc} is stale: run uv run python -m stacks.reference"
+        )
+    assert reference.SCHEMA.read_text() == reference.schema_text(), (
+        "schema/ is stale: run uv run python -m stacks.reference"
+    )
+
+
+def test_two_commands_set_up_a_fresh_clone():
+    # All a fresh clone needs; `uv run` creates the venv and compiles bytecode (pyproject).
+    readme = (REPO_ROOT / "README.md").read_text()
+    block = re.search(r"## Two commands\n.*?```sh\n(.*?)```", readme, re.S)
+    assert block is not None
+    commands = [line.split("#")[0].strip() for line in block[1].splitlines()]
+    assert commands == ["uv run python -m plan dev", "uv run pytest"]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^uv run pytest$", ci, re.M)
+
+
+def test_every_doc_link_resolves():
+    for doc in DOCS:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", doc.read_text()):
+            assert (doc.parent / target).exists(), f"{doc.name} links to missing {target}"
