@@ -226,7 +226,7 @@ class TpuSliceConfig(ConfigModel):
     """Identical slices to create; 0 keeps the entry (and its queue flavor) with no nodes."""
     zone: Zone | None = None
     """Defaults to `gcp:zone`; must be in `gcp:region` and a zone Cloud TPU documents for the
-    family (the README lists them under "How TPU sizes resolve")."""
+    family (docs/gke.md lists them under "How TPU sizes resolve")."""
     allow_unlisted_zone: bool = False
     """Accept a zone the catalog does not list for the family (one Google added since)."""
     max_pods_per_node: int = Field(default=TPU_MAX_PODS_PER_NODE, ge=8, le=256)
