@@ -255,6 +255,30 @@ def grant_bucket_access(
     )
 
 
+def grant_access(
+    parent: Component,
+    owner: str,
+    buckets: BucketsHandle,
+    access: Mapping[str, BucketAccess],
+    *,
+    member: str,
+    depends_on: Iterable[pulumi.Resource] = (),
+) -> list[gcp.storage.BucketIAMMember]:
+    """The object access an entry's `buckets:` map names (`read`, `write`, `admin`), one
+    grant per stack bucket."""
+    return [
+        grant_bucket_access(
+            parent,
+            owner,
+            buckets[bucket],
+            role=ACCESS_ROLES[level],
+            member=member,
+            depends_on=depends_on,
+        )
+        for bucket, level in access.items()
+    ]
+
+
 @dataclass(frozen=True)
 class BucketsHandle:
     """The stack's buckets by their `ai-infra:buckets` name, for systems that grant access to

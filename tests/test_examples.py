@@ -6,10 +6,10 @@ import yaml
 
 from components.tpu_catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE
 from plan.engine import REPO_ROOT, load_stack_config
-from stacks.config import parse
+from stacks.loading import parse
 from tests.conftest import build_graph
 from tests.crd_schema import validate
-from tests.test_kueue import nominal, objects_of
+from tests.gke.test_kueue import nominal, objects_of
 
 EXAMPLE = REPO_ROOT / "examples" / "multislice-jobset.yaml"
 

@@ -13,7 +13,8 @@ import yaml
 from components.base import ConfigModel
 from plan.engine import REPO_ROOT
 from stacks import reference
-from stacks.config import StackConfig, config_model_in
+from stacks.config import StackConfig
+from stacks.messages import config_model_in
 from tests.conftest import build_graph
 
 README = (REPO_ROOT / "README.md").read_text()

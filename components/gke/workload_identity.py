@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from pydantic import Field, InstanceOf, SkipValidation
 
 from components.base import Component, WiringModel
-from components.buckets import ACCESS_ROLES, BucketAccess, BucketsHandle, grant_bucket_access
+from components.buckets import BucketAccess, BucketsHandle, grant_access
 from components.context import StackContext
 from components.identity import Identity, account_grant, service_account
 
@@ -76,13 +76,13 @@ class WorkloadIdentity(Component):
             member=self.workload_member,
             depends_on=[account],
         )
-        for bucket, access in args.buckets.items():
+        if args.buckets:
             assert args.bucket_handle is not None, "bucket access needs the stack's buckets"
-            grant_bucket_access(
+            grant_access(
                 self,
                 name,
-                args.bucket_handle[bucket],
-                role=ACCESS_ROLES[access],
+                args.bucket_handle,
+                args.buckets,
                 member=self.member,
                 depends_on=[account],
             )

@@ -10,7 +10,7 @@ import pulumi
 from pydantic import InstanceOf
 
 from components.base import Component, WiringModel
-from components.buckets import ACCESS_ROLES, BucketsHandle, grant_bucket_access
+from components.buckets import BucketsHandle, grant_access
 from components.context import StackContext
 from components.identity import service_account
 from components.network import NetworkHandle
@@ -76,17 +76,14 @@ class TpuVms(Component):
                 display_name=f"TPU VMs {config.name}",
                 roles=(*NODE_ROLES, *config.roles),
             )
-            grants = [
-                grant_bucket_access(
-                    self,
-                    name,
-                    args.buckets[bucket],
-                    role=ACCESS_ROLES[access],
-                    member=identity.member,
-                    depends_on=[identity.account],
-                )
-                for bucket, access in config.buckets.items()
-            ]
+            grants = grant_access(
+                self,
+                name,
+                args.buckets,
+                config.buckets,
+                member=identity.member,
+                depends_on=[identity.account],
+            )
             self.service_account_email = identity.email
             # The VMs log from their first boot, and startup scripts may read buckets at once.
             waits_for = [*identity.ready, *grants]

@@ -6,7 +6,7 @@ import asyncio
 
 import yaml
 
-from components.gke import NODE_SA_ROLES
+from components.gke.cluster import NODE_SA_ROLES
 from components.network import pods_per_node_prefix
 from plan.engine import run_program
 from tests.conftest import with_config

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.kueue import CHARTS
+from components.gke.kueue import CHARTS
 from tests.crd_schema import CRDS, validate
 
 

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.kueue import CHARTS, MANAGED_NAMESPACE_LABEL
-from components.quota import tpu_flavor_name
+from components.gke.kueue import CHARTS, MANAGED_NAMESPACE_LABEL
+from components.gke.quota import tpu_flavor_name
 from plan.engine import Graph, list_stacks, load_stack_config
-from stacks.config import parse
+from stacks.loading import parse
 from tests.conftest import build_graph, with_config
 from tests.crd_schema import validate
 

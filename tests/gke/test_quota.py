@@ -8,11 +8,10 @@ import itertools
 
 import pytest
 
-from components.gpu_pools import GPU_RESOURCE, GpuPoolConfig
-from components.quota import Allocation, Flavor, Share, Source, allocate, derive_flavors
-from components.teams import TeamConfig
+from components.gke.config import GpuPoolConfig, Share, TeamConfig, TpuSliceConfig
+from components.gke.quota import Allocation, Flavor, Source, allocate, derive_flavors
+from components.gpu_catalog import GPU_RESOURCE
 from components.tpu_catalog import TPU_RESOURCE
-from components.tpu_slices import TpuSliceConfig
 
 
 def flavor(name: str, *sources: tuple[str, int]) -> Flavor:

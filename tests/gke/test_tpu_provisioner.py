@@ -14,13 +14,15 @@ import yaml
 from pydantic import ValidationError
 
 from components.tpu_catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, resolve
-from components.tpu_provisioner import TpuProvisionerConfig, is_digest_pinned
-from plan.__main__ import main as plan_main
+from components.gke.config import TpuProvisionerConfig
+from components.types import is_digest_pinned
+from plan.cli import main as plan_main
 from plan.engine import REPO_ROOT, Graph, record_program
-from stacks.config import ConfigError, parse
+from stacks.loading import parse
+from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
 from tests.crd_schema import validate
-from tests.test_kueue import nominal, objects_of
+from tests.gke.test_kueue import nominal, objects_of
 from tests.test_readme import examples
 
 DIGEST = "sha256:" + "ab" * 32

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from components.startup_script import (
+from components.gpu_clusters.boot import (
     GCSFUSE_VERSION,
     GOOGLE_APT_KEY,
     OPS_AGENT_REPO_SCRIPT,

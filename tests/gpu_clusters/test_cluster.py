@@ -8,16 +8,12 @@ from typing import Any
 import pytest
 
 from components import gpu_catalog
-from components.gpu_clusters import (
-    DEFAULT_IMAGE_FAMILY,
-    RESERVED_METADATA,
-    GpuCluster,
-    GpuClusterArgs,
-    GpuClusterConfig,
-    warnings,
-)
+from components.gpu_clusters.checks import warnings
+from components.gpu_clusters.cluster import GpuCluster, GpuClusterArgs
+from components.gpu_clusters.config import DEFAULT_IMAGE_FAMILY, RESERVED_METADATA, GpuClusterConfig
 from plan.engine import record_program
-from stacks.config import ConfigError, parse
+from stacks.loading import parse
+from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
 
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"

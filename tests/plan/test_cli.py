@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from plan.__main__ import main
+from plan.cli import main
 
 
 def test_dev_plan_shows_what_a_reviewer_checks(capsys):

@@ -13,7 +13,7 @@ import pulumi_gcp as gcp
 import pytest
 import yaml
 
-from plan.__main__ import main, run
+from plan.cli import main, run
 from plan.diff import Op, diff
 from plan.engine import list_stacks, load_stack_config, record_program
 from plan.replacements import REPLACE_ON_CHANGES, replaces

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from components.slurm_boot import BootScript, render
+from components.slurm.boot import BootScript, render
 
 STUBS = {
     "curl": """#!/bin/bash

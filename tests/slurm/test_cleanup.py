@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from components.slurm_cleanup import TpuCleanupProvider, owned
+from components.slurm.cleanup import TpuCleanupProvider, owned
 from tests.conftest import build_graph
-from tests.test_slurm_config import stack
+from tests.slurm.test_config import stack
 
 ZONE = "us-central2-b"
 

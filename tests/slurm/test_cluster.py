@@ -9,7 +9,7 @@ import yaml
 
 from plan.engine import Graph, Registration
 from tests.conftest import build_graph
-from tests.test_slurm_config import stack
+from tests.slurm.test_config import stack
 
 PROJECT = "test-project"
 CTL = f"serviceAccount:ai-test-slurm-ctl@{PROJECT}.iam.gserviceaccount.com"
@@ -375,9 +375,9 @@ def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
 def test_the_readme_slurm_example_builds_and_the_plan_shows_it():
     import re
 
-    from plan.__main__ import render
+    from plan.render import render
     from plan.engine import REPO_ROOT
-    from stacks.config import parse
+    from stacks.loading import parse
 
     readme = (REPO_ROOT / "README.md").read_text()
     [text] = re.findall(r"<!-- slurm-example -->\n```yaml\n(.*?)```", readme, re.S)
@@ -430,7 +430,7 @@ def graph_urn(graph: Graph, name: str) -> str:
 def test_the_environment_records_where_the_slurm_cluster_comes_from():
     from plan.engine import run_program
     from stacks import environment
-    from stacks.config import parse
+    from stacks.loading import parse
 
     raw = stack()
     built: list[environment.Environment] = []

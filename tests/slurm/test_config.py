@@ -10,7 +10,8 @@ import pytest
 
 from components import slurm
 from plan.engine import record_program
-from stacks.config import ConfigError, parse
+from stacks.loading import parse
+from stacks.messages import ConfigError
 from tests.conftest import with_config
 
 REGION = {"gcp:region": "us-central2", "gcp:zone": "us-central2-b"}

@@ -10,8 +10,8 @@ import zipfile
 
 import pytest
 
-from components import slurm_scripts
-from components.slurm_scripts import (
+from components.slurm import scripts as slurm_scripts
+from components.slurm.scripts import (
     COMPUTE_ZIP,
     CONTROLLER_ZIP,
     MANIFEST,
@@ -175,7 +175,7 @@ def test_the_providers_deserialize_where_pulumi_runs_them(tmp_path):
 
     from pulumi.dynamic.dynamic import serialize_provider
 
-    from components.slurm_cleanup import TpuCleanupProvider
+    from components.slurm.cleanup import TpuCleanupProvider
     from plan.engine import REPO_ROOT
 
     (tmp_path / "scripts").write_text(serialize_provider(ScriptsProvider()))

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from plan.engine import record_program
-from stacks.config import ConfigError
+from stacks.messages import ConfigError
 from tests.conftest import with_config
 
 TEAM = {"name": "vision"}

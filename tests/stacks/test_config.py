@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from plan.engine import record_program
-from stacks.config import ConfigError, parse
+from stacks.loading import parse
+from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
 
 

@@ -18,7 +18,9 @@ from pydantic import BeforeValidator
 from components.base import ConfigModel
 from plan.engine import REPO_ROOT
 from stacks import reference
-from stacks.config import ConfigError, StackConfig, config_model_in, parse
+from stacks.config import StackConfig
+from stacks.loading import parse
+from stacks.messages import ConfigError, config_model_in
 
 STACK_FILES = sorted(REPO_ROOT.glob("Pulumi.*.yaml"))
 REGENERATE = "stale: run `uv run python -m stacks.reference` and commit the result"

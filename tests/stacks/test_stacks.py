@@ -10,10 +10,10 @@ import re
 
 import pytest
 
-from components.base import BASIC_ROLES
+from components.types import BASIC_ROLES
 from components.services import IMAGE_STREAMING_SERVICE, REQUIRED_SERVICES
 from plan.engine import Graph, list_stacks, load_stack_config
-from stacks.config import parse
+from stacks.loading import parse
 from tests.conftest import build_graph
 
 STACKS = list_stacks()

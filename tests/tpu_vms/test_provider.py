@@ -12,7 +12,7 @@ from google.cloud import tpu_v2alpha1 as tpu
 from google.rpc import status_pb2
 from pulumi.dynamic.dynamic import serialize_provider
 
-from components.tpu_vm_provider import (
+from components.tpu_vms.provider import (
     QueuedResourceError,
     QueuedResourceProvider,
     build_request,

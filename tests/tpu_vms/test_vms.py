@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from components import tpu_catalog
-from plan import __main__ as plan_main
+from plan import cli as plan_main
 from plan.engine import REPO_ROOT, Graph, record_program
 from stacks import config as stack_config
 from stacks import environment
-from stacks.config import ConfigError
+from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
 
 QR = "pulumi-python:dynamic/tpu:QueuedResource"
