@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 from pydantic import AfterValidator, BaseModel, ConfigDict
@@ -91,6 +91,30 @@ class WiringModel(BaseModel):
     """Component args that carry other components' outputs alongside a config object."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True, extra="forbid")
+
+
+Validator = TypeVar("Validator", bound=Callable[..., Any])
+
+
+def anchored(pattern: str | re.Pattern[str]) -> str:
+    """A `fullmatch` pattern as JSON Schema, which searches. Named groups become plain groups:
+    Python writes them `(?P<name>`, ECMAScript (what editors run) `(?<name>`, and the schema
+    only needs to match."""
+    text = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
+    return "^(?:" + re.sub(r"\(\?P<\w+>", "(?:", text) + ")$"
+
+
+def described(name: str, schema: dict[str, Any]) -> Callable[[Validator], Validator]:
+    """Tells the generated config reference (`name`: how a reader calls what the validator
+    accepts, empty where the type says it) and the editor schema (`schema`: JSON Schema that
+    refines the generated one) what a validator accepts. A validator that runs before pydantic
+    checks the type (a `BeforeValidator`) must say it, since its input is not its type."""
+
+    def mark(function: Validator) -> Validator:
+        function.described = (name, schema)  # type: ignore[attr-defined]
+        return function
+
+    return mark
 
 
 def matching(pattern: str | re.Pattern[str], explain: str) -> AfterValidator:

@@ -15,7 +15,15 @@ import pulumi
 import pulumi_gcp as gcp
 from pydantic import AfterValidator, Field, InstanceOf
 
-from components.base import Component, ConfigModel, Problem, WiringModel, duplicate_names, slug
+from components.base import (
+    Component,
+    ConfigModel,
+    Problem,
+    WiringModel,
+    described,
+    duplicate_names,
+    slug,
+)
 from components.context import StackContext
 from components.identity import grant_name, grant_opts, role_key
 from components.types import DnsLabel, IamMember, IamRole
@@ -39,6 +47,7 @@ def _location(value: str) -> str:
     return value
 
 
+@described("", {"not": {"minimum": 1, "maximum": 6}})
 def _soft_delete_days(value: int) -> int:
     if 0 < value < 7:
         raise ValueError(f"{value} days is below GCS's 7-day minimum; use 0 (off) or 7 to 90")

@@ -252,6 +252,11 @@ def subnet_name(prefix: str) -> str:
     return f"{prefix}-subnet"
 
 
+def subnet_of(prefix: str, subnetwork: str | None) -> str:
+    """An entry's subnet by name: its own, or the stack's."""
+    return subnetwork if subnetwork is not None else subnet_name(prefix)
+
+
 @dataclass(frozen=True)
 class NetworkHandle:
     """What a system needs of the stack's network to put nodes or VMs in it."""

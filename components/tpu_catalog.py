@@ -268,6 +268,11 @@ def _topologies_by_size(prefix: str) -> dict[int, list[str]]:
     return sizes
 
 
+def accelerator_types() -> list[str]:
+    """Every accelerator type the catalog resolves, family by family."""
+    return [f"{f.prefix}-{size}" for f in FAMILIES for size in valid_sizes(f.prefix)]
+
+
 def valid_sizes(prefix: str) -> list[int]:
     return sorted(_topologies_by_size(prefix))
 

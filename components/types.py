@@ -16,9 +16,10 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from components.base import matching
+from components.base import anchored, described, matching
 
 
+@described("", {"not": {"pattern": "google"}})
 def _no_google(value: str) -> str:
     # "Creating and managing projects": ids cannot contain restricted strings such as google.
     if "google" in value:
@@ -55,6 +56,7 @@ Zone = Annotated[str, matching(ZONE, "is not a GCP zone such as us-east5-a or us
 _DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
+@described("DNS label", {"pattern": anchored(_DNS_LABEL), "maxLength": 63})
 def _dns_label(value: str) -> str:
     if len(value) > 63 or not _DNS_LABEL.fullmatch(value):
         raise ValueError(
@@ -97,6 +99,7 @@ MachineType = Annotated[
 """A Compute Engine machine type; GPU and TPU catalogs decide which ones fit a pool."""
 
 
+@described("IPv4 CIDR", {"pattern": r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$"})
 def _cidr(value: str) -> str:
     try:
         network = ipaddress.IPv4Network(value, strict=False)
@@ -122,6 +125,7 @@ _ROLE = re.compile(
 )
 
 
+@described("IAM role", {"pattern": anchored(_ROLE), "not": {"enum": sorted(BASIC_ROLES)}})
 def _role(value: str) -> str:
     # Compared without case or surrounding space, so `roles/Owner` or `roles/owner\n` cannot
     # slip a basic role past the check.
@@ -148,6 +152,7 @@ _MEMBER = re.compile(
 )
 
 
+@described("IAM member", {"pattern": anchored(_MEMBER)})
 def _member(value: str) -> str:
     if value in ("allUsers", "allAuthenticatedUsers"):
         raise ValueError(
@@ -171,6 +176,7 @@ _RESERVATION = re.compile(
 )
 
 
+@described("reservation name", {"pattern": anchored(_RESERVATION)})
 def _reservation(value: str) -> str:
     if not _RESERVATION.fullmatch(value):
         raise ValueError(
@@ -202,6 +208,7 @@ _SERVICE_ACCOUNT = re.compile(
 _DEFAULT_COMPUTE = re.compile(r"[0-9]+-compute@developer\.gserviceaccount\.com")
 
 
+@described("service account email", {"pattern": anchored(_SERVICE_ACCOUNT)})
 def _service_account(value: str) -> str:
     if _DEFAULT_COMPUTE.fullmatch(value):
         raise ValueError(
@@ -243,6 +250,13 @@ LABEL_KEY = re.compile(r"[a-z][-_a-z0-9]{0,62}")
 LABEL_VALUE = re.compile(r"[-_a-z0-9]{0,63}")
 
 
+@described(
+    "map: label key → value",
+    {
+        "propertyNames": {"pattern": anchored(LABEL_KEY)},
+        "additionalProperties": {"type": "string", "pattern": anchored(LABEL_VALUE)},
+    },
+)
 def _labels(labels: dict[str, str]) -> dict[str, str]:
     bad = sorted(
         k for k, v in labels.items() if not LABEL_KEY.fullmatch(k) or not LABEL_VALUE.fullmatch(v)
@@ -277,6 +291,7 @@ def disk_zone(path: str) -> str:
 _MOUNT_PATH = re.compile(r"/[A-Za-z0-9._/-]+")
 
 
+@described("absolute path", {"pattern": anchored(_MOUNT_PATH)})
 def _mount_path(value: str) -> str:
     # normpath folds '..', '.', '//' and a trailing '/': a path equal to its normal form
     # climbs nowhere.
@@ -299,6 +314,7 @@ _IMAGE = re.compile(
 )
 
 
+@described("container image", {"pattern": anchored(_IMAGE)})
 def _image(value: str) -> str:
     if len(value) > 512 or not _IMAGE.fullmatch(value):
         raise ValueError(

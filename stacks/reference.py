@@ -23,8 +23,8 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from components import base, buckets, tpu_catalog, types
-from components.gke import config as gke_config
+from components import base
+from components.base import anchored
 from stacks.config import StackConfig, stack_keys
 from stacks.messages import GCP_KEYS, NAMESPACE, config_model_in
 
@@ -60,83 +60,11 @@ class Shape:
     which accepts other input than its type says (`cpu: 1000` for a quantity)."""
 
 
-def _anchored(pattern: re.Pattern[str]) -> str:
-    """A `fullmatch` pattern as JSON Schema, which searches. Named groups become plain groups:
-    Python writes them `(?P<name>`, ECMAScript (what editors run) `(?<name>`, and the schema
-    only needs to match."""
-    return "^(?:" + re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern) + ")$"
-
-
-def _accelerators() -> list[str]:
-    return [
-        f"{family.prefix}-{size}"
-        for family in tpu_catalog.FAMILIES
-        for size in tpu_catalog.valid_sizes(family.prefix)
-    ]
-
-
-def _validator_shapes() -> dict[Callable[..., Any], Shape]:
-    return {
-        types._dns_label: Shape(
-            "DNS label", {"pattern": _anchored(types._DNS_LABEL), "maxLength": 63}
-        ),
-        types._cidr: Shape("IPv4 CIDR", {"pattern": r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$"}),
-        types._role: Shape(
-            "IAM role",
-            {"pattern": _anchored(types._ROLE), "not": {"enum": sorted(types.BASIC_ROLES)}},
-        ),
-        types._reservation: Shape("reservation name", {"pattern": _anchored(types._RESERVATION)}),
-        types._member: Shape("IAM member", {"pattern": _anchored(types._MEMBER)}),
-        types._service_account: Shape(
-            "service account email", {"pattern": _anchored(types._SERVICE_ACCOUNT)}
-        ),
-        types._mount_path: Shape("absolute path", {"pattern": "^/"}),
-        types._image: Shape("container image", {"pattern": _anchored(types._IMAGE)}),
-        buckets._soft_delete_days: Shape("", {"not": {"minimum": 1, "maximum": 6}}),
-        gke_config._rfc3339: Shape(
-            "RFC 3339 time", {"pattern": _anchored(gke_config._RFC3339), "format": "date-time"}
-        ),
-        gke_config._accelerator: Shape("Cloud TPU accelerator type", {"enum": _accelerators()}),
-        gke_config._share: Shape(
-            "chips, fraction or percentage",
-            {
-                "anyOf": [
-                    {"type": "integer", "minimum": 0},
-                    {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-                    # gke_config._PERCENT, with the program's upper bound of 100%.
-                    {"type": "string", "pattern": r"^(?:100(?:\.0+)?|[0-9]{1,2}(?:\.[0-9]+)?)%$"},
-                ]
-            },
-        ),
-        gke_config._quantity: Shape(
-            "Kubernetes quantity",
-            {
-                "anyOf": [
-                    {"type": "integer", "minimum": 0},
-                    {"type": "string", "pattern": _anchored(gke_config._QUANTITY)},
-                ]
-            },
-        ),
-        types._no_google: Shape("", {"not": {"pattern": "google"}}),
-        types._labels: Shape(
-            "map: label key → value",
-            {
-                "propertyNames": {"pattern": _anchored(types.LABEL_KEY)},
-                "additionalProperties": {
-                    "type": "string",
-                    "pattern": _anchored(types.LABEL_VALUE),
-                },
-            },
-        ),
-    }
-
-
-VALIDATORS = _validator_shapes()
-
-
 def _shape_of(function: Callable[..., Any]) -> Shape | None:
-    if function in VALIDATORS:
-        return VALIDATORS[function]
+    declared = getattr(function, "described", None)
+    if declared is not None:
+        name, schema = declared
+        return Shape(name, schema)
     if not inspect.isfunction(function):
         return None
     closure = inspect.getclosurevars(function).nonlocals
@@ -145,7 +73,7 @@ def _shape_of(function: Callable[..., Any]) -> Shape | None:
         # explained as "(is not) a GKE name: ...".
         explained = str(closure.get("what") or closure.get("explain", ""))
         name = re.split(r":| such as| \(", re.sub(r"^(is not )?(an? )?", "", explained))[0]
-        return Shape(name, {"pattern": _anchored(closure["compiled"])})
+        return Shape(name, {"pattern": anchored(closure["compiled"])})
     return None
 
 
@@ -173,7 +101,7 @@ class _Generator(GenerateJsonSchema):
         if shape is None:
             raise TypeError(
                 f"{function.__module__}.{function.__qualname__} accepts input its type does not "
-                "describe; add it to stacks/reference.py VALIDATORS"
+                "describe; declare what it accepts with components.base.described"
             )
         return dict(shape.schema)
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from components import tpu_catalog
-from components.base import ConfigModel, matching
+from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
 from components.context import StackContext
 from components.gke.quota import Allocation, Flavor, allocate, derive_flavors
@@ -67,6 +67,7 @@ _RFC3339 = re.compile(
 )
 
 
+@described("RFC 3339 time", {"pattern": anchored(_RFC3339), "format": "date-time"})
 def _rfc3339(value: str) -> str:
     # ASCII digits only: fromisoformat alone would take other scripts' digits.
     if not _RFC3339.fullmatch(value):
@@ -200,6 +201,10 @@ class ClusterConfig(ConfigModel):
 # ai-infra:tpuSlices
 
 
+@described(
+    "Cloud TPU accelerator type",
+    {"enum": [a for a in tpu_catalog.accelerator_types() if tpu_catalog.resolve(a).family.gke]},
+)
 def _accelerator(value: str) -> str:
     if not tpu_catalog.resolve(value).family.gke:
         raise ValueError(
@@ -429,6 +434,17 @@ _PERCENT = re.compile(r"([0-9]+(?:\.[0-9]+)?)%")
 _QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?")
 
 
+@described(
+    "chips, fraction or percentage",
+    {
+        "anyOf": [
+            {"type": "integer", "minimum": 0},
+            {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+            # _PERCENT, with the upper bound of 100%.
+            {"type": "string", "pattern": r"^(?:100(?:\.0+)?|[0-9]{1,2}(?:\.[0-9]+)?)%$"},
+        ]
+    },
+)
 def _share(value: Any) -> Share:
     """A share as written in YAML: chips (16), a fraction (0.5) or a percentage ("50%")."""
     if isinstance(value, bool):
@@ -452,6 +468,15 @@ def _share(value: Any) -> Share:
 QuotaShare = Annotated[Share, BeforeValidator(_share)]
 
 
+@described(
+    "Kubernetes quantity",
+    {
+        "anyOf": [
+            {"type": "integer", "minimum": 0},
+            {"type": "string", "pattern": anchored(_QUANTITY)},
+        ]
+    },
+)
 def _quantity(value: Any) -> str:
     """A Kubernetes quantity; YAML's `1000` (an int) is the quantity "1000"."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:

@@ -218,8 +218,7 @@ def nodeset_problems(
                 "those (gcp:region must hold it)",
             )
         )
-    subnet = nodeset.subnetwork or stack_subnet
-    if subnet != stack_subnet and not nodeset.enable_public_ips:
+    if nodeset.subnetwork not in (None, stack_subnet) and not nodeset.enable_public_ips:
         found.append(
             Problem(
                 ("subnetwork",),

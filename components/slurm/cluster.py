@@ -16,7 +16,13 @@ from components.base import Component, WiringModel, slug
 from components.buckets import Bucket, BucketArgs, BucketConfig, grant_bucket_access
 from components.context import StackContext
 from components.identity import Identity, account_grant, service_account
-from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, iap_ssh_rule
+from components.network import (
+    ALL_INTERNAL,
+    NetworkHandle,
+    firewall_rule,
+    iap_ssh_rule,
+    subnet_of,
+)
 from components.slurm import boot
 from components.slurm.cleanup import TpuCleanup, TpuCleanupProvider
 from components.slurm.config import ACCOUNT_ROLES, SlurmConfig
@@ -137,7 +143,7 @@ class SlurmCluster(Component):
                 nodeset,
                 project=ctx.project,
                 zone=ctx.zone_of(nodeset.zone),
-                subnetwork=nodeset.subnetwork or args.network.subnet_name,
+                subnetwork=subnet_of(ctx.prefix, nodeset.subnetwork),
                 email=nodeset.service_account_email or self.identities["tpu"].email,
             )
             put(
