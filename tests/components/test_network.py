@@ -1,8 +1,8 @@
-"""The network component as the program registers it."""
+"""The network component as the program registers it, and how it sizes the pods range."""
 
 from __future__ import annotations
 
-from components.network import IAP_TCP_FORWARDING_RANGE
+from components.network import IAP_TCP_FORWARDING_RANGE, pods_per_node_prefix
 
 
 def test_subnet_ranges_nat_and_private_google_access(build):
@@ -50,3 +50,10 @@ def test_existing_vpc_is_reused_not_created(build):
     assert graph.named("network-allow-internal").inputs["network"] == "shared-ml"
     cluster = graph.named("gke-cluster")
     assert cluster.inputs["network"] == "projects/test-project/global/networks/shared-ml"
+
+
+def test_pods_per_node_block_size():
+    assert pods_per_node_prefix(110) == 24
+    assert pods_per_node_prefix(32) == 26
+    assert pods_per_node_prefix(8) == 28
+    assert pods_per_node_prefix(256) == 23

@@ -7,7 +7,6 @@ import asyncio
 import yaml
 
 from components.gke.cluster import NODE_SA_ROLES
-from components.network import pods_per_node_prefix
 from plan.engine import run_program
 from tests.conftest import with_config
 
@@ -122,11 +121,11 @@ def test_kubeconfig_uses_the_gke_auth_plugin_and_is_secret():
     captured = {}
 
     def program():
-        from stacks import config, environment
+        from stacks import environment, loading
 
-        env = environment.build(config.load())
-        env.gke.kubeconfig.apply(lambda text: captured.setdefault("kubeconfig", text))
-        captured["secret"] = asyncio.ensure_future(env.gke.kubeconfig.is_secret())
+        kubeconfig = environment.build(loading.load()).gke.cluster.kubeconfig
+        kubeconfig.apply(lambda text: captured.setdefault("kubeconfig", text))
+        captured["secret"] = asyncio.ensure_future(kubeconfig.is_secret())
 
     run_program(with_config(), program=program)
     document = yaml.safe_load(captured["kubeconfig"])
@@ -135,13 +134,6 @@ def test_kubeconfig_uses_the_gke_auth_plugin_and_is_secret():
     assert document["clusters"][0]["cluster"]["server"].startswith("https://")
     assert "token" not in user
     assert captured["secret"].result() is True
-
-
-def test_pods_per_node_block_size():
-    assert pods_per_node_prefix(110) == 24
-    assert pods_per_node_prefix(32) == 26
-    assert pods_per_node_prefix(8) == 28
-    assert pods_per_node_prefix(256) == 23
 
 
 def test_maintenance_exclusion_holds_node_upgrades(build):

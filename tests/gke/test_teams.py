@@ -41,11 +41,11 @@ def test_team_namespace_is_labelled_for_kueue(graph):
 
 def test_team_identity_is_bound_both_ways(graph):
     email = "ai-test-vision@test-project.iam.gserviceaccount.com"
-    assert graph.named("team-vision-identity-gsa").inputs["accountId"] == "ai-test-vision"
+    assert graph.named("team-vision-identity-sa").inputs["accountId"] == "ai-test-vision"
     ksa = graph.named("team-vision-identity-service-account").inputs["metadata"]
     assert (ksa["name"], ksa["namespace"]) == ("jobs", "vision")
     assert ksa["annotations"] == {"iam.gke.io/gcp-service-account": email}
-    binding = graph.named("team-vision-identity-workload-identity").inputs
+    binding = graph.named("team-vision-identity-iam.workloadIdentityUser").inputs
     assert binding["role"] == "roles/iam.workloadIdentityUser"
     assert binding["member"] == "serviceAccount:test-project.svc.id.goog[vision/jobs]"
     role = graph.named("team-vision-identity-aiplatform.user").inputs

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.tpu_catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, resolve
 from components.gke.config import TpuProvisionerConfig
+from components.tpu_catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, resolve
 from components.types import is_digest_pinned
 from plan.cli import main as plan_main
 from plan.engine import REPO_ROOT, Graph, record_program
@@ -23,7 +23,7 @@ from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
 from tests.crd_schema import validate
 from tests.gke.test_kueue import nominal, objects_of
-from tests.test_readme import examples
+from tests.test_docs import examples
 
 DIGEST = "sha256:" + "ab" * 32
 IMAGE = f"us-docker.pkg.dev/test-project/images/tpu-provisioner@{DIGEST}"
@@ -146,6 +146,16 @@ def test_zone_outside_the_region_is_refused():
     assert found["ai-infra:tpuProvisioner.zone"] == (
         "us-central1-a is not in gcp:region us-east5; node pools must be in the cluster's region"
     )
+
+
+def test_an_ai_zone_the_catalog_lists_for_tpu7x_is_accepted(build):
+    # Issue 14: the provisioner refused us-central1-ai1a, which gcp:zone and the catalog accept.
+    graph = build(
+        **{"gcp:region": "us-central1", "gcp:zone": "us-central1-a"},
+        **enabled(zone="us-central1-ai1a", quota={"tpu7x-8": 1}),
+    )
+    config_map = graph.named("tpu-provisioner-config")
+    assert config_map.inputs["data"]["GCP_ZONE"] == "us-central1-ai1a", config_map.urn
 
 
 def test_zone_of_a_zonal_cluster_must_be_its_zone():
@@ -311,7 +321,7 @@ def test_config_map_follows_every_setting(build):
         "POD_RESOURCE_TYPE": "google.com/tpu",
     }
     # The account the nodes run as is the one the provisioner may act as.
-    grant = graph.named("tpu-provisioner-node-sa-user").inputs
+    grant = graph.named("tpu-provisioner-nodes-iam.serviceAccountUser").inputs
     assert grant["serviceAccountId"] == (
         "projects/other-project/serviceAccounts/tpu-nodes@other-project.iam.gserviceaccount.com"
     )
@@ -376,34 +386,34 @@ def test_leader_election_is_confined_to_its_namespace(graph):
 
 
 def test_identity_grants(graph):
-    gsa = graph.named("tpu-provisioner-gsa")
+    gsa = graph.named("tpu-provisioner-identity-sa")
     assert gsa.inputs["accountId"] == "ai-test-tpu-prov"
-    admin = graph.named("tpu-provisioner-container.clusterAdmin").inputs
+    admin = graph.named("tpu-provisioner-identity-container.clusterAdmin").inputs
     assert (admin["role"], admin["member"]) == (
         "roles/container.clusterAdmin",
         f"serviceAccount:{PROVISIONER}",
     )
-    binding = graph.named("tpu-provisioner-workload-identity").inputs
+    binding = graph.named("tpu-provisioner-identity-iam.workloadIdentityUser").inputs
     assert binding["role"] == "roles/iam.workloadIdentityUser"
     assert binding["member"] == (
         "serviceAccount:test-project.svc.id.goog"
         "[tpu-provisioner-system/tpu-provisioner-controller-manager]"
     )
-    user = graph.named("tpu-provisioner-node-sa-user")
+    user = graph.named("tpu-provisioner-nodes-iam.serviceAccountUser")
     assert user.type == "gcp:serviceaccount/iAMMember:IAMMember"
     assert user.inputs == {
         "serviceAccountId": f"projects/test-project/serviceAccounts/{NODES}",
         "role": "roles/iam.serviceAccountUser",
         "member": f"serviceAccount:{PROVISIONER}",
     }
-    assert graph.named("gke-nodes").urn in user.dependencies
+    assert graph.named("gke-nodes-sa").urn in user.dependencies
     # On the node account only: no project-wide actAs.
     assert not [
         r
         for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
         if r.inputs["role"] == "roles/iam.serviceAccountUser"
     ]
-    ksa = graph.named("tpu-provisioner-service-account").inputs["metadata"]
+    ksa = graph.named("tpu-provisioner-identity-service-account").inputs["metadata"]
     assert ksa == {
         "name": "tpu-provisioner-controller-manager",
         "namespace": "tpu-provisioner-system",
@@ -411,16 +421,14 @@ def test_identity_grants(graph):
     }
     namespace = graph.named("tpu-provisioner-namespace")
     assert namespace.inputs["metadata"]["name"] == "tpu-provisioner-system"
-    assert namespace.urn in graph.named("tpu-provisioner-service-account").dependencies
+    assert namespace.urn in graph.named("tpu-provisioner-identity-service-account").dependencies
 
 
-def test_identity_keeps_the_urns_it_had_at_the_stack_root(graph):
-    (identity,) = [
-        r
-        for r in graph.of_type("ai-infra:workload_identity:WorkloadIdentity")
-        if r.name == "tpu-provisioner"
-    ]
-    assert "noParent: true" in identity.aliases[0], identity.urn
+def test_identity_is_a_child_of_the_provisioner_without_aliases(graph):
+    identity = graph.named("tpu-provisioner-identity")
+    assert identity.type == "ai-infra:gke:WorkloadIdentity", identity.urn
+    assert identity.parent == graph.named("tpu-provisioner").urn, identity.urn
+    assert identity.aliases == (), identity.urn
 
 
 def test_controller_starts_after_jobset_and_its_permissions_not_kueue(graph):
@@ -431,10 +439,10 @@ def test_controller_starts_after_jobset_and_its_permissions_not_kueue(graph):
         "tpu-provisioner-config",
         "tpu-provisioner-manager-rolebinding",
         "tpu-provisioner-leader-election-rolebinding",
-        "tpu-provisioner-service-account",
-        "tpu-provisioner-workload-identity",
-        "tpu-provisioner-container.clusterAdmin",
-        "tpu-provisioner-node-sa-user",
+        "tpu-provisioner-identity-service-account",
+        "tpu-provisioner-identity-iam.workloadIdentityUser",
+        "tpu-provisioner-identity-container.clusterAdmin",
+        "tpu-provisioner-nodes-iam.serviceAccountUser",
     ):
         assert graph.named(name).urn in deps, (deployment.urn, name)
     assert graph.named("batch-kueue").urn not in deps
@@ -524,7 +532,7 @@ def test_example_jobset_matches_the_jobset_crd():
 
 
 def test_example_jobset_is_what_the_provisioner_acts_on_through_the_team_queue():
-    raw = yaml.safe_load(examples()["provisioner"])["config"]
+    raw = examples()["provisioner"].config
     config = parse(raw, "provisioner")
     graph = build_graph(raw, stack="provisioner")
     jobset = yaml.safe_load(EXAMPLE.read_text())
@@ -577,12 +585,13 @@ def test_enabling_the_provisioner_adds_only_its_own_resources():
     added = {new[u].name for u in set(new) - set(old)}
     assert added == {
         "tpu-provisioner",
-        "tpu-provisioner-gsa",
-        "tpu-provisioner-container.clusterAdmin",
-        "tpu-provisioner-workload-identity",
-        "tpu-provisioner-service-account",
+        "tpu-provisioner-identity",
+        "tpu-provisioner-identity-sa",
+        "tpu-provisioner-identity-container.clusterAdmin",
+        "tpu-provisioner-identity-iam.workloadIdentityUser",
+        "tpu-provisioner-identity-service-account",
         "tpu-provisioner-namespace",
-        "tpu-provisioner-node-sa-user",
+        "tpu-provisioner-nodes-iam.serviceAccountUser",
         "tpu-provisioner-config",
         "tpu-provisioner-manager-role",
         "tpu-provisioner-manager-rolebinding",
