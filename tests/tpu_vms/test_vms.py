@@ -1,11 +1,10 @@
 """`ai-infra:tpuVms`: validation before anything is registered, what each entry registers, the
-outputs MaxText's multihost runner needs, the offline plan, and the README's example."""
+outputs MaxText's multihost runner needs, the offline plan, and the docs' example."""
 
 from __future__ import annotations
 
 import contextlib
 import io
-import re
 from typing import Any
 
 import pytest
@@ -13,11 +12,11 @@ import yaml
 
 from components import tpu_catalog
 from plan import cli as plan_main
-from plan.engine import REPO_ROOT, Graph, record_program
-from stacks import config as stack_config
-from stacks import environment
+from plan.engine import Graph, record_program
+from stacks import environment, loading
 from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
+from tests.test_docs import examples
 
 QR = "pulumi-python:dynamic/tpu:QueuedResource"
 SEED = {"name": "maxtext", "accelerator": "v4-8", "nodeCount": 2, "provisioning": "reserved"}
@@ -66,7 +65,7 @@ def rejected(config: dict[str, Any]) -> dict[str, str]:
         (
             {"tpuVms": [vm(provisioning="reserved", reservation="projects/x/r")]},
             "tpuVms[0].reservation",
-            "projects/P/reservations/R",
+            "projects/PROJECT/reservations/NAME",
         ),
         ({"tpuVms": [vm(provisioning="flex-start")]}, "tpuVms[0].provisioning", "spot"),
         ({"tpuVms": [vm(provisioning="preemptible")]}, "tpuVms[0].provisioning", "best-effort"),
@@ -100,11 +99,11 @@ def rejected(config: dict[str, Any]) -> dict[str, str]:
         ({"tpuVms": [vm(roles=["roles/editor"])]}, "tpuVms[0].roles[0]", "basic role"),
         ({"tpuVms": [vm(buckets={"nope": "read"})]}, "tpuVms[0].buckets.nope", "no bucket"),
         ({"tpuVms": [vm(labels={"Team": "a"})]}, "tpuVms[0].labels", "lowercase"),
-        ({"tpuVms": [vm(metadata={"a b": "c"})]}, "tpuVms[0].metadata", "letters"),
+        ({"tpuVms": [vm(metadata={"a b": "c"})]}, 'tpuVms[0].metadata["a b"]', "letters"),
         (
             {"tpuVms": [vm(labels={f"l{n}": "x" for n in range(63)})]},
             "tpuVms[0].labels",
-            "over the 64",
+            "keep at most",
         ),
         ({"tpuVms": [vm(timeoutMinutes=0)]}, "tpuVms[0].timeoutMinutes", "must be"),
         (
@@ -236,7 +235,7 @@ def test_bucket_access_and_extra_roles_go_to_the_dedicated_account_only_when_ask
         vm(buckets={"data": "read"}, roles=["roles/tpu.viewer"]),
         buckets=[{"name": "data"}],
     )
-    bucket_grant = graph.named("tpuvm-exp-bucket-data")
+    bucket_grant = graph.named("tpuvm-exp-bucket-data-storage.objectViewer")
     assert bucket_grant.inputs["role"] == "roles/storage.objectViewer"
     assert (
         bucket_grant.inputs["member"]
@@ -269,7 +268,7 @@ def test_an_existing_account_is_used_as_given_and_none_is_created():
 def test_each_family_gets_its_documented_runtime(accelerator, zone, runtime, chips):
     region = zone.rsplit("-", 1)[0]
     entry = vm(accelerator=accelerator, zone=zone)
-    config = stack_config.parse(
+    config = loading.parse(
         stack(**{"gcp:region": region, "gcp:zone": zone}, tpuVms=[entry]), "test"
     )
     (entry,) = config.tpu_vms
@@ -326,7 +325,7 @@ def _environment(config: dict[str, Any]) -> environment.Environment:
     captured: list[environment.Environment] = []
 
     def program() -> None:
-        captured.append(environment.build(stack_config.load()))
+        captured.append(environment.build(loading.load()))
 
     graph, error = record_program(config, program=program)
     assert error is None and len(graph) > 0
@@ -360,10 +359,8 @@ def test_the_offline_plan_shows_slices_chips_and_capacity(tmp_path):
     assert "publicIps=False" in line
 
 
-def test_the_readme_example_is_a_valid_stack_entry():
-    readme = (REPO_ROOT / "README.md").read_text()
-    (block,) = re.findall(r"<!-- tpu-vms-example -->\n```yaml\n(.*?)```", readme, re.S)
-    entries = yaml.safe_load(block)["ai-infra:tpuVms"]
+def test_the_docs_example_is_the_seed_entry():
+    entries = examples()["tpu-vms"].config["ai-infra:tpuVms"]
     assert entries == [SEED]
     graph = build_graph(stack(tpuVms=entries))
     assert queued_resource(graph, "maxtext").inputs["nodeCount"] == 2
