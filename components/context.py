@@ -63,7 +63,8 @@ def label_problems(
         for key in labels
         if key in owned
     ]
-    room = MAX_LABELS - len(MANAGED_LABELS) - len(PROVIDER_LABELS) - beside
+    # Keys the program reserves are on the resource too, and take room like the managed ones.
+    room = MAX_LABELS - len(owned) - beside
     if len(labels) > room:
         found.append(
             Problem(

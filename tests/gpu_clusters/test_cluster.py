@@ -9,9 +9,9 @@ import pytest
 
 from components import gpu_catalog
 from components.gpu_clusters.checks import warnings
-from components.gpu_clusters.cluster import GpuCluster, GpuClusterArgs
-from components.gpu_clusters.config import DEFAULT_IMAGE_FAMILY, RESERVED_METADATA, GpuClusterConfig
+from components.gpu_clusters.config import DEFAULT_IMAGE_FAMILY, RESERVED_METADATA
 from plan.engine import record_program
+from stacks import environment, loading
 from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
@@ -82,6 +82,7 @@ def test_the_service_account_is_least_privilege_and_per_member():
     )
     assert roles == ["roles/logging.logWriter", "roles/monitoring.metricWriter"]
     (grant,) = [r for r in children(graph) if r.type.endswith("BucketIAMMember")]
+    assert grant.name == "gpucluster-demo-bucket-data-storage.objectUser", grant.urn
     assert grant.inputs["bucket"] == "test-project-ai-test-data"
     assert grant.inputs["role"] == "roles/storage.objectUser"
     assert (
@@ -89,6 +90,36 @@ def test_the_service_account_is_least_privilege_and_per_member():
         == "serviceAccount:ai-test-demo-vm@test-project.iam.gserviceaccount.com"
     )
     assert not any("Binding" in r.type or "IAMPolicy" in r.type for r in graph)
+
+
+@pytest.mark.parametrize("read_only_first", [True, False])
+def test_a_bucket_is_granted_once_with_the_widest_access_its_mounts_need(read_only_first):
+    mounts = [
+        {"bucket": "data", "mountPath": "/gcs/ro", "readOnly": True},
+        {"bucket": "data", "mountPath": "/gcs/rw"},
+    ]
+    graph = cluster_graph(
+        gcsMounts=[
+            *(mounts if read_only_first else mounts[::-1]),
+            {"bucket": "shared-corpus", "mountPath": "/gcs/corpus", "readOnly": True},
+        ]
+    )
+    grants = {
+        r.name: (r.inputs["bucket"], r.inputs["role"])
+        for r in children(graph)
+        if r.type.endswith("BucketIAMMember")
+    }
+    assert grants == {
+        "gpucluster-demo-bucket-data-storage.objectUser": (
+            "test-project-ai-test-data",
+            "roles/storage.objectUser",
+        ),
+        # A bucket outside the stack, named in full.
+        "gpucluster-demo-bucket-shared-corpus-storage.objectViewer": (
+            "shared-corpus",
+            "roles/storage.objectViewer",
+        ),
+    }
 
 
 def test_ray_adds_only_the_read_access_its_head_election_needs():
@@ -254,7 +285,7 @@ CASES = [
         "reservation",
     ),
     ({"image": "x", "imageFamily": "y"}, "gpuClusters[0].image", "not both"),
-    ({"imageFamily": "Bad_Family"}, "gpuClusters[0].imageFamily", "image name"),
+    ({"imageFamily": "Bad_Family"}, "gpuClusters[0].imageFamily", "Compute Engine resource name"),
     ({"zone": "us-central1-a"}, "gpuClusters[0].zone", "us-east5"),
     ({"zone": "us-east5-a\n"}, "gpuClusters[0].zone", "zone"),
     ({"orchestrator": "gke"}, "gpuClusters[0].orchestrator", "gpuPools"),
@@ -271,8 +302,18 @@ CASES = [
     ({"metadata": {"enable-oslogin": "FALSE"}}, "gpuClusters[0].metadata.enable-oslogin", "remove"),
     ({"metadata": {"startup-script": "x"}}, "gpuClusters[0].metadata.startup-script", "remove"),
     ({"metadata": {"bad key": "x"}}, 'gpuClusters[0].metadata["bad key"]', "letters"),
-    ({"labels": {"aiinfra-cluster": "x"}}, "gpuClusters[0].labels.aiinfra-cluster", "remove"),
-    ({"labels": {"Team": "x"}}, "gpuClusters[0].labels.Team", "lowercase"),
+    (
+        {"labels": {"aiinfra-cluster": "x"}},
+        "gpuClusters[0].labels.aiinfra-cluster",
+        "choose another label key",
+    ),
+    ({"labels": {"Team": "x"}}, "gpuClusters[0].labels", "labels Team are not GCP labels"),
+    (
+        # Beside managed-by, ai-infra-stack, the provider's label and aiinfra-cluster.
+        {"labels": {f"l{n}": "x" for n in range(61)}},
+        "gpuClusters[0].labels",
+        "keep at most 60",
+    ),
     (
         {"gcsMounts": [{"bucket": "data", "mountPath": "gcs/data"}]},
         "gpuClusters[0].gcsMounts[0].mountPath",
@@ -375,6 +416,14 @@ def test_bad_entries_are_refused_at_their_path_before_anything_registers(entry, 
     assert len(graph) == 0, [r.urn for r in graph]
 
 
+def test_labels_fill_what_gcp_allows_and_no_more():
+    labels = {f"l{n}": "x" for n in range(60)}
+    graph = cluster_graph(labels=labels)
+    template = graph.of_type(TEMPLATE)[0]
+    # With the provider's goog-pulumi-provisioned, 64: GCP's limit per resource.
+    assert len(template.inputs["labels"]) == 63, template.urn
+
+
 def test_cluster_names_are_unique():
     with pytest.raises(ConfigError) as error:
         parse(with_config(gpuClusters=[{"name": "a"}, {"name": "a"}]), "test")
@@ -450,28 +499,12 @@ def test_outputs_name_the_group_shares_and_the_jupyter_url_command():
     seen: dict[str, Any] = {}
 
     def program() -> None:
-        cluster = GpuCluster(
-            "gpucluster-demo",
-            GpuClusterArgs(
-                project="test-project",
-                region="us-east5",
-                zone="us-east5-a",
-                prefix="ai-test",
-                labels={},
-                protect=False,
-                config=GpuClusterConfig.model_validate(
-                    {"name": "demo", "nfsShares": [{"mountPath": "/nfs/home"}]}
-                ),
-                stack_network="projects/test-project/global/networks/ai-test-vpc",
-                stack_network_name="ai-test-vpc",
-                stack_subnet="projects/test-project/regions/us-east5/subnetworks/ai-test-subnet",
-                buckets={},
-            ),
-        )
+        cluster = environment.build(loading.load()).gpu_clusters["demo"]
         cluster.filestore_ips.apply(lambda ips: seen.setdefault("ips", ips))
         seen["command"] = cluster.jupyter_urls_command
 
-    graph, raised = record_program({"gcp:project": "test-project"}, program=program)
+    config = with_config(gpuClusters=[{"name": "demo", "nfsShares": [{"mountPath": "/nfs/home"}]}])
+    graph, raised = record_program(config, program=program)
     assert raised is None, raised
     assert len(graph) > 0
     assert seen["ips"] == ["192.0.2.2"]
