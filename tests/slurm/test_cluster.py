@@ -188,7 +188,7 @@ def test_config_yaml_is_written_after_every_other_object():
     assert len(found) >= 6, sorted(found)
     assert "tpu-files/slurm-nodeset-v4-script-startup_sh" in found
     scripts = graph.named("slurm-scripts")
-    assert scripts.type == "pulumi-python:dynamic:Resource"
+    assert scripts.type == "pulumi-python:dynamic/slurm:RuntimeScripts", scripts.urn
     found["runtime script zips"] = scripts
     missing = [name for name, r in found.items() if r.urn not in config.dependencies]
     assert not missing, f"config.yaml ({config.urn}) does not wait for {missing}"
@@ -206,6 +206,16 @@ def test_the_script_zips_go_under_the_cluster_files_at_the_pinned_commit():
 
 def test_accounts_get_least_privilege_and_read_only_the_slurm_bucket():
     graph = build_graph(stack())
+    accounts = {
+        r.name: r.inputs["accountId"]
+        for r in graph.of_type("gcp:serviceaccount/account:Account")
+        if r.name.startswith("slurm")
+    }
+    assert accounts == {
+        "slurm-ctl-sa": "ai-test-slurm-ctl",
+        "slurm-tpu-sa": "ai-test-slurm-tpu",
+        "slurm-lgn-sa": "ai-test-slurm-lgn",
+    }
     project_roles = {
         (r.inputs["member"], r.inputs["role"])
         for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
@@ -226,8 +236,9 @@ def test_accounts_get_least_privilege_and_read_only_the_slurm_bucket():
         CTL,
         "roles/iam.serviceAccountUser",
     )
-    tpu_account = graph.named("slurm-tpu")
-    assert tpu_account.urn in acts_as.dependencies
+    assert acts_as.name == "slurm-ctl-tpu-iam.serviceAccountUser", acts_as.urn
+    tpu_account = graph.named("slurm-tpu-sa")
+    assert tpu_account.urn in acts_as.dependencies, acts_as.urn
     assert acts_as.inputs["serviceAccountId"].endswith(
         "ai-test-slurm-tpu@test-project.iam.gserviceaccount.com"
     )
@@ -360,8 +371,8 @@ def test_login_nodes_join_the_login_group_with_their_own_account():
         assert login.inputs["metadata"]["slurm_instance_role"] == "login"
         assert login.inputs["metadata"]["slurm_login_group"] == "login"
         assert "ai-infra-tpu-startup.sh" not in login.inputs["metadata"]["startup-script"]
-        reads = graph.named("slurm-lgn-storage.objectviewer").urn
-        assert reads in login.dependencies
+        reads = graph.named("slurm-lgn-bucket-slurm-tpu-storage.objectViewer").urn
+        assert reads in login.dependencies, login.urn
 
 
 def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
@@ -372,16 +383,12 @@ def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
     assert boot.urn in found["tpu-files/config.yaml"].dependencies
 
 
-def test_the_readme_slurm_example_builds_and_the_plan_shows_it():
-    import re
-
+def test_the_docs_slurm_example_builds_and_the_plan_shows_it():
     from plan.render import render
-    from plan.engine import REPO_ROOT
     from stacks.loading import parse
+    from tests.test_docs import examples
 
-    readme = (REPO_ROOT / "README.md").read_text()
-    [text] = re.findall(r"<!-- slurm-example -->\n```yaml\n(.*?)```", readme, re.S)
-    raw = yaml.safe_load(text)["config"]
+    raw = examples()["slurm"].config
     graph = build_graph(raw, stack="slurm")
     assert graph.named("slurm-controller").inputs["name"] == "tpu-controller"
     plan = render(graph, parse(raw, "slurm"), "slurm")

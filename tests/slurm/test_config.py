@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components import slurm
+from components.slurm.config import TpuNodesetConfig
 from plan.engine import record_program
 from stacks.loading import parse
 from stacks.messages import ConfigError
@@ -138,7 +138,7 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "image with a space",
         nodeset(dockerImage="us-docker.pkg.dev/p/r/i:tag; rm -rf /"),
         f"{N0}.dockerImage",
-        "IMAGE:TAG",
+        "REGISTRY/PATH:TAG",
     ),
     (
         "image in a registry the TPU VM cannot log in to",
@@ -215,7 +215,37 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
             ]
         ),
         f"{N0}.networkStorage[0].localMount",
-        "absolute path",
+        "absolute, normalised path",
+    ),
+    (
+        "mount path that climbs out",
+        nodeset(
+            networkStorage=[
+                {
+                    "serverIp": "10.0.0.2",
+                    "remoteMount": "/export",
+                    "localMount": "/home/../etc",
+                    "fsType": "nfs",
+                }
+            ]
+        ),
+        f"{N0}.networkStorage[0].localMount",
+        "no '..'",
+    ),
+    (
+        "mount path with a trailing slash",
+        nodeset(
+            networkStorage=[
+                {
+                    "serverIp": "10.0.0.2",
+                    "remoteMount": "/export",
+                    "localMount": "/home/",
+                    "fsType": "nfs",
+                }
+            ]
+        ),
+        f"{N0}.networkStorage[0].localMount",
+        "no trailing '/'",
     ),
     (
         "mount options with a shell",
@@ -244,7 +274,7 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "default compute account as email typo",
         nodeset(serviceAccountEmail="123-compute@developer.gserviceaccount.com"),
         f"{N0}.serviceAccountEmail",
-        "iam.gserviceaccount.com",
+        "default compute service account",
     ),
     (
         "duplicate nodeset",
@@ -360,6 +390,32 @@ def test_bad_slurm_input_is_refused_at_its_path_before_anything_registers(case, 
     assert graph.resources == [], [r.urn for r in graph]
 
 
+@pytest.mark.parametrize(
+    ("key", "entry", "account"),
+    [
+        ("teams", {"name": "slurm-ctl"}, "ai-test-slurm-ctl"),
+        (
+            "workloadIdentities",
+            {"name": "slurm-lgn", "namespace": "jobs", "serviceAccount": "runner"},
+            "ai-test-slurm-lgn",
+        ),
+        ("tpuVms", {"name": "slurm-tpu", "accelerator": "v4-8"}, "ai-test-slurm-tpu"),
+    ],
+)
+def test_an_entry_taking_a_slurm_account_id_gets_one_problem_at_the_entry(key, entry, account):
+    # Issue 14: the ownership check claimed the Slurm accounts twice.
+    graph, error = record_program({**stack(), f"ai-infra:{key}": [entry]})
+    assert isinstance(error, ConfigError), error
+    assert error.rendered == [
+        (
+            f"ai-infra:{key}[0].name",
+            f"service account id '{account}' already belongs to slurm; each has exactly one "
+            "owner, so pick another",
+        )
+    ]
+    assert graph.resources == [], [r.urn for r in graph]
+
+
 def test_a_minimal_cluster_takes_the_documented_defaults():
     config = parse(stack(), "test").slurm
     assert config is not None
@@ -398,7 +454,7 @@ def test_a_minimal_cluster_takes_the_documented_defaults():
     ],
 )
 def test_workers_per_slice_are_tensorcores_over_eight(fields, cores, workers):
-    entry = slurm.TpuNodesetConfig.model_validate({"name": "n", **fields})
+    entry = TpuNodesetConfig.model_validate({"name": "n", **fields})
     assert (entry.cores, entry.workers_per_slice) == (cores, workers)
 
 

@@ -185,7 +185,8 @@ def test_the_providers_deserialize_where_pulumi_runs_them(tmp_path):
         "load = lambda p: dill.loads(base64.b64decode(open(p).read()))\n"
         f"scripts = load({str(tmp_path / 'scripts')!r})\n"
         f"cleanup = load({str(tmp_path / 'cleanup')!r})\n"
-        "print(scripts.fetch.__name__, type(scripts.bucket).__name__, type(cleanup.api).__name__)\n"
+        "print(scripts.fetch.__name__, type(scripts.bucket).__name__,\n"
+        "      cleanup._client_factory.__name__, cleanup._sleep.__name__)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", check],
@@ -196,4 +197,4 @@ def test_the_providers_deserialize_where_pulumi_runs_them(tmp_path):
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["fetch_over_https", "GcsBucket", "RestTpuApi"]
+    assert result.stdout.split() == ["fetch_over_https", "GcsBucket", "_default_client", "sleep"]
