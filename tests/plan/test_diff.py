@@ -68,16 +68,17 @@ def test_diff_against_a_git_ref_prints_what_preview_would(history: Path):
     assert run(str(history), "HEAD~1", as_json=False).splitlines() == [
         "Changes to stack 'edit' (Pulumi.edit.yaml) since HEAD~1:Pulumi.edit.yaml:",
         "",
+        # The buckets every system shares are built before the systems.
+        "+ Bucket bucket-logs-bucket  (buckets[1])  name=test-project-ai-edit-logs "
+        "location=US-EAST5 publicAccessPrevention=enforced forceDestroy=False",
         "~ NodePool gke-cpu  (cluster)",
         "    nodeConfig.diskSizeGb: 100 → 200",
         '    nodeConfig.machineType: "e2-standard-4" → "e2-standard-8"',
         "+- NodePool tpu-a-pool  (tpuSlices[0])",
         '    nodeConfig.labels["ai-infra/capacity"]: "on-demand" → "spot"',
         "    nodeConfig.spot: (none) → true  (forces replacement)",
-        "+ Bucket bucket-logs-bucket  (buckets[1])  name=test-project-ai-edit-logs "
-        "location=US-EAST5 publicAccessPrevention=enforced forceDestroy=False",
-        "- Account wi-old-gsa  (workloadIdentities[0])  id=ai-edit-old",
-        "- IAMMember wi-old-workload-identity  (workloadIdentities[0])  "
+        "- Account wi-old-sa  (workloadIdentities[0])  id=ai-edit-old",
+        "- IAMMember wi-old-iam.workloadIdentityUser  (workloadIdentities[0])  "
         "roles/iam.workloadIdentityUser -> serviceAccount:test-project.svc.id.goog[old/runner]",
         "- Namespace wi-old-namespace  (workloadIdentities[0])  old",
         "- ServiceAccount wi-old-service-account  (workloadIdentities[0])  old/runner "
@@ -108,7 +109,7 @@ def test_diff_as_json_for_ci(history: Path):
             "replaces": False,
         },
     ]
-    assert by_name["wi-old-gsa"]["op"] == "delete"
+    assert by_name["wi-old-sa"]["op"] == "delete"
     # The plan of the current file comes with it, counted as the text plan counts.
     plan = document["resources"]
     applied = [r for r in plan if not r["component"]]

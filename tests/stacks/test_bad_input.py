@@ -226,7 +226,7 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "a value with a newline cannot split the error line",
         {"tpuSlices": [{**SLICE, "zone": "us-east5-a\n"}]},
         "ai-infra:tpuSlices[0].zone",
-        "no zone us-east5-a\\n;",
+        "'us-east5-a\\n' is not a GCP zone",
     ),
     (
         "provisioner quota for a family its zone does not offer",
@@ -454,8 +454,8 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "a label the program sets",
         {"labels": {"managed-by": "me"}},
-        "ai-infra:labels",
-        "other label keys",
+        "ai-infra:labels.managed-by",
+        "choose another label key",
     ),
     (
         "priority outside int32",

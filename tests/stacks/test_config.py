@@ -1,5 +1,6 @@
-"""Config validation, apart from resources: every bad input names its path and its fix, all
-problems are reported together, and a bad config registers nothing at all."""
+"""The stack config as a whole, apart from resources: its defaults, keys and shapes, every bad
+input named at its path with its fix, all problems reported together, and a bad config
+registering nothing at all. Each system's own checks are tested in its folder."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from plan.engine import record_program
 from stacks.loading import parse
 from stacks.messages import ConfigError
-from tests.conftest import build_graph, with_config
+from tests.conftest import with_config
 
 
 def problems(**overrides: Any) -> dict[str, str]:
@@ -37,26 +38,6 @@ def test_values_arrive_as_json_strings_like_the_pulumi_engine_sends_them():
     )
     assert config.tpu_slices[0].shape.hosts == 4
     assert config.protect is True
-
-
-def test_slice_defaults_need_only_name_and_accelerator():
-    config = parse(with_config(tpuSlices=[{"name": "a", "accelerator": "v6e-16"}]), "test")
-    slice_ = config.tpu_slices[0]
-    assert (slice_.count, slice_.provisioning, slice_.zone) == (1, "on-demand", None)
-    assert config.zone_of(slice_) == "us-east5-a"
-
-
-def test_invalid_accelerator_size_lists_valid_sizes():
-    found = problems(
-        tpuSlices=[{"name": "a", "accelerator": "v5p-8"}, {"name": "b", "accelerator": "v5p-33"}]
-    )
-    assert list(found) == ["ai-infra:tpuSlices[1].accelerator"]
-    assert "v5p sizes are v5p-8, v5p-16, v5p-32" in found["ai-infra:tpuSlices[1].accelerator"]
-
-
-def test_topology_override_must_fit_the_size():
-    found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-512", "topology": "8x8x8"}])
-    assert "4x8x8, 4x4x16" in found["ai-infra:tpuSlices[0].topology"]
 
 
 def test_unknown_top_level_key_is_an_error():
@@ -120,11 +101,6 @@ def test_malformed_and_overlapping_cidrs(network, path, fragment):
     assert fragment in found[path], found
 
 
-def test_slice_zone_outside_the_region():
-    found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-8", "zone": "us-central1-a"}])
-    assert "not in gcp:region us-east5" in found["ai-infra:tpuSlices[0].zone"]
-
-
 def test_default_zone_outside_the_region():
     found = problems(**{"gcp:zone": "europe-west4-a"})
     assert "not in gcp:region" in found["gcp:zone"]
@@ -175,43 +151,6 @@ def test_cross_checks_are_reported_together():
     assert "must not be force-destroyed" in found["ai-infra:buckets[0].forceDestroy"]
 
 
-def test_reservation_provisioning_needs_a_reservation_name():
-    found = problems(
-        tpuSlices=[{"name": "a", "accelerator": "v5p-8", "provisioning": "reservation"}]
-    )
-    assert "needs the reservation's name" in found["ai-infra:tpuSlices[0].reservation"]
-
-
-def test_pods_range_must_hold_every_node_the_pools_can_reach():
-    # A /20 pods range has 4,096 addresses. The regional CPU pool can reach 9 nodes at a /24
-    # each (2,304); a v5p-1024 slice is 128 hosts at a /27 each (4,096): too much.
-    found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-1024"}])
-    assert "widen podsCidr" in found["ai-infra:network.podsCidr"]
-    assert "'a' at 16 pods per node" in found["ai-infra:network.podsCidr"]
-    # The seed reference, two v4-32 slices on a regional cluster, fits: 9 x 256 + 8 x 32.
-    parse(
-        with_config(
-            **{"gcp:region": "us-central2", "gcp:zone": "us-central2-b"},
-            tpuSlices=[{"name": "a", "accelerator": "v4-32", "count": 2}],
-        ),
-        "test",
-    )
-
-
-def test_identity_bucket_reference_must_exist():
-    found = problems(
-        workloadIdentities=[
-            {
-                "name": "train",
-                "namespace": "ns",
-                "serviceAccount": "ksa",
-                "buckets": {"data": "read"},
-            }
-        ]
-    )
-    assert "no bucket named 'data'" in found["ai-infra:workloadIdentities[0].buckets.data"]
-
-
 def test_public_bucket_members_are_refused():
     found = problems(
         buckets=[
@@ -251,63 +190,6 @@ def test_the_harness_sees_resources_registered_before_an_error():
     graph, error = record_program(with_config(), program=program)
     assert isinstance(error, ConfigError)
     assert [r.name for r in graph] == ["early"]
-
-
-def test_maintenance_exclusions_are_validated():
-    found = problems(cluster={"maintenanceExclusions": [{"name": "a", "start": "next tuesday"}]})
-    assert "RFC 3339" in found["ai-infra:cluster.maintenanceExclusions[0].start"]
-    found = problems(
-        cluster={
-            "maintenanceExclusions": [
-                {"name": "a", "start": "2026-12-01T00:00:00Z", "end": "2026-12-10T00:00:00Z"},
-                {"name": "b", "start": "2026-12-11T00:00:00Z", "scope": "NO_UPGRADES"},
-            ]
-        }
-    )
-    assert list(found) == ["ai-infra:cluster.maintenanceExclusions[1].end"]
-    assert "needs an end" in found["ai-infra:cluster.maintenanceExclusions[1].end"]
-
-
-def test_flex_start_gpu_pools_rest_at_zero():
-    found = problems(
-        gpuPools=[
-            {
-                "name": "g",
-                "machineType": "g2-standard-8",
-                "acceleratorType": "nvidia-l4",
-                "provisioning": "flex-start",
-                "minNodes": 1,
-                "maxNodes": 2,
-            }
-        ]
-    )
-    assert "set minNodes: 0" in found["ai-infra:gpuPools[0].minNodes"]
-
-
-def test_grants_for_similar_members_do_not_collide():
-    graph = build_graph(
-        with_config(
-            cluster={"rbacSecurityGroup": "gke-security-groups@example.com"},
-            teams=[
-                {"name": "a", "groups": ["ml@example.com"]},
-                {"name": "b", "groups": ["ml@example.org"]},
-            ],
-            workloadIdentities=[
-                {
-                    "name": "w",
-                    "namespace": "w",
-                    "serviceAccount": "w",
-                    "roles": ["roles/tpu.viewer", "projects/test-project/roles/tpu.viewer"],
-                }
-            ],
-        )
-    )
-    viewers = {
-        r.inputs["member"]
-        for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
-        if r.inputs["role"] == "roles/container.clusterViewer"
-    }
-    assert viewers == {"group:ml@example.com", "group:ml@example.org"}
 
 
 def test_the_benchmark_stacks_are_valid_configs():

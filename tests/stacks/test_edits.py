@@ -87,13 +87,13 @@ def test_adding_a_team_creates_only_that_teams_resources():
         "team-green",
         "team-green-namespace",
         "team-green-identity",
-        "team-green-identity-gsa",
-        "team-green-identity-workload-identity",
+        "team-green-identity-sa",
+        "team-green-identity-iam.workloadIdentityUser",
         "team-green-identity-service-account",
         "team-green-edit",
         "team-green-cluster-queue",
         "team-green-local-queue",
-        "team-groups-green-example.com",
+        "team-groups-green-example.com-container.clusterViewer",
     }
     # The shared slice b is divided three ways now: the other queues' quotas shrink.
     assert names(d.changed) == {"team-red-cluster-queue", "team-blue-cluster-queue"}
@@ -107,14 +107,14 @@ def test_removing_a_team_removes_only_its_resources():
         "team-blue",
         "team-blue-namespace",
         "team-blue-identity",
-        "team-blue-identity-gsa",
-        "team-blue-identity-workload-identity",
+        "team-blue-identity-sa",
+        "team-blue-identity-iam.workloadIdentityUser",
         "team-blue-identity-service-account",
-        "team-blue-identity-bucket-data",
+        "team-blue-identity-bucket-data-storage.objectUser",
         "team-blue-edit",
         "team-blue-cluster-queue",
         "team-blue-local-queue",
-        "team-groups-blue-example.com",
+        "team-groups-blue-example.com-container.clusterViewer",
     }
 
 
@@ -144,7 +144,7 @@ def test_no_slices_removes_pools_and_flavors_and_leaves_the_rest_untouched():
         "batch-jobset",
         "team-red-namespace",
         "team-red-local-queue",
-        "team-blue-identity-gsa",
+        "team-blue-identity-sa",
     ):
         assert after.named(kept).inputs == before().named(kept).inputs, kept
 

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from components.types import BASIC_ROLES
 from components.services import IMAGE_STREAMING_SERVICE, REQUIRED_SERVICES
+from components.types import BASIC_ROLES
 from plan.engine import Graph, list_stacks, load_stack_config
 from stacks.loading import parse
 from tests.conftest import build_graph
@@ -48,7 +48,7 @@ def test_cluster_is_private_vpc_native_with_workload_identity(stack):
 def test_no_pool_runs_as_the_default_compute_service_account(stack):
     name, graph = stack
     (node_sa,) = [
-        r for r in graph.of_type("gcp:serviceaccount/account:Account") if r.name == "gke-nodes"
+        r for r in graph.of_type("gcp:serviceaccount/account:Account") if r.name == "gke-nodes-sa"
     ]
     prefix = parse(load_stack_config(name), name).prefix
     project = load_stack_config(name)["gcp:project"]
@@ -113,13 +113,13 @@ def test_prod_protects_the_cluster_and_buckets():
 
 def test_dev_is_cheap_and_disposable():
     config = parse(load_stack_config("dev"), "dev")
-    assert config.protect is False and config.tpu_chips <= 8
+    assert config.protect is False and config.gke.tpu_chips <= 8
     graph = build_graph(load_stack_config("dev"), stack="dev")
     (cluster,) = graph.of_type(CLUSTER)
     assert cluster.inputs["deletionProtection"] is False and not cluster.protect
     (scratch,) = graph.of_type(BUCKET)
     assert scratch.inputs["forceDestroy"] is True
-    binding = graph.named("wi-tpu-training-workload-identity")
+    binding = graph.named("wi-tpu-training-iam.workloadIdentityUser")
     assert binding.inputs["member"] == (
         "serviceAccount:ml-platform-dev.svc.id.goog[tpu-training/cloud-tpu-sa]"
     )
@@ -142,18 +142,31 @@ def test_gcp_labels_are_valid_gcp_labels(stack):
                 assert key.match(k), f"{r.urn}: label key {k!r}"
 
 
-def test_type_tokens_name_the_module_and_class_they_come_from():
-    """A component's type token is part of every child's URN: `ai-infra:<module>:<Class>`."""
+def test_type_tokens_name_the_system_or_module_and_class_they_come_from():
+    """A component's type token is part of every child's URN: `ai-infra:<system>:<Class>` for
+    a system's folder (`ai-infra:gke:TpuSlice`), `ai-infra:<module>:<Class>` for a shared
+    module (`ai-infra:network:Network`)."""
     import components
     from components.base import Component
 
     found = {}
-    for module in pkgutil.iter_modules(components.__path__):
-        loaded = importlib.import_module(f"components.{module.name}")
+    for module in pkgutil.walk_packages(components.__path__, "components."):
+        loaded = importlib.import_module(module.name)
+        owner = module.name.split(".")[1]
         for cls in vars(loaded).values():
             defined_here = inspect.isclass(cls) and cls.__module__ == loaded.__name__
             if defined_here and issubclass(cls, Component) and cls is not Component:
                 source = inspect.getsource(cls)
                 (token,) = set(re.findall(r'__init__\(\s*"(ai-infra:[^"]+)"', source))
-                found[token] = f"ai-infra:{module.name}:{cls.__name__}"
-    assert found and all(token == expected for token, expected in found.items()), found
+                found[token] = f"ai-infra:{owner}:{cls.__name__}"
+    assert all(token == expected for token, expected in found.items()), found
+    # Every system's folder is walked, not only the flat modules.
+    assert {t.split(":")[1] for t in found} >= {
+        "network",
+        "buckets",
+        "services",
+        "gke",
+        "tpu_vms",
+        "gpu_clusters",
+        "slurm",
+    }, found

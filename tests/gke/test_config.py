@@ -1,0 +1,138 @@
+"""What the user writes for the GKE keys, validated apart from resources: slices against the
+catalog and the region, pools, maintenance exclusions, the pods range, identities' buckets,
+and grants that must not share a name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from stacks.loading import parse
+from stacks.messages import ConfigError
+from tests.conftest import build_graph, with_config
+
+
+def problems(**overrides: Any) -> dict[str, str]:
+    with pytest.raises(ConfigError) as error:
+        parse(with_config(**overrides), "test")
+    return dict(error.value.rendered)
+
+
+def test_slice_defaults_need_only_name_and_accelerator():
+    config = parse(with_config(tpuSlices=[{"name": "a", "accelerator": "v6e-16"}]), "test")
+    slice_ = config.tpu_slices[0]
+    assert (slice_.count, slice_.provisioning, slice_.zone) == (1, "on-demand", None)
+    assert config.context.zone_of(slice_.zone) == "us-east5-a"
+
+
+def test_invalid_accelerator_size_lists_valid_sizes():
+    found = problems(
+        tpuSlices=[{"name": "a", "accelerator": "v5p-8"}, {"name": "b", "accelerator": "v5p-33"}]
+    )
+    assert list(found) == ["ai-infra:tpuSlices[1].accelerator"]
+    assert "v5p sizes are v5p-8, v5p-16, v5p-32" in found["ai-infra:tpuSlices[1].accelerator"]
+
+
+def test_topology_override_must_fit_the_size():
+    found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-512", "topology": "8x8x8"}])
+    assert "4x8x8, 4x4x16" in found["ai-infra:tpuSlices[0].topology"]
+
+
+def test_slice_zone_outside_the_region():
+    found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-8", "zone": "us-central1-a"}])
+    assert "not in gcp:region us-east5" in found["ai-infra:tpuSlices[0].zone"]
+
+
+def test_reservation_provisioning_needs_a_reservation_name():
+    found = problems(
+        tpuSlices=[{"name": "a", "accelerator": "v5p-8", "provisioning": "reservation"}]
+    )
+    assert "needs the reservation's name" in found["ai-infra:tpuSlices[0].reservation"]
+
+
+def test_pods_range_must_hold_every_node_the_pools_can_reach():
+    # A /20 pods range has 4,096 addresses. The regional CPU pool can reach 9 nodes at a /24
+    # each (2,304); a v5p-1024 slice is 128 hosts at a /27 each (4,096): too much.
+    found = problems(tpuSlices=[{"name": "a", "accelerator": "v5p-1024"}])
+    assert "widen podsCidr" in found["ai-infra:network.podsCidr"]
+    assert "'a' at 16 pods per node" in found["ai-infra:network.podsCidr"]
+    # The seed reference, two v4-32 slices on a regional cluster, fits: 9 x 256 + 8 x 32.
+    parse(
+        with_config(
+            **{"gcp:region": "us-central2", "gcp:zone": "us-central2-b"},
+            tpuSlices=[{"name": "a", "accelerator": "v4-32", "count": 2}],
+        ),
+        "test",
+    )
+
+
+def test_identity_bucket_reference_must_exist():
+    found = problems(
+        workloadIdentities=[
+            {
+                "name": "train",
+                "namespace": "ns",
+                "serviceAccount": "ksa",
+                "buckets": {"data": "read"},
+            }
+        ]
+    )
+    assert "no bucket named 'data'" in found["ai-infra:workloadIdentities[0].buckets.data"]
+
+
+def test_maintenance_exclusions_are_validated():
+    found = problems(cluster={"maintenanceExclusions": [{"name": "a", "start": "next tuesday"}]})
+    assert "RFC 3339" in found["ai-infra:cluster.maintenanceExclusions[0].start"]
+    found = problems(
+        cluster={
+            "maintenanceExclusions": [
+                {"name": "a", "start": "2026-12-01T00:00:00Z", "end": "2026-12-10T00:00:00Z"},
+                {"name": "b", "start": "2026-12-11T00:00:00Z", "scope": "NO_UPGRADES"},
+            ]
+        }
+    )
+    assert list(found) == ["ai-infra:cluster.maintenanceExclusions[1].end"]
+    assert "needs an end" in found["ai-infra:cluster.maintenanceExclusions[1].end"]
+
+
+def test_flex_start_gpu_pools_rest_at_zero():
+    found = problems(
+        gpuPools=[
+            {
+                "name": "g",
+                "machineType": "g2-standard-8",
+                "acceleratorType": "nvidia-l4",
+                "provisioning": "flex-start",
+                "minNodes": 1,
+                "maxNodes": 2,
+            }
+        ]
+    )
+    assert "set minNodes: 0" in found["ai-infra:gpuPools[0].minNodes"]
+
+
+def test_grants_for_similar_members_do_not_collide():
+    graph = build_graph(
+        with_config(
+            cluster={"rbacSecurityGroup": "gke-security-groups@example.com"},
+            teams=[
+                {"name": "a", "groups": ["ml@example.com"]},
+                {"name": "b", "groups": ["ml@example.org"]},
+            ],
+            workloadIdentities=[
+                {
+                    "name": "w",
+                    "namespace": "w",
+                    "serviceAccount": "w",
+                    "roles": ["roles/tpu.viewer", "projects/test-project/roles/tpu.viewer"],
+                }
+            ],
+        )
+    )
+    viewers = {
+        r.inputs["member"]
+        for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
+        if r.inputs["role"] == "roles/container.clusterViewer"
+    }
+    assert viewers == {"group:ml@example.com", "group:ml@example.org"}
