@@ -52,16 +52,22 @@ class StackContext:
 
 
 def label_problems(
-    labels: Mapping[str, str], *, reserved: tuple[str, ...] = (), beside: int = 0
+    labels: Mapping[str, str],
+    *,
+    reserved: tuple[str, ...] = (),
+    beside: int = 0,
+    by_pulumi_gcp: bool = True,
 ) -> list[Problem]:
     """Problems of labels a user adds to a resource: at `[key]` for a key the program sets
     itself (`MANAGED_LABELS`, the provider's, and `reserved`), and at the map when, with the
-    `beside` labels already on the resource, they pass GCP's limit."""
-    owned = (*MANAGED_LABELS, *PROVIDER_LABELS, *reserved)
+    `beside` labels already on the resource, they pass GCP's limit. Resources a dynamic
+    provider creates (`by_pulumi_gcp=False`) do not get pulumi-gcp's label."""
+    provider = PROVIDER_LABELS if by_pulumi_gcp else ()
+    owned = (*MANAGED_LABELS, *provider, *reserved)
     found = [
         Problem((key,), "is set by the program itself; choose another label key")
         for key in labels
-        if key in owned
+        if key in (*MANAGED_LABELS, *PROVIDER_LABELS, *reserved)
     ]
     # Keys the program reserves are on the resource too, and take room like the managed ones.
     room = MAX_LABELS - len(owned) - beside

@@ -202,8 +202,10 @@ def reservation_parts(reservation: str, project: str) -> tuple[str, str]:
 
 
 _SERVICE_ACCOUNT = re.compile(
-    rf"(?P<id>{PROJECT_ID})@(?:(?P<domain>[a-z0-9][-a-z0-9.]*[a-z0-9])\.)?"
-    rf"(?P<project>{PROJECT_ID})\.iam\.gserviceaccount\.com"
+    # A domain-scoped project's accounts are NAME@PROJECT.DOMAIN.iam.gserviceaccount.com
+    # (IAM "Service accounts", domain-scoped projects).
+    rf"(?P<id>{PROJECT_ID})@(?P<project>{PROJECT_ID})"
+    r"(?:\.(?P<domain>[a-z0-9][-a-z0-9]*(?:\.[a-z0-9][-a-z0-9]*)+))?\.iam\.gserviceaccount\.com"
 )
 _DEFAULT_COMPUTE = re.compile(r"[0-9]+-compute@developer\.gserviceaccount\.com")
 
@@ -215,7 +217,9 @@ def _service_account(value: str) -> str:
             f"'{value}' is the default compute service account, which is granted the project "
             "Editor role by default; leave it unset for a dedicated least-privilege account"
         )
-    if not _SERVICE_ACCOUNT.fullmatch(value):
+    match = _SERVICE_ACCOUNT.fullmatch(value)
+    # A project id never contains "google" (see _no_google), so that is a domain read wrong.
+    if match is None or "google" in match["project"]:
         raise ValueError(
             f"'{value}' is not a user-managed service account email "
             "(NAME@PROJECT.iam.gserviceaccount.com)"

@@ -195,6 +195,8 @@ def problems(
             label_problems(
                 {k: v for k, v in entry.labels.items() if k not in ctx.stack_labels},
                 beside=len(ctx.stack_labels),
+                # The queued resource is the TPU API client's, not pulumi-gcp's.
+                by_pulumi_gcp=False,
             ),
         )
         # The account already holds NODE_ROLES; listing one again would grant it twice

@@ -92,6 +92,9 @@ def test_every_service_account_is_user_managed(key):
         "account, which is granted the project Editor role by default; leave it unset for a "
         "dedicated least-privilege account"
     )
+    # A domain-scoped project's account names the project, then the domain.
+    assert refusal(key, "status@skia-buildbots.google.com.iam.gserviceaccount.com") is None
+    assert refusal(key, "status@google.com.skia-buildbots.iam.gserviceaccount.com") is not None
     # App Engine's default account, which also holds Editor.
     assert refusal(key, "my-project@appspot.gserviceaccount.com") == (
         "'my-project@appspot.gserviceaccount.com' is not a user-managed service account email "

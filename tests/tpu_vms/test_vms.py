@@ -441,3 +441,13 @@ def test_protected_stacks_protect_the_queued_resource_from_replacement_and_destr
     assert not queued_resource(built(vm()), "exp").protect
     protected = build_graph(stack(tpuVms=[vm()], protect=True))
     assert queued_resource(protected, "exp").protect
+
+
+def test_an_entry_may_fill_every_label_the_tpu_api_has_room_for():
+    # The TPU API client creates the queued resource, so pulumi-gcp adds no label of its own:
+    # 64 - managed-by - ai-infra-stack leaves 62 for the entry.
+    labels = {f"l{n}": "x" for n in range(62)}
+    qr = queued_resource(built(vm(name="maxtext", labels=labels)), "maxtext")
+    assert len(qr.inputs["labels"]) == 64, qr.urn
+    problems = rejected(stack(tpuVms=[vm(labels={**labels, "l62": "x"})]))
+    assert "keep at most 62" in problems["ai-infra:tpuVms[0].labels"], problems
