@@ -1,33 +1,29 @@
 """`uv run python -m plan <stack>`: print what `pulumi up` would create for a stack, offline.
 
-Accepts a stack name (`dev` reads `Pulumi.dev.yaml`) or a path to a stack file. With
-`--base <git-ref>` (or `--base <stack file>`) it prints only what would change since the stack
-file at that ref, as `pulumi preview` would; `--json` prints the plan, and that diff, as JSON.
-Exits 2 with the validation errors, and nothing else, when a config is invalid.
+Accepts a stack name (`dev` reads `Pulumi.dev.yaml`) or a path to a stack file, read as the
+Pulumi CLI reads it (stacks/loading.py). With `--base <git-ref>` it prints only what would
+change since that ref, as `pulumi preview` would, with the base built by the ref's own code
+and stack file (plan/base.py); `--base <stack file>` builds that file with this checkout's code.
+`--json` prints the plan, and that diff, as JSON. Exits 2 with the validation errors, and
+nothing else, when a config is invalid.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
+import os
 import sys
 from pathlib import Path
-from typing import Any
 
+from plan import base as bases
+from plan import summary
 from plan.diff import diff
-from plan.engine import (
-    Graph,
-    list_stacks,
-    parse_stack_file,
-    read_stack_file,
-    run_program,
-    stack_file,
-)
+from plan.engine import Graph, list_stacks, run_program, stack_file
 from plan.render import diff_json, plan_json, render, render_diff
 from stacks.config import StackConfig
-from stacks.loading import parse
-from stacks.messages import ConfigError
+from stacks.loading import StackFile, parse, read_stack_text
+from stacks.messages import NAMESPACE, ConfigError
 
 
 class PlanError(Exception):
@@ -48,34 +44,16 @@ def _stack_path(target: str) -> tuple[str, Path]:
     return target, path
 
 
-def _base_text(base: str, path: Path) -> tuple[str, str]:
-    """The stack file as it was: `base` is a stack file path, or a git ref whose version of
-    `path` is read with `git show`. Returns (text, where it came from)."""
-    as_file = Path(base)
-    if as_file.suffix in (".yaml", ".yml") and as_file.is_file():
-        return as_file.read_text(), str(as_file)
-    if not base or base.startswith("-"):
-        # A leading '-' would reach git as an option.
-        raise PlanError(f"--base {base!r}: expected a git ref or a stack file path")
-    try:
-        shown = subprocess.run(
-            ["git", "-C", str(path.resolve().parent), "show", f"{base}:./{path.name}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError as error:
-        raise PlanError(f"--base {base}: cannot run git: {error}") from error
-    if shown.returncode != 0:
-        raise PlanError(f"--base {base}: git cannot show {path.name} there: {shown.stderr.strip()}")
-    return shown.stdout, f"{base}:{path.name}"
+def _read(path: Path) -> StackFile:
+    read = read_stack_text(path.read_text())
+    for warning in read.warnings:
+        print(f"warning: {path.name}: {warning}", file=sys.stderr)
+    return read
 
 
-def _build(raw: dict[str, Any], stack: str, which: str) -> tuple[StackConfig, Graph]:
-    try:
-        config = parse(raw, stack)
-    except ConfigError as error:
-        raise PlanError(f"{which}:\n{error}" if which else str(error)) from error
+def _build(raw: dict[str, str], stack: str) -> tuple[StackConfig, Graph]:
+    # The program validates the same strings at `pulumi up` (stacks.loading.load).
+    config = parse(raw, stack)
     graph = run_program(raw, stack=stack)
     # The mock engine accepts two resources with one URN; `pulumi up` would not.
     seen: set[str] = set()
@@ -87,26 +65,61 @@ def _build(raw: dict[str, Any], stack: str, which: str) -> tuple[StackConfig, Gr
     return config, graph
 
 
+def _shown(path: Path) -> str:
+    """A path as the heading shows it: relative to here when it can be."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def _start_base(base: str, path: Path, stack: str) -> bases.Pending:
+    as_file = Path(base)
+    if as_file.suffix in (".yaml", ".yml") and as_file.is_file():
+        return bases.Pending(bases.from_file(as_file, stack))
+    return bases.start(base, path, stack)
+
+
+def _heading(stack: str, path: Path, base: bases.Base, ref: str) -> str:
+    this = path.name
+    as_file = Path(ref)
+    if as_file.is_file() and as_file.name == path.name:
+        # Two files of one name: say which is which.
+        this, origin = f"{_shown(path)} (new)", f"{_shown(as_file)} (base)"
+    else:
+        origin = base.origin
+    return f"Changes to stack '{stack}' ({this}) since {origin}:"
+
+
 def run(target: str, base: str | None, as_json: bool) -> str:
     """The plan of `target` (a stack name or file), or with `base` what changes since then."""
     stack, path = _stack_path(target)
+    raw = _read(path).config
     if base is None:
-        config, graph = _build(read_stack_file(path), stack, "")
+        config, graph = _build(raw, stack)
         if as_json:
             return json.dumps(plan_json(graph, config, stack), indent=2)
         return render(graph, config, stack)
-    # Read the base first: a bad ref fails before any program runs.
-    text, origin = _base_text(base, path)
-    config, graph = _build(read_stack_file(path), stack, "")
-    _, before = _build(parse_stack_file(text), stack, f"the stack file at {origin} is invalid")
-    changes = diff(before, graph)
+    # A bad ref fails before any program runs; the base builds alongside the current side.
+    pending = _start_base(base, path, stack)
+    try:
+        config, graph = _build(raw, stack)
+    except BaseException:
+        pending.cancel()
+        raise
+    before = pending.result()
+    changes = diff(before.graph, graph, protect_key=f"{NAMESPACE}:protect")
     # A deleted resource's config key is the one it had before.
-    keys = {**before.config_keys(), **graph.config_keys()}
+    keys = {**before.graph.config_keys(), **graph.config_keys()}
+    numbers_before, numbers_after = summary.summarize(before.graph), summary.summarize(graph)
     if as_json:
-        document = {**plan_json(graph, config, stack), "diff": diff_json(changes, keys, base)}
+        document = {
+            **plan_json(graph, config, stack),
+            "diff": diff_json(changes, keys, base, numbers_before),
+        }
         return json.dumps(document, indent=2)
-    heading = f"Changes to stack '{stack}' ({path.name}) since {origin}:"
-    return render_diff(changes, keys, heading)
+    heading = _heading(stack, path, before, base)
+    return render_diff(changes, keys, heading, summary.compare(numbers_before, numbers_after))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,13 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--base",
         metavar="REF",
-        help="print only what changes since the stack file at this git ref (or this stack file)",
+        help="print only what changes since this git ref (its code and stack file), or since "
+        "this stack file",
     )
     parser.add_argument("--json", action="store_true", help="print the plan (and diff) as JSON")
     args = parser.parse_args(argv)
     try:
         print(run(args.stack, args.base, args.json))
-    except (PlanError, ConfigError) as error:
+    except (PlanError, ConfigError, bases.BaseError) as error:
         print(error, file=sys.stderr)
         return 2
     return 0

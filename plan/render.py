@@ -5,14 +5,27 @@ and both as JSON for CI bots.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections import Counter
 from typing import Any
 
 from components.tpu_catalog import resolve
 from components.tpu_vms.provider import node_names
-from plan.diff import GraphDiff, Op, ResourceChange, integral, jsonable, render_value
+from plan import summary
+from plan.diff import (
+    Change,
+    GraphDiff,
+    Op,
+    ResourceChange,
+    integral,
+    is_text_block,
+    jsonable,
+    kinds,
+    render_value,
+)
 from plan.engine import Graph, Registration
+from plan.replacements import Effect
 from stacks import environment
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
@@ -175,6 +188,11 @@ def _kubernetes_details(type_: str, inputs: dict[str, Any]) -> list[str]:
     return []
 
 
+SCHEMA_VERSION = 2
+"""Of `--json`. 2: state-shaped URNs, `summary` (chips by kind, GPUs, nodes, quotas, outputs),
+per-change `effect`, and in a diff `deleteBeforeReplace`, `cause`, `refusal` and `notes`."""
+
+
 def _header(graph: Graph, config: StackConfig, stack: str) -> str:
     resources = len(graph.resources_to_apply)
     return (
@@ -213,7 +231,28 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
         lines.append(f"  {count:4d}  {type_}")
     for title, section in environment.describe(config):
         lines += ["", f"{title}:", *section]
+    lines += summary.render(summary.summarize(graph))
     return "\n".join(lines)
+
+
+def _change_lines(c: Change) -> list[str]:
+    if is_text_block(c):
+        old = c.old if isinstance(c.old, str) else ""
+        new = c.new if isinstance(c.new, str) else ""
+        body = difflib.unified_diff(
+            old.splitlines(), new.splitlines(), "before", "after", lineterm="", n=2
+        )
+        suffix = "  (forces replacement)" if c.replaces else ""
+        return [f"    {c.rendered_path}: text{suffix}", *(f"      {line}" for line in body)]
+    if c.replaces:
+        suffix = "  (forces replacement)"
+    elif c.effect is Effect.NO_OP:
+        suffix = "  (not applied)"
+    elif c.note:
+        suffix = f"  ({c.note})"
+    else:
+        suffix = ""
+    return [f"    {c.rendered_path}: {render_value(c.old)} → {render_value(c.new)}{suffix}"]
 
 
 def _resource_line(change: ResourceChange, keys: dict[str, str]) -> str:
@@ -224,34 +263,81 @@ def _resource_line(change: ResourceChange, keys: dict[str, str]) -> str:
         parts.append(f"({_short_key(key)})")
     if change.op in (Op.CREATE, Op.DELETE):
         parts.append(details(r))
+    if change.op is Op.REPLACE and change.delete_before_replace:
+        parts.append("[deleted before its replacement is created]")
     return "  ".join(p for p in parts if p)
 
 
-def render_diff(changes: GraphDiff, keys: dict[str, str], heading: str) -> str:
-    """The resources that differ, each with its changed inputs (old → new), then the counts."""
+_GONE_WITH = {
+    "gcp:container/cluster:Cluster": "GKE deletes the cluster's node pools and every workload "
+    "on it with the old cluster",
+    "pulumi-python:dynamic/tpu:QueuedResource": "its TPU VMs are deleted with it (force)",
+}
+"""What the cloud deletes with a resource, beyond what the graph shows."""
+
+
+def _resource_lines(change: ResourceChange, keys: dict[str, str], diff: GraphDiff) -> list[str]:
+    lines = [_resource_line(change, keys)]
+    if change.cause:
+        cause = change.cause.rsplit("::", 1)[-1]
+        lines.append(f"    replaced with {cause}: {change.cause_note}")
+    for c in change.changes:
+        lines += _change_lines(c)
+    if change.protect is not None:
+        old, new = change.protect
+        lines.append(f"    [protect]: {json.dumps(old)} → {json.dumps(new)}")
+    if any(c.effect is Effect.NO_OP for c in change.changes):
+        note = next(c.note for c in change.changes if c.effect is Effect.NO_OP)
+        lines.append(f"    ! not applied: {note}")
+    for note in change.notes:
+        if not note.startswith("nothing is applied"):
+            lines.append(f"    ! {note}")
+    if change.op is Op.REPLACE and not change.cause:
+        radius = diff.blast_radius(change.urn)
+        gone = _GONE_WITH.get(change.resource.type)
+        if radius or gone:
+            what = f"{len(radius)} more replaced with it ({kinds(radius)})" if radius else ""
+            lines.append("    blast radius: " + "; ".join(p for p in (what, gone) if p))
+    if change.op is Op.DELETE and change.resource.type in _GONE_WITH:
+        lines.append(f"    ! {_GONE_WITH[change.resource.type]}")
+    if change.refusal:
+        lines.append(f"    ✗ {change.refusal}")
+    return lines
+
+
+def render_diff(
+    changes: GraphDiff,
+    keys: dict[str, str],
+    heading: str,
+    numbers: list[str] | None = None,
+) -> str:
+    """The resources that differ, each with its changed inputs (old → new), what `pulumi up`
+    would refuse, how the numbers move, then the counts."""
     lines = [heading, ""]
     for change in changes:
         if change.is_component:
             continue
-        lines.append(_resource_line(change, keys))
-        for c in change.changes:
-            forces = "  (forces replacement)" if c.replaces else ""
-            lines.append(
-                f"    {c.rendered_path}: {render_value(c.old)} → {render_value(c.new)}{forces}"
-            )
-        if change.protect is not None:
-            old, new = change.protect
-            lines.append(f"    [protect]: {json.dumps(old)} → {json.dumps(new)}")
+        lines += _resource_lines(change, keys, changes)
     if len(lines) == 2:
         lines.append("No changes.")
+    if numbers:
+        lines += ["", "Numbers (before → after):", *numbers]
     lines += ["", changes.summary()]
+    refused = [r for r in changes.refused if not r.is_component]
+    if refused:
+        lines.append(
+            f"`pulumi up` will refuse {len(refused)} of these (protected resources): "
+            "see the ✗ lines"
+        )
     return "\n".join(lines)
 
 
 def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
     keys = graph.config_keys()
     applied = graph.resources_to_apply
+    numbers = summary.summarize(graph)
     return {
+        "schemaVersion": SCHEMA_VERSION,
         "stack": stack,
         "project": config.project,
         "region": config.region,
@@ -274,14 +360,19 @@ def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
             "components": len(graph) - len(applied),
             "byType": dict(sorted(Counter(r.type for r in applied).items())),
         },
-        "tpuChips": config.gke.tpu_chips,
+        "tpuChips": numbers.chips,
+        "summary": numbers.to_json(),
     }
 
 
-def diff_json(changes: GraphDiff, keys: dict[str, str], base: str) -> dict[str, Any]:
+def diff_json(
+    changes: GraphDiff, keys: dict[str, str], base: str, before: summary.Summary | None = None
+) -> dict[str, Any]:
     return {
         "base": base,
         "summary": {op.value: count for op, count in changes.counts().items()},
+        "refused": len([r for r in changes.refused if not r.is_component]),
+        "before": before.to_json() if before is not None else None,
         "resources": [
             {
                 "op": change.op.value,
@@ -289,12 +380,19 @@ def diff_json(changes: GraphDiff, keys: dict[str, str], base: str) -> dict[str, 
                 "type": change.resource.type,
                 "name": change.resource.name,
                 "configKey": keys.get(change.urn),
+                "deleteBeforeReplace": change.delete_before_replace,
+                "cause": change.cause or None,
+                "refusal": change.refusal or None,
+                "notes": list(change.notes),
+                "blastRadius": [r.urn for r in changes.blast_radius(change.urn)],
                 "changes": [
                     {
                         "path": c.rendered_path,
                         "old": jsonable(c.old),
                         "new": jsonable(c.new),
                         "replaces": c.replaces,
+                        "effect": c.effect.value,
+                        "note": c.note or None,
                     }
                     for c in change.changes
                 ],
