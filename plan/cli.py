@@ -68,9 +68,10 @@ def _build(raw: dict[str, str], stack: str) -> tuple[StackConfig, Graph]:
 def _shown(path: Path) -> str:
     """A path as the heading shows it: relative to here when it can be."""
     try:
-        return os.path.relpath(path)
+        relative = os.path.relpath(path)
     except ValueError:
         return str(path)
+    return str(path.resolve()) if relative.startswith("..") else relative
 
 
 def _start_base(base: str, path: Path, stack: str) -> bases.Pending:

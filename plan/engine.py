@@ -349,7 +349,8 @@ def record_program(
         # register what it exported, as `pulumi up` does when the program ends.
         root = runtime_settings.get_root_resource()
         if isinstance(root, pulumi.ComponentResource):
-            root.register_outputs(massage(getattr(root, "outputs", {}), []))
+            exported: Any = massage(getattr(root, "outputs", {}), [])
+            root.register_outputs(exported)
 
     try:
         _sync_await(run_pulumi_func(body))

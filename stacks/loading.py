@@ -228,7 +228,7 @@ def _construct_plain(loader: _CliLoader, node: yaml.ScalarNode) -> Any:
     return go_scalar(node.value)
 
 
-def _construct_tagged(loader: _CliLoader, tag: str, node: yaml.Node) -> Any:
+def _construct_tagged(loader: Any, tag: str, node: yaml.Node) -> Any:
     """An explicitly tagged node. yaml.v3 resolves a core tag and refuses a value of another
     kind (`!!bool yes`); it keeps the text of any other tag, as if untagged and quoted."""
     if isinstance(node, yaml.MappingNode):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -108,7 +109,7 @@ def test_a_key_written_twice_is_refused_like_the_pulumi_cli_does(tmp_path, capsy
     )
     assert main([str(stack)]) == 2
     err = capsys.readouterr().err
-    assert "ai-infra:protect: is written twice (again on line 6); keep one" in err
+    assert "ai-infra:protect: is written twice in one mapping (lines 5 and 6)" in err
 
 
 def test_the_plan_says_release_channel_slices_hold_their_upgrades(capsys):
@@ -166,8 +167,12 @@ def test_plan_lists_each_gpu_cluster(tmp_path, capsys):
         ("config: [1, 2]\n", "config: must be a mapping"),
         ("- a\n", "must be a mapping with a config: key"),
         ("config:\n  gcp:project: [\n", "is not valid YAML on line 3"),
-        ("config:\n  1: 2\n", "config key 1 is not text"),
-        ("config:\n  ai-infra:protect: !!python/object/apply:os.system [id]\n", "not valid YAML"),
+        ("config:\n  1: 2\n", "has the key 1, which YAML reads as int"),
+        # yaml.v3 keeps an unknown tag's data: the program then refuses a list; nothing runs.
+        (
+            "config:\n  ai-infra:protect: !!python/object/apply:os.system [id]\n",
+            "ai-infra:protect: expected true or false",
+        ),
     ],
 )
 def test_a_malformed_stack_file_is_a_clean_error(tmp_path, capsys, text, says):
@@ -176,3 +181,56 @@ def test_a_malformed_stack_file_is_a_clean_error(tmp_path, capsys, text, says):
     assert main([str(stack)]) == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
+
+
+def test_the_capacity_totals_count_every_system(tmp_path, capsys):
+    """GKE slices, TPU VMs, the provisioner's quota and Slurm nodesets, each at its maximum."""
+    stack = tmp_path / "Pulumi.mixed.yaml"
+    stack.write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "gcp:project": "test-project",
+                    "gcp:region": "us-central1",
+                    "gcp:zone": "us-central1-a",
+                    "ai-infra:protect": False,
+                    "ai-infra:cluster": {"releaseChannel": "NONE", "maxPodsPerNode": 32},
+                    "ai-infra:tpuSlices": [{"name": "train", "accelerator": "v5p-16"}],
+                    "ai-infra:tpuVms": [
+                        {"name": "vm", "accelerator": "v5litepod-8", "nodeCount": 2}
+                    ],
+                    "ai-infra:tpuProvisioner": {
+                        "enabled": True,
+                        "image": "us-docker.pkg.dev/p/i/tpu-provisioner@sha256:" + "a" * 64,
+                        "quota": {"v5p-32": 2},
+                    },
+                }
+            }
+        )
+    )
+    assert main([str(stack)]) == 0
+    out = capsys.readouterr().out
+    # v5p-16: 2 hosts of 4 chips; two v5litepod-8 slices of 8 chips on one host each; the
+    # provisioner at most two v5p-32 slices of 4 hosts.
+    assert "  TPU chips: 56 (v5litepod 16, v5p 40)" in out
+    assert "    TPU VMs: vm 2 x v5litepod-8 host = 16 v5litepod chips, on-demand" in out
+    assert "    TPU provisioner: v5p-32 up to 8 x ct5p-hightpu-4t = 32 v5p chips" in out
+
+
+def test_the_plan_lists_the_stack_outputs_with_what_is_known(capsys):
+    assert main(["dev"]) == 0
+    out = capsys.readouterr().out.split("Outputs (`pulumi stack output`):")[1]
+    assert "  clusterName: ai-dev-gke" in out
+    assert "  kubeconfig: [secret]" in out
+    assert '  buckets: {"scratch": "gs://ml-platform-dev-ai-dev-scratch"}' in out
+
+
+def test_the_plan_json_carries_the_numbers(capsys):
+    assert main(["prod", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["schemaVersion"] == 2
+    numbers = document["summary"]
+    assert numbers["tpuChips"] == {"total": 1664, "byKind": {"v5p": 512, "v6e": 1152}}
+    assert document["tpuChips"] == 1664
+    assert numbers["quotas"]["pretrain"]["v5p-512 google.com/tpu"] == 512
+    assert numbers["outputs"]["kubeconfig"] == "[secret]"

@@ -65,7 +65,11 @@ CLI_TABLE: list[tuple[str, str, Any]] = [
         "2001-12-14 21:59:43.1 -0500 -0500",
         "2001-12-14 21:59:43.1 -0500 -0500",
     ),
-    ("2001-12-14 21:59:43.10", "2001-12-14 21:59:43.1 +0000 UTC", "2001-12-14 21:59:43.1 +0000 UTC"),
+    (
+        "2001-12-14 21:59:43.10",
+        "2001-12-14 21:59:43.1 +0000 UTC",
+        "2001-12-14 21:59:43.1 +0000 UTC",
+    ),
     ("'2024-01-02'", "2024-01-02", "2024-01-02"),
     ("2024-02-30", "2024-02-30", "2024-02-30"),
     ("1:30", "1:30", "1:30"),
@@ -86,7 +90,9 @@ def config_of(text: str) -> dict[str, str]:
 
 @pytest.mark.parametrize(("text", "top", "nested"), CLI_TABLE)
 def test_values_reach_the_program_as_the_pulumi_cli_passes_them(text: str, top: str, nested: Any):
-    config = config_of(f"config:\n  p:top: {text}\n  p:obj:\n    v: {text}\n  p:list:\n    - {text}\n")
+    config = config_of(
+        f"config:\n  p:top: {text}\n  p:obj:\n    v: {text}\n  p:list:\n    - {text}\n"
+    )
     assert config["p:top"] == top
     assert json.loads(config["p:obj"]) == {"v": nested}
     assert json.loads(config["p:list"]) == [nested]
@@ -94,7 +100,8 @@ def test_values_reach_the_program_as_the_pulumi_cli_passes_them(text: str, top: 
 
 def test_objects_become_json_text_with_sorted_keys_and_merges_applied():
     config = config_of(
-        "base: &b {a: 1, b: 2}\nconfig:\n  p:m:\n    <<: *b\n    b: 3\n  p:o: {z: 1, a: {y: 2, b: [3]}}\n"
+        "base: &b {a: 1, b: 2}\n"
+        "config:\n  p:m:\n    <<: *b\n    b: 3\n  p:o: {z: 1, a: {y: 2, b: [3]}}\n"
     )
     assert config["p:m"] == '{"a":1,"b":3}'
     assert config["p:o"] == '{"a":{"b":[3],"y":2},"z":1}'
@@ -120,7 +127,10 @@ def test_an_empty_value_is_an_empty_string_with_the_cli_warning():
         ("config:\n  p:a: {v: -.inf}\n", "p:a.v: is -inf"),
         ("config:\n  p:a: [.nan]\n", "json: unsupported value: NaN"),
         ("config:\n  p:a: 1\n  'p:a': 2\n", "p:a: is written twice in one mapping (lines 2 and 3)"),
-        ("config:\n  p:a:\n    x: 1\n    x: 2\n", "'x' is written twice in one mapping (lines 3 and 4)"),
+        (
+            "config:\n  p:a:\n    x: 1\n    x: 2\n",
+            "'x' is written twice in one mapping (lines 3 and 4)",
+        ),
         ("other:\n  k: 1\n  k: 2\nconfig: {}\n", "'k' is written twice"),
         ("config:\n  p:a:\n    1: x\n", "p:a: has the key 1, which YAML reads as int"),
         ("config:\n  p:a:\n    true: x\n", "has the key True, which YAML reads as bool"),
