@@ -33,6 +33,7 @@ from plan.replacements import (
     Rules,
     Verdict,
     dynamic_decision,
+    missing_provider_modules,
     replace_on_changes,
     rules_for,
     unwrap,
@@ -469,6 +470,15 @@ def _provider_guards(change: ResourceChange) -> tuple[str, ...]:
     if change.op not in (Op.REPLACE, Op.DELETE) or before is None:
         return ()
     notes = []
+    if isinstance(rules_for(before.type), DynamicRules):
+        missing = missing_provider_modules(before.inputs)
+        if missing:
+            notes.append(
+                f"its state holds a provider from {', '.join(missing)}, which this code no "
+                "longer has: `pulumi up` deletes with the provider in state, so the delete "
+                "fails until that module imports again (keep a shim), or update the resource "
+                "once before it goes"
+            )
     if before.type == "gcp:container/cluster:Cluster" and unwrap(
         before.inputs.get("deletionProtection", True)
     ):

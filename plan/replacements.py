@@ -681,6 +681,50 @@ def _provider_of(inputs: dict[str, Any]) -> Any:
     return dill.loads(base64.b64decode(unwrap(inputs["__provider"])))
 
 
+def pickled_modules(inputs: dict[str, Any]) -> tuple[str, ...]:
+    """The modules a `__provider` pickle loads classes and functions from, read with
+    pickletools: nothing in it runs."""
+    import pickletools
+
+    try:
+        data = base64.b64decode(str(unwrap(inputs.get("__provider", ""))))
+        ops = list(pickletools.genops(data))
+    except Exception:
+        return ()
+    memo: list[Any] = []
+    recent: list[Any] = []
+    modules: list[str] = []
+    for op, arg, _ in ops:
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
+            recent.append(arg)
+        elif op.name == "MEMOIZE" and recent:
+            memo.append(recent[-1])
+        elif op.name in ("BINGET", "LONG_BINGET", "GET") and int(arg) < len(memo):
+            recent.append(memo[int(arg)])
+        elif op.name == "STACK_GLOBAL" and len(recent) >= 2:
+            modules.append(str(recent[-2]))
+        elif op.name == "GLOBAL":
+            modules.append(str(arg).split(" ")[0])
+    return tuple(dict.fromkeys(m for m in modules if m and m != "builtins"))
+
+
+def missing_provider_modules(inputs: dict[str, Any]) -> tuple[str, ...]:
+    """Modules of a resource's pickled provider that this code cannot import: `pulumi up`
+    deletes and refreshes with the provider in state (pulumi/dynamic/__main__.py), so those
+    fail while they are missing."""
+    import importlib.util
+
+    missing = []
+    for module in pickled_modules(inputs):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(module)
+    return tuple(missing)
+
+
 def dynamic_decision(olds: dict[str, Any], news: dict[str, Any]) -> DynamicAnswer:
     """Run the resource's provider diff() offline. The engine passes the old OUTPUTS as
     `olds`; offline there are none, so the old inputs stand in for them (this program's

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 import yaml
 
 from plan.cli import main
+from plan.engine import REPO_ROOT
 
 
 def test_dev_plan_shows_what_a_reviewer_checks(capsys):
@@ -234,3 +240,23 @@ def test_the_plan_json_carries_the_numbers(capsys):
     assert document["tpuChips"] == 1664
     assert numbers["quotas"]["pretrain"]["v5p-512 google.com/tpu"] == 512
     assert numbers["outputs"]["kubeconfig"] == "[secret]"
+
+
+def test_the_plan_caches_bytecode_even_where_python_is_told_not_to(tmp_path):
+    """`uv run` prints nothing of its own when pyproject leaves bytecode alone (uv#12202);
+    the plan writes the SDKs' bytecode itself, so it stays fast where PYTHONDONTWRITEBYTECODE
+    is set."""
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    assert "compile-bytecode" not in pyproject["tool"]["uv"]
+
+    def cached(*command: str) -> list[Path]:
+        prefix = tmp_path / command[-1].replace(" ", "-")
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(prefix)}
+        subprocess.run(
+            [sys.executable, *command], cwd=REPO_ROOT, env=env, check=True, capture_output=True
+        )
+        return list(prefix.rglob("*.pyc"))
+
+    assert cached("-c", "import pulumi") == []  # what Python does on its own
+    written = cached("-m", "plan", "--help")
+    assert any("pulumi_gcp" in str(p) for p in written)

@@ -4,6 +4,7 @@ pulumi-kubernetes (plan/replacements.py names the sources)."""
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import re
@@ -21,6 +22,9 @@ from plan.replacements import (
     Effect,
     ForceNew,
     TerraformRules,
+    dynamic_decision,
+    missing_provider_modules,
+    pickled_modules,
     rules_for,
 )
 from tests.conftest import build_graph
@@ -326,3 +330,43 @@ def test_project_iam_members_and_named_resources_are_deleted_before_their_replac
     assert pool.delete_before_replace(Context({}, {"name": "tpu-a-0"}))
     # A template named by prefix gets a fresh name: created before the old one goes.
     assert not template.delete_before_replace(Context({}, {"namePrefix": "ai-gpu-"}))
+
+
+def _dynamic(example: str, name: str) -> dict[str, Any]:
+    (found,) = [r for r in build_graph(examples()[example].config) if r.name == name]
+    return found.inputs
+
+
+@pytest.mark.parametrize(
+    ("example", "name", "key", "value", "replaces"),
+    [
+        # components/slurm/cleanup.py: a new cluster name replaces, new nodesets update.
+        ("slurm", "slurm-tpu-cleanup", "cluster", "other", ("cluster",)),
+        ("slurm", "slurm-tpu-cleanup", "nodesets", [], ()),
+        # components/slurm/scripts.py: a new commit re-uploads, a new prefix replaces.
+        ("slurm", "slurm-scripts", "commit", "0" * 40, ()),
+        ("slurm", "slurm-scripts", "prefix", "elsewhere", ("prefix",)),
+        # components/tpu_vms/provider.py: every queued resource input replaces.
+        ("tpu-vms", "tpuvm-maxtext-qr", "nodeCount", 3, ("nodeCount",)),
+    ],
+)
+def test_dynamic_providers_answer_with_their_own_diff(
+    example: str, name: str, key: str, value: Any, replaces: tuple[str, ...]
+):
+    olds = _dynamic(example, name)
+    answer = dynamic_decision(olds, {**olds, key: value})
+    assert answer.error == ""
+    assert (answer.changes, answer.replaces) == (True, replaces)
+    assert dynamic_decision(olds, dict(olds)).changes is False
+
+
+def test_a_provider_module_that_no_longer_imports_is_found_without_running_the_pickle():
+    inputs = _dynamic("tpu-vms", "tpuvm-maxtext-qr")
+    assert "components.tpu_vms.provider" in pickled_modules(inputs)
+    assert missing_provider_modules(inputs) == ()
+    # The module moved (same length, so the pickle stays well formed).
+    moved = base64.b64decode(inputs["__provider"]["value"]).replace(
+        b"components.tpu_vms.provider", b"components.tpu_vms.provideX"
+    )
+    renamed = {"__provider": {**inputs["__provider"], "value": base64.b64encode(moved).decode()}}
+    assert missing_provider_modules(renamed) == ("components.tpu_vms.provideX",)
