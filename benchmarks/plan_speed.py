@@ -91,9 +91,7 @@ def generated_config(slices: int, teams: int) -> dict[str, Any]:
     }
 
 
-def _subprocess_seconds(
-    code: list[str], repeat: int, env: dict[str, str] | None = None
-) -> float:
+def _subprocess_seconds(code: list[str], repeat: int, env: dict[str, str] | None = None) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()

@@ -114,9 +114,10 @@ def run(target: str, base: str | None, as_json: bool) -> str:
     keys = {**before.graph.config_keys(), **graph.config_keys()}
     numbers_before, numbers_after = summary.summarize(before.graph), summary.summarize(graph)
     if as_json:
+        moved = summary.compare(numbers_before, numbers_after)
         document = {
             **plan_json(graph, config, stack),
-            "diff": diff_json(changes, keys, base, numbers_before),
+            "diff": {**diff_json(changes, keys, base, numbers_before), "numbers": moved},
         }
         return json.dumps(document, indent=2)
     heading = _heading(stack, path, before, base)

@@ -25,7 +25,7 @@ from plan.diff import (
     render_value,
 )
 from plan.engine import Graph, Registration
-from plan.replacements import Effect
+from plan.replacements import Effect, unwrap
 from stacks import environment
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
@@ -235,7 +235,28 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
     return "\n".join(lines)
 
 
-def _change_lines(c: Change) -> list[str]:
+def label(c: Change, r: Registration) -> str:
+    """How a reviewer names a changed input: a Kueue quota by its flavor and resource
+    (`quota v5p-32 google.com/tpu`), not `spec.resourceGroups[1].flavors[0]...`."""
+    p = c.path
+    quota = (
+        len(p) == 8
+        and p[:2] == ("spec", "resourceGroups")
+        and p[3] == "flavors"
+        and p[5] == "resources"
+        and p[7] == "nominalQuota"
+    )
+    if quota and r.type.rsplit(":", 1)[-1] in ("ClusterQueue", "Cohort"):
+        groups = unwrap(r.inputs).get("spec", {}).get("resourceGroups", [])
+        try:
+            flavor = groups[p[2]]["flavors"][p[4]]
+            return f"quota {flavor['name']} {flavor['resources'][p[6]]['name']}"
+        except (IndexError, KeyError, TypeError):
+            return c.rendered_path
+    return c.rendered_path
+
+
+def _change_lines(c: Change, r: Registration) -> list[str]:
     if is_text_block(c):
         old = c.old if isinstance(c.old, str) else ""
         new = c.new if isinstance(c.new, str) else ""
@@ -243,7 +264,7 @@ def _change_lines(c: Change) -> list[str]:
             old.splitlines(), new.splitlines(), "before", "after", lineterm="", n=2
         )
         suffix = "  (forces replacement)" if c.replaces else ""
-        return [f"    {c.rendered_path}: text{suffix}", *(f"      {line}" for line in body)]
+        return [f"    {label(c, r)}: text{suffix}", *(f"      {line}" for line in body)]
     if c.replaces:
         suffix = "  (forces replacement)"
     elif c.effect is Effect.NO_OP:
@@ -252,7 +273,7 @@ def _change_lines(c: Change) -> list[str]:
         suffix = f"  ({c.note})"
     else:
         suffix = ""
-    return [f"    {c.rendered_path}: {render_value(c.old)} → {render_value(c.new)}{suffix}"]
+    return [f"    {label(c, r)}: {render_value(c.old)} → {render_value(c.new)}{suffix}"]
 
 
 def _resource_line(change: ResourceChange, keys: dict[str, str]) -> str:
@@ -282,7 +303,7 @@ def _resource_lines(change: ResourceChange, keys: dict[str, str], diff: GraphDif
         cause = change.cause.rsplit("::", 1)[-1]
         lines.append(f"    replaced with {cause}: {change.cause_note}")
     for c in change.changes:
-        lines += _change_lines(c)
+        lines += _change_lines(c, change.resource)
     if change.protect is not None:
         old, new = change.protect
         lines.append(f"    [protect]: {json.dumps(old)} → {json.dumps(new)}")
@@ -388,6 +409,7 @@ def diff_json(
                 "changes": [
                     {
                         "path": c.rendered_path,
+                        "label": label(c, change.resource),
                         "old": jsonable(c.old),
                         "new": jsonable(c.new),
                         "replaces": c.replaces,

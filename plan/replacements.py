@@ -16,9 +16,15 @@ Sources, and what could not be confirmed:
   93c65b2 lacks (NodePool.bestEffortProvisioning, NIC enableVpcScopedDns), so it is built from a
   later 8.x. `forcenew.json` holds every `ForceNew: true` input of the 23 types this program can
   register, read at 93c65b2 (google-beta/services/...), in Pulumi's camelCase, each path checked
-  against the 10.2.0 SDK's `_pulumi_name`s (tests/plan/test_replacements.py); between v7.45.0
-  and 93c65b2 only one ForceNew flag changed for these types (a new host maintenance block).
-  A test fails when uv.lock's pulumi-gcp version moves, so the table is re-read then.
+  against the 10.2.0 SDK's `_pulumi_name`s (tests/plan/test_replacements.py); computed
+  outputs the schema also flags (fingerprints, self links) are left out, as no program sets
+  them. Between v7.45.0 and 93c65b2 only one ForceNew flag changed for these types (a new host
+  maintenance block).
+  A test fails when uv.lock's pulumi-gcp version moves, so the table is re-read then: for each
+  type, every `ForceNew: true` field of its google-beta resource schema (with the shared
+  schemaNodeConfig and IAM member schemas), its kind (scalar, list, set, map, block) and
+  whether it is Optional+Computed, named as the SDK's getters name it; the test above checks
+  each name against the installed SDK.
 - How ForceNew becomes a replace (terraform-plugin-sdk v2.40.1 helper/schema/schema.go): a
   scalar on any change; a list, set or map of scalars on any element or key; a block only when
   it, or one of its elements, is added or removed, and otherwise through its own ForceNew
@@ -699,8 +705,8 @@ def pickled_modules(inputs: dict[str, Any]) -> tuple[str, ...]:
             recent.append(arg)
         elif op.name == "MEMOIZE" and recent:
             memo.append(recent[-1])
-        elif op.name in ("BINGET", "LONG_BINGET", "GET") and int(arg) < len(memo):
-            recent.append(memo[int(arg)])
+        elif op.name in ("BINGET", "LONG_BINGET") and isinstance(arg, int) and arg < len(memo):
+            recent.append(memo[arg])
         elif op.name == "STACK_GLOBAL" and len(recent) >= 2:
             modules.append(str(recent[-2]))
         elif op.name == "GLOBAL":

@@ -76,19 +76,18 @@ class Summary:
     """Stack output -> its value, with `[secret]` and `(known after pulumi up)` in place of
     what the plan must not or cannot show; None when the graph did not record them."""
 
-    def chips_by_kind(self) -> dict[str, int]:
+    def _tally(self, kind: str, count: str) -> dict[str, int]:
         counted: Counter[str] = Counter()
         for c in self.capacity:
-            if c.chips:
-                counted[c.tpu_kind] += c.chips
+            if getattr(c, count):
+                counted[getattr(c, kind)] += getattr(c, count)
         return dict(sorted(counted.items()))
 
+    def chips_by_kind(self) -> dict[str, int]:
+        return self._tally("tpu_kind", "chips")
+
     def gpus_by_type(self) -> dict[str, int]:
-        counted: Counter[str] = Counter()
-        for c in self.capacity:
-            if c.gpus:
-                counted[c.gpu_type] += c.gpus
-        return dict(sorted(counted.items()))
+        return self._tally("gpu_type", "gpus")
 
     def nodes_by_system(self) -> dict[str, int]:
         counted: Counter[str] = Counter()

@@ -135,6 +135,7 @@ def test_diff_as_json_for_ci(history: Path):
     assert resource(document, "gke-cpu")["changes"] == [
         {
             "path": "nodeConfig.diskSizeGb",
+            "label": "nodeConfig.diskSizeGb",
             "old": 100,
             "new": 200,
             "replaces": False,
@@ -143,6 +144,7 @@ def test_diff_as_json_for_ci(history: Path):
         },
         {
             "path": "nodeConfig.machineType",
+            "label": "nodeConfig.machineType",
             "old": "e2-standard-4",
             "new": "e2-standard-8",
             "replaces": False,
@@ -382,6 +384,9 @@ def test_team_quotas_are_shown_by_flavor_before_and_after(tmp_path: Path):
     assert "  quota pretrain: v5p-512 google.com/tpu 512 → 256" in text
     assert "  quota finetune: v5p-512 google.com/tpu 0 → 128" in text
     assert "  quota research: v5p-512 google.com/tpu 0 → 128" in text
+    # And on the queue itself, by flavor, not by list index.
+    pretrain = text.split("~ ClusterQueue team-pretrain-cluster-queue  (teams[0])\n")[1]
+    assert pretrain.startswith("    quota v5p-512 google.com/tpu: 512 → 256\n")
 
 
 def test_a_configmap_data_change_replaces_the_configmap(tmp_path: Path):
