@@ -277,15 +277,6 @@ class _Differ:
         return self.change(path, old, new, secret)
 
 
-def input_changes(
-    type_: str, old: Any, new: Any, path: InputPath = (), also: tuple[str, ...] = ()
-) -> list[Change]:
-    """The leaves of `new` that differ from `old`; an added or removed key or list element is
-    one change at its own path. `also`: the resource's own replace_on_changes paths."""
-    context = Context(old if isinstance(old, dict) else {}, new if isinstance(new, dict) else {})
-    return _Differ(type_, rules_for(type_), context, also).walk(old, new, path)
-
-
 def _provider_urn(reference: str) -> str:
     """A provider reference (`<urn>::<id>`) -> its URN."""
     return reference.rsplit("::", 1)[0] if reference else ""
@@ -522,7 +513,12 @@ def diff(before: Graph, after: Graph, protect_key: str = "ai-infra:protect") -> 
 
 def kinds(changes: list[ResourceChange]) -> str:
     """`2 NodePool, 1 Provider`: what a list of changes holds, by short type."""
-    counted = Counter(c.resource.type.rsplit(":", 1)[-1] for c in changes)
+    counted = Counter(
+        f"{t.rsplit(':', 1)[-1]} provider"
+        if t.startswith("pulumi:providers:")
+        else t.rsplit(":", 1)[-1]
+        for t in (c.resource.type for c in changes)
+    )
     return ", ".join(f"{n} {kind}" for kind, n in sorted(counted.items(), key=lambda x: -x[1]))
 
 

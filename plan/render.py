@@ -14,6 +14,7 @@ from components.tpu_catalog import resolve
 from components.tpu_vms.provider import node_names
 from plan import summary
 from plan.diff import (
+    SHOWN_SECRETS,
     Change,
     GraphDiff,
     Op,
@@ -353,6 +354,13 @@ def render_diff(
     return "\n".join(lines)
 
 
+def shown_inputs(r: Registration) -> dict[str, Any]:
+    """A resource's inputs with the ones its SDK marks secret whatever they hold, and the
+    program renders from plain config, in the clear (diff.SHOWN_SECRETS)."""
+    shown = SHOWN_SECRETS.get(r.type, ())
+    return {k: unwrap(v) if k in shown else v for k, v in r.inputs.items()}
+
+
 def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
     keys = graph.config_keys()
     applied = graph.resources_to_apply
@@ -372,7 +380,7 @@ def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
                 "configKey": keys.get(r.urn),
                 "protect": r.protect,
                 "details": details(r) if r.custom or r.remote else "",
-                "inputs": jsonable(r.inputs),
+                "inputs": jsonable(shown_inputs(r)),
             }
             for r in graph
         ],

@@ -785,18 +785,6 @@ def rules_for(token: str) -> Rules | None:
     return None
 
 
-def replaces(type_: str, path: Sequence[PathPart], also: Sequence[str] = ()) -> bool:
-    """Whether changing the input at `path` alone replaces a `type_` (no values consulted);
-    `also` holds the resource's own `replace_on_changes` paths (`*` for every input)."""
-    if replace_on_changes(path, also):
-        return True
-    rules = rules_for(type_)
-    if rules is None:
-        return False
-    verdict = rules.decide(tuple(path), "old", "new", Context({}, {}))
-    return verdict.effect is Effect.REPLACE
-
-
 def _property_path(text: str) -> list[PathPart]:
     """A `replace_on_changes` entry (`spec.containers[0].image`, `a.*`) as path parts."""
     parts: list[PathPart] = []

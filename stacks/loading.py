@@ -307,19 +307,21 @@ def _allowed_alias_ratio(decoded: int) -> float:
 
 
 def _check_aliasing(root: yaml.Node) -> None:
-    """Refuse what yaml.v3 refuses as "document contains excessive aliasing", before anything
-    expands it: a few lines of anchors can stand for billions of values."""
+    """Refuse what yaml.v3 refuses as "document contains excessive aliasing" (decode.go
+    unmarshal: every node decoded inside an alias's expansion counts against the document),
+    before anything expands it: a few lines of anchors can stand for billions of values."""
     decoded = aliases = 0
-    first: set[int] = set()
-    todo = [root]
+    seen: set[int] = set()
+    todo: list[tuple[yaml.Node, bool]] = [(root, False)]
     while todo:
-        node = todo.pop()
+        node, inside = todo.pop()
+        if id(node) in seen:
+            decoded += 1  # the alias node itself
+            aliases += inside
+            inside = True
+        seen.add(id(node))
         decoded += 1
-        if id(node) in first:
-            aliases += 1
-            decoded += 1
-        elif isinstance(node, yaml.MappingNode | yaml.SequenceNode):
-            first.add(id(node))
+        aliases += inside
         if aliases > 100 and decoded > 1000 and aliases / decoded > _allowed_alias_ratio(decoded):
             raise ConfigError(
                 [
@@ -331,9 +333,9 @@ def _check_aliasing(root: yaml.Node) -> None:
                 ]
             )
         if isinstance(node, yaml.MappingNode):
-            todo += [part for pair in node.value for part in pair]
+            todo += [(part, inside) for pair in node.value for part in pair]
         elif isinstance(node, yaml.SequenceNode):
-            todo += node.value
+            todo += [(item, inside) for item in node.value]
 
 
 def load_yaml(text: str) -> Any:

@@ -17,7 +17,7 @@ import yaml
 
 from components.gke.kueue import CHARTS
 from plan.cli import main, run
-from plan.diff import Op, diff
+from plan.diff import SHOWN_SECRETS, Op, diff
 from plan.engine import REPO_ROOT, load_stack_config, record_program
 from tests.conftest import BASE_CONFIG
 from tests.test_docs import examples
@@ -527,3 +527,21 @@ def test_the_base_runs_with_its_own_environment_when_its_lock_differs(tmp_path: 
     own = base.command(tmp_path, same_lock=False)
     assert same[0] != "uv" and same[-1].endswith("record_graph.py")
     assert own[1:3] == ["run", "--quiet"] and own[own.index("--project") + 1] == str(tmp_path)
+
+
+def test_text_the_sdk_marks_secret_is_shown_and_real_secrets_stay_hidden():
+    """pulumi-gcp wraps BucketObject `content` in Output.secret whatever it holds (the schema
+    says Sensitive); the program's kubeconfig is secret because the program says so."""
+    import inspect
+
+    source = inspect.getsource(gcp.storage.BucketObject._internal_init)
+    assert "pulumi.Output.secret(content)" in source
+    assert SHOWN_SECRETS == {"gcp:storage/bucketObject:BucketObject": ("content",)}
+
+
+def test_the_plan_json_shows_rendered_files_and_hides_the_kubeconfig(tmp_path: Path):
+    stack = write(tmp_path / "Pulumi.slurm.yaml", examples()["slurm"].config)
+    document = json.loads(run(str(stack), None, as_json=True))
+    by_name = {r["name"]: r for r in document["resources"]}
+    assert "node_count_dynamic_max: 4" in by_name["slurm-nodeset-v4"]["inputs"]["content"]
+    assert by_name["gke-kubernetes"]["inputs"]["kubeconfig"] == "[secret]"
