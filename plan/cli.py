@@ -14,11 +14,13 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from plan import base as bases
 from plan import summary
-from plan.diff import diff
+from plan.diff import GraphDiff, diff
 from plan.engine import Graph, list_stacks, run_program, stack_file
 from plan.render import diff_json, plan_json, render, render_diff
 from stacks.config import StackConfig
@@ -92,15 +94,52 @@ def _heading(stack: str, path: Path, base: bases.Base, ref: str) -> str:
     return f"Changes to stack '{stack}' ({this}) since {origin}:"
 
 
-def run(target: str, base: str | None, as_json: bool) -> str:
-    """The plan of `target` (a stack name or file), or with `base` what changes since then."""
+@dataclass(frozen=True)
+class Report:
+    """One run of the plan: the stack as it is, and with a base what changes since then. The
+    text and the JSON are two renderings of it."""
+
+    stack: str
+    path: Path
+    config: StackConfig
+    graph: Graph
+    base_ref: str | None = None
+    base: bases.Base | None = None
+
+    def text(self) -> str:
+        if self.base is None or self.base_ref is None:
+            return render(self.graph, self.config, self.stack)
+        changes, keys, moved = self._diff()
+        heading = _heading(self.stack, self.path, self.base, self.base_ref)
+        return render_diff(changes, keys, heading, moved)
+
+    def json(self) -> dict[str, Any]:
+        document = plan_json(self.graph, self.config, self.stack)
+        if self.base is None or self.base_ref is None:
+            return document
+        changes, keys, moved = self._diff()
+        before = summary.summarize(self.base.graph)
+        return {
+            **document,
+            "diff": {**diff_json(changes, keys, self.base_ref, before), "numbers": moved},
+        }
+
+    def _diff(self) -> tuple[GraphDiff, dict[str, str], list[str]]:
+        assert self.base is not None
+        before = self.base.graph
+        changes = diff(before, self.graph, protect_key=f"{NAMESPACE}:protect")
+        # A deleted resource's config key is the one it had before.
+        keys = {**before.config_keys(), **self.graph.config_keys()}
+        moved = summary.compare(summary.summarize(before), summary.summarize(self.graph))
+        return changes, keys, moved
+
+
+def report(target: str, base: str | None) -> Report:
+    """Build `target` (a stack name or file) and, with `base`, the stack as it was."""
     stack, path = _stack_path(target)
     raw = _read(path).config
     if base is None:
-        config, graph = _build(raw, stack)
-        if as_json:
-            return json.dumps(plan_json(graph, config, stack), indent=2)
-        return render(graph, config, stack)
+        return Report(stack, path, *_build(raw, stack))
     # A bad ref fails before any program runs; the base builds alongside the current side.
     pending = _start_base(base, path, stack)
     try:
@@ -108,20 +147,13 @@ def run(target: str, base: str | None, as_json: bool) -> str:
     except BaseException:
         pending.cancel()
         raise
-    before = pending.result()
-    changes = diff(before.graph, graph, protect_key=f"{NAMESPACE}:protect")
-    # A deleted resource's config key is the one it had before.
-    keys = {**before.graph.config_keys(), **graph.config_keys()}
-    numbers_before, numbers_after = summary.summarize(before.graph), summary.summarize(graph)
-    if as_json:
-        moved = summary.compare(numbers_before, numbers_after)
-        document = {
-            **plan_json(graph, config, stack),
-            "diff": {**diff_json(changes, keys, base, numbers_before), "numbers": moved},
-        }
-        return json.dumps(document, indent=2)
-    heading = _heading(stack, path, before, base)
-    return render_diff(changes, keys, heading, summary.compare(numbers_before, numbers_after))
+    return Report(stack, path, config, graph, base, pending.result())
+
+
+def run(target: str, base: str | None, as_json: bool) -> str:
+    """The plan of `target`, or with `base` what changes since then, as text or JSON."""
+    built = report(target, base)
+    return json.dumps(built.json(), indent=2) if as_json else built.text()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from components.gke.kueue import CHARTS
-from plan.cli import main, run
+from plan.cli import main, report, run
 from plan.diff import SHOWN_SECRETS, Op, diff
 from plan.engine import REPO_ROOT, load_stack_config, record_program
 from tests.conftest import BASE_CONFIG
@@ -59,8 +59,8 @@ def edit(tmp_path: Path, before: dict[str, Any], after: dict[str, Any], stack: s
     """The diff of two stack files as JSON (its `diff`) and as text."""
     base = write(tmp_path / "base" / f"Pulumi.{stack}.yaml", before)
     now = write(tmp_path / f"Pulumi.{stack}.yaml", after)
-    document = json.loads(run(str(now), str(base), as_json=True))
-    return document, run(str(now), str(base), as_json=False)
+    built = report(str(now), str(base))
+    return json.loads(json.dumps(built.json())), built.text()
 
 
 def resource(document: dict[str, Any], name: str) -> dict[str, Any]:
@@ -231,11 +231,12 @@ def test_a_stack_missing_at_the_ref_is_a_new_stack_with_everything_created(tmp_p
     git(repo, "add", "README")
     git(repo, "commit", "-qm", "empty")
     stack = write(repo / "Pulumi.fresh.yaml", AFTER)
-    document = json.loads(run(str(stack), "HEAD", as_json=True))
+    built = report(str(stack), "HEAD")
+    document = json.loads(json.dumps(built.json()))
     plan_resources = [r for r in document["resources"] if not r["component"]]
     assert document["diff"]["summary"] == counts(create=len(plan_resources))
     assert {r["op"] for r in document["diff"]["resources"]} == {"create"}
-    assert "a new stack" in run(str(stack), "HEAD", as_json=False).splitlines()[0]
+    assert "a new stack" in built.text().splitlines()[0]
 
 
 # --- the cases of issue 15, each from two real stack files -----------------------------------
@@ -311,7 +312,8 @@ def test_a_protected_replace_is_refused_and_shows_its_blast_radius(tmp_path: Pat
     assert json.loads(load_stack_config("prod")["ai-infra:network"])["masterCidr"] == (
         "172.16.0.16/28"
     )
-    document = json.loads(run(str(now), str(base), as_json=True))
+    built = report(str(now), str(base))
+    document, text = json.loads(json.dumps(built.json())), built.text()
     cluster = resource(document, "gke-cluster")
     assert cluster["op"] == "replace"
     assert paths(cluster) == {
@@ -333,7 +335,6 @@ def test_a_protected_replace_is_refused_and_shows_its_blast_radius(tmp_path: Pat
     pools = [r for r in radius.values() if r["type"] == "gcp:container/nodePool:NodePool"]
     assert len(pools) == 9 and all(r["cause"] == cluster["urn"] for r in pools)
     assert document["diff"]["summary"] == counts(update=1, replace=1 + len(radius))
-    text = run(str(now), str(base), as_json=False)
     assert f"    blast radius: {len(radius)} more replaced with it (9 NodePool" in text
     assert "`pulumi up` will refuse 1 of these (protected resources)" in text
 
@@ -508,12 +509,12 @@ def code_history(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_chart_bump_in_the_code_shows_as_a_change(code_history: Path):
     stack = code_history / "Pulumi.dev.yaml"
-    document = json.loads(run(str(stack), "HEAD~1", as_json=True))
+    built = report(str(stack), "HEAD~1")
+    document, text = json.loads(json.dumps(built.json())), built.text()
     entry = resource(document, "batch-kueue")
     assert entry["op"] == "update"
     assert paths(entry)["version"] == ("0.1.0-older", CHARTS["kueue"].version, False)
     assert document["diff"]["summary"] == counts(update=1)
-    text = run(str(stack), "HEAD~1", as_json=False)
     assert text.splitlines()[0].endswith("(its code at HEAD~1):")
     # Nothing is left behind in the repository.
     assert git(code_history, "worktree", "list").count("\n") == 1
