@@ -34,6 +34,7 @@ from plan.replacements import (
     Verdict,
     dynamic_decision,
     missing_provider_modules,
+    property_path,
     replace_on_changes,
     rules_for,
     unwrap,
@@ -201,17 +202,25 @@ def _applied_ignore_changes(old: dict[str, Any], new: dict[str, Any], paths: tup
         return new
     result = json.loads(json.dumps(new))
     for path in paths:
-        keys = path.split(".")
+        keys = property_path(path)
         before = value_at(old, tuple(keys))
-        target = result
+        target: Any = result
         for key in keys[:-1]:
-            target = target.setdefault(key, {}) if isinstance(target, dict) else {}
-        if not isinstance(target, dict):
-            continue
-        if before is ABSENT:
-            target.pop(keys[-1], None)
-        else:
-            target[keys[-1]] = json.loads(json.dumps(before))
+            if isinstance(target, dict) and isinstance(key, str):
+                target = target.get(key)
+            elif isinstance(target, list) and isinstance(key, int) and key < len(target):
+                target = target[key]
+            else:
+                target = None
+        last = keys[-1] if keys else None
+        if isinstance(target, dict) and isinstance(last, str):
+            if before is ABSENT:
+                target.pop(last, None)
+            else:
+                target[last] = json.loads(json.dumps(before))
+        elif isinstance(target, list) and isinstance(last, int) and last < len(target):
+            if before is not ABSENT:
+                target[last] = json.loads(json.dumps(before))
     return result
 
 

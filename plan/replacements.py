@@ -785,8 +785,8 @@ def rules_for(token: str) -> Rules | None:
     return None
 
 
-def _property_path(text: str) -> list[PathPart]:
-    """A `replace_on_changes` entry (`spec.containers[0].image`, `a.*`) as path parts."""
+def property_path(text: str) -> list[PathPart]:
+    """A property path of a resource option (`spec.containers[0].image`, `a.*`) as parts."""
     parts: list[PathPart] = []
     for word in text.replace("[", ".[").split("."):
         if word.startswith("[") and word.endswith("]"):
@@ -801,7 +801,7 @@ def replace_on_changes(path: Sequence[PathPart], also: Sequence[str]) -> bool:
     """The `replace_on_changes` resource option: pulumi/pulumi PropertyPath.Contains, where
     an entry covers its own path and everything below it, and `*` matches any key or index."""
     for entry in also:
-        parts = _property_path(entry)
+        parts = property_path(entry)
         if len(path) < len(parts):
             continue
         if all(p == "*" or p == q for p, q in zip(parts, path, strict=False)):

@@ -461,13 +461,22 @@ def test_a_resources_replace_on_changes_option_is_honoured(option: list[str], op
 
 def test_ignore_changes_hides_what_the_engine_ignores():
     def program(side: int) -> None:
-        gcp.compute.Network(
-            "net",
-            gcp.compute.NetworkArgs(name="net", description=("a", "b")[side]),
-            pulumi.ResourceOptions(ignore_changes=["description"]),
+        gcp.container.NodePool(
+            "pool",
+            gcp.container.NodePoolArgs(
+                cluster="c",
+                node_count=(1, 2)[side],
+                node_config=gcp.container.NodePoolNodeConfigArgs(
+                    machine_type=("e2-standard-4", "e2-standard-8")[side],
+                    spot=(False, True)[side],
+                ),
+            ),
+            pulumi.ResourceOptions(ignore_changes=["nodeCount", "nodeConfig.spot"]),
         )
 
-    assert _two_programs(program) == ()
+    (change,) = _two_programs(program)
+    assert change.op is Op.UPDATE
+    assert [c.rendered_path for c in change.changes] == ["nodeConfig.machineType"]
 
 
 # --- the base built from a ref's code ---------------------------------------------------------
