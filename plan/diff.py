@@ -218,9 +218,13 @@ def _applied_ignore_changes(old: dict[str, Any], new: dict[str, Any], paths: tup
                 target.pop(last, None)
             else:
                 target[last] = json.loads(json.dumps(before))
-        elif isinstance(target, list) and isinstance(last, int) and last < len(target):
-            if before is not ABSENT:
-                target[last] = json.loads(json.dumps(before))
+        elif (
+            isinstance(target, list)
+            and isinstance(last, int)
+            and before is not ABSENT
+            and last < len(target)
+        ):
+            target[last] = json.loads(json.dumps(before))
     return result
 
 
