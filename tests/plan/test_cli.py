@@ -165,6 +165,10 @@ def test_plan_lists_each_gpu_cluster(tmp_path, capsys):
     assert "InstanceGroupManager gpucluster-demo-mig  name=ai-gpu-demo vms=2 zone=us-east5-a" in out
     assert "placement=COLLOCATED" in out
     assert "BASIC_SSD 2560GiB in us-east5-a" in out
+    # GCP assigns the Filestore address at create time: the plan does not pass off the mock's.
+    outputs = out.split("Outputs (`pulumi stack output`):")[1]
+    assert '"filestoreIps": ["(known after pulumi up)"]' in outputs
+    assert "    GPU clusters: ai-gpu-demo 2 x a2-highgpu-2g with 2 x nvidia-tesla-a100 = 4 GPUs" in out
 
 
 @pytest.mark.parametrize(
