@@ -110,7 +110,8 @@ def run(target: str, base: str | None, as_json: bool) -> str:
         document["diff"]["notices"] = notices
         return json.dumps(document, indent=2)
     heading = f"Changes to stack '{stack}' ({path.name}) since {origin}:"
-    return render_diff(changes, keys, heading) + "".join(f"\n! {n}" for n in notices)
+    shown = render_diff(changes, keys, heading)
+    return shown + "".join(f"\n\n! {n}" for n in notices)
 
 
 def main(argv: list[str] | None = None) -> int:
