@@ -283,6 +283,22 @@ def _node_network_problems(config: NetworkConfig, ranges: dict[str, str]) -> lis
     return found
 
 
+def name_problems(config: NetworkConfig, prefix: str) -> list[Problem]:
+    """An `existingVpc` named like a VPC the program creates for a node network, whose
+    creation would fail on a name already taken."""
+    found = []
+    for i, network in enumerate(config.additional_node_networks):
+        if config.existing_vpc == config.node_networks(prefix)[network.name].vpc:
+            found.append(
+                Problem(
+                    ("additionalNodeNetworks", i, "name"),
+                    f"the program creates the VPC {config.existing_vpc} for this network, which "
+                    "is existingVpc's name; rename the network",
+                )
+            )
+    return found
+
+
 def overlap_problems(config: NetworkConfig, others: Mapping[str, str]) -> list[Problem]:
     """`additionalNodeNetworks[i].subnetCidr` problems for a subnet that overlaps a range of
     another system, `others` mapping where it is written (`gpuClusters[0] NIC 1`) to it."""

@@ -23,7 +23,9 @@ def problems(config: StackConfig) -> list[Problem]:
     found += under("labels", label_problems(config.labels))
     network_problems = under("network", network.problems(config.network))
     network_problems += under(
-        "network", network.overlap_problems(config.network, _gpu_subnets(config))
+        "network",
+        network.overlap_problems(config.network, _gpu_subnets(config))
+        + network.name_problems(config.network, config.prefix),
     )
     found += network_problems
     bucket_names = [b.name for b in config.buckets]

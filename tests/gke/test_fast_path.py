@@ -7,6 +7,7 @@ TPU provisioner's side is one value the controller reads."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -302,3 +303,90 @@ def test_provisioner_hosts_count_against_the_node_network():
         )
     message = dict(raised.value.rendered)["ai-infra:network.additionalNodeNetworks[0].subnetCidr"]
     assert "64 nodes" in message and "the TPU provisioner's pools" in message
+
+
+def test_an_existing_vpc_named_like_a_node_network_vpc_is_refused():
+    graph, error = record_program(
+        with_config(network={"existingVpc": "ai-test-dcn-1-vpc", **DCN}),
+    )
+    assert isinstance(error, ConfigError)
+    found = dict(error.rendered)
+    assert "rename the network" in found["ai-infra:network.additionalNodeNetworks[0].name"]
+    assert graph.resources == []
+
+
+# What the plan shows.
+
+
+def test_the_plan_shows_each_slices_nics_mtus_and_host_maintenance(capsys):
+    assert plan_main(["prod"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "  ai-prod-vpc: mtu 8896 (default: jumbo frames for DCN traffic); subnet" in out
+    assert "  ai-prod-dcn-1-vpc: mtu 8896; subnet 10.11.0.0/22 (additional node network dcn-1)" in (
+        lines
+    )
+    section = lines[lines.index("TPU slices:") :]
+    nics = {section[i].split(":")[0].strip(): section[i + 1].strip() for i in (1, 3, 5)}
+    v6e = (
+        "nics: eth0 ai-prod-vpc mtu 8896, eth1 ai-prod-dcn-1-vpc mtu 8896, "
+        "eth2 ai-prod-dcn-2-vpc mtu 8896; DCN 100 Gb/s per chip; host maintenance AS_NEEDED"
+    )
+    assert nics == {
+        "v5p-train": "nics: eth0 ai-prod-vpc mtu 8896; DCN 50 Gb/s per chip; host maintenance "
+        "AS_NEEDED",
+        "v6e-tune": v6e,
+        "v6e-flex": v6e,
+    }
+    pools = {line.split()[2]: line for line in lines if " NodePool " in line}
+    assert pools["tpu-v6e-tune-0"].endswith(
+        "extraNics=ai-prod-dcn-1-vpc,ai-prod-dcn-2-vpc hostMaintenance=AS_NEEDED"
+    )
+    assert "extraNics" not in pools["tpu-v5p-train-0"]
+    assert "extraNics" not in pools["gke-cpu"] and "hostMaintenance" not in pools["gke-cpu"]
+    vpc = next(line for line in lines if " Network network-vpc " in line)
+    assert vpc.endswith("name=ai-prod-vpc mtu=8896")
+
+
+def test_the_plan_says_an_existing_vpc_keeps_its_own_mtu(tmp_path: Path, capsys):
+    path = tmp_path / "Pulumi.shared.yaml"
+    raw = with_config(network={"existingVpc": "shared-ml"}, tpuSlices=[{"name": "p", **P16}])
+    path.write_text(yaml.safe_dump({"config": raw}))
+    assert plan_main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "  shared-ml: its own MTU (existingVpc, not managed here);" in out
+    assert "nics: eth0 shared-ml (existingVpc: its own MTU); DCN 50 Gb/s per chip" in out
+
+
+def test_the_json_diff_carries_the_notices(tmp_path: Path, capsys):
+    base = tmp_path / "Pulumi.base.yaml"
+    base.write_text(yaml.safe_dump({"config": stack(network={"mtu": 1500})}))
+    edited = tmp_path / "Pulumi.edited.yaml"
+    edited.write_text(yaml.safe_dump({"config": stack()}))
+    assert plan_main([str(edited), "--base", str(base), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    (notice,) = document["diff"]["notices"]
+    assert "network.mtu 1500 -> 8896" in notice
+    (change,) = document["diff"]["resources"]
+    assert (change["op"], change["changes"][0]["path"]) == ("update", "mtu")
+
+
+def test_gpu_cluster_vpcs_keep_their_own_mtus():
+    graph = build_graph(
+        with_config(
+            **{"gcp:zone": "us-east5-a"},
+            gpuClusters=[
+                {
+                    "name": "h100",
+                    "machineType": "a3-highgpu-8g",
+                    "gpuType": "nvidia-h100-80gb",
+                    "gpuCount": 8,
+                    "network": "multi-nic",
+                    "diskType": "pd-ssd",
+                }
+            ],
+        )
+    )
+    mtus = {r.inputs["name"]: r.inputs.get("mtu") for r in graph.of_type(NETWORK)}
+    assert mtus.pop("ai-test-vpc") == JUMBO_MTU
+    assert mtus == {"ai-test-h100-net0": 8896} | {f"ai-test-h100-net{k}": 8244 for k in range(1, 5)}
