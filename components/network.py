@@ -492,6 +492,54 @@ def firewall_rule(
     )
 
 
+def vpc_with_subnet(
+    parent: Component,
+    *,
+    project: str,
+    region: str,
+    cidr: str,
+    mtu: int | None,
+    description: str,
+    vpc: tuple[str, str],
+    subnet: tuple[str, str],
+    firewall: tuple[str, str],
+    private_google_access: bool | None = None,
+) -> tuple[gcp.compute.Network, gcp.compute.Subnetwork]:
+    """A custom-mode VPC with one subnet and a rule admitting all traffic from inside that
+    subnet: each GPU NIC's network and each additional node network. `vpc`, `subnet` and
+    `firewall` are (resource name, cloud name) pairs."""
+    network = gcp.compute.Network(
+        vpc[0],
+        project=project,
+        name=vpc[1],
+        auto_create_subnetworks=False,
+        routing_mode="REGIONAL",
+        mtu=mtu,
+        opts=parent.child_opts(),
+    )
+    subnetwork = gcp.compute.Subnetwork(
+        subnet[0],
+        project=project,
+        region=region,
+        name=subnet[1],
+        network=network.self_link,
+        ip_cidr_range=cidr,
+        private_ip_google_access=private_google_access,
+        opts=parent.child_opts(),
+    )
+    firewall_rule(
+        parent,
+        firewall[0],
+        project=project,
+        network=network.name,
+        name=firewall[1],
+        description=description,
+        source_ranges=[cidr],
+        allows=ALL_INTERNAL,
+    )
+    return network, subnetwork
+
+
 def iap_ssh_rule(
     parent: Component,
     resource_name: str,
@@ -673,32 +721,15 @@ class Network(Component):
         """A VPC and subnet for one additional NIC of TPU hosts, at the stack's MTU, and a rule
         that admits traffic from inside the subnet only. No NAT, no route out: a node's default
         route stays on its first NIC (Cluster Toolkit's multivpc module makes the same)."""
-        vpc = gcp.compute.Network(
-            f"{name}-{network.name}-vpc",
-            project=ctx.project,
-            name=network.vpc,
-            auto_create_subnetworks=False,
-            routing_mode="REGIONAL",
-            mtu=config.node_network_mtu,
-            opts=self.child_opts(),
-        )
-        subnet = gcp.compute.Subnetwork(
-            f"{name}-{network.name}-subnet",
+        vpc, subnet = vpc_with_subnet(
+            self,
             project=ctx.project,
             region=ctx.region,
-            name=network.subnet,
-            network=vpc.self_link,
-            ip_cidr_range=network.cidr,
-            opts=self.child_opts(),
-        )
-        firewall_rule(
-            self,
-            f"{name}-{network.name}-allow-dcn",
-            project=ctx.project,
-            network=vpc.name,
-            name=f"{ctx.prefix}-{network.name}-allow-dcn",
+            cidr=network.cidr,
+            mtu=config.node_network_mtu,
             description=f"TPU hosts' traffic on the additional node network {network.name}",
-            source_ranges=[network.cidr],
-            allows=ALL_INTERNAL,
+            vpc=(f"{name}-{network.name}-vpc", network.vpc),
+            subnet=(f"{name}-{network.name}-subnet", network.subnet),
+            firewall=(f"{name}-{network.name}-allow-dcn", f"{ctx.prefix}-{network.name}-allow-dcn"),
         )
         return NodeNetworkHandle(network=network, vpc_name=vpc.name, subnet_name=subnet.name)
