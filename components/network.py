@@ -301,7 +301,7 @@ def name_problems(config: NetworkConfig, prefix: str) -> list[Problem]:
 
 def overlap_problems(config: NetworkConfig, others: Mapping[str, str]) -> list[Problem]:
     """`additionalNodeNetworks[i].subnetCidr` problems for a subnet that overlaps a range of
-    another system, `others` mapping where it is written (`gpuClusters[0] NIC 1`) to it."""
+    another system, `others` mapping where it is written (`gpuClusters[0] subnet 1`) to it."""
     found = []
     for i, network in enumerate(config.additional_node_networks):
         cidr = ipaddress.IPv4Network(network.subnet_cidr)

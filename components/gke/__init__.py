@@ -150,10 +150,9 @@ def build(
         for i, entry in enumerate(config.workload_identities)
     }
     on_cluster = pulumi.ResourceOptions(providers=[kubernetes])
-    attached = [*(n for s in config.tpu_slices for n in config.slice_node_networks(s))]
-    attached += config.provisioner_node_networks
-    if attached:
-        used = {n.name for n in attached}
+    used = {n.name for s in config.tpu_slices for n in config.slice_node_networks(s)}
+    used |= {n.name for n in config.provisioner_node_networks}
+    if used:
         PodNetworks(
             source("pod-networks", "network", "additionalNodeNetworks"),
             PodNetworksArgs(
