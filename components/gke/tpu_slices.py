@@ -138,9 +138,11 @@ class TpuSlice(Component):
                     initial_node_count=sizing.initial_node_count,
                     autoscaling=sizing.autoscaling,
                     queued_provisioning=sizing.queued_provisioning,
+                    # A shared single-host pool keeps its name too, so what the provider
+                    # replaces it on (its NICs, its host maintenance) must delete first.
                     opts=self.child_opts(**replace_whole_slice)
                     if shape.multi_host
-                    else self.child_opts(),
+                    else self.child_opts(delete_before_replace=True),
                 )
             )
         self.register_outputs(

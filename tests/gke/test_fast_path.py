@@ -146,6 +146,16 @@ def test_attaching_slices_to_a_node_network_replaces_exactly_their_pools():
     assert not changes.deleted
 
 
+def test_a_shared_single_host_pool_is_replaced_delete_first_when_its_nics_change():
+    serve = {"name": "s", "accelerator": "v6e-8", "zone": "us-east5-b"}
+    before = build_graph(with_config(tpuSlices=[serve]))
+    after = build_graph(with_config(tpuSlices=[serve], network=DCN))
+    (change,) = [r for r in diff(before, after) if r.resource.name == "tpu-s-pool"]
+    assert change.op is Op.REPLACE
+    # The pool keeps its name, which GKE holds until the old pool is gone.
+    assert change.resource.delete_before_replace
+
+
 def test_changing_a_slices_host_maintenance_replaces_only_its_pools():
     reserved = {"provisioning": "reservation", "reservation": "r"}
     before = build_graph(with_config(tpuSlices=[{**V6E, **reserved}, {"name": "p", **P16}]))
