@@ -126,8 +126,7 @@ class NetworkConfig(ConfigModel):
     additional_node_networks: list[NodeNetworkConfig] = Field(default_factory=list)
     """VPCs for a second (third, ...) NIC on TPU hosts, at most 7: each gets a subnet and a
     firewall rule for traffic inside it, and the cluster multi-networking. v6e and tpu7x
-    slices (and the TPU provisioner's pools, when all its shapes are such) attach to every
-    one unless they list their own."""
+    slices attach to every one unless they list their own."""
 
     @property
     def managed_mtu(self) -> int | None:
