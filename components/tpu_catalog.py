@@ -61,6 +61,16 @@ class TpuFamily:
     patterns; the first is the documented default (tpu/docs/runtimes). Empty where the Cloud TPU
     API creates no TPU VMs of the family: it does not support tpu7x
     (tpu/docs/configure-networking-access)."""
+    dcn_gbps_per_chip: int | None = None
+    """Data-center network (DCN) bandwidth per chip, Gb/s, where Cloud TPU publishes it: the
+    specification table of tpu/docs/tpu7x (v5p 50, v6e 100, TPU7x 100)."""
+    host_nics: str | None = None
+    """The per-host NIC configuration Cloud TPU publishes (tpu/docs/v6e, whose hosts are 8
+    chips: v5e 2 x 100 Gbps, v6e 4 x 200 Gbps)."""
+    additional_node_networks: str | None = None
+    """Why GKE node pools of this family take additional node networks (a second NIC in a VPC
+    of its own), where there is evidence; None where there is none, and the program refuses
+    them. No GKE page lists the TPU machine types that support them."""
 
     def size_of(self, chips: int) -> int:
         return chips * self.cores_per_chip
@@ -170,6 +180,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         zones=("us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a"),
         boot_disk_type="pd-balanced",
         tpu_vm_runtimes=("v2-alpha-tpuv5-lite", _TF_PJRT),
+        host_nics="2 x 100 Gbps per 8-chip host",
     ),
     TpuFamily(
         prefix="v5p",
@@ -183,6 +194,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         zones=("us-central1-a", "us-east5-a"),
         boot_disk_type="pd-balanced",
         tpu_vm_runtimes=("v2-alpha-tpuv5", _TF_PJRT),
+        dcn_gbps_per_chip=50,
     ),
     TpuFamily(
         prefix="v6e",
@@ -202,6 +214,13 @@ FAMILIES: tuple[TpuFamily, ...] = (
         # Ray's GKE TPU guide quoting GKE; GKE's own table could not be read.
         min_gke_version="1.31.2-gke.1115000",
         tpu_vm_runtimes=("v2-alpha-tpuv6e", _TF_PJRT),
+        dcn_gbps_per_chip=100,
+        host_nics="4 x 200 Gbps per 8-chip host",
+        additional_node_networks=(
+            "a ct6e-standard-4t VM sits on two of its host's four physical NICs, and a vNIC per "
+            "physical NIC spreads DCN traffic over both (dranet.dev GKE TPU performance guide); "
+            "Cluster Toolkit's gke-tpu-v6e-advanced blueprint adds one"
+        ),
     ),
     TpuFamily(
         prefix="tpu7x",
@@ -217,6 +236,11 @@ FAMILIES: tuple[TpuFamily, ...] = (
         # GKE "About Ironwood (TPU7x) in GKE": Standard clusters at this version and later.
         min_gke_version="1.34.0-gke.2201000",
         workload_policy_for_multi_host=True,
+        dcn_gbps_per_chip=100,
+        additional_node_networks=(
+            "Cluster Toolkit's gke-tpu-7x-advanced blueprint gives every TPU7x node an additional "
+            "network for DCN traffic"
+        ),
     ),
     # TPU VMs only. tpu/docs/v2 and v3 list the accelerator types; each host has 4 chips of 2
     # TensorCores, and the chips form a 2D torus (v2-512 is 16x16 chips, v3-2048 32x32).
@@ -354,6 +378,22 @@ def runtime_problem(family: TpuFamily, runtime: str) -> str | None:
     return (
         f"'{runtime}' {built_for}, not {family.prefix}; {family.prefix} TPU VMs run "
         f"{family.tpu_vm_runtimes[0]} (tpu/docs/runtimes)"
+    )
+
+
+NODE_NETWORK_FAMILIES = tuple(f.prefix for f in FAMILIES if f.additional_node_networks)
+"""Families whose GKE node pools take additional node networks here."""
+
+
+def node_network_problem(family: TpuFamily) -> str | None:
+    """Why a family's node pools take no additional node networks, or None if they do."""
+    if family.additional_node_networks:
+        return None
+    supported = " and ".join(NODE_NETWORK_FAMILIES)
+    return (
+        f"additional node networks are for {supported} only: nothing Google or its tools "
+        f"publish gives {family.prefix} TPU hosts a second NIC (evidence per family in "
+        "components/tpu_catalog.py); remove the list, or write [] to opt the slice out"
     )
 
 

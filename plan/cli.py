@@ -25,6 +25,7 @@ from plan.engine import (
     stack_file,
 )
 from plan.render import diff_json, plan_json, render, render_diff
+from stacks import environment
 from stacks.config import StackConfig
 from stacks.loading import parse
 from stacks.messages import ConfigError
@@ -98,15 +99,19 @@ def run(target: str, base: str | None, as_json: bool) -> str:
     # Read the base first: a bad ref fails before any program runs.
     text, origin = _base_text(base, path)
     config, graph = _build(read_stack_file(path), stack, "")
-    _, before = _build(parse_stack_file(text), stack, f"the stack file at {origin} is invalid")
+    was, before = _build(parse_stack_file(text), stack, f"the stack file at {origin} is invalid")
     changes = diff(before, graph)
+    # What the provider's update does not show, such as VMs that keep a VPC's old MTU.
+    notices = environment.diff_notices(was, config)
     # A deleted resource's config key is the one it had before.
     keys = {**before.config_keys(), **graph.config_keys()}
     if as_json:
         document = {**plan_json(graph, config, stack), "diff": diff_json(changes, keys, base)}
+        document["diff"]["notices"] = notices
         return json.dumps(document, indent=2)
     heading = f"Changes to stack '{stack}' ({path.name}) since {origin}:"
-    return render_diff(changes, keys, heading)
+    shown = render_diff(changes, keys, heading)
+    return shown + "".join(f"\n\n! {n}" for n in notices)
 
 
 def main(argv: list[str] | None = None) -> int:

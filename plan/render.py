@@ -70,6 +70,12 @@ def details(r: Registration) -> str:
         ]
         if held:
             parts.append("upgrades=held-until-end-of-support")
+        extra = (i.get("networkConfig") or {}).get("additionalNodeNetworkConfigs") or []
+        if extra:
+            parts.append(f"extraNics={','.join(str(n.get('network')) for n in extra)}")
+        interval = (nc.get("hostMaintenancePolicy") or {}).get("maintenanceInterval")
+        if interval:
+            parts.append(f"hostMaintenance={interval}")
     elif t == "gcp:container/cluster:Cluster":
         private = i.get("privateClusterConfig", {})
         parts += [
@@ -80,6 +86,10 @@ def details(r: Registration) -> str:
             f"workloadPool={i.get('workloadIdentityConfig', {}).get('workloadPool')}",
             f"deletionProtection={i.get('deletionProtection')}",
         ]
+    elif t == "gcp:compute/network:Network":
+        parts.append(f"name={i.get('name')}")
+        if i.get("mtu"):
+            parts.append(f"mtu={i['mtu']}")
     elif t == "gcp:compute/subnetwork:Subnetwork":
         ranges = ", ".join(
             f"{s['rangeName']}={s['ipCidrRange']}" for s in i.get("secondaryIpRanges", [])

@@ -78,8 +78,18 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
         "nodeConfig.spot",
         "nodeConfig.flexStart",
         "nodeConfig.serviceAccount",
+        "nodeConfig.hostMaintenancePolicy",
+        "nodeConfig.hostMaintenancePolicy.maintenanceInterval",
+        # The program sets only additionalNodeNetworkConfigs (ForceNew) in a pool's
+        # networkConfig, so adding or removing the block replaces the pool too.
+        "networkConfig",
+        "networkConfig.additionalNodeNetworkConfigs",
+        "networkConfig.additionalNodeNetworkConfigs.network",
+        "networkConfig.additionalNodeNetworkConfigs.subnetwork",
         *_SHIELDED,
     ),
+    # `mtu` updates in place (not ForceNew); running VMs keep the old MTU until they restart,
+    # which the diff adds as a notice (stacks.environment.diff_notices).
     "gcp:compute/network:Network": ("name", "project", "autoCreateSubnetworks"),
     "gcp:compute/subnetwork:Subnetwork": ("name", "project", "network", "region"),
     "gcp:compute/router:Router": ("name", "project", "network", "region"),

@@ -22,6 +22,11 @@ def problems(config: StackConfig) -> list[Problem]:
         found.append(Problem(("zone",), problem))
     found += under("labels", label_problems(config.labels))
     network_problems = under("network", network.problems(config.network))
+    network_problems += under(
+        "network",
+        network.overlap_problems(config.network, _gpu_subnets(config))
+        + network.name_problems(config.network, config.prefix),
+    )
     found += network_problems
     bucket_names = [b.name for b in config.buckets]
     gke_problems = gke.problems(
@@ -53,6 +58,21 @@ def problems(config: StackConfig) -> list[Problem]:
                 gke_nodes=gke.max_nodes(gke_config),
             ),
         )
+    return found
+
+
+def _gpu_subnets(config: StackConfig) -> dict[str, str]:
+    """The subnets GPU clusters create for themselves, by where they come from; a cluster
+    whose ranges run past the address space is gpuClusters' own problem."""
+    found = {}
+    for i, cluster in enumerate(config.gpu_clusters):
+        if cluster.network == "default":
+            continue
+        try:
+            cidrs = cluster.nic_cidrs()
+        except ValueError:
+            continue
+        found |= {f"gpuClusters[{i}] subnet {k}": cidr for k, cidr in enumerate(cidrs)}
     return found
 
 

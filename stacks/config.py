@@ -102,6 +102,7 @@ class StackConfig(ConfigModel):
             tpu_provisioner=self.tpu_provisioner,
             kueue=self.kueue,
             teams=self.teams,
+            network=self.network,
         )
 
     def bucket_names(self) -> dict[str, str]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import gke, gpu_clusters, slurm, tpu_vms
+from components import gke, gpu_clusters, network, slurm, tpu_vms
 from components.buckets import Bucket, BucketArgs, BucketsHandle
 from components.network import Network, NetworkArgs, NetworkHandle
 from components.services import (
@@ -111,12 +111,60 @@ def build(config: StackConfig) -> Environment:
 
 def describe(config: StackConfig) -> list[tuple[str, list[str]]]:
     """The offline plan's sections, one or more per system, from the resolved config."""
-    sections = gke.describe(config.gke)
+    sections = network.describe(config.network, config.prefix)
+    sections += gke.describe(config.gke)
     sections += tpu_vms.describe(config.tpu_vms, config.context)
     sections += gpu_clusters.describe(config.gpu_clusters, config.context, config.bucket_names())
     if config.slurm is not None:
         sections += slurm.describe(config.slurm, config.context)
     return sections
+
+
+def diff_notices(before: StackConfig, after: StackConfig) -> list[str]:
+    """What the offline diff must add to the resources it lists, because the provider's update
+    does not show it: VMs that keep a VPC's old MTU."""
+    notices = []
+    notice = network.mtu_change_notice(
+        before.network.managed_mtu,
+        after.network.managed_mtu,
+        [after.network.vpc_name(after.prefix)],
+        vms_in_vpc(after),
+    )
+    notices += [notice] if notice else []
+    kept = before.network.node_networks(before.prefix).keys()
+    node_vpcs = [n for name, n in after.network.node_networks(after.prefix).items() if name in kept]
+    notice = network.mtu_change_notice(
+        before.network.node_network_mtu,
+        after.network.node_network_mtu,
+        [n.vpc for n in node_vpcs],
+        [f"the slice pools attached to {', '.join(n.name for n in node_vpcs)}"],
+    )
+    notices += [notice] if notice and node_vpcs else []
+    return notices
+
+
+def vms_in_vpc(config: StackConfig) -> list[str]:
+    """The VMs of one stack that boot into its VPC, by who creates them."""
+    gke_config = config.gke
+    found = [f"GKE node pools {', '.join(gke_config.pool_names)}"]
+    if gke_config.tpu_provisioner.enabled:
+        found.append("the node pools the TPU provisioner creates")
+    found += [
+        f"TPU VMs {', '.join(vm.node_names)} (tpuVms[{i}])"
+        for i, vm in enumerate(config.tpu_vms)
+        if vm.network is None
+    ]
+    found += [
+        f"GPU cluster {c.name}'s VMs (gpuClusters[{i}])"
+        for i, c in enumerate(config.gpu_clusters)
+        if c.network == "default"
+    ]
+    if config.slurm is not None:
+        found.append(
+            f"Slurm cluster {config.slurm.cluster_name}'s controller, login VMs and the TPU VMs "
+            "it creates"
+        )
+    return found
 
 
 def export(env: Environment) -> None:

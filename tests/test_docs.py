@@ -104,6 +104,18 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:rbac.authorization.k8s.io/v1:Role": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 1,
     },
+    "gke-fast-path": COMMON
+    | {
+        "gcp:compute/firewall:Firewall": 4,
+        "gcp:compute/network:Network": 2,
+        "gcp:compute/subnetwork:Subnetwork": 2,
+        "gcp:container/nodePool:NodePool": 3,
+        "gcp:projects/iAMMember:IAMMember": 3,
+        "gcp:serviceaccount/account:Account": 1,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+        "kubernetes:networking.gke.io/v1:GKENetworkParamSet": 1,
+        "kubernetes:networking.gke.io/v1:Network": 1,
+    },
     "tpu-vms": COMMON
     | {
         "gcp:container/nodePool:NodePool": 1,
@@ -138,6 +150,9 @@ INVENTORY: dict[str, dict[str, int]] = {
         "pulumi-python:dynamic/slurm:TpuCleanup": 1,
     },
 }
+
+
+NETWORK = "gcp:compute/network:Network"
 
 
 def _one(graph: Graph, type_: str) -> dict[str, Any]:
@@ -179,6 +194,19 @@ def _key_values(name: str, graph: Graph) -> None:
         # The provisioner's 64 chips of v5p-32: 32 named by applied, the rest to research; the
         # fixed slice's 16 split evenly.
         assert _quotas(graph) == {"research": 40, "applied": 40}
+    elif name == "gke-fast-path":
+        for pool in ("tune-0", "tune-1"):
+            inputs = _pool(graph, pool)
+            assert inputs["networkConfig"]["additionalNodeNetworkConfigs"] == [
+                {
+                    "network": "ai-gke-fast-path-dcn-1-vpc",
+                    "subnetwork": "ai-gke-fast-path-dcn-1-subnet",
+                }
+            ]
+            policy = inputs["nodeConfig"]["hostMaintenancePolicy"]
+            assert policy == {"maintenanceInterval": "PERIODIC"}
+        mtus = {n.inputs["name"]: n.inputs["mtu"] for n in graph.of_type(NETWORK)}
+        assert mtus == {"ai-gke-fast-path-vpc": 8896, "ai-gke-fast-path-dcn-1-vpc": 8896}
     elif name == "tpu-vms":
         qr = _one(graph, "pulumi-python:dynamic/tpu:QueuedResource")
         assert (qr["acceleratorType"], qr["nodeCount"], qr["capacity"]) == ("v4-8", 2, "reserved")

@@ -111,8 +111,22 @@ def problems(
         {("tpuSlices", i): s.pool_names for i, s in enumerate(config.tpu_slices)}
         | {("gpuPools", i): [g.name] for i, g in enumerate(config.gpu_pools)}
     )
+    if config.multi_networking and not config.cluster.dataplane_v2:
+        found.append(
+            Problem(
+                ("cluster", "dataplaneV2"),
+                "slices attach to additional node networks, which need GKE multi-networking, "
+                "which needs Dataplane V2 ('Set up multi-network support for Pods'); set "
+                "dataplaneV2: true (this replaces the cluster) or opt the slices out with "
+                "additionalNodeNetworks: []",
+            )
+        )
     if network_config is not None:
         found += under("network", network.capacity_problems(network_config, pod_blocks(config)))
+        found += under(
+            "network",
+            network.node_network_capacity_problems(network_config, config.node_network_users()),
+        )
     found += under("teams", team_problems(config, buckets=buckets))
     found += flavor_problems(config.flavors)
     return found
@@ -284,8 +298,47 @@ def reservation_problems(provisioning: str, reservation: str | None) -> list[Pro
 def slice_problems(config: GkeConfig) -> list[Problem]:
     """Per-entry checks of `ai-infra:tpuSlices`, each at `[i].<field>`."""
     found = []
+    networks = [n.name for n in config.network.additional_node_networks]
     for i, entry in enumerate(config.tpu_slices):
-        found += [p.under(i) for p in _slice_problems(entry, config.context.zone_of(entry.zone))]
+        zone = config.context.zone_of(entry.zone)
+        own = _slice_problems(entry, zone) + _slice_network_problems(entry, networks)
+        found += [p.under(i) for p in own]
+    return found
+
+
+def _slice_network_problems(entry: TpuSliceConfig, networks: list[str]) -> list[Problem]:
+    """A slice's additional node networks and host maintenance interval."""
+    found = []
+    family = tpu_catalog.resolve(entry.accelerator).family
+    listed = entry.additional_node_networks or []
+    if listed and (problem := tpu_catalog.node_network_problem(family)):
+        found.append(Problem(("additionalNodeNetworks",), problem))
+    for j, name in enumerate(listed):
+        if name in listed[:j]:
+            found.append(
+                Problem(
+                    ("additionalNodeNetworks", j),
+                    f"'{name}' is listed twice; a host takes one NIC per network",
+                )
+            )
+        elif name not in networks:
+            found.append(
+                Problem(
+                    ("additionalNodeNetworks", j),
+                    f"no network.additionalNodeNetworks entry is named '{name}' (known: "
+                    f"{', '.join(networks) or 'none'}); add it there or fix the name",
+                )
+            )
+    if entry.host_maintenance_interval == "PERIODIC" and entry.provisioning != "reservation":
+        found.append(
+            Problem(
+                ("hostMaintenanceInterval",),
+                f"PERIODIC takes capacity reserved with a PERIODIC maintenance interval (GKE "
+                "refuses it on a reservation without one, as xpk explains the error), and no "
+                f"documented case has it on {entry.provisioning} TPU capacity; set "
+                "provisioning: reservation with such a reservation, or use AS_NEEDED",
+            )
+        )
     return found
 
 

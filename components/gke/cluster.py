@@ -206,6 +206,10 @@ def cluster_args(
         ),
         min_master_version=cluster.version,
         datapath_provider="ADVANCED_DATAPATH" if cluster.dataplane_v2 else "LEGACY_DATAPATH",
+        # Pools with additional node networks need it; it needs Dataplane V2 ("Set up
+        # multi-network support for Pods"). The provider updates it in place
+        # (terraform-provider-google DesiredEnableMultiNetworking); unset leaves it alone.
+        enable_multi_networking=True if config.multi_networking else None,
         addons_config=gcp.container.ClusterAddonsConfigArgs(
             gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
                 enabled=cluster.gcs_fuse_csi_driver

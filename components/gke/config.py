@@ -20,6 +20,7 @@ from components.buckets import BucketAccess
 from components.context import StackContext
 from components.gke.quota import Allocation, Flavor, allocate, derive_flavors
 from components.identity import service_account_email
+from components.network import NetworkConfig, NodeNetwork
 from components.types import (
     DnsLabel,
     IamRole,
@@ -58,6 +59,9 @@ PROVISIONER_KSA = "tpu-provisioner-controller-manager"
 """The provisioner's Kubernetes service account, bound to its Google one."""
 
 ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "NONE"]
+HostMaintenanceInterval = Literal["AS_NEEDED", "PERIODIC"]
+"""How Compute Engine schedules host maintenance of a pool's VMs (GKE API
+`HostMaintenancePolicy.maintenanceInterval`)."""
 Provisioning = Literal["on-demand", "spot", "reservation", "flex-start"]
 """How a node pool obtains capacity: on-demand, Spot VMs, a specific reservation, or
 flex-start (Dynamic Workload Scheduler queued provisioning)."""
@@ -246,6 +250,15 @@ class TpuSliceConfig(ConfigModel):
     topology: str | None = None
     """Only where a size has several topologies, e.g. v5p-512: `4x8x8` (the default, closest
     to a cube) or `4x4x16`. Unset means the size's default."""
+    additional_node_networks: list[DnsLabel] | None = None
+    """`network.additionalNodeNetworks` names whose NIC every host of the slice gets, in NIC
+    order (eth1, eth2, ...); v6e and tpu7x only. Unset: all of them for v6e and tpu7x, none
+    for other families; `[]` opts the slice out. A change replaces the slice's pools."""
+    host_maintenance_interval: HostMaintenanceInterval = "AS_NEEDED"
+    """When Compute Engine maintains the hosts: `AS_NEEDED` as updates become available, or
+    `PERIODIC`, batched and announced ahead, on a reservation made with a PERIODIC
+    maintenance interval. Host maintenance interrupts the whole slice and bypasses GKE's
+    maintenance windows and exclusions. A change replaces the slice's pools."""
 
     @property
     def shape(self) -> tpu_catalog.TpuShape:
@@ -544,6 +557,9 @@ class GkeConfig:
     tpu_provisioner: TpuProvisionerConfig
     kueue: KueueConfig
     teams: list[TeamConfig]
+    network: NetworkConfig
+    """The stack's network, for the node networks pools attach to and the plan's account of
+    each slice's NICs."""
 
     @property
     def cluster_name(self) -> str:
@@ -596,6 +612,61 @@ class GkeConfig:
     @property
     def tpu_chips(self) -> int:
         return sum(s.chips for s in self.tpu_slices)
+
+    @property
+    def pool_names(self) -> list[str]:
+        """Every node pool the program creates: the CPU pool, the slices' and the GPU pools'."""
+        slices = [pool for s in self.tpu_slices for pool in s.pool_names]
+        return [CPU_POOL, *slices, *(g.name for g in self.gpu_pools)]
+
+    def slice_node_networks(self, entry: TpuSliceConfig) -> list[NodeNetwork]:
+        """The additional node networks a slice's hosts attach to, in NIC order; for an entry
+        whose problems are empty."""
+        networks = self.network.node_networks(self.context.prefix)
+        if entry.additional_node_networks is not None:
+            return [networks[name] for name in entry.additional_node_networks]
+        if entry.shape.family.additional_node_networks is None:
+            return []
+        return list(networks.values())
+
+    @property
+    def provisioner_node_networks(self) -> list[NodeNetwork]:
+        """The additional node networks of the pools the TPU provisioner creates: all of the
+        stack's when every shape in its quota belongs to a family that takes them (the
+        controller gives every pool it creates the same networks), else none."""
+        config = self.tpu_provisioner
+        if not config.enabled or not config.quota:
+            return []
+        if any(s.family.additional_node_networks is None for s in config.shapes().values()):
+            return []
+        return list(self.network.node_networks(self.context.prefix).values())
+
+    @property
+    def provisioner_additional_networks(self) -> str:
+        """The provisioner's `GCP_NODE_ADDITIONAL_NETWORKS`: `<vpc>:<subnet>` pairs, comma
+        separated, names not paths (tpu-provisioner internal/cloud/gke.go at 6789e2a)."""
+        return ",".join(f"{n.vpc}:{n.subnet}" for n in self.provisioner_node_networks)
+
+    @property
+    def multi_networking(self) -> bool:
+        """Whether any pool attaches to an additional node network; the cluster then needs
+        multi-networking."""
+        return bool(self.provisioner_node_networks) or any(
+            self.slice_node_networks(s) for s in self.tpu_slices
+        )
+
+    def node_network_users(self) -> dict[str, list[tuple[str, int]]]:
+        """Network name -> (who, most nodes) of every pool that attaches to it, for sizing the
+        additional subnets; for a valid config."""
+        users: dict[str, list[tuple[str, int]]] = {}
+        for entry in self.tpu_slices:
+            for network in self.slice_node_networks(entry):
+                users.setdefault(network.name, []).append((f"'{entry.name}'", entry.nodes))
+        for network in self.provisioner_node_networks:
+            users.setdefault(network.name, []).append(
+                ("the TPU provisioner's pools", self.provisioned_nodes())
+            )
+        return users
 
     def provisioned(self) -> dict[str, tuple[tpu_catalog.TpuShape, int]]:
         """Quota source name (`tpuProvisioner.v5p-32`) -> the shape and the chips the

@@ -20,11 +20,10 @@ from components.gpu_clusters.checks import account_id, warnings
 from components.gpu_clusters.config import CLUSTER_LABEL, GpuClusterConfig, NfsShare
 from components.identity import Identity, grant_name, grant_opts, service_account
 from components.network import (
-    ALL_INTERNAL,
     NetworkHandle,
     cloud_nat,
-    firewall_rule,
     iap_ssh_rule,
+    vpc_with_subnet,
 )
 from components.placement import compact_policy, workload_policy
 
@@ -257,34 +256,17 @@ class GpuCluster(Component):
             mtu = None
             if layout is not None:
                 mtu = layout.host_mtu if k == 0 else layout.gpu_mtu
-            vpc = gcp.compute.Network(
-                f"{name}-net{k}",
-                project=ctx.project,
-                name=f"{base}-net{k}",
-                auto_create_subnetworks=False,
-                routing_mode="REGIONAL",
-                mtu=mtu,
-                opts=self.child_opts(),
-            )
-            subnet = gcp.compute.Subnetwork(
-                f"{name}-subnet{k}",
+            vpc, subnet = vpc_with_subnet(
+                self,
                 project=ctx.project,
                 region=ctx.region,
-                name=f"{base}-subnet{k}",
-                network=vpc.self_link,
-                ip_cidr_range=cidr,
-                private_ip_google_access=True,
-                opts=self.child_opts(),
-            )
-            firewall_rule(
-                self,
-                f"{name}-internal{k}",
-                project=ctx.project,
-                network=vpc.name,
-                name=f"{base}-internal{k}",
+                cidr=cidr,
+                mtu=mtu,
                 description=f"Traffic between the GPU cluster {config.name}'s VMs on NIC {k}",
-                source_ranges=[cidr],
-                allows=ALL_INTERNAL,
+                vpc=(f"{name}-net{k}", f"{base}-net{k}"),
+                subnet=(f"{name}-subnet{k}", f"{base}-subnet{k}"),
+                firewall=(f"{name}-internal{k}", f"{base}-internal{k}"),
+                private_google_access=True,
             )
             networks.append(vpc.self_link)
             subnets.append(subnet.self_link)

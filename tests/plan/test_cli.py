@@ -42,7 +42,7 @@ def test_children_in_registration_order_and_components_with_their_config_key(cap
     lines = capsys.readouterr().out.splitlines()
     start = lines.index("# Network network  (network)")
     # The order components/network.py constructs them in (not by type, not by name).
-    assert [line.split()[2] for line in lines[start + 1 : start + 8]] == [
+    assert [line.split()[2] for line in lines[start + 1 : start + 11]] == [
         "network-vpc",
         "network-subnet",
         "network-router",
@@ -50,10 +50,13 @@ def test_children_in_registration_order_and_components_with_their_config_key(cap
         "network-allow-internal",
         "network-allow-iap-ssh",
         "network-allow-webhooks",
+        "network-dcn-1-vpc",
+        "network-dcn-1-subnet",
+        "network-dcn-1-allow-dcn",
     ]
     # The network and buckets every system shares come first; the systems follow.
-    assert lines[start + 8].startswith("# Bucket bucket-checkpoints  (buckets[0])")
-    assert lines[start + 10].startswith("# GkeCluster gke  (cluster)")
+    assert lines[start + 11].startswith("# Bucket bucket-checkpoints  (buckets[0])")
+    assert lines[start + 13].startswith("# GkeCluster gke  (cluster)")
     assert "# TpuSlice tpu-v6e-flex  (tpuSlices[2])" in lines
     assert "# GpuPool gpu-l4-eval  (gpuPools[0])" in lines
     assert any(re.fullmatch(r"# \w+ services  \(gcp:project\)", line) for line in lines)
