@@ -25,6 +25,7 @@ from plan.engine import (
     stack_file,
 )
 from plan.render import diff_json, plan_json, render, render_diff
+from prices import cost_change, cost_change_json, stack_cost
 from stacks.config import StackConfig
 from stacks.loading import parse
 from stacks.messages import ConfigError
@@ -98,15 +99,19 @@ def run(target: str, base: str | None, as_json: bool) -> str:
     # Read the base first: a bad ref fails before any program runs.
     text, origin = _base_text(base, path)
     config, graph = _build(read_stack_file(path), stack, "")
-    _, before = _build(parse_stack_file(text), stack, f"the stack file at {origin} is invalid")
+    base_config, before = _build(
+        parse_stack_file(text), stack, f"the stack file at {origin} is invalid"
+    )
     changes = diff(before, graph)
     # A deleted resource's config key is the one it had before.
     keys = {**before.config_keys(), **graph.config_keys()}
+    costs = stack_cost(base_config, before), stack_cost(config, graph)
     if as_json:
         document = {**plan_json(graph, config, stack), "diff": diff_json(changes, keys, base)}
+        document["diff"]["cost"] = cost_change_json(*costs)
         return json.dumps(document, indent=2)
     heading = f"Changes to stack '{stack}' ({path.name}) since {origin}:"
-    return render_diff(changes, keys, heading)
+    return "\n".join([render_diff(changes, keys, heading), "", *cost_change(*costs)])
 
 
 def main(argv: list[str] | None = None) -> int:
