@@ -169,7 +169,7 @@ def _row(line: int, raw: dict[str, str]) -> PriceRow:
                 f"catalog.csv line {line}: usd {text!r} is neither a number, unknown nor included"
             ) from None
         if not usd >= 0:
-            raise CatalogError(f"catalog.csv line {line}: usd {text!r} is negative")
+            raise CatalogError(f"catalog.csv line {line}: usd {text!r} is not a price of 0 or more")
         status = Status.PRICED
     if raw["source"] not in SOURCES:
         raise CatalogError(f"catalog.csv line {line}: unknown source {raw['source']!r}")

@@ -80,7 +80,10 @@ PRICED_TYPES = (
     "gcp:compute/routerNat:RouterNat",
     "pulumi-python:dynamic/tpu:QueuedResource",
 )
-BILLED_BY_USE = {"gcp:storage/bucket:Bucket": "bytes stored (left out)"}
+BILLED_BY_USE = {
+    "gcp:storage/bucket:Bucket": "bytes stored (left out)",
+    "pulumi-python:dynamic/slurm:RuntimeScripts": "objects in the Slurm bucket (bytes, left out)",
+}
 FREE_TYPES = frozenset(
     {
         "gcp:compute/firewall:Firewall",
@@ -96,10 +99,11 @@ FREE_TYPES = frozenset(
         "gcp:serviceaccount/iAMMember:IAMMember",
         "gcp:storage/bucketIAMMember:BucketIAMMember",
         "gcp:storage/bucketObject:BucketObject",
+        "pulumi-python:dynamic/slurm:TpuCleanup",
     }
 )
 """Resources with no charge of their own (a template bills through its group's VMs; a bucket
-object through its bucket's bytes)."""
+object through its bucket's bytes; Slurm's cleanup deletes TPU VMs on destroy)."""
 
 
 @dataclass(frozen=True)
@@ -340,7 +344,9 @@ class _Builder:
         idle: int,
         full: int,
     ) -> list[tuple[Quote, float, float]]:
-        parts = [(quotes.machine(self.catalog, machine_type, region, capacity), idle, full)]
+        parts: list[tuple[Quote, float, float]] = [
+            (quotes.machine(self.catalog, machine_type, region, capacity), idle, full)
+        ]
         if quotes.gpus_billed_apart(machine_type):
             for gpu in gpus:
                 quote = quotes.attached_gpu(self.catalog, gpu["type"], region, capacity)
