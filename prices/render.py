@@ -193,14 +193,15 @@ def _op(before: Line | None, after: Line | None) -> str:
 def changed_lines(
     before: CostReport, after: CostReport
 ) -> list[tuple[str, Line | None, Line | None]]:
-    """(op, before, after) for each line whose cost or make-up differs, new lines first in
-    the new report's order, then the gone ones."""
+    """(op, before, after) for each line that comes, goes or costs another amount, in the new
+    report's order, then the gone ones. A line whose figures stay (a NAT past its 32 VMs) is
+    not a cost change, whatever else changed."""
     old = {line.key: line for line in before.lines}
     new = {line.key: line for line in after.lines}
     found = []
     for line in after.lines:
         was = old.get(line.key)
-        if was is None or (was.idle, was.full, was.units) != (line.idle, line.full, line.units):
+        if was is None or (was.idle, was.full) != (line.idle, line.full):
             found.append((_op(was, line), was, line))
     found += [("-", line, None) for line in before.lines if line.key not in new]
     return found
