@@ -449,8 +449,8 @@ def describe(result: Result) -> list[str]:
     """What a refresh changed and what it left as it was."""
     lines = [f"{len(result.updated)} prices updated, {len(result.kept)} kept (no SKU matched)"]
     for old, new in result.updated:
-        was = "new" if old is None or old.usd is None else f"${old.usd:g} ({old.source})"
-        lines.append(f"  {'/'.join(new.key)}: {was} -> ${new.usd:g}/{new.unit}")
+        was = "new" if old is None or old.usd is None else f"${old.usd:.10g} ({old.source})"
+        lines.append(f"  {'/'.join(new.key)}: {was} -> ${new.usd:.10g}/{new.unit}")
     kept: dict[str, int] = {}
     for kind, item, _, _ in result.kept:
         kept[f"{kind.value} {item}"] = kept.get(f"{kind.value} {item}", 0) + 1

@@ -111,14 +111,14 @@ def test_a_diff_shows_a_resized_pool_and_a_removed_slice_with_their_own_change()
     text = "\n".join(cost_change(before, after))
     gone = line(before, "NodePool tpu-gone-pool")
     assert (
-        f"  - NodePool tpu-gone-pool (tpuSlices[1])  1 x ct5p-hightpu-4t, 4 v5p chips  -{money(gone.full.usd)}/h at full scale"
-        in text
+        "  - NodePool tpu-gone-pool (tpuSlices[1])  1 x ct5p-hightpu-4t, 4 v5p chips  "
+        f"-{money(gone.full.usd)}/h at full scale" in text
     )
     old_cpu, new_cpu = line(before, "NodePool gke-cpu"), line(after, "NodePool gke-cpu")
     grown = money(new_cpu.full.usd - old_cpu.full.usd)
     assert (
-        f"  ~ NodePool gke-cpu (cluster)  3..9 x e2-standard-8 -> 3..15 x e2-standard-8  +{grown}/h at full scale, +$0.00/h idle"
-        in text
+        "  ~ NodePool gke-cpu (cluster)  3..9 x e2-standard-8 -> 3..15 x e2-standard-8  "
+        f"+{grown}/h at full scale, +$0.00/h idle" in text
     )
     document = cost_change_json(before, after)
     assert {x["op"] for x in document["lines"]} == {"update", "delete"}
