@@ -97,7 +97,7 @@ def cost_section(report: CostReport) -> list[str]:
         "dynamic Slurm nodes and provisioner pools at zero; full scale: every maximum; "
         f"a month is 30 days, {HOURS_PER_MONTH} h):"
     ]
-    rows = [("line", "config key", "capacity", "idle", "full scale", "priced as")]
+    rows = [("line", "config key", "capacity", "idle", "full scale", "at full scale, priced as")]
     for line in report.lines:
         rows.append(
             (

@@ -90,3 +90,25 @@ def test_the_diff_json_carries_the_same_numbers(tmp_path, capsys):
     assert change["full"]["change"]["perHour"] == pytest.approx(
         added["full"]["change"]["perHour"] + nat, abs=1e-6
     )
+
+
+def _text_blocks() -> list[list[str]]:
+    text = (REPO_ROOT / "docs" / "cost.md").read_text()
+    return [block.splitlines() for block in re.findall(r"```text\n(.*?)```", text, re.S)]
+
+
+def test_the_docs_show_what_the_plan_prints(tmp_path, capsys):
+    plan_block, diff_block = _text_blocks()
+    assert main(["dev"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [x for x in plan_block if x not in printed] == []
+    config = yaml.safe_load(DEV.read_text())
+    config["config"]["ai-infra:tpuSlices"].append(
+        {"name": "v5e-more", "accelerator": "v5litepod-16", "provisioning": "spot"}
+    )
+    config["config"]["ai-infra:cluster"]["cpuPool"]["maxNodes"] = 3
+    edited = tmp_path / "Pulumi.dev.yaml"
+    edited.write_text(yaml.safe_dump(config))
+    assert main([str(edited), "--base", str(DEV)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [x for x in diff_block if x not in printed] == []
