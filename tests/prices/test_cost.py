@@ -317,3 +317,37 @@ def test_prod_costs_what_its_reserved_slices_cost_at_list_price():
 )
 def test_pool_nodes_read_counts_per_zone_and_totals(inputs, nodes):
     assert pool_nodes(inputs) == nodes
+
+
+def test_a_gpu_cluster_prices_its_filestore_and_its_own_nat():
+    config = {
+        "gcp:project": "test-project",
+        "gcp:region": "us-central1",
+        "gcp:zone": "us-central1-a",
+        "ai-infra:protect": False,
+        "ai-infra:gpuClusters": [
+            {
+                "name": "demo",
+                "instanceCount": 2,
+                "network": "new",
+                "nfsShares": [
+                    {"mountPath": "/nfs/home", "tier": "BASIC_SSD", "sizeGb": 2560},
+                    {"mountPath": "/nfs/big", "tier": "ENTERPRISE", "sizeGb": 1024},
+                ],
+            }
+        ],
+    }
+    report = cost_of(config)
+    filestores = [x for x in report.lines if x.label.startswith("Instance gpucluster-demo-nfs")]
+    assert len(filestores) == 2, [x.label for x in report.lines]
+    basic = next(x for x in filestores if "BASIC_SSD" in x.units)
+    per_gib = usd(Kind.FILESTORE, "BASIC_SSD", "us-central1", "any")
+    assert basic.full.usd == pytest.approx(2560 * per_gib)
+    enterprise = next(x for x in filestores if "ENTERPRISE" in x.units)
+    assert not enterprise.full.known and enterprise.full.usd == 0
+    # The cluster's own NAT serves its two VMs; the stack's NAT serves the CPU pool only.
+    rate = usd(Kind.NAT_GATEWAY, "cloud-nat", "us-central1", "any")
+    own = next(x for x in report.lines if x.label.startswith("RouterNat gpucluster-demo"))
+    assert own.full.usd == pytest.approx(2 * rate)
+    stack = line(report, "RouterNat network-nat")
+    assert stack.full.usd == pytest.approx(9 * rate)
