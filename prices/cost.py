@@ -333,6 +333,11 @@ class _Builder:
             )
         )
 
+    def capacity_line(self, config_key: str, label: str, **line: Any) -> None:
+        """A line for capacity others create from the config, with no resource of its own:
+        its config key is its key."""
+        self.line(None, key=config_key, label=label, config_key=config_key, **line)
+
     # The machine of a VM, with the GPUs N1 attaches and its boot disk.
     def vm_parts(
         self,
@@ -521,12 +526,9 @@ class _Builder:
             full = nodeset.node_count_static + nodeset.node_count_dynamic_max
             region = region_of(ctx.zone_of(nodeset.zone))
             quote = quotes.tpu_chip(self.catalog, item, region, capacity)
-            config_key = f"slurm.tpuNodesets[{index}]"
-            self.line(
-                None,
-                key=config_key,
-                label=f"Slurm nodeset {nodeset.name}",
-                config_key=config_key,
+            self.capacity_line(
+                f"slurm.tpuNodesets[{index}]",
+                f"Slurm nodeset {nodeset.name}",
                 capacity=capacity,
                 units=f"{idle}..{full} TPU VMs of {chips_per_node} {family.prefix} chips",
                 parts=[(quote, idle * chips_per_node, full * chips_per_node)],
@@ -544,12 +546,9 @@ class _Builder:
             chips = slices * shape.chips
             hosts = slices * shape.hosts
             item = tpu_price_item(shape.family, shape.chips)
-            config_key = f"tpuProvisioner.quota.{accelerator}"
-            self.line(
-                None,
-                key=config_key,
-                label=f"TPU provisioner {accelerator} pools",
-                config_key=config_key,
+            self.capacity_line(
+                f"tpuProvisioner.quota.{accelerator}",
+                f"TPU provisioner {accelerator} pools",
                 # Pods may select Spot or a reservation; the provisioner's pools are priced as
                 # it creates them by default.
                 capacity=ON_DEMAND,

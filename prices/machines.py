@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from components import tpu_catalog
+from components import gpu_catalog, tpu_catalog
 
 
 @dataclass(frozen=True)
@@ -105,58 +105,42 @@ class Build:
     local_ssd_gib: int = 0
 
 
-def _series(family: str, gpu: str, shapes: dict[str, tuple[int, int, int, int]]) -> dict:
-    return {name: Build(family, v, g, gpu, n, ssd) for name, (v, g, n, ssd) in shapes.items()}
-
-
-BUILDS: dict[str, Build] = {
-    **_series(
-        "A2",
-        "nvidia-tesla-a100",
-        {
-            "a2-highgpu-1g": (12, 85, 1, 0),
-            "a2-highgpu-2g": (24, 170, 2, 0),
-            "a2-highgpu-4g": (48, 340, 4, 0),
-            "a2-highgpu-8g": (96, 680, 8, 0),
-            "a2-megagpu-16g": (96, 1360, 16, 0),
-        },
-    ),
-    **_series(
-        "A2",
-        "nvidia-a100-80gb",
-        {
-            "a2-ultragpu-1g": (12, 170, 1, 375),
-            "a2-ultragpu-2g": (24, 340, 2, 750),
-            "a2-ultragpu-4g": (48, 680, 4, 1500),
-            "a2-ultragpu-8g": (96, 1360, 8, 3000),
-        },
-    ),
-    **_series(
-        "A3",
-        "nvidia-h100-80gb",
-        {
-            "a3-highgpu-1g": (26, 234, 1, 750),
-            "a3-highgpu-2g": (52, 468, 2, 1500),
-            "a3-highgpu-4g": (104, 936, 4, 3000),
-            "a3-highgpu-8g": (208, 1872, 8, 6000),
-        },
-    ),
-    **_series("A3", "nvidia-h100-mega-80gb", {"a3-megagpu-8g": (208, 1872, 8, 6000)}),
-    **_series(
-        "G2",
-        "nvidia-l4",
-        {
-            "g2-standard-4": (4, 16, 1, 0),
-            "g2-standard-8": (8, 32, 1, 0),
-            "g2-standard-12": (12, 48, 1, 0),
-            "g2-standard-16": (16, 64, 1, 0),
-            "g2-standard-24": (24, 96, 2, 0),
-            "g2-standard-32": (32, 128, 1, 0),
-            "g2-standard-48": (48, 192, 4, 0),
-            "g2-standard-96": (96, 384, 8, 0),
-        },
-    ),
+_MAKEUP: dict[str, tuple[int, int, int]] = {
+    "a2-highgpu-1g": (12, 85, 0),
+    "a2-highgpu-2g": (24, 170, 0),
+    "a2-highgpu-4g": (48, 340, 0),
+    "a2-highgpu-8g": (96, 680, 0),
+    "a2-megagpu-16g": (96, 1360, 0),
+    "a2-ultragpu-1g": (12, 170, 375),
+    "a2-ultragpu-2g": (24, 340, 750),
+    "a2-ultragpu-4g": (48, 680, 1500),
+    "a2-ultragpu-8g": (96, 1360, 3000),
+    "a3-highgpu-1g": (26, 234, 750),
+    "a3-highgpu-2g": (52, 468, 1500),
+    "a3-highgpu-4g": (104, 936, 3000),
+    "a3-highgpu-8g": (208, 1872, 6000),
+    "a3-megagpu-8g": (208, 1872, 6000),
+    "g2-standard-4": (4, 16, 0),
+    "g2-standard-8": (8, 32, 0),
+    "g2-standard-12": (12, 48, 0),
+    "g2-standard-16": (16, 64, 0),
+    "g2-standard-24": (24, 96, 0),
+    "g2-standard-32": (32, 128, 0),
+    "g2-standard-48": (48, 192, 0),
+    "g2-standard-96": (96, 384, 0),
 }
+"""Accelerator-optimized type -> (vCPUs, GiB of memory, GiB of bundled local SSD); its GPUs
+are the GPU catalog's."""
+
+
+def _build(name: str, vcpus: int, gib: int, local_ssd_gib: int) -> Build:
+    gpus = gpu_catalog.fixed_gpus(name)
+    assert gpus is not None, name
+    family = name.split("-", 1)[0].upper()
+    return Build(family, vcpus, gib, gpus.gpu_type, gpus.gpu_count, local_ssd_gib)
+
+
+BUILDS: dict[str, Build] = {name: _build(name, *makeup) for name, makeup in _MAKEUP.items()}
 """Accelerator-optimized types whose make-up is known; A3 Edge, A3 Ultra, A4 and A4X are not
 in the source and have no price here."""
 
