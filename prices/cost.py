@@ -244,6 +244,10 @@ def _short_type(type_: str) -> str:
     return type_.rsplit(":", 1)[-1]
 
 
+def _count(idle: int, full: int) -> str:
+    return str(full) if idle == full else f"{idle}..{full}"
+
+
 def _zones(location: str, node_locations: list[str]) -> int:
     if node_locations:
         return len(node_locations)
@@ -338,7 +342,6 @@ class _Builder:
         its config key is its key."""
         self.line(None, key=config_key, label=label, config_key=config_key, **line)
 
-    # The machine of a VM, with the GPUs N1 attaches and its boot disk.
     def vm_parts(
         self,
         machine_type: str,
@@ -349,6 +352,8 @@ class _Builder:
         idle: int,
         full: int,
     ) -> list[tuple[Quote, float, float]]:
+        """The machine of `idle` and `full` VMs, the GPUs an N1 machine attaches, and each
+        VM's boot disk."""
         parts: list[tuple[Quote, float, float]] = [
             (quotes.machine(self.catalog, machine_type, region, capacity), idle, full)
         ]
@@ -391,13 +396,11 @@ class _Builder:
                 (quotes.tpu_host(self.catalog, machine_type, region, capacity), idle, full),
                 (quotes.disk(self.catalog, disk[0], region), idle * disk[1], full * disk[1]),
             ]
-            units = f"{full} x {machine_type}, {full * chips} {family.prefix} chips"
+            units = f"{_count(idle, full)} x {machine_type}, {full * chips} {family.prefix} chips"
         else:
             gpus = node_config.get("guestAccelerators") or []
             parts = self.vm_parts(machine_type, region, capacity, gpus, disk, idle, full)
-            units = (
-                f"{idle}..{full} x {machine_type}" if idle != full else f"{full} x {machine_type}"
-            )
+            units = f"{_count(idle, full)} x {machine_type}"
         self.line(
             r,
             capacity=capacity,
