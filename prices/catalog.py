@@ -80,12 +80,6 @@ SOURCES: dict[str, Source] = {
         "https://github.com/skypilot-org/skypilot-catalog/blob/"
         "8427bbff988abdd050a9f51addd314ef31cb4e85/catalogs/v8/gcp/vms.csv",
     ),
-    "skypilot-derived": Source(
-        "Cyclenerd's machine total less SkyPilot's vCPU and memory and the bundled local SSD "
-        "(SkyPilot's own figure there is a Dynamic Workload Scheduler SKU)",
-        "https://github.com/skypilot-org/skypilot-catalog/blob/"
-        "8427bbff988abdd050a9f51addd314ef31cb4e85/catalogs/v8/gcp/vms.csv",
-    ),
     "foldrun": Source(
         'A public file headed "FoldRun cost estimation engine" (Google LLC, 2026), unit '
         "prices verified against the Cloud Billing Catalog API on 2026-04-15; its repository "
@@ -97,7 +91,6 @@ SOURCES: dict[str, Source] = {
         "https://cloud.google.com/kubernetes-engine/pricing",
     ),
     "filestore-pricing": Source("Filestore pricing", "https://cloud.google.com/filestore/pricing"),
-    "tpu-pricing": Source("Cloud TPU pricing", "https://cloud.google.com/tpu/pricing"),
     "tpu7x-docs": Source("Cloud TPU: TPU7x (Ironwood)", "https://cloud.google.com/tpu/docs/tpu7x"),
     "tpu-consumption": Source(
         "Cloud TPU consumption options", "https://cloud.google.com/tpu/docs/consumption-options"
