@@ -25,6 +25,7 @@ from plan.engine import (
     stack_file,
 )
 from plan.render import diff_json, plan_json, render, render_diff
+from prices import cost_change, cost_change_json, stack_cost
 from stacks import environment
 from stacks.config import StackConfig
 from stacks.loading import parse
@@ -99,19 +100,23 @@ def run(target: str, base: str | None, as_json: bool) -> str:
     # Read the base first: a bad ref fails before any program runs.
     text, origin = _base_text(base, path)
     config, graph = _build(read_stack_file(path), stack, "")
-    was, before = _build(parse_stack_file(text), stack, f"the stack file at {origin} is invalid")
+    base_config, before = _build(
+        parse_stack_file(text), stack, f"the stack file at {origin} is invalid"
+    )
     changes = diff(before, graph)
     # What the provider's update does not show, such as VMs that keep a VPC's old MTU.
-    notices = environment.diff_notices(was, config)
+    notices = environment.diff_notices(base_config, config)
     # A deleted resource's config key is the one it had before.
     keys = {**before.config_keys(), **graph.config_keys()}
+    costs = stack_cost(base_config, before), stack_cost(config, graph)
     if as_json:
         document = {**plan_json(graph, config, stack), "diff": diff_json(changes, keys, base)}
         document["diff"]["notices"] = notices
+        document["diff"]["cost"] = cost_change_json(*costs)
         return json.dumps(document, indent=2)
     heading = f"Changes to stack '{stack}' ({path.name}) since {origin}:"
-    shown = render_diff(changes, keys, heading)
-    return shown + "".join(f"\n\n! {n}" for n in notices)
+    shown = render_diff(changes, keys, heading) + "".join(f"\n\n! {n}" for n in notices)
+    return "\n".join([shown, "", *cost_change(*costs)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from components.tpu_catalog import resolve
 from components.tpu_vms.provider import node_names
 from plan.diff import GraphDiff, Op, ResourceChange, integral, jsonable, render_value
 from plan.engine import Graph, Registration
+from prices import cost_json, cost_section, stack_cost
 from stacks import environment
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
@@ -223,6 +224,7 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
         lines.append(f"  {count:4d}  {type_}")
     for title, section in environment.describe(config):
         lines += ["", f"{title}:", *section]
+    lines += ["", *cost_section(stack_cost(config, graph))]
     return "\n".join(lines)
 
 
@@ -285,6 +287,7 @@ def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
             "byType": dict(sorted(Counter(r.type for r in applied).items())),
         },
         "tpuChips": config.gke.tpu_chips,
+        "cost": cost_json(stack_cost(config, graph)),
     }
 
 
