@@ -115,7 +115,7 @@ def rejected(config: dict[str, Any]) -> dict[str, str]:
         (
             {"tpuVms": [vm(startupScript="x", metadata={"startup-script": "y"})]},
             "tpuVms[0].metadata.startup-script",
-            "not both",
+            "in startupScript instead",
         ),
         ({"tpuVms": [vm(startupScript="x" * 600_000)]}, "tpuVms[0].metadata", "512"),
         (
@@ -258,7 +258,7 @@ def test_an_existing_account_is_used_as_given_and_none_is_created():
     ("accelerator", "zone", "runtime", "chips"),
     [
         ("v2-8", "us-central1-b", "tpu-ubuntu2204-base", 4),
-        ("v3-32", "us-central1-a", "tpu-ubuntu2204-base", 16),
+        ("v3-32", "europe-west4-a", "tpu-ubuntu2204-base", 16),
         ("v4-16", "us-central2-b", "tpu-ubuntu2204-base", 8),
         ("v5litepod-16", "us-central1-a", "v2-alpha-tpuv5-lite", 16),
         ("v5p-32", "us-central1-a", "v2-alpha-tpuv5", 16),
@@ -307,7 +307,12 @@ def test_capacity_reservation_network_and_vm_settings_reach_the_queued_resource(
         True,
     )
     assert spot["labels"]["team"] == "research" and spot["tags"] == ["tpu"]
-    assert spot["metadata"] == {"env": "dev", "startup-script": "echo ready"}
+    assert spot["metadata"] == {
+        "env": "dev",
+        "startup-script": "echo ready",
+        "enable-oslogin": "TRUE",
+        "block-project-ssh-keys": "TRUE",
+    }
     assert spot["timeoutSeconds"] == 300
     assert queued_resource(graph, "held").inputs["reservationName"] == (
         "projects/test-project/locations/us-central2-b/reservations/v4-res"
