@@ -39,6 +39,15 @@ METADATA_BYTES_MAX = 512 * 1024
 """Compute Engine's limit on all metadata of one VM (compute/docs/metadata/overview)."""
 
 
+_NESTED_INPUTS = frozenset({"metadata", "labels", "dataDisks", "additionalNetworks", "bootDisk"})
+
+
+def replace_paths() -> list[str]:
+    """The queued resource's replacing inputs as `replace_on_changes` paths; a map or list of
+    objects is replaced on any change below it too (`<key>.*`)."""
+    return [f"{key}.*" if key in _NESTED_INPUTS else key for key in REPLACE_KEYS]
+
+
 def reservation_name(reservation: str, project: str, zone: str) -> str:
     """The API's `projects/P/locations/ZONE/reservations/R` for a name or shared path."""
     owner, name = reservation_parts(reservation, project)
@@ -150,7 +159,7 @@ class TpuVms(Component):
                 # What the provider's diff replaces on, for the offline plan. In `pulumi up`
                 # the provider's own diff decides: it reports no changed keys, so the engine
                 # has none to hold against this list.
-                replace_on_changes=list(REPLACE_KEYS),
+                replace_on_changes=replace_paths(),
                 protect=ctx.protect,
             ),
         )
