@@ -68,10 +68,9 @@ def describe(entries: list[TpuVmConfig], context: StackContext) -> list[tuple[st
             f"  {e.name}: {e.node_count} x {e.shape.accelerator} = {e.chips} chips in "
             f"{context.zone_of(e.zone)}, {e.provisioning}, TPU VMs {', '.join(e.node_names)}"
         )
-        queue = ", ".join(f"{k} {v}" for k, v in _queueing(e).items())
         lines.append(
             f"    request: TPU API {e.api_version}; `pulumi up` waits {e.timeout_minutes} min "
-            f"for ACTIVE, else deletes it; queue: {queue}"
+            f"for ACTIVE, else deletes it; queue window: {_window(e)}"
         )
         networks = [e.network.network if e.network else "the stack's VPC"]
         networks += [n.network for n in e.additional_networks]
@@ -88,14 +87,12 @@ def describe(entries: list[TpuVmConfig], context: StackContext) -> list[tuple[st
     return [("TPU VMs (queued resources)", lines)] if lines else []
 
 
-def _queueing(entry: TpuVmConfig) -> dict[str, str]:
+def _window(entry: TpuVmConfig) -> str:
+    """When the request may start, as `<from> to <until>` (`+` counts from the request)."""
     q = entry.queueing
-    after = q and (q.valid_after_duration or q.valid_after_time)
-    until = q and (q.valid_until_duration or q.valid_until_time)
-    return {
-        "starts after": f"{after}" if after else "at once",
-        "expires": f"{until}" if until else f"after {entry.timeout_minutes} min",
-    }
+    after = q and (q.valid_after_time or (q.valid_after_duration and f"+{q.valid_after_duration}"))
+    until = q and (q.valid_until_time or (q.valid_until_duration and f"+{q.valid_until_duration}"))
+    return f"{after or 'now'} to {until or f'+{entry.timeout_minutes}m'}"
 
 
 def _boot_disk(entry: TpuVmConfig) -> str:

@@ -38,9 +38,6 @@ from google.cloud import tpu_v2, tpu_v2alpha1
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 V2 = "v2"
 V2ALPHA1 = "v2alpha1"
-WAITING_STATES = frozenset({"CREATING", "ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING"})
-"""States on the way to ACTIVE; tpu/docs/queued-resources: WAITING_FOR_RESOURCES replaced
-ACCEPTED, so both are waited through."""
 DEAD_STATES = frozenset({"FAILED", "SUSPENDING", "SUSPENDED"})
 """A queued resource in these states never becomes ACTIVE again; it stays until deleted
 (tpu/docs/queued-resources: a SUSPENDED request "is no longer eligible for further
@@ -135,7 +132,7 @@ class QueuedResourceError(Exception):
     to do."""
 
 
-class NotThisEntrys(QueuedResourceError):
+class ForeignQueuedResource(QueuedResourceError):
     """A queued resource by this entry's id that this entry did not create."""
 
 
@@ -351,7 +348,7 @@ def _echoed_nodes(resource: QueuedResourceMessage) -> list[str]:
     return sorted(names)
 
 
-def not_this_entrys(resource: QueuedResourceMessage, props: Mapping[str, Any]) -> str | None:
+def why_foreign(resource: QueuedResourceMessage, props: Mapping[str, Any]) -> str | None:
     """Why an existing queued resource by this entry's id is not the one this entry asks for,
     or None when it is: the same TPU VMs, accelerator, software and account, carrying every
     label the entry sets (the stack's `ai-infra-stack` among them)."""
@@ -450,7 +447,7 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
         try:
             refusal, adopted = self._request(client, props)
             resource = self._wait_until_active(client, props, deadline, refusal)
-        except NotThisEntrys:
+        except ForeignQueuedResource:
             raise
         except BaseException as error:
             note = self._clean_up(client, props)
@@ -493,8 +490,8 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
                 existing = self._get(client, name)
                 if existing is None:
                     continue
-                if (why := not_this_entrys(existing, props)) is not None:
-                    raise NotThisEntrys(
+                if (why := why_foreign(existing, props)) is not None:
+                    raise ForeignQueuedResource(
                         f"queued resource {name} already exists and is not this entry's ({why}); "
                         f"delete it (`{delete_command(props)}`) or rename the tpuVms entry"
                     ) from None
@@ -549,6 +546,8 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
                     f"queued resource {name} is {state}: {_failure_reason(resource)}; for "
                     "capacity that is not taken back, use provisioning: reserved"
                 )
+            # CREATING, ACCEPTED, WAITING_FOR_RESOURCES (which tpu/docs/queued-resources says
+            # replaced ACCEPTED) and PROVISIONING are on the way to ACTIVE.
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise QueuedResourceError(
@@ -564,7 +563,7 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
             existing = self._get(client, name)
             if existing is None:
                 return "No queued resource was left behind"
-            if (why := not_this_entrys(existing, props)) is not None:
+            if (why := why_foreign(existing, props)) is not None:
                 return f"Queued resource {name} exists but is not this entry's ({why}): left alone"
             self._delete(client, props)
         except BaseException as error:  # a second interrupt must not hide the first
@@ -590,14 +589,18 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
 
     def live_state(self, id_: str, olds: Mapping[str, Any]) -> str | None:
         """The queued resource's state now, GONE if the API has none, or the recorded state
-        when the API cannot be asked (no credentials in a preview, say)."""
+        when the API cannot be asked (no credentials in a preview, an outage): one call, as a
+        preview should not wait out a retry budget."""
         if not id_:
             return olds.get("state")
         try:
-            resource = self._get(self._client(olds), id_)
+            client = self._client(olds)
+            resource = client.get_queued_resource(name=id_, timeout=self._call_seconds)
+        except api_exceptions.NotFound:
+            return GONE
         except Exception:  # a diff must not fail on a lookup it can do without
             return olds.get("state")
-        return GONE if resource is None else _state(resource)
+        return _state(resource)
 
     def diff(
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]

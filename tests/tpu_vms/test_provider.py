@@ -15,7 +15,7 @@ from google.rpc import error_details_pb2, status_pb2
 from components.tpu_vms.provider import (
     CALL_SECONDS,
     DELETE_SECONDS,
-    NotThisEntrys,
+    ForeignQueuedResource,
     QueuedResourceError,
     QueuedResourceProvider,
     build_request,
@@ -307,11 +307,9 @@ def test_a_run_killed_mid_wait_is_adopted_by_the_next_pulumi_up():
         ({"runtime_version": "v2-alpha-tpuv4"}, "software version"),
     ],
 )
-def test_a_409_for_a_queued_resource_not_this_entrys_names_the_fix_and_deletes_nothing(
-    changes, why
-):
+def test_a_409_for_a_queued_resource_why_foreign_names_the_fix_and_deletes_nothing(changes, why):
     client = FakeTpuClient([State.ACTIVE], exists=existing(PROPS, **changes))
-    with pytest.raises(NotThisEntrys) as raised:
+    with pytest.raises(ForeignQueuedResource) as raised:
         provider(client).create(dict(PROPS))
     message = str(raised.value)
     assert why in message and DELETE_COMMAND in message and "rename" in message

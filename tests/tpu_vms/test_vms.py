@@ -595,10 +595,10 @@ def test_the_offline_plan_tells_how_the_request_waits_is_reached_and_comes_back(
     text = out.getvalue()
     section = text[text.index("TPU VMs (queued resources):") :].split("\n\n")[0]
     assert (
-        "request: TPU API v2; `pulumi up` waits 60 min for ACTIVE, else deletes it; queue: "
-        "starts after at once, expires after 60 min" in section
+        "request: TPU API v2; `pulumi up` waits 60 min for ACTIVE, else deletes it; queue "
+        "window: now to +60m" in section
     )
-    assert "starts after 30m, expires after 120 min" in section
+    assert "waits 120 min for ACTIVE, else deletes it; queue window: +30m to +120m" in section
     assert "SSH: OS Login only, project SSH keys blocked; no public IPs (IAP or --internal-ip)" in (
         section
     )
