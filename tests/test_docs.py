@@ -63,6 +63,15 @@ COMMON = {
 }
 """What every stack registers with today's GKE environment: the network, the cluster, the
 project services, JobSet and Kueue."""
+TPU_VMS = COMMON | {
+    "gcp:container/nodePool:NodePool": 1,
+    "gcp:projects/iAMMember:IAMMember": 5,
+    "gcp:serviceaccount/account:Account": 2,
+    "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+    "pulumi-python:dynamic/tpu:QueuedResource": 1,
+}
+"""One queued resource with its dedicated account and two grants, beside the GKE
+environment."""
 INVENTORY: dict[str, dict[str, int]] = {
     "minimal": COMMON
     | {
@@ -104,22 +113,8 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:rbac.authorization.k8s.io/v1:Role": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 1,
     },
-    "tpu-vms": COMMON
-    | {
-        "gcp:container/nodePool:NodePool": 1,
-        "gcp:projects/iAMMember:IAMMember": 5,
-        "gcp:serviceaccount/account:Account": 2,
-        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
-        "pulumi-python:dynamic/tpu:QueuedResource": 1,
-    },
-    "tpu-vms-spot": COMMON
-    | {
-        "gcp:container/nodePool:NodePool": 1,
-        "gcp:projects/iAMMember:IAMMember": 5,
-        "gcp:serviceaccount/account:Account": 2,
-        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
-        "pulumi-python:dynamic/tpu:QueuedResource": 1,
-    },
+    "tpu-vms": TPU_VMS,
+    "tpu-vms-spot": TPU_VMS,
     "gpu-cluster": COMMON
     | {
         "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
