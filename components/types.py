@@ -208,7 +208,6 @@ _SERVICE_ACCOUNT = re.compile(
     r"(?:\.(?P<domain>[a-z0-9][-a-z0-9]*(?:\.[a-z0-9][-a-z0-9]*)+))?\.iam\.gserviceaccount\.com"
 )
 _DEFAULT_COMPUTE = re.compile(r"[0-9]+-compute@developer\.gserviceaccount\.com")
-_APP_ENGINE_DEFAULT = re.compile(r"[a-z][-a-z0-9.:]*@appspot\.gserviceaccount\.com")
 _SERVICE_AGENT = re.compile(r"service-[0-9]+@gcp-sa-[-a-z0-9]+\.iam\.gserviceaccount\.com")
 """Google-managed service agents (IAM "Service agents"): they act for a Google service."""
 
@@ -219,13 +218,6 @@ def _service_account(value: str) -> str:
         raise ValueError(
             f"'{value}' is the default compute service account, which is granted the project "
             "Editor role by default; leave it unset for a dedicated least-privilege account"
-        )
-    if _APP_ENGINE_DEFAULT.fullmatch(value):
-        # IAM "Service account types": PROJECT_ID@appspot.gserviceaccount.com, Editor too.
-        raise ValueError(
-            f"'{value}' is the App Engine default service account, which is granted the "
-            "project Editor role by default; leave it unset for a dedicated least-privilege "
-            "account"
         )
     if _SERVICE_AGENT.fullmatch(value):
         raise ValueError(

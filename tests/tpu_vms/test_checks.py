@@ -98,7 +98,7 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "App Engine default",
         {"tpuVms": [vm(serviceAccount="test-project@appspot.gserviceaccount.com")]},
         "tpuVms[0].serviceAccount",
-        "App Engine default",
+        "is not a user-managed service account",
     ),
     (
         "a Google-managed service agent",
