@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 TPU_RESOURCE = "google.com/tpu"
@@ -71,6 +71,10 @@ class TpuFamily:
     """Why GKE node pools of this family take additional node networks (a second NIC in a VPC
     of its own), where there is evidence; None where there is none, and the program refuses
     them. No GKE page lists the TPU machine types that support them."""
+    tpu_vm_zones_by_size: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Where Cloud TPU offers TPU VMs of one size only in some of `zones` (v2 and v3, whose
+    regions page lists zones per accelerator type): size -> zones. Sizes not listed take
+    `zones`."""
 
     def size_of(self, chips: int) -> int:
         return chips * self.cores_per_chip
@@ -139,15 +143,28 @@ def _cubic_topologies(max_chips: int) -> tuple[str, ...]:
 _PLANAR_MULTI_HOST = ("4x4", "4x8", "8x8", "8x16", "16x16")
 """v5e and v6e multi-host topologies; a pod is 16x16 chips."""
 
+_TF_V2_TO_V4 = r"tpu-vm-tf-2\.([1-9]|1[0-9]|20)\.[0-9]{1,2}(-pod)?(-pjrt|-se)?"
+"""tpu/docs/runtimes: TensorFlow on v2, v3 (and v4 from TF 2.10.1) is `tpu-vm-tf-x.y.z[-pod]`
+with a `-pjrt` or `-se` device API from TF 2.15. Bounded to TF 2.1 - 2.20: a later release
+needs `allowUnlistedRuntime`, and `tpu-vm-tf-9.9.9` is no version at all."""
 _V4_AND_OLDER_RUNTIMES = (
     r"tpu-ubuntu2204-base",
     r"tpu-vm-base",
-    r"tpu-vm-(tf|pt)-[0-9][-.a-z0-9]*",
+    _TF_V2_TO_V4,
+    r"tpu-vm-pt-(1\.1[0-3]|2\.0)",
 )
-"""tpu/docs/runtimes: `tpu-ubuntu2204-base` for JAX and PyTorch on v4 and older, and TensorFlow's
-`tpu-vm-tf-x.y.z[-pod][-pjrt]` (v4's TensorFlow 2.10 and older builds end in `-v4`)."""
-_TF_PJRT = r"tpu-vm-tf-[0-9.]+(-pod)?-pjrt"
-"""tpu/docs/runtimes: v5e, v5p and v6e run TensorFlow 2.15+ as `tpu-vm-tf-x.y.z[-pod]-pjrt`."""
+"""tpu/docs/runtimes: `tpu-ubuntu2204-base` for JAX and PyTorch on v4 and older; the older
+`tpu-vm-base` and PyTorch `tpu-vm-pt-<version>` images; TensorFlow as above."""
+_V4_RUNTIMES = (
+    *_V4_AND_OLDER_RUNTIMES,
+    # tpu/docs/supported-versions: TF 2.10.0 and older on v4 end in `-v4`.
+    r"tpu-vm-tf-2\.([6-9]|10)\.[0-9](-pod)?-v4",
+    # gcloud's own queued-resources create example (create.yaml): --runtime-version=v2-alpha-tpuv4.
+    r"v2-alpha-tpuv4(-pod)?",
+)
+_TF_PJRT = r"tpu-vm-tf-2\.(1[5-9]|20)\.[0-9]{1,2}(-pod)?-pjrt"
+"""tpu/docs/runtimes: v5e, v5p and v6e run TensorFlow 2.15+ as `tpu-vm-tf-x.y.z[-pod]-pjrt`
+(bounded to TF 2.20, as above)."""
 
 FAMILIES: tuple[TpuFamily, ...] = (
     TpuFamily(
@@ -162,7 +179,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         zones=("us-central2-b",),
         boot_disk_type="pd-balanced",
         flex_start=False,
-        tpu_vm_runtimes=(*_V4_AND_OLDER_RUNTIMES, r"v2-alpha-tpuv4(-pod)?"),
+        tpu_vm_runtimes=_V4_RUNTIMES,
     ),
     TpuFamily(
         prefix="v5litepod",
@@ -179,7 +196,9 @@ FAMILIES: tuple[TpuFamily, ...] = (
         multi_host_topologies=_PLANAR_MULTI_HOST,
         zones=("us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a"),
         boot_disk_type="pd-balanced",
-        tpu_vm_runtimes=("v2-alpha-tpuv5-lite", _TF_PJRT),
+        # Google's python-docs-samples (tpu/queued_resources_create_time_bound.py) request
+        # v5litepod-4 with `v2-tpuv5-litepod`.
+        tpu_vm_runtimes=("v2-alpha-tpuv5-lite", "v2-tpuv5-litepod", _TF_PJRT),
         host_nics="2 x 100 Gbps per 8-chip host",
     ),
     TpuFamily(
@@ -253,11 +272,16 @@ FAMILIES: tuple[TpuFamily, ...] = (
         chips_per_multi_host_vm=4,
         single_host={"2x2": ("", 4)},
         multi_host_topologies=("4x4", "8x8", "8x16", "16x16"),
-        # Per size on the regions page: v2-8 in us-central1-b/c, larger sizes in -a.
-        zones=("us-central1-a", "us-central1-b", "us-central1-c"),
+        zones=("us-central1-a", "us-central1-b", "us-central1-c", "europe-west4-a", "asia-east1-c"),
         boot_disk_type="",
         gke=False,
         tpu_vm_runtimes=_V4_AND_OLDER_RUNTIMES,
+        # tpu/docs/regions-zones lists v2 per type: v2-8 in us-central1-b/-c, europe-west4-a and
+        # asia-east1-c; v2-32 to v2-512 in us-central1-a and europe-west4-a.
+        tpu_vm_zones_by_size={
+            8: ("us-central1-b", "us-central1-c", "europe-west4-a", "asia-east1-c"),
+            **{size: ("us-central1-a", "europe-west4-a") for size in (32, 128, 256, 512)},
+        },
     ),
     TpuFamily(
         prefix="v3",
@@ -268,10 +292,16 @@ FAMILIES: tuple[TpuFamily, ...] = (
         chips_per_multi_host_vm=4,
         single_host={"2x2": ("", 4)},
         multi_host_topologies=("4x4", "4x8", "8x8", "8x16", "16x16", "16x32", "32x32"),
-        zones=("us-central1-a", "us-central1-b"),
+        zones=("us-central1-a", "us-central1-b", "europe-west4-a"),
         boot_disk_type="",
         gke=False,
         tpu_vm_runtimes=_V4_AND_OLDER_RUNTIMES,
+        # tpu/docs/regions-zones: v3-8 in us-central1-a/-b and europe-west4-a; v3-32 to
+        # v3-2048 in europe-west4-a only.
+        tpu_vm_zones_by_size={
+            8: ("us-central1-a", "us-central1-b", "europe-west4-a"),
+            **{size: ("europe-west4-a",) for size in (32, 64, 128, 256, 512, 1024, 2048)},
+        },
     ),
 )
 
@@ -363,8 +393,39 @@ def zone_problem(family: TpuFamily, zone: str) -> str | None:
     )
 
 
+def tpu_vm_zone_problem(shape: TpuShape, zone: str) -> str | None:
+    """Why `zone` has no TPU VMs of this accelerator type, or None when Cloud TPU documents
+    it there; per size where the family's zones depend on it (v2, v3)."""
+    size = shape.family.size_of(shape.chips)
+    zones = shape.family.tpu_vm_zones_by_size.get(size)
+    if zones is None:
+        return zone_problem(shape.family, zone)
+    if zone in zones:
+        return None
+    return (
+        f"Cloud TPU offers {shape.family.prefix}-{size} in {', '.join(zones)}, not {zone}; pick "
+        "one of those zones (or set allowUnlistedZone: true if Google has since added it)"
+    )
+
+
+def spelling_problem(accelerator: str) -> str | None:
+    """Why an accelerator type the catalog resolves is not spelt as the Cloud TPU API spells
+    it (`v4-08` for `v4-8`), or None. The API names types `<prefix>-<size>` with no leading
+    zero (`list_accelerator_types`, gcloud's examples)."""
+    match = _ACCELERATOR.fullmatch(accelerator)
+    if match is None or not match["size"].startswith("0"):
+        return None
+    canonical = f"{match['prefix']}-{int(match['size'])}"
+    return f"'{accelerator}' is spelt '{canonical}' by the Cloud TPU API; write {canonical}"
+
+
 def _boots(family: TpuFamily, runtime: str) -> bool:
     return any(re.fullmatch(pattern, runtime) for pattern in family.tpu_vm_runtimes)
+
+
+def runtime_families(runtime: str) -> list[str]:
+    """The families whose TPU VMs the catalog knows to run this software version."""
+    return [f.prefix for f in FAMILIES if _boots(f, runtime)]
 
 
 def runtime_problem(family: TpuFamily, runtime: str) -> str | None:
@@ -373,11 +434,17 @@ def runtime_problem(family: TpuFamily, runtime: str) -> str | None:
         return f"the Cloud TPU API creates no {family.prefix} TPU VMs; use ai-infra:tpuSlices"
     if _boots(family, runtime):
         return None
-    users = [f.prefix for f in FAMILIES if _boots(f, runtime)]
-    built_for = f"is for {', '.join(users)}" if users else "is no known TPU software version"
+    users = runtime_families(runtime)
+    if users:
+        return (
+            f"'{runtime}' is for {', '.join(users)}, not {family.prefix}; {family.prefix} TPU "
+            f"VMs run {family.tpu_vm_runtimes[0]} (tpu/docs/runtimes)"
+        )
     return (
-        f"'{runtime}' {built_for}, not {family.prefix}; {family.prefix} TPU VMs run "
-        f"{family.tpu_vm_runtimes[0]} (tpu/docs/runtimes)"
+        f"'{runtime}' is not a TPU software version the catalog knows for {family.prefix}, "
+        f"whose TPU VMs run {family.tpu_vm_runtimes[0]} (tpu/docs/runtimes); set "
+        "allowUnlistedRuntime: true for one Google added since (`gcloud compute tpus tpu-vm "
+        "versions list --zone=ZONE` lists them)"
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from components import buckets, gke, gpu_clusters, locations, network, slurm, tpu_vms
-from components.base import Problem, under
+from components.base import PathPart, Problem, under
 from components.context import label_problems
 from components.identity import ownership_problems
 from stacks.config import StackConfig
@@ -44,6 +44,20 @@ def problems(config: StackConfig) -> list[Problem]:
     if config.slurm is not None:
         found += under("slurm", slurm.problems(config.slurm, ctx, buckets=bucket_names))
     found += ownership(config)
+    found += under(
+        "tpuVms",
+        tpu_vms.stack_problems(
+            config.tpu_vms,
+            ctx,
+            accounts=account_claims(config),
+            # Slurm-GCP names a nodeset's TPU VMs <clusterName>-<nodeset>-<index>.
+            slurm_nodesets=(
+                [f"{config.slurm.cluster_name}-{n.name}" for n in config.slurm.tpu_nodesets]
+                if config.slurm is not None
+                else []
+            ),
+        ),
+    )
     pools_valid = not any(p.path[:1] in (("tpuSlices",), ("gpuPools",)) for p in gke_problems)
     if pools_valid and not vm_problems and not network_problems:
         gke_config = config.gke
@@ -76,16 +90,23 @@ def _gpu_subnets(config: StackConfig) -> dict[str, str]:
     return found
 
 
-def ownership(config: StackConfig) -> list[Problem]:
-    """Each Google service account id and each Kubernetes service account has one owner: the
-    node pools, the TPU provisioner, a team, a workload identity, a TPU VM entry, a GPU
-    cluster or the Slurm cluster."""
+def account_claims(config: StackConfig) -> list[tuple[tuple[PathPart, ...], str]]:
+    """Every Google service account id the program creates, with the config path that claims
+    it."""
     ctx = config.context
     accounts = gke.account_claims(config.gke)
     if config.slurm is not None:
         accounts += slurm.account_claims(ctx)
     accounts += tpu_vms.account_claims(config.tpu_vms, ctx)
     accounts += gpu_clusters.account_claims(config.gpu_clusters, ctx)
+    return accounts
+
+
+def ownership(config: StackConfig) -> list[Problem]:
+    """Each Google service account id and each Kubernetes service account has one owner: the
+    node pools, the TPU provisioner, a team, a workload identity, a TPU VM entry, a GPU
+    cluster or the Slurm cluster."""
+    accounts = account_claims(config)
     # The program's own accounts (one per key) claim first, so that a clash is reported at
     # the list entry that can be renamed. Two entries of one list with one account id have
     # one name, which duplicate_names already reports.

@@ -179,7 +179,11 @@ def export(env: Environment) -> None:
     pulumi.export(
         "tpuVms",
         {
-            name: {"nodeNames": vms.node_names, "sshCommands": vms.ssh_commands}
+            name: {
+                "nodeNames": vms.node_names,
+                "sshCommands": vms.ssh_commands,
+                "iapSshCommands": vms.iap_ssh_commands,
+            }
             for name, vms in env.tpu_vms.items()
         },
     )

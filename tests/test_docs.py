@@ -63,6 +63,15 @@ COMMON = {
 }
 """What every stack registers with today's GKE environment: the network, the cluster, the
 project services, JobSet and Kueue."""
+TPU_VMS = COMMON | {
+    "gcp:container/nodePool:NodePool": 1,
+    "gcp:projects/iAMMember:IAMMember": 5,
+    "gcp:serviceaccount/account:Account": 2,
+    "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+    "pulumi-python:dynamic/tpu:QueuedResource": 1,
+}
+"""One queued resource with its dedicated account and two grants, beside the GKE
+environment."""
 INVENTORY: dict[str, dict[str, int]] = {
     "minimal": COMMON
     | {
@@ -116,14 +125,8 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:networking.gke.io/v1:GKENetworkParamSet": 1,
         "kubernetes:networking.gke.io/v1:Network": 1,
     },
-    "tpu-vms": COMMON
-    | {
-        "gcp:container/nodePool:NodePool": 1,
-        "gcp:projects/iAMMember:IAMMember": 5,
-        "gcp:serviceaccount/account:Account": 2,
-        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
-        "pulumi-python:dynamic/tpu:QueuedResource": 1,
-    },
+    "tpu-vms": TPU_VMS,
+    "tpu-vms-spot": TPU_VMS,
     "gpu-cluster": COMMON
     | {
         "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
@@ -210,6 +213,10 @@ def _key_values(name: str, graph: Graph) -> None:
     elif name == "tpu-vms":
         qr = _one(graph, "pulumi-python:dynamic/tpu:QueuedResource")
         assert (qr["acceleratorType"], qr["nodeCount"], qr["capacity"]) == ("v4-8", 2, "reserved")
+    elif name == "tpu-vms-spot":
+        qr = _one(graph, "pulumi-python:dynamic/tpu:QueuedResource")
+        assert (qr["capacity"], qr["apiVersion"]) == ("spot", "v2")
+        assert qr["queueingPolicy"] == {"validAfterSeconds": 1800, "validUntilSeconds": 7200}
     elif name == "gpu-cluster":
         template = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")
         assert template["machineType"] == "a2-highgpu-2g"
