@@ -4,6 +4,7 @@ once), and a `World` in which it passes: a project that has what the plan needs.
 from __future__ import annotations
 
 import copy
+import socket
 from typing import Any
 
 import pytest
@@ -84,6 +85,18 @@ ZONES = ("us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f")
 DLVM = ("deeplearning-platform-release", "pytorch-2-9-cu129-ubuntu-2404-nvidia-580")
 SLURM_IMAGE = ("schedmd-slurm-public", "slurm-gcp-6-12-hpc-rocky-linux-8")
 REGION = (("region", "us-central1"),)
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Preflight's tests answer from fakes: any socket they open is a bug."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"a preflight test reached for the network: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
 
 
 @pytest.fixture(scope="session")
@@ -181,8 +194,8 @@ def passing_world() -> World:
                 "ct5p-hightpu-4t": 208,
             },
             "us-central1-b": {**general, "ct6e-standard-4t": 180},
-            "us-central1-c": general,
-            "us-central1-f": general,
+            "us-central1-c": dict(general),
+            "us-central1-f": dict(general),
         },
         accelerator_types={"us-central1-a": {"nvidia-l4": 8, "nvidia-tesla-a100": 16}},
         families={
