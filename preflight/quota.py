@@ -260,7 +260,7 @@ def judge(need: QuotaNeed, quota: Quota) -> Finding:
     return warn(
         NAME,
         need.title,
-        f"{figure}, in use not reported (the Cloud Quotas API gives limits only)",
+        f"{figure}, in use not reported by Cloud Quotas",
         f"make sure {need.amount} are free at {quota.link}",
     )
 
@@ -283,6 +283,16 @@ def _vcpus(vms: Iterable[Vms], live: Live) -> tuple[dict[str, int], list[Finding
             continue
         if machine is not None:
             counts[vm.machine_type] = machine.guest_cpus
+        else:
+            findings.append(
+                warn(
+                    NAME,
+                    f"{vm.machine_type} vCPUs",
+                    f"cannot count them: {vm.machine_type} is not offered in {zones[0]} (see zones)"
+                    if zones
+                    else f"cannot count them: {vm.region} lists no zones",
+                )
+            )
     return counts, findings
 
 

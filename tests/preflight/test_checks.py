@@ -361,6 +361,8 @@ def test_machine_not_offered_in_the_zone_fails(needs: Needs, world: World) -> No
     found = one(run(zones, needs, world), "fail", "machine type g2-standard-24")
     assert "not offered in us-central1-a" in found.detail
     assert found.fix == "pick a zone that offers it: us-central1-c"
+    # Its vCPUs cannot be counted for quota, and that is said rather than left out.
+    one(run(quota, needs, world), "warn", "g2-standard-24 vCPUs: cannot count them")
 
 
 def test_machine_missing_in_one_of_a_regional_pool_s_zones_warns(
