@@ -169,7 +169,6 @@ class Needs:
     """Everything preflight checks, derived once."""
 
     project: str
-    region: str
     services: tuple[str, ...]
     vms: tuple[Vms, ...]
     tpu_nodes: tuple[TpuNodes, ...]
@@ -464,7 +463,6 @@ def derive(config: StackConfig, graph: Graph) -> Needs:
     tpu_zones = {n.zone for n in tpu_nodes}
     return Needs(
         project=config.project,
-        region=config.region,
         services=tuple(r.inputs["service"] for r in graph.of_type(SERVICE)),
         vms=vms,
         tpu_nodes=tpu_nodes,

@@ -127,12 +127,11 @@ def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
             continue
         preemptible = nodes.capacity in ("spot", "best-effort")
         kind = "Preemptible " if preemptible else ""
-        single = nodes.accelerator in ("v2-8", "v3-8")
         add(
             f"{kind}TPU {nodes.family.prefix} cores (Cloud TPU API)",
             nodes.zone,
             "cores",
-            names.tpu_api(nodes.family.prefix, preemptible, single),
+            names.tpu_api(nodes.family.prefix, preemptible, nodes.accelerator),
             nodes.slices * nodes.cores_per_slice,
             nodes.source,
         )

@@ -137,22 +137,33 @@ _TPU_API: dict[str, tuple[str, str]] = {
 _TPU_API_DEVICES = {"v2": ("TPU v2 cores", "TPUV2"), "v3": ("TPU v3 cores", "TPUV3")}
 """v2-8 and v3-8 are single devices, with quotas of their own apart from pods (Cloud TPU
 "Quotas": a v2 or v3 Pod quota cannot be used for v2-8 or v3-8)."""
+SMALL = frozenset({"v2-8", "v3-8", "v5litepod-1", "v5litepod-4", "v5litepod-8"})
+"""Accelerator types with quotas apart from their family's pods: v2-8 and v3-8 devices, and
+v5e's serving sizes ("Creating a v5e instance for inference (v5litepod-1, v5litepod-4,
+v5litepod-8) requires serving quota types", Cloud TPU "Quotas", earlier revision)."""
 
 
-def tpu_api(family: str, preemptible: bool, single_device: bool) -> tuple[QuotaName, ...]:
+def tpu_api(family: str, preemptible: bool, accelerator: str) -> tuple[QuotaName, ...]:
     """TensorCores per zone for Cloud TPU API nodes (TPU VMs, Slurm nodesets) of `family`."""
-    table = _TPU_API_DEVICES if single_device and family in _TPU_API_DEVICES else _TPU_API
-    if family not in table:
-        return ()
-    display, stem = table[family]
-    prefix = "Preemptible " if preemptible else ""
-    return (
-        CloudQuota(
-            TPU_API,
-            ids=(f"{stem}{'Preemptible' if preemptible else ''}PerProjectPerZoneForTPUAPI",),
-            display_names=(f"{prefix}{display} per project per zone",),
-        ),
-    )
+    spot = "Preemptible" if preemptible else ""
+    found: list[QuotaName] = []
+    if accelerator in SMALL and family == "v5litepod":
+        found.append(
+            CloudQuota(TPU_API, ids=(f"TPUV5sLitepodServing{spot}PerProjectPerZoneForTPUAPI",))
+        )
+    small = accelerator in SMALL and family in _TPU_API_DEVICES
+    table = _TPU_API_DEVICES if small else _TPU_API
+    if family in table:
+        display, stem = table[family]
+        prefix = "Preemptible " if preemptible else ""
+        found.append(
+            CloudQuota(
+                TPU_API,
+                ids=(f"{stem}{spot}PerProjectPerZoneForTPUAPI",),
+                display_names=(f"{prefix}{display} per project per zone",),
+            )
+        )
+    return tuple(found)
 
 
 _GPUS: dict[str, tuple[str, str]] = {
