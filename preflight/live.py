@@ -289,12 +289,19 @@ class Live:
         except exceptions.GoogleAPICallError as error:
             raise CannotCheck(f"cannot read {what}: {error.code} {error.message}") from None
 
-    def _once(self, key: tuple[Any, ...], read: Callable[[], T]) -> T:
-        """`read()`, cached by key; a `CannotCheck` or NotFound is cached too and raised again,
-        so one failed read is reported once per check, not retried per use."""
+    def _read(
+        self,
+        key: tuple[Any, ...],
+        what: str,
+        permission: str,
+        call: Callable[..., T],
+        **kwargs: Any,
+    ) -> T:
+        """`_call(...)`, once per key: a `CannotCheck` or NotFound is kept too and raised
+        again, so a failed read is reported wherever it was needed, never asked twice."""
         if key not in self._cache:
             try:
-                self._cache[key] = read()
+                self._cache[key] = self._call(what, permission, call, **kwargs)
             except (CannotCheck, exceptions.NotFound) as error:
                 self._cache[key] = error
         value = self._cache[key]
@@ -302,24 +309,35 @@ class Live:
             raise value
         return value
 
-    def _or_none(self, key: tuple[Any, ...], read: Callable[[], T]) -> T | None:
+    def _find(
+        self,
+        key: tuple[Any, ...],
+        what: str,
+        permission: str,
+        call: Callable[..., T],
+        **kwargs: Any,
+    ) -> T | None:
+        """`_read(...)`, with NotFound as None."""
         try:
-            return self._once(key, read)
+            return self._read(key, what, permission, call, **kwargs)
         except exceptions.NotFound:
             return None
+
+    @staticmethod
+    def _all(method: Callable[..., Iterable[T]]) -> Callable[..., list[T]]:
+        """A list method whose pages are all read inside the retried call."""
+        return lambda **kwargs: list(method(**kwargs))
 
     # Resource Manager and billing
 
     def project_info(self) -> resourcemanager_v3.Project:
-        """Raises NotFound-free: a missing project answers 403, which is `CannotCheck`."""
-        return self._once(
+        """The project; one that does not exist answers 403, which is `CannotCheck`."""
+        return self._read(
             ("project",),
-            lambda: self._call(
-                f"project {self.project}",
-                "resourcemanager.projects.get",
-                self.clients.projects.get_project,
-                name=f"projects/{self.project}",
-            ),
+            f"project {self.project}",
+            "resourcemanager.projects.get",
+            self.clients.projects.get_project,
+            name=f"projects/{self.project}",
         )
 
     @property
@@ -328,14 +346,12 @@ class Live:
         return self.project_info().name.removeprefix("projects/")
 
     def billing(self) -> billing_v1.ProjectBillingInfo:
-        return self._once(
+        return self._read(
             ("billing",),
-            lambda: self._call(
-                "the project's billing info",
-                "resourcemanager.projects.get",
-                self.clients.billing.get_project_billing_info,
-                name=f"projects/{self.project}",
-            ),
+            "the project's billing info",
+            "resourcemanager.projects.get",
+            self.clients.billing.get_project_billing_info,
+            name=f"projects/{self.project}",
         )
 
     def granted(self, permissions: Iterable[str]) -> set[str]:
@@ -344,15 +360,13 @@ class Live:
         held: set[str] = set()
         for start in range(0, len(wanted), BATCH_PERMISSIONS):
             batch = wanted[start : start + BATCH_PERMISSIONS]
-            answer = self._once(
+            answer = self._read(
                 ("granted", *batch),
-                lambda batch=batch: self._call(
-                    "the caller's permissions on the project",
-                    "",
-                    self.clients.projects.test_iam_permissions,
-                    resource=f"projects/{self.project}",
-                    permissions=batch,
-                ),
+                "the caller's permissions on the project",
+                "",
+                self.clients.projects.test_iam_permissions,
+                resource=f"projects/{self.project}",
+                permissions=batch,
             )
             held.update(answer.permissions)
         return held
@@ -366,16 +380,13 @@ class Live:
         states: dict[str, service_usage_v1.State] = {}
         for start in range(0, len(wanted), BATCH_SERVICES):
             batch = wanted[start : start + BATCH_SERVICES]
-            request = service_usage_v1.BatchGetServicesRequest(
-                parent=parent, names=[f"{parent}/services/{s}" for s in batch]
-            )
-            answer = self._once(
+            answer = self._read(
                 ("services", *batch),
-                lambda request=request: self._call(
-                    "the project's services",
-                    "serviceusage.services.get",
-                    self.clients.service_usage.batch_get_services,
-                    request=request,
+                "the project's services",
+                "serviceusage.services.get",
+                self.clients.service_usage.batch_get_services,
+                request=service_usage_v1.BatchGetServicesRequest(
+                    parent=parent, names=[f"{parent}/services/{s}" for s in batch]
                 ),
             )
             for service in answer.services:
@@ -385,53 +396,44 @@ class Live:
     # Compute Engine
 
     def region(self, region: str) -> compute_v1.Region:
-        return self._once(
+        return self._read(
             ("region", region),
-            lambda: self._call(
-                f"region {region}",
-                "compute.regions.get",
-                self.clients.regions.get,
-                project=self.project,
-                region=region,
-            ),
+            f"region {region}",
+            "compute.regions.get",
+            self.clients.regions.get,
+            project=self.project,
+            region=region,
         )
 
     def compute_project(self) -> compute_v1.Project:
-        return self._once(
+        return self._read(
             ("compute-project",),
-            lambda: self._call(
-                "the project's Compute Engine quotas",
-                "compute.projects.get",
-                self.clients.compute_projects.get,
-                project=self.project,
-            ),
+            "the project's Compute Engine quotas",
+            "compute.projects.get",
+            self.clients.compute_projects.get,
+            project=self.project,
         )
 
     def reservation(self, owner: str, zone: str, name: str) -> compute_v1.Reservation | None:
-        return self._or_none(
+        return self._find(
             ("reservation", owner, zone, name),
-            lambda: self._call(
-                f"reservation {name} in {owner}/{zone}",
-                "compute.reservations.get",
-                self.clients.reservations.get,
-                project=owner,
-                zone=zone,
-                reservation=name,
-            ),
+            f"reservation {name} in {owner}/{zone}",
+            "compute.reservations.get",
+            self.clients.reservations.get,
+            project=owner,
+            zone=zone,
+            reservation=name,
         )
 
     def reservation_zones(self, owner: str, name: str) -> list[str]:
         """Zones of `owner` holding a reservation called `name`."""
-        request = compute_v1.AggregatedListReservationsRequest(
-            project=owner, filter=f"name = {name}"
-        )
-        scopes = self._once(
+        scopes = self._read(
             ("reservation-zones", owner, name),
-            lambda: self._call(
-                f"reservations in {owner}",
-                "compute.reservations.list",
-                lambda **kw: list(self.clients.reservations.aggregated_list(**kw)),
-                request=request,
+            f"reservations in {owner}",
+            "compute.reservations.list",
+            self._all(self.clients.reservations.aggregated_list),
+            request=compute_v1.AggregatedListReservationsRequest(
+                project=owner, filter=f"name = {name}"
             ),
         )
         return sorted(
@@ -441,30 +443,25 @@ class Live:
         )
 
     def machine_type(self, zone: str, name: str) -> compute_v1.MachineType | None:
-        return self._or_none(
+        return self._find(
             ("machine-type", zone, name),
-            lambda: self._call(
-                f"machine type {name} in {zone}",
-                "compute.machineTypes.get",
-                self.clients.machine_types.get,
-                project=self.project,
-                zone=zone,
-                machine_type=name,
-            ),
+            f"machine type {name} in {zone}",
+            "compute.machineTypes.get",
+            self.clients.machine_types.get,
+            project=self.project,
+            zone=zone,
+            machine_type=name,
         )
 
     def machine_type_zones(self, name: str) -> list[str]:
         """Every zone that offers machine type `name`."""
-        request = compute_v1.AggregatedListMachineTypesRequest(
-            project=self.project, filter=f"name = {name}"
-        )
-        scopes = self._once(
+        scopes = self._read(
             ("machine-type-zones", name),
-            lambda: self._call(
-                f"the zones offering {name}",
-                "compute.machineTypes.list",
-                lambda **kw: list(self.clients.machine_types.aggregated_list(**kw)),
-                request=request,
+            f"the zones offering {name}",
+            "compute.machineTypes.list",
+            self._all(self.clients.machine_types.aggregated_list),
+            request=compute_v1.AggregatedListMachineTypesRequest(
+                project=self.project, filter=f"name = {name}"
             ),
         )
         return sorted(
@@ -474,116 +471,98 @@ class Live:
         )
 
     def accelerator_type(self, zone: str, name: str) -> compute_v1.AcceleratorType | None:
-        return self._or_none(
+        return self._find(
             ("accelerator-type", zone, name),
-            lambda: self._call(
-                f"accelerator type {name} in {zone}",
-                "compute.acceleratorTypes.get",
-                self.clients.accelerator_types.get,
-                project=self.project,
-                zone=zone,
-                accelerator_type=name,
-            ),
+            f"accelerator type {name} in {zone}",
+            "compute.acceleratorTypes.get",
+            self.clients.accelerator_types.get,
+            project=self.project,
+            zone=zone,
+            accelerator_type=name,
         )
 
     def image(self, project: str, name: str) -> compute_v1.Image | None:
-        return self._or_none(
+        return self._find(
             ("image", project, name),
-            lambda: self._call(
-                f"image {name} in {project}",
-                "compute.images.get",
-                self.clients.images.get,
-                project=project,
-                image=name,
-            ),
+            f"image {name} in {project}",
+            "compute.images.get",
+            self.clients.images.get,
+            project=project,
+            image=name,
         )
 
     def image_from_family(self, project: str, family: str) -> compute_v1.Image | None:
-        return self._or_none(
+        return self._find(
             ("image-family", project, family),
-            lambda: self._call(
-                f"image family {family} in {project}",
-                "compute.images.getFromFamily",
-                self.clients.images.get_from_family,
-                project=project,
-                family=family,
-            ),
+            f"image family {family} in {project}",
+            "compute.images.getFromFamily",
+            self.clients.images.get_from_family,
+            project=project,
+            family=family,
         )
 
     # Cloud TPU API
 
     def tpu_accelerator_type(self, zone: str, name: str) -> tpu_v2alpha1.AcceleratorType | None:
-        return self._or_none(
+        return self._find(
             ("tpu-accelerator-type", zone, name),
-            lambda: self._call(
-                f"Cloud TPU accelerator type {name} in {zone}",
-                "tpu.acceleratortypes.get",
-                self.clients.tpu.get_accelerator_type,
-                name=f"projects/{self.project}/locations/{zone}/acceleratorTypes/{name}",
-            ),
+            f"Cloud TPU accelerator type {name} in {zone}",
+            "tpu.acceleratortypes.get",
+            self.clients.tpu.get_accelerator_type,
+            name=f"projects/{self.project}/locations/{zone}/acceleratorTypes/{name}",
         )
 
     def tpu_runtime_versions(self, zone: str) -> list[str]:
-        versions = self._once(
+        versions = self._read(
             ("tpu-runtimes", zone),
-            lambda: self._call(
-                f"Cloud TPU runtime versions in {zone}",
-                "tpu.runtimeversions.list",
-                lambda **kw: list(self.clients.tpu.list_runtime_versions(**kw)),
-                parent=f"projects/{self.project}/locations/{zone}",
-            ),
+            f"Cloud TPU runtime versions in {zone}",
+            "tpu.runtimeversions.list",
+            self._all(self.clients.tpu.list_runtime_versions),
+            parent=f"projects/{self.project}/locations/{zone}",
         )
         return sorted(v.version for v in versions)
 
     def tpu_reservations(self, owner: str, zone: str) -> list[tpu_v2alpha1.Reservation]:
         # No predefined role holds a tpu.reservations.* permission (darkbitio/gcp-iam-role-
         # permissions @8ab2a6f), so none is named.
-        return self._once(
+        return self._read(
             ("tpu-reservations", owner, zone),
-            lambda: self._call(
-                f"Cloud TPU reservations of {owner} in {zone}",
-                "",
-                lambda **kw: list(self.clients.tpu.list_reservations(**kw)),
-                request=tpu_v2alpha1.ListReservationsRequest(
-                    parent=f"projects/{owner}/locations/{zone}"
-                ),
+            f"Cloud TPU reservations of {owner} in {zone}",
+            "",
+            self._all(self.clients.tpu.list_reservations),
+            request=tpu_v2alpha1.ListReservationsRequest(
+                parent=f"projects/{owner}/locations/{zone}"
             ),
         )
 
     # GKE, Cloud Quotas, Org Policy, Cloud Storage
 
     def server_config(self, location: str) -> container_v1.ServerConfig:
-        return self._once(
+        return self._read(
             ("server-config", location),
-            lambda: self._call(
-                f"GKE's versions in {location}",
-                "container.clusters.list",
-                self.clients.clusters.get_server_config,
-                name=f"projects/{self.project}/locations/{location}",
-            ),
+            f"GKE's versions in {location}",
+            "container.clusters.list",
+            self.clients.clusters.get_server_config,
+            name=f"projects/{self.project}/locations/{location}",
         )
 
     def quota_infos(self, service: str) -> list[cloudquotas_v1.QuotaInfo]:
         """Every quota of `service` the project has, with its values per dimension."""
-        return self._once(
+        return self._read(
             ("quota-infos", service),
-            lambda: self._call(
-                f"the project's {service} quotas",
-                "cloudquotas.quotas.get",
-                lambda **kw: list(self.clients.quotas.list_quota_infos(**kw)),
-                parent=f"projects/{self.number}/locations/global/services/{service}",
-            ),
+            f"the project's {service} quotas",
+            "cloudquotas.quotas.get",
+            self._all(self.clients.quotas.list_quota_infos),
+            parent=f"projects/{self.number}/locations/global/services/{service}",
         )
 
     def effective_policy(self, constraint: str) -> orgpolicy_v2.Policy:
-        return self._once(
+        return self._read(
             ("policy", constraint),
-            lambda: self._call(
-                f"org policy {constraint}",
-                "orgpolicy.policy.get",
-                self.clients.org_policy.get_effective_policy,
-                name=f"projects/{self.project}/policies/{constraint}",
-            ),
+            f"org policy {constraint}",
+            "orgpolicy.policy.get",
+            self.clients.org_policy.get_effective_policy,
+            name=f"projects/{self.project}/policies/{constraint}",
         )
 
     def bucket(self, name: str) -> storage.Bucket | None:

@@ -241,19 +241,19 @@ def test_not_enough_quota_fails_with_how_much_to_request(needs: Needs, world: Wo
     )
 
 
-def test_cloud_quota_below_the_plan_fails_without_usage(needs: Needs, world: World) -> None:
+def _family_quota_instead_of_v5p(
+    world: World, values: dict[tuple[tuple[str, str], ...], int]
+) -> None:
+    """The project has the per-family TPU quota, not the v5p one."""
     infos = world.quota_infos["compute.googleapis.com"]
     infos[:] = [i for i in infos if i.quota_id != "TPU-V5P-per-project-region"]
-    infos.append(
-        quota_info(
-            "compute.googleapis.com",
-            "TPUS-PER-TPU-FAMILY-per-project-region",
-            {
-                (("region", "us-central1"), ("tpu_family", "CT5P")): 8,
-                (("region", "us-central1"),): 0,
-            },
-        )
-    )
+    family = "TPUS-PER-TPU-FAMILY-per-project-region"
+    infos.append(quota_info("compute.googleapis.com", family, values))
+
+
+def test_cloud_quota_below_the_plan_fails_without_usage(needs: Needs, world: World) -> None:
+    region = ("region", "us-central1")
+    _family_quota_instead_of_v5p(world, {(region, ("tpu_family", "CT5P")): 8, (region,): 0})
     found = one(run(quota, needs, world), "fail", "TPU v5p chips in us-central1")
     assert "need 32 (tpuProvisioner.quota.v5p-32), quota 8" in found.detail
     assert "request at least 24 more" in found.fix
@@ -272,15 +272,7 @@ def test_quota_the_project_does_not_have_cannot_be_checked(needs: Needs, world: 
 def test_family_quota_without_an_entry_for_the_family_is_not_guessed(
     needs: Needs, world: World
 ) -> None:
-    infos = world.quota_infos["compute.googleapis.com"]
-    infos[:] = [i for i in infos if i.quota_id != "TPU-V5P-per-project-region"]
-    infos.append(
-        quota_info(
-            "compute.googleapis.com",
-            "TPUS-PER-TPU-FAMILY-per-project-region",
-            {(("region", "us-central1"),): 0},
-        )
-    )
+    _family_quota_instead_of_v5p(world, {(("region", "us-central1"),): 0})
     one(run(quota, needs, world), "warn", "TPU v5p chips in us-central1: cannot check")
 
 
