@@ -236,8 +236,9 @@ def _absent(need: QuotaNeed, live: Live) -> str:
             ]
         if seen:
             hint = f"; quotas it has that mention {words[0]}: {', '.join(sorted(seen)[:8])}"
-    listed = ", ".join(wanted) if wanted else "none known for it"
-    return f"the project has none of the quotas that govern it ({listed}){hint}"
+    if not wanted:
+        return "preflight knows no quota that governs it; look it up on the Quotas page"
+    return f"the project has none of the quotas that govern it ({', '.join(wanted)}){hint}"
 
 
 def judge(need: QuotaNeed, quota: Quota) -> Finding:

@@ -269,6 +269,18 @@ def test_quota_the_project_does_not_have_cannot_be_checked(needs: Needs, world: 
     assert "TPU-V6E-SLICES-per-project-region" in found.detail, "what the project has instead"
 
 
+def test_gpu_preflight_knows_no_quota_for_is_said_so(needs: Needs, world: World) -> None:
+    vms = [
+        dataclasses.replace(v, gpus=(("nvidia-rtx-pro-6000", 1),)) if v.gpus else v
+        for v in needs.vms
+    ]
+    found = run(quota, dataclasses.replace(needs, vms=tuple(vms)), world)
+    unknown = one(found, "warn", "nvidia-rtx-pro-6000 GPUs in us-central1")
+    assert "preflight knows no quota that governs it" in unknown.detail
+    # The total still counts them against GPUS_ALL_REGIONS.
+    assert "need 4 (gpuPools[0], gpuClusters[0])" in one(found, "ok", "GPUs in all").detail
+
+
 def test_family_quota_without_an_entry_for_the_family_is_not_guessed(
     needs: Needs, world: World
 ) -> None:
