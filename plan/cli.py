@@ -89,6 +89,14 @@ def _build(raw: dict[str, Any], stack: str, which: str) -> tuple[StackConfig, Gr
     return config, graph
 
 
+def build_stack(target: str) -> tuple[str, StackConfig, Graph]:
+    """The stack name, validated config and plan of `target` (a stack name or file), built as
+    the plan command builds them; raises `PlanError` or `ConfigError`."""
+    stack, path = _stack_path(target)
+    config, graph = _build(read_stack_file(path), stack, "")
+    return stack, config, graph
+
+
 def run(target: str, base: str | None, as_json: bool) -> str:
     """The plan of `target` (a stack name or file), or with `base` what changes since then."""
     stack, path = _stack_path(target)

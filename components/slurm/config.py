@@ -236,6 +236,11 @@ class TpuNodesetConfig(ConfigModel):
         return self.tf_version or DEFAULT_TF_VERSION
 
     @property
+    def runtime(self) -> str:
+        """The TPU runtime the controller asks for (tpu.py names it after the TF version)."""
+        return f"tpu-vm-tf-{self.tf}"
+
+    @property
     def image(self) -> str:
         return self.docker_image or DEFAULT_DOCKER_IMAGE.format(tf=self.tf)
 
