@@ -307,17 +307,21 @@ def _slice_problems(entry: TpuSliceConfig, zone: str) -> list[Problem]:
                 f"{GKE_NODE_POOL_NAME_MAX} characters; shorten the slice name",
             )
         )
-    if not entry.allow_unlisted_zone and (problem := tpu_catalog.zone_problem(family, zone)):
-        inherited = "" if entry.zone else f"the slice inherits gcp:zone {zone}: "
-        found.append(Problem(("zone",), inherited + problem))
+    inherited = "" if entry.zone else f"the slice inherits gcp:zone {zone}: "
+    zone_problem = tpu_catalog.zone_problem(family, zone)
     if entry.provisioning == "flex-start" and not family.flex_start:
+        offered = ", ".join(f.prefix for f in tpu_catalog.FAMILIES if f.flex_start)
         found.append(
             Problem(
                 ("provisioning",),
                 f"GKE offers no flex-start for {family.prefix}; use on-demand, spot or a "
-                "reservation, or a family that has it (v5e, v5p, v6e, tpu7x)",
+                f"reservation, or a family that has it ({offered})",
             )
         )
+    elif entry.provisioning == "flex-start" and zone_problem is None:
+        zone_problem = tpu_catalog.flex_start_zone_problem(family, zone)
+    if zone_problem and not entry.allow_unlisted_zone:
+        found.append(Problem(("zone",), inherited + zone_problem))
     return found
 
 

@@ -231,9 +231,11 @@ class TpuSliceConfig(ConfigModel):
     """Identical slices to create; 0 keeps the entry (and its queue flavor) with no nodes."""
     zone: Zone | None = None
     """Defaults to `gcp:zone`; must be in `gcp:region` and a zone Cloud TPU documents for the
-    family (docs/gke.md lists them under "How TPU sizes resolve")."""
+    family, and for `flex-start` one GKE lists for flex-start (docs/gke.md lists both under
+    "How TPU sizes resolve")."""
     allow_unlisted_zone: bool = False
-    """Accept a zone the catalog does not list for the family (one Google added since)."""
+    """Accept a zone the catalog does not list for the family, or for its flex-start (one
+    Google added since)."""
     max_pods_per_node: int = Field(default=TPU_MAX_PODS_PER_NODE, ge=8, le=256)
     """Pods per TPU host (one workload pod plus daemonsets); sizes each node's block of
     `network.podsCidr`: a /27 at 16, where the cluster's default of 110 takes a /24."""

@@ -30,6 +30,9 @@ MIXED |= dict(
             "provisioning": "flex-start",
             "count": 2,
             "zone": "us-central1-b",
+            # GKE lists no us-central1 zone for flex-start v6e; the escape hatch keeps every
+            # family in one region here.
+            "allowUnlistedZone": True,
         },
         {"name": "iron", "accelerator": "tpu7x-16", "zone": "us-central1-c"},
         {"name": "idle", "accelerator": "v5litepod-16", "count": 0},

@@ -54,7 +54,7 @@ def test_children_in_registration_order_and_components_with_their_config_key(cap
     # The network and buckets every system shares come first; the systems follow.
     assert lines[start + 8].startswith("# Bucket bucket-checkpoints  (buckets[0])")
     assert lines[start + 10].startswith("# GkeCluster gke  (cluster)")
-    assert "# TpuSlice tpu-v6e-flex  (tpuSlices[2])" in lines
+    assert "# TpuSlice tpu-v6e-eval  (tpuSlices[2])" in lines
     assert "# GpuPool gpu-l4-eval  (gpuPools[0])" in lines
     assert any(re.fullmatch(r"# \w+ services  \(gcp:project\)", line) for line in lines)
     assert "  # WorkloadIdentity team-research-identity" in lines  # nested: no key of its own
