@@ -518,7 +518,8 @@ class TeamConfig(ConfigModel):
     """`ai-infra:buckets` name -> `read`, `write` or `admin` for the team's Google service
     account."""
     groups: list[GroupEmail] = Field(default_factory=list)
-    """Google groups (emails) that get `edit` in the team namespace and
+    """Google groups (emails) that get `edit` and Kueue's `kueue-batch-user-role` (JobSets and
+    Jobs, their LocalQueues' pending workloads) in the team namespace, and
     `roles/container.clusterViewer` on the project; needs `cluster.rbacSecurityGroup`."""
     service_account: DnsLabel = "training"
     """Kubernetes service account that jobs run as (`serviceAccountName`), bound to the

@@ -51,6 +51,12 @@ CHARTS: dict[str, Chart] = {
     ),
 }
 """The one place chart versions are pinned."""
+BATCH_USER_ROLE = f"{CHARTS['kueue'].name}-batch-user-role"
+"""Kueue's ClusterRole for people who submit jobs: it aggregates every role labelled
+`rbac.kueue.x-k8s.io/batch-user`, among them JobSet create/delete/update, which neither chart
+aggregates into `edit` (only the viewer roles are). The chart names it `<fullname>-batch-user
+-role`, and fullname is the release name when that contains the chart name, as here
+(kueue v0.19.2 charts/kueue/templates/rbac/batch_user_role.yaml and _helpers.tpl)."""
 
 
 def kueue_manager_config() -> dict[str, Any]:
@@ -120,13 +126,11 @@ class BatchSystem(Component):
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=chart.namespace),
                 opts=self.child_opts(),
             )
-            # Kueue's webhooks need the control plane to reach tcp 9443 on the nodes. It need
-            # not wait for JobSet: since v0.8.1 Kueue sets up an integration once its CRD
-            # appears (pkg/controller/jobframework/setup.go, WaitForAPI), so both install
-            # side by side.
-            after = [args.cpu_pool, namespace]
-            if key == "kueue":
-                after.append(args.webhook_firewall)
+            # Both charts' webhooks (and Kueue's visibility APIServices) need the control
+            # plane to reach their pod ports through the firewall. Kueue need not wait for
+            # JobSet: since v0.8.1 it sets up an integration once its CRD appears
+            # (pkg/controller/jobframework/setup.go, WaitForAPI), so both install side by side.
+            after = [args.cpu_pool, namespace, args.webhook_firewall]
             releases[key] = k8s.helm.v3.Release(
                 f"{name}-{key}",
                 name=chart.name,

@@ -1,6 +1,7 @@
 """Teams onboarded by config. Each team gets a namespace, a Kubernetes service account bound to
 its own Google service account through Workload Identity, a ClusterQueue in the shared cohort
-with its quota, a LocalQueue, `edit` for its Google groups, and access to the buckets it names.
+with its quota, a LocalQueue, `edit` and Kueue's batch-user role for its Google groups, and
+access to the buckets it names.
 Everything a team owns is a child of its `Team` component, so adding or removing a team touches
 nothing else (other teams' quotas aside).
 """
@@ -15,7 +16,12 @@ from components.base import Component, WiringModel, slug
 from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.gke.config import TeamConfig
-from components.gke.kueue import MANAGED_NAMESPACE_LABEL, cluster_queue_spec, kueue_object
+from components.gke.kueue import (
+    BATCH_USER_ROLE,
+    MANAGED_NAMESPACE_LABEL,
+    cluster_queue_spec,
+    kueue_object,
+)
 from components.gke.quota import Flavor
 from components.gke.workload_identity import (
     KubernetesSide,
@@ -77,20 +83,26 @@ class Team(Component):
             self.child_opts(depends_on=[args.cluster]),
         )
         if team.groups:
-            k8s.rbac.v1.RoleBinding(
-                f"{name}-edit",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name="ai-infra-team-edit", namespace=team.name),
-                role_ref=k8s.rbac.v1.RoleRefArgs(
-                    api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="edit"
-                ),
-                subjects=[
-                    k8s.rbac.v1.SubjectArgs(
-                        api_group="rbac.authorization.k8s.io", kind="Group", name=group
-                    )
-                    for group in team.groups
-                ],
-                opts=self.child_opts(depends_on=[self.namespace]),
-            )
+            # `edit` covers pods, logs, services and batch Jobs; JobSet create and delete come
+            # only with Kueue's batch-user role, which also shows pending workloads of the
+            # team's LocalQueues. Neither lets a member edit a queue or a Workload.
+            for key, role in (("edit", "edit"), ("batch-user", BATCH_USER_ROLE)):
+                k8s.rbac.v1.RoleBinding(
+                    f"{name}-{key}",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=f"ai-infra-team-{key}", namespace=team.name
+                    ),
+                    role_ref=k8s.rbac.v1.RoleRefArgs(
+                        api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role
+                    ),
+                    subjects=[
+                        k8s.rbac.v1.SubjectArgs(
+                            api_group="rbac.authorization.k8s.io", kind="Group", name=group
+                        )
+                        for group in team.groups
+                    ],
+                    opts=self.child_opts(depends_on=[self.namespace, args.kueue_release]),
+                )
         spec = cluster_queue_spec(
             namespace=team.name,
             cohort=args.cohort,
