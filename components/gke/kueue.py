@@ -23,6 +23,10 @@ from components.gke.quota import Allocation, Flavor
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 MANAGED_NAMESPACE_LABEL = "ai-infra/kueue-managed"
 """Namespaces with this label (team namespaces) are the only ones Kueue's job webhooks see."""
+DEFAULT_LOCAL_QUEUE = "default"
+"""Kueue 0.19 gives a job without a queue name, in a namespace its selector manages, the
+LocalQueue of this name when one exists (pkg/controller/constants/constants.go
+DefaultLocalQueueName; LocalQueueDefaulting is no longer a gate since v0.19.0)."""
 CPU_FLAVOR = "cpu"
 FLEX_START_CHECK = "flex-start"
 CONTROLLER_NODE_SELECTOR = {"cloud.google.com/gke-nodepool": "cpu"}
@@ -82,8 +86,11 @@ def kueue_manager_config() -> dict[str, Any]:
             }
         },
         "clientConnection": {"qps": 300, "burst": 500},
-        "manageJobsWithoutQueueName": False,
-        # A label, not a list of names: onboarding a team must not change this release.
+        # A Job or JobSet without a queue name in a team namespace is suspended and queued in
+        # the team's `default` LocalQueue, never run around Kueue; other namespaces are left
+        # alone (apis/config/v1beta2/configuration_types.go, jobframework/defaults.go at
+        # v0.19.2). A label, not a list of names: onboarding a team must not change this.
+        "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
         "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
     }
