@@ -247,6 +247,8 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
     if not slices:
         slices.append("  none")
     slices.append(f"  total: {config.tpu_chips} TPU chips")
+    if config.tpu_slices:
+        slices.append(f"  upgrades: {_upgrade_policy(config)}")
     resources = {f.name: f.resource for f in config.flavors}
     teams = []
     for team in sorted(config.teams, key=lambda t: t.name):
@@ -261,3 +263,17 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
         ("TPU slices", slices),
         ("Teams (namespace/queue, nominal quota, Google service account)", teams or ["  none"]),
     ]
+
+
+def _upgrade_policy(config: GkeConfig) -> str:
+    """How TPU pools are upgraded, and what a channel switch does to them (node_pools.py)."""
+    if config.auto_upgrade:
+        return (
+            f"on channel {config.cluster.release_channel}, TPU pools hold upgrades until end "
+            "of support; the hold is set when a pool is created, so a switch to or from "
+            "releaseChannel NONE replaces every TPU pool"
+        )
+    return (
+        "releaseChannel NONE: TPU pools never auto-upgrade (CPU and GPU pools do); a switch "
+        "to a channel replaces every TPU pool, which then holds upgrades until end of support"
+    )

@@ -167,10 +167,12 @@ class ClusterConfig(ConfigModel):
     """A regional control plane survives a zone outage; `false` puts the cluster and its CPU
     pool in `gcp:zone`, cheaper for dev."""
     release_channel: ReleaseChannel = "REGULAR"
-    """`NONE` opts out of channels (needed by the TPU provisioner) and turns node auto-upgrade
-    off. On a channel GKE requires auto-upgrade, and upgrading any node of a multi-host slice
-    recreates the slice, so every TPU pool carries a node-pool exclusion that holds its
-    upgrades until its version's end of support (then GKE upgrades regardless)."""
+    """`NONE` opts out of channels (needed by the TPU provisioner) and turns auto-upgrade off
+    on TPU slice pools; the CPU and GPU pools keep it. On a channel GKE requires auto-upgrade,
+    and upgrading any node of a multi-host slice recreates the slice, so every TPU pool
+    carries a node-pool exclusion that holds its upgrades until its version's end of support
+    (then GKE upgrades regardless). The provider sets that hold only when it creates a pool:
+    switching from `NONE` to a channel (or back) replaces every TPU slice pool."""
     version: GkeVersion | None = None
     """Minimum control-plane version: `1.X`, `1.X.Y`, `1.X.Y-gke.N` or `latest`, quoted in YAML
     (`"1.34"`); a floor, not a pin. Defaults to the channel's default."""
@@ -570,7 +572,7 @@ class GkeConfig:
 
     @property
     def auto_upgrade(self) -> bool:
-        """Whether node pools auto-upgrade; GKE requires it on a release channel."""
+        """Whether TPU slice pools auto-upgrade; GKE requires it on a release channel."""
         return self.cluster.release_channel != "NONE"
 
     @property

@@ -14,7 +14,7 @@ from components.base import Component, WiringModel
 from components.context import StackContext
 from components.gke.cluster import ClusterHandle
 from components.gke.config import TpuSliceConfig
-from components.gke.node_pools import hold_upgrades, node_config, pool_sizing
+from components.gke.node_pools import HOLD_REPLACES, hold_upgrades, node_config, pool_sizing
 from components.gke.quota import CAPACITY_LABEL
 from components.placement import workload_policy
 
@@ -67,7 +67,12 @@ class TpuSlice(Component):
         # nor its machine type. A resize replaces the pool, deleting first: the new pool
         # takes the same name.
         replace_whole_slice = {
-            "replace_on_changes": ["placementPolicy", "nodeConfig.machineType", "nodeCount"],
+            "replace_on_changes": [
+                "placementPolicy",
+                "nodeConfig.machineType",
+                "nodeCount",
+                *HOLD_REPLACES,
+            ],
             "delete_before_replace": True,
         }
         self.node_pools = []
@@ -118,7 +123,10 @@ class TpuSlice(Component):
                     queued_provisioning=sizing.queued_provisioning,
                     opts=self.child_opts(**replace_whole_slice)
                     if shape.multi_host
-                    else self.child_opts(),
+                    # The pool keeps its name: the old one must go first.
+                    else self.child_opts(
+                        replace_on_changes=[*HOLD_REPLACES], delete_before_replace=True
+                    ),
                 )
             )
         self.register_outputs(
