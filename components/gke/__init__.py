@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
-from components.gke.checks import max_nodes, namespace_owner, problems
+from components.gke.checks import max_nodes, namespace_owner, problems, warnings
 from components.gke.cluster import ClusterHandle, GkeCluster, GkeClusterArgs
 from components.gke.config import (
     PROVISIONER_KSA,
@@ -56,6 +56,7 @@ __all__ = [
     "max_nodes",
     "namespace_owner",
     "problems",
+    "warnings",
 ]
 
 
@@ -259,6 +260,14 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
         email = f"{config.context.name(team.name)}@{config.context.project}.iam.gserviceaccount.com"
         teams.append(f"  {team.name}/{team.name}: {', '.join(quotas) or 'no accelerator quota'}")
         teams.append(f"    runs as {team.name}/{team.service_account} -> {email}")
+    held = [
+        f"{flavor}={quota} {resources[flavor]}"
+        for flavor, quota in config.allocation.cohort.items()
+        if quota
+    ]
+    if held:
+        # Quota no team was given (whole slices that do not divide): any team borrows it.
+        teams.append(f"  cohort {config.kueue.cohort} holds: {', '.join(held)}")
     return [
         ("TPU slices", slices),
         ("Teams (namespace/queue, nominal quota, Google service account)", teams or ["  none"]),

@@ -490,6 +490,33 @@ def team_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]
     return found
 
 
+def warnings(config: GkeConfig) -> list[Problem]:
+    """What a valid config may say but probably does not mean, at stack paths: a team's
+    explicit share of TPU capacity that is not a whole number of slices. A job runs on whole
+    slices, so the part of the share beyond them only ever lends to the cohort."""
+    slice_units = {s.name: s.slice_units for f in config.flavors for s in f.sources}
+    capacity = config.quota_sources()
+    found = []
+    for i, team in enumerate(config.teams):
+        for key, share in team.quota.items():
+            unit = slice_units.get(key, 1)
+            chips = explicit_units(share, capacity[key])
+            if unit <= 1 or chips % unit == 0:
+                continue
+            whole = chips - chips % unit
+            runs = f"{whole // unit} slice(s)" if whole else "no job"
+            fits = f"{whole} or {whole + unit}" if whole else f"{unit}"
+            found.append(
+                Problem(
+                    ("teams", i, "quota", key),
+                    f"{chips} chips is not a whole number of '{key}' slices ({unit} chips "
+                    f"each): the team runs {runs} on its own quota and {chips % unit} chips "
+                    f"only lend to others; give {fits} chips, or the fraction that makes them",
+                )
+            )
+    return found
+
+
 def _group_problems(
     team_groups: list[str], i: int, groups: dict[str, tuple[int, str]]
 ) -> list[Problem]:

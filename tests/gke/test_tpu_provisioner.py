@@ -485,17 +485,18 @@ def test_provisioner_capacity_joins_the_flavor_of_its_shape(graph):
     assert sorted(flavors) == ["cpu", "v5p-32"]
     assert flavors["v5p-32"]["spec"]["nodeLabels"] == resolve("v5p-32").node_labels
     queues = objects_of(graph, "ClusterQueue")
-    # One fixed v5p-32 slice (16 chips) and up to four provisioned ones (64), split evenly.
-    assert nominal(queues["research"])["v5p-32"][TPU_RESOURCE] == 40
-    assert nominal(queues["applied"])["v5p-32"][TPU_RESOURCE] == 40
-    assert nominal(objects_of(graph, "Cohort")["ai-infra"])["v5p-32"][TPU_RESOURCE] == 0
+    # Up to four provisioned slices (64 chips) split evenly, two each; the one fixed v5p-32
+    # slice (16 chips) does not divide in two, so the cohort holds it.
+    assert nominal(queues["research"])["v5p-32"][TPU_RESOURCE] == 32
+    assert nominal(queues["applied"])["v5p-32"][TPU_RESOURCE] == 32
+    assert nominal(objects_of(graph, "Cohort")["ai-infra"])["v5p-32"][TPU_RESOURCE] == 16
 
 
 def test_a_shape_only_the_provisioner_creates_gets_its_flavor(build):
     graph = build(
         **enabled(quota={"v6e-16": 2}),
         teams=[
-            {"name": "research", "quota": {"tpuProvisioner.v6e-16": 24}},
+            {"name": "research", "quota": {"tpuProvisioner.v6e-16": 16}},
             {"name": "applied"},
         ],
     )
@@ -508,8 +509,9 @@ def test_a_shape_only_the_provisioner_creates_gets_its_flavor(build):
         {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
     ]
     queues = objects_of(graph, "ClusterQueue")
-    assert nominal(queues["research"])["v6e-16"][TPU_RESOURCE] == 24
-    assert nominal(queues["applied"])["v6e-16"][TPU_RESOURCE] == 8
+    # One of the two 16-chip slices named, the other to applied.
+    assert nominal(queues["research"])["v6e-16"][TPU_RESOURCE] == 16
+    assert nominal(queues["applied"])["v6e-16"][TPU_RESOURCE] == 16
     assert not graph.of_type("gcp:container/nodePool:NodePool")[1:], "only the CPU pool"
 
 

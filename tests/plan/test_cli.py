@@ -21,7 +21,9 @@ def test_dev_plan_shows_what_a_reviewer_checks(capsys):
     assert "roles/iam.workloadIdentityUser -> serviceAccount:ml-platform-dev.svc.id.goog" in out
     assert "v5e-dev: 1 x v5litepod-4 topology 2x2" in out
     assert "total: 4 TPU chips" in out
-    assert re.search(r"research/research: v5litepod-4=2 google.com/tpu", out)
+    # One 4-chip slice does not divide between two teams: the cohort holds it.
+    assert re.search(r"research/research: v5litepod-4=0 google.com/tpu", out)
+    assert "cohort ai-infra holds: v5litepod-4=4 google.com/tpu" in out
     assert "runs as applied/training -> ai-dev-applied@ml-platform-dev.iam" in out
     assert re.search(r"^\s+2\s+kubernetes:helm.sh/v3:Release$", out, re.M)
 

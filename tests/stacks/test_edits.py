@@ -98,8 +98,9 @@ def test_adding_a_team_creates_only_that_teams_resources():
         "team-green-default-queue",
         "team-groups-green-example.com-container.clusterViewer",
     }
-    # The shared slice b is divided three ways now: the other queues' quotas shrink.
-    assert names(d.changed) == {"team-red-cluster-queue", "team-blue-cluster-queue"}
+    # Quota comes in whole slices: slice b, one v6e-16, divides neither between red and
+    # blue nor three ways, so the cohort keeps it and no other queue changes.
+    assert not d.changed
 
 
 def test_removing_a_team_removes_only_its_resources():
