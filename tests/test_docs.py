@@ -90,6 +90,7 @@ INVENTORY: dict[str, dict[str, int]] = {
     "provisioner": COMMON
     | {
         "gcp:container/nodePool:NodePool": 2,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
         "gcp:projects/iAMMember:IAMMember": 4,
         "gcp:serviceaccount/account:Account": 4,
         "gcp:serviceaccount/iAMMember:IAMMember": 4,

@@ -13,10 +13,17 @@ import pulumi_kubernetes as k8s
 
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
-from components.gke.checks import max_nodes, namespace_owner, problems, warnings
+from components.gke.checks import (
+    max_nodes,
+    namespace_owner,
+    node_account_problems,
+    problems,
+    warnings,
+)
 from components.gke.cluster import ClusterHandle, GkeCluster, GkeClusterArgs
 from components.gke.config import (
     PROVISIONER_KSA,
+    PROVISIONER_MAX_PODS_PER_NODE,
     PROVISIONER_NAMESPACE,
     ClusterConfig,
     GkeConfig,
@@ -55,6 +62,7 @@ __all__ = [
     "kubernetes_account_claims",
     "max_nodes",
     "namespace_owner",
+    "node_account_problems",
     "problems",
     "warnings",
 ]
@@ -268,10 +276,37 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
     if held:
         # Quota no team was given (whole slices that do not divide): any team borrows it.
         teams.append(f"  cohort {config.kueue.cohort} holds: {', '.join(held)}")
-    return [
+    sections = [
         ("TPU slices", slices),
         ("Teams (namespace/queue, nominal quota, Google service account)", teams or ["  none"]),
     ]
+    if config.tpu_provisioner.enabled:
+        sections.append(("TPU provisioner", _provisioner_lines(config)))
+    return sections
+
+
+def _provisioner_lines(config: GkeConfig) -> list[str]:
+    """What the provisioner may create, where, as whom, and whose workload policies."""
+    provisioner = config.tpu_provisioner
+    lines = [
+        f"  zone {config.provisioner_zone}, nodes run as "
+        f"{config.provisioner_node_service_account}, {PROVISIONER_MAX_PODS_PER_NODE} pods per "
+        f"node, forceOnDemand {str(provisioner.force_on_demand).lower()}"
+    ]
+    for accelerator, shape in provisioner.shapes().items():
+        count = provisioner.quota[accelerator]
+        lines.append(
+            f"  up to {count} x {accelerator} ({shape.hosts} x {shape.machine_type}, "
+            f"{shape.chips} chips) = {count * shape.chips} chips"
+        )
+    if any(s.family.workload_policy_for_multi_host for s in provisioner.shapes().values()):
+        owner = (
+            "created by this stack"
+            if provisioner.create_workload_policies
+            else "another stack's in this project and region (createWorkloadPolicies: false)"
+        )
+        lines.append(f"  workload policies tpu-provisioner-<topology>: {owner}")
+    return lines
 
 
 def _upgrade_policy(config: GkeConfig) -> str:

@@ -2,8 +2,8 @@
 its own Google service account through Workload Identity, a ClusterQueue in the shared cohort
 with its quota, LocalQueues `<team>` and `default` (for jobs that name no queue), `edit` and
 Kueue's batch-user role for its Google groups, a default-deny NetworkPolicy with what jobs
-need, and access to the buckets it names. Everything a team owns is a child of its `Team` component, so adding or removing a team touches
-nothing else (other teams' quotas aside).
+need, and access to the buckets it names. Everything a team owns is a child of its `Team`
+component, so adding or removing a team touches nothing else (other teams' quotas aside).
 """
 
 from __future__ import annotations

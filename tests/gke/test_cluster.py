@@ -90,9 +90,7 @@ def test_no_release_channel_turns_auto_upgrade_off_on_tpu_pools_only(build):
             {"name": "s", "accelerator": "v5p-16"},
             {"name": "one", "accelerator": "v5p-8", "count": 2},
         ],
-        gpuPools=[
-            {"name": "l4", "machineType": "g2-standard-8", "acceleratorType": "nvidia-l4"}
-        ],
+        gpuPools=[{"name": "l4", "machineType": "g2-standard-8", "acceleratorType": "nvidia-l4"}],
     )
     assert graph.named("gke-cluster").inputs["releaseChannel"] == {"channel": "UNSPECIFIED"}
     upgraded = {

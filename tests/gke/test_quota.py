@@ -191,8 +191,7 @@ def test_flavors_from_config_count_chips_and_gpus():
     ]
     flavors = derive_flavors(slices, pools)
     sources = [
-        (f.name, f.resource, [(s.name, s.units, s.slice_units) for s in f.sources])
-        for f in flavors
+        (f.name, f.resource, [(s.name, s.units, s.slice_units) for s in f.sources]) for f in flavors
     ]
     assert sources == [
         ("v5p-32", TPU_RESOURCE, [("train", 32, 16)]),

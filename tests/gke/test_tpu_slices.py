@@ -196,9 +196,7 @@ def test_a_switch_between_none_and_a_channel_replaces_every_tpu_pool(build):
             {"name": "multi", "accelerator": "v5p-16"},
             {"name": "single", "accelerator": "v5p-8", "count": 2},
         ],
-        gpuPools=[
-            {"name": "l4", "machineType": "g2-standard-8", "acceleratorType": "nvidia-l4"}
-        ],
+        gpuPools=[{"name": "l4", "machineType": "g2-standard-8", "acceleratorType": "nvidia-l4"}],
     )
     none = build(cluster={"releaseChannel": "NONE"}, **config)
     regular = build(cluster={"releaseChannel": "REGULAR"}, **config)
