@@ -190,7 +190,8 @@ class ClusterConfig(ConfigModel):
     image_streaming: bool = True
     """Image streaming on every pool: containers start before their image is fully pulled."""
     deletion_protection: bool | None = None
-    """GKE-side deletion protection; defaults to `ai-infra:protect`."""
+    """The cluster's `deletionProtection`, defaulting to `ai-infra:protect`: the Terraform
+    provider refuses to delete the cluster while it is on; GKE's API does not check it."""
     max_pods_per_node: int = Field(default=110, ge=8, le=256)
     """The cluster's default pods per node, which the CPU pool uses; each node's block of
     `network.podsCidr` holds twice this, rounded up to a power of two (110 pods take a /24).
@@ -574,8 +575,9 @@ class TeamConfig(ConfigModel):
     """Namespace, ClusterQueue and LocalQueue name; Google service account `<prefix>-<name>`."""
     quota: dict[str, QuotaShare] = Field(default_factory=dict)
     """Slice or GPU pool name -> this team's share of it: chips/GPUs (`64`), a fraction
-    (`0.25`) or a percentage (`"25%"`). Entries a team does not name are split evenly among
-    the teams that do not name them."""
+    (`0.25`) or a percentage (`"25%"`), best a whole number of slices. Entries a team does not
+    name are split evenly, in whole slices, among the teams that do not name them; the rest
+    stays with the cohort."""
     cpu: Quantity = "1000"
     """Nominal quota of the `cpu` flavor, in cores; high by default so that chips are the
     constraint."""
