@@ -654,6 +654,16 @@ def provisioner_problems(
     if network_config is not None:
         vpc = network_config.existing_vpc or config.context.name("vpc")
         found += _network_problems(provisioner, vpc)
+    if provisioner.additional_node_networks and not config.cluster.dataplane_v2:
+        # GKE multi-networking, which additional node networks need, runs on Dataplane V2
+        # only (GKE "Set up multi-network support for Pods", requirements).
+        found.append(
+            Problem(
+                ("additionalNodeNetworks",),
+                "additional node networks need GKE multi-networking, which needs Dataplane "
+                "V2; set ai-infra:cluster.dataplaneV2: true",
+            )
+        )
     if provisioner.confidential_storage and not provisioner.boot_disk_kms_key:
         found.append(
             Problem(

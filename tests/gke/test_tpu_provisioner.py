@@ -878,3 +878,10 @@ def test_the_plan_says_what_the_provisioner_may_create_and_whose_policies_it_use
         "region (createWorkloadPolicies: false)",
     ]
     assert "TPU provisioner" not in dict(gke.describe(parse(with_config(), "test").gke))
+
+
+def test_additional_node_networks_need_dataplane_v2():
+    overrides = enabled(additionalNodeNetworks=[{"network": "dcn", "subnetwork": "dcn-sub"}])
+    overrides["cluster"]["dataplaneV2"] = False
+    found = problems(**overrides)
+    assert "needs Dataplane V2" in found["ai-infra:tpuProvisioner.additionalNodeNetworks"]
