@@ -4,6 +4,9 @@ against every webhook and APIService the charts install (tests/gke/chart_facts.p
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 import pytest
 
 from components.gke.kueue import BATCH_USER_ROLE, CHARTS
@@ -20,9 +23,9 @@ SHARED = {"shared@example.com"}
 
 @pytest.fixture(scope="module")
 def graph() -> Graph:
-    teams = [*TEAMS["teams"]]
-    teams[1] = {**teams[1], "groups": ["shared@example.com", "speech-only@example.com"]}
-    return build_graph(with_config(**{**TEAMS, "teams": teams}))
+    config: dict[str, Any] = copy.deepcopy(dict(TEAMS))
+    config["teams"][1]["groups"] = ["shared@example.com", "speech-only@example.com"]
+    return build_graph(with_config(**config))
 
 
 def test_the_batch_user_role_is_the_one_the_kueue_chart_installs():

@@ -743,7 +743,7 @@ def test_new_field_shapes_are_checked_at_their_path(field, value, message):
 
 
 def test_the_longest_go_duration_is_accepted():
-    config = TpuProvisionerConfig(nodePoolDeletionDelay="2562047h")
+    config = TpuProvisionerConfig.model_validate({"nodePoolDeletionDelay": "2562047h"})
     assert config.node_pool_deletion_delay == "2562047h"
 
 
