@@ -162,24 +162,23 @@ class ControlPlaneCall:
     sources: tuple[str, ...] = field(default_factory=tuple)
 
 
+_WEBHOOK_SOURCES = {
+    "kueue": ("templates/webhook/manifests.yaml", "values.yaml webhookService.ports"),
+    "jobset": ("templates/webhook/manifests.yaml", "templates/controller/deployment.yaml"),
+}
 CONTROL_PLANE_CALLS: tuple[ControlPlaneCall, ...] = (
-    ControlPlaneCall(
-        "kueue",
-        "MutatingWebhookConfiguration",
-        "kueue-mutating-webhook-configuration",
-        "kueue-webhook-service",
-        443,
-        9443,
-        ("templates/webhook/manifests.yaml", "values.yaml webhookService.ports"),
-    ),
-    ControlPlaneCall(
-        "kueue",
-        "ValidatingWebhookConfiguration",
-        "kueue-validating-webhook-configuration",
-        "kueue-webhook-service",
-        443,
-        9443,
-        ("templates/webhook/manifests.yaml", "values.yaml webhookService.ports"),
+    *(
+        ControlPlaneCall(
+            chart,
+            f"{kind}WebhookConfiguration",
+            f"{chart}-{kind.lower()}-webhook-configuration",
+            f"{chart}-webhook-service",
+            443,
+            9443,
+            sources,
+        )
+        for chart, sources in _WEBHOOK_SOURCES.items()
+        for kind in ("Mutating", "Validating")
     ),
     ControlPlaneCall(
         "kueue",
@@ -190,41 +189,20 @@ CONTROL_PLANE_CALLS: tuple[ControlPlaneCall, ...] = (
         9443,
         ("templates/crd/kueue.x-k8s.io_clusterqueues.yaml spec.conversion",),
     ),
-    ControlPlaneCall(
-        "kueue",
-        "APIService",
-        "v1beta1.visibility.kueue.x-k8s.io",
-        "kueue-visibility-server",
-        443,
-        8082,
-        ("templates/visibility/apiservice_v1beta1.yaml", "templates/visibility/service.yaml"),
-    ),
-    ControlPlaneCall(
-        "kueue",
-        "APIService",
-        "v1beta2.visibility.kueue.x-k8s.io",
-        "kueue-visibility-server",
-        443,
-        8082,
-        ("templates/visibility/apiservice_v1beta2.yaml", "templates/visibility/service.yaml"),
-    ),
-    ControlPlaneCall(
-        "jobset",
-        "MutatingWebhookConfiguration",
-        "jobset-mutating-webhook-configuration",
-        "jobset-webhook-service",
-        443,
-        9443,
-        ("templates/webhook/manifests.yaml", "templates/controller/deployment.yaml"),
-    ),
-    ControlPlaneCall(
-        "jobset",
-        "ValidatingWebhookConfiguration",
-        "jobset-validating-webhook-configuration",
-        "jobset-webhook-service",
-        443,
-        9443,
-        ("templates/webhook/manifests.yaml", "templates/controller/deployment.yaml"),
+    *(
+        ControlPlaneCall(
+            "kueue",
+            "APIService",
+            f"{version}.visibility.kueue.x-k8s.io",
+            "kueue-visibility-server",
+            443,
+            8082,
+            (
+                f"templates/visibility/apiservice_{version}.yaml",
+                "templates/visibility/service.yaml",
+            ),
+        )
+        for version in ("v1beta1", "v1beta2")
     ),
 )
 """Every path by which the control plane reaches the charts' pods. The APIServices have no

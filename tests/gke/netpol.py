@@ -71,28 +71,27 @@ def _policies(graph: Graph, pod: Pod, direction: str) -> list[dict[str, Any]]:
     return found
 
 
-def egress_allowed(graph: Graph, pod: Pod, peer: Peer, port: int, protocol: str = "TCP") -> bool:
-    policies = _policies(graph, pod, "Egress")
+def _allowed(graph: Graph, pod: Pod, peer: Peer, port: int, protocol: str, egress: bool) -> bool:
+    direction, rules, peers = (
+        ("Egress", "egress", "to") if egress else ("Ingress", "ingress", "from")
+    )
+    policies = _policies(graph, pod, direction)
     if not policies:
         return True
     return any(
         _port_matches(rule.get("ports"), port, protocol)
-        and any(_peer_matches(p, pod.namespace, peer) for p in rule.get("to", []))
+        and any(_peer_matches(p, pod.namespace, peer) for p in rule.get(peers, []))
         for spec in policies
-        for rule in spec.get("egress", [])
+        for rule in spec.get(rules, [])
     )
+
+
+def egress_allowed(graph: Graph, pod: Pod, peer: Peer, port: int, protocol: str = "TCP") -> bool:
+    return _allowed(graph, pod, peer, port, protocol, egress=True)
 
 
 def ingress_allowed(graph: Graph, pod: Pod, peer: Peer, port: int, protocol: str = "TCP") -> bool:
-    policies = _policies(graph, pod, "Ingress")
-    if not policies:
-        return True
-    return any(
-        _port_matches(rule.get("ports"), port, protocol)
-        and any(_peer_matches(p, pod.namespace, peer) for p in rule.get("from", []))
-        for spec in policies
-        for rule in spec.get("ingress", [])
-    )
+    return _allowed(graph, pod, peer, port, protocol, egress=False)
 
 
 def connects(graph: Graph, source: Pod, target: Pod, port: int, protocol: str = "TCP") -> bool:

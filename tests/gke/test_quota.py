@@ -18,14 +18,15 @@ from stacks.loading import parse
 from tests.conftest import build_graph, with_config
 
 
-def flavor(name: str, *sources: tuple[str, int]) -> Flavor:
+def flavor(name: str, *sources: tuple[str, int], slice_units: int = 1) -> Flavor:
+    """A flavor over sources (name, units), divided in whole slices of `slice_units`."""
     return Flavor(
         name=name,
         resource=TPU_RESOURCE,
         node_labels={},
         tolerations=[],
         flex_start=False,
-        sources=[Source(source, units) for source, units in sources],
+        sources=[Source(source, units, slice_units) for source, units in sources],
     )
 
 
@@ -56,14 +57,7 @@ def test_implicit_split_leaves_the_remainder_with_the_cohort_whatever_the_order(
 
 
 def sliced(name: str, source: str, slices: int, chips_per_slice: int) -> Flavor:
-    return Flavor(
-        name=name,
-        resource=TPU_RESOURCE,
-        node_labels={},
-        tolerations=[],
-        flex_start=False,
-        sources=[Source(source, slices * chips_per_slice, chips_per_slice)],
-    )
+    return flavor(name, (source, slices * chips_per_slice), slice_units=chips_per_slice)
 
 
 @pytest.mark.parametrize(
