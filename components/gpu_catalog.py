@@ -190,3 +190,20 @@ def capacity_problem(machine_type: str, spot: bool) -> str | None:
             "(ai-infra:gpuPools) with a reservation or flex-start"
         )
     return None
+
+
+def pool_capacity_problem(machine_type: str, provisioning: str) -> str | None:
+    """Why a GKE GPU pool of this machine type cannot get capacity by `provisioning`
+    (on-demand, spot, reservation, flex-start), or None; the same facts as
+    `capacity_problem`."""
+    machine = _NOLSSD.sub("", machine_type)
+    if provisioning == "reservation":
+        return None
+    if _RESERVED_ONLY.fullmatch(machine):
+        return f"{machine_type} is sold only through reservations; set provisioning: reservation"
+    if provisioning == "on-demand" and _SPOT_OR_RESERVED.fullmatch(machine):
+        return (
+            f"{machine_type} is not available on demand; set provisioning to spot, flex-start "
+            "or reservation"
+        )
+    return None

@@ -31,8 +31,10 @@ from components.types import Cidr, DnsLabel, GceName
 
 IAP_TCP_FORWARDING_RANGE = "35.235.240.0/20"
 """Source range of Identity-Aware Proxy TCP forwarding (SSH through IAP)."""
-WEBHOOK_PORTS = ("443", "8443", "9443")
-"""Ports the GKE control plane must reach on nodes for admission webhooks (Kueue uses 9443)."""
+WEBHOOK_PORTS = ("443", "8082", "8443", "9443")
+"""Pod ports the GKE control plane must reach: the Kueue and JobSet webhooks serve on 9443 and
+Kueue's visibility APIServices on 8082, which the Kueue chart always installs (charts'
+webhook/service.yaml and visibility/service.yaml targetPorts, tests/gke/chart_facts.py)."""
 
 
 DEFAULT_MTU = 1460
@@ -692,7 +694,7 @@ class Network(Component):
             project=ctx.project,
             network=network_name,
             name=ctx.name("allow-webhooks"),
-            description="GKE control plane to admission webhooks on nodes (Kueue, JobSet)",
+            description="GKE control plane to webhooks and APIServices on nodes (Kueue, JobSet)",
             source_ranges=[config.master_cidr],
             allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=list(WEBHOOK_PORTS))],
         )

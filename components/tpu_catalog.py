@@ -46,9 +46,12 @@ class TpuFamily:
     min_gke_version: str | None = None
     """The oldest GKE version with node pools of this family, where GKE documents one that
     a supported version could still be below."""
-    flex_start: bool = True
-    """Whether GKE offers flex-start (Dynamic Workload Scheduler) for the family; GKE's
-    flex-start page: "TPU v3 and v4 are not supported"."""
+    flex_start_zones: tuple[str, ...] = ()
+    """Zones where GKE offers the family's node pools with flex-start (Dynamic Workload
+    Scheduler); empty where it offers none. GKE "About flex-start provisioning mode" (read
+    2026-11): v6e in asia-northeast1-b, us-east5-a and us-east5-b, v5e in us-west4-a, v5p in
+    us-east5-a; "TPU v3 and v4 are not supported", and tpu7x is not listed. The Cloud TPU API's
+    own flex-start list (queued resources) differs and is not this one."""
     workload_policy_for_multi_host: bool = False
     """tpu7x places multi-host slices with a HIGH_THROUGHPUT workload policy, not COMPACT."""
     gke: bool = True
@@ -75,6 +78,11 @@ class TpuFamily:
     """Where Cloud TPU offers TPU VMs of one size only in some of `zones` (v2 and v3, whose
     regions page lists zones per accelerator type): size -> zones. Sizes not listed take
     `zones`."""
+
+    @property
+    def flex_start(self) -> bool:
+        """Whether GKE offers flex-start for the family anywhere."""
+        return bool(self.flex_start_zones)
 
     def size_of(self, chips: int) -> int:
         return chips * self.cores_per_chip
@@ -178,7 +186,6 @@ FAMILIES: tuple[TpuFamily, ...] = (
         multi_host_topologies=_cubic_topologies(max_chips=2048),
         zones=("us-central2-b",),
         boot_disk_type="pd-balanced",
-        flex_start=False,
         tpu_vm_runtimes=_V4_RUNTIMES,
     ),
     TpuFamily(
@@ -196,6 +203,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         multi_host_topologies=_PLANAR_MULTI_HOST,
         zones=("us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a"),
         boot_disk_type="pd-balanced",
+        flex_start_zones=("us-west4-a",),
         # Google's python-docs-samples (tpu/queued_resources_create_time_bound.py) request
         # v5litepod-4 with `v2-tpuv5-litepod`.
         tpu_vm_runtimes=("v2-alpha-tpuv5-lite", "v2-tpuv5-litepod", _TF_PJRT),
@@ -212,6 +220,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         multi_host_topologies=_cubic_topologies(max_chips=6144),
         zones=("us-central1-a", "us-east5-a"),
         boot_disk_type="pd-balanced",
+        flex_start_zones=("us-east5-a",),
         tpu_vm_runtimes=("v2-alpha-tpuv5", _TF_PJRT),
         dcn_gbps_per_chip=50,
     ),
@@ -228,8 +237,17 @@ FAMILIES: tuple[TpuFamily, ...] = (
             "2x4": ("ct6e-standard-8t", 8),
         },
         multi_host_topologies=_PLANAR_MULTI_HOST,
-        zones=("us-central1-b", "us-east1-d", "us-east5-a", "us-east5-b", "europe-west4-a"),
+        # asia-northeast1-b from GKE's flex-start page, which offers v6e there.
+        zones=(
+            "us-central1-b",
+            "us-east1-d",
+            "us-east5-a",
+            "us-east5-b",
+            "europe-west4-a",
+            "asia-northeast1-b",
+        ),
         boot_disk_type="hyperdisk-balanced",
+        flex_start_zones=("asia-northeast1-b", "us-east5-a", "us-east5-b"),
         # Ray's GKE TPU guide quoting GKE; GKE's own table could not be read.
         min_gke_version="1.31.2-gke.1115000",
         tpu_vm_runtimes=("v2-alpha-tpuv6e", _TF_PJRT),
@@ -417,6 +435,20 @@ def spelling_problem(accelerator: str) -> str | None:
         return None
     canonical = f"{match['prefix']}-{int(match['size'])}"
     return f"'{accelerator}' is spelt '{canonical}' by the Cloud TPU API; write {canonical}"
+
+
+def flex_start_zone_problem(family: TpuFamily, zone: str) -> str | None:
+    """Why GKE cannot give the family flex-start capacity in `zone`, or None when its
+    flex-start page lists the zone."""
+    if zone in family.flex_start_zones:
+        return None
+    if not family.flex_start:
+        return f"GKE offers no flex-start for {family.prefix}"
+    return (
+        f"GKE offers flex-start {family.prefix} in {', '.join(family.flex_start_zones)}, not "
+        f"{zone}; pick one of those zones, another provisioning (or set allowUnlistedZone: true "
+        "if Google has since added it)"
+    )
 
 
 def _boots(family: TpuFamily, runtime: str) -> bool:

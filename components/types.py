@@ -291,6 +291,27 @@ DiskPath = Annotated[
 """An existing Persistent Disk or Hyperdisk by its path."""
 
 
+DiskImage = Annotated[
+    str,
+    matching(
+        rf"projects/{PROJECT_ID}/global/images/{GCE_NAME}",
+        "is not a disk image: projects/PROJECT/global/images/NAME",
+    ),
+]
+"""A Compute Engine disk image by its path (an image itself, not a family)."""
+
+KmsCryptoKey = Annotated[
+    str,
+    matching(
+        rf"projects/{PROJECT_ID}/locations/[a-z][-a-z0-9]{{0,62}}"
+        r"/keyRings/[A-Za-z0-9_-]{1,63}/cryptoKeys/[A-Za-z0-9_-]{1,63}",
+        "is not a Cloud KMS key: projects/PROJECT/locations/LOCATION/keyRings/RING/cryptoKeys/KEY",
+    ),
+]
+"""A Cloud KMS crypto key by its resource name (Cloud KMS "Resource names": key ring and key
+ids are 1-63 letters, digits, '_' and '-')."""
+
+
 def disk_zone(path: str) -> str:
     """The zone of a valid `DiskPath`."""
     match = DISK_PATH.fullmatch(path)

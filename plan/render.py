@@ -102,6 +102,8 @@ def details(r: Registration) -> str:
             for a in i.get("allows", [])
         )
         parts.append(f"from={','.join(i.get('sourceRanges', []))} allow={ports}")
+    elif t == "gcp:projects/iAMCustomRole:IAMCustomRole":
+        parts.append(f"id={i.get('roleId')} permissions={','.join(i.get('permissions', []))}")
     elif t.endswith("IAMMember"):
         parts.append(f"{i.get('role')} -> {i.get('member')}")
     elif t == "gcp:serviceaccount/account:Account":

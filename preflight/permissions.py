@@ -105,6 +105,14 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "resourcemanager.projects.getIamPolicy",
         "resourcemanager.projects.setIamPolicy",
     ),
+    # The provider undeletes a custom role of the same id instead of failing on it
+    # (terraform-provider-google resource_google_project_iam_custom_role.go).
+    "gcp:projects/iAMCustomRole:IAMCustomRole": (
+        "iam.roles.create",
+        "iam.roles.get",
+        "iam.roles.update",
+        "iam.roles.undelete",
+    ),
     # No predefined role holds a tpu.queuedResources.* permission; queued resources create
     # nodes, so tpu.nodes.* is the best reading.
     "pulumi-python:dynamic/tpu:QueuedResource": (
@@ -124,6 +132,7 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
     "kubernetes:core/v1:ServiceAccount": ("container.serviceAccounts.create",),
     "kubernetes:core/v1:ConfigMap": ("container.configMaps.create",),
     "kubernetes:apps/v1:Deployment": ("container.deployments.create",),
+    "kubernetes:networking.k8s.io/v1:NetworkPolicy": ("container.networkPolicies.create",),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": (
         "container.clusterRoles.create",
         "container.clusterRoles.escalate",
@@ -158,7 +167,8 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
 }
 """Resource type -> the permissions `pulumi up` uses to create and read it back."""
 CUSTOM_RESOURCE = ("container.thirdPartyObjects.create",)
-"""Objects of a custom resource definition (`kueue.x-k8s.io`, `jobset.x-k8s.io`)."""
+"""Objects of a custom resource definition (`kueue.x-k8s.io`, `jobset.x-k8s.io`,
+`networking.gke.io`)."""
 ACT_AS = "iam.serviceAccounts.actAs"
 LENIENT = frozenset(
     {
@@ -182,6 +192,7 @@ ROLES: dict[str, str] = {
     "tpu": "roles/tpu.admin",
     "serviceusage": "roles/serviceusage.serviceUsageAdmin",
     "iam": "roles/iam.serviceAccountAdmin",
+    "iam.roles": "roles/iam.roleAdmin",
     "resourcemanager": "roles/resourcemanager.projectIamAdmin",
 }
 """Service -> a predefined role holding every permission above of that service (checked
@@ -193,7 +204,7 @@ def _permissions_of(type_: str) -> tuple[str, ...] | None:
         return PERMISSIONS[type_]
     if type_.startswith("kubernetes:"):
         group = type_.split(":")[1].split("/")[0]
-        if group.endswith("x-k8s.io"):
+        if group.endswith(("x-k8s.io", ".gke.io")):
             return CUSTOM_RESOURCE
     return None
 
@@ -201,7 +212,8 @@ def _permissions_of(type_: str) -> tuple[str, ...] | None:
 def role_for(permission: str) -> str:
     if permission == ACT_AS:
         return "roles/iam.serviceAccountUser"
-    return ROLES.get(permission.split(".", 1)[0], "a role that holds it")
+    service, resource, _ = permission.split(".", 2)
+    return ROLES.get(f"{service}.{resource}", ROLES.get(service, "a role that holds it"))
 
 
 def required(needs: Needs) -> tuple[dict[str, set[str]], list[str]]:

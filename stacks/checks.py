@@ -111,8 +111,12 @@ def ownership(config: StackConfig) -> list[Problem]:
     # the list entry that can be renamed. Two entries of one list with one account id have
     # one name, which duplicate_names already reports.
     accounts.sort(key=lambda claim: len(claim[0]) > 1)
-    return ownership_problems(
-        accounts, "service account id", "name", within_a_key=False
-    ) + ownership_problems(
-        gke.kubernetes_account_claims(config.gke), "Kubernetes service account", "serviceAccount"
+    return (
+        ownership_problems(accounts, "service account id", "name", within_a_key=False)
+        + ownership_problems(
+            gke.kubernetes_account_claims(config.gke),
+            "Kubernetes service account",
+            "serviceAccount",
+        )
+        + gke.node_account_problems(config.gke, accounts)
     )

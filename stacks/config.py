@@ -43,8 +43,9 @@ class StackConfig(ConfigModel):
     prefix: DnsLabel = Field(max_length=20)
     """Prefix of every cloud resource name (a DNS label of at most 20 characters)."""
     protect: bool = True
-    """Pulumi `protect` on the cluster and buckets, GKE deletion protection, and refusal of
-    bucket `forceDestroy`. Set `false` only for throwaway stacks."""
+    """Pulumi `protect` on the cluster and buckets, the cluster's `deletionProtection` (which
+    the provider enforces, not GKE), and refusal of bucket `forceDestroy`. Set `false` only for
+    throwaway stacks."""
     labels: Labels = Field(default_factory=dict)
     """Labels on every cloud resource that takes them, e.g. cost-center. The program adds
     `managed-by` and `ai-infra-stack`, and pulumi-gcp `goog-pulumi-provisioned`, so at most

@@ -40,6 +40,8 @@ class Environment:
 
 
 def build(config: StackConfig) -> Environment:
+    for line in warnings(config):
+        pulumi.log.warn(line)
     sources: dict[str, str] = {}
 
     def source(name: str, *path: str | int) -> str:
@@ -109,14 +111,23 @@ def build(config: StackConfig) -> Environment:
     )
 
 
+def warnings(config: StackConfig) -> list[str]:
+    """What a valid config may say but probably does not mean, as `path: message`; `pulumi
+    up` logs them and the plan lists them."""
+    return [f"{render_path(w.path)}: {w.message}" for w in gke.warnings(config.gke)]
+
+
 def describe(config: StackConfig) -> list[tuple[str, list[str]]]:
-    """The offline plan's sections, one or more per system, from the resolved config."""
+    """The offline plan's sections, one or more per system, from the resolved config, and
+    the warnings last."""
     sections = network.describe(config.network, config.prefix)
     sections += gke.describe(config.gke)
     sections += tpu_vms.describe(config.tpu_vms, config.context)
     sections += gpu_clusters.describe(config.gpu_clusters, config.context, config.bucket_names())
     if config.slurm is not None:
         sections += slurm.describe(config.slurm, config.context)
+    if found := warnings(config):
+        sections.append(("Warnings", [f"  {line}" for line in found]))
     return sections
 
 

@@ -82,7 +82,7 @@ INVENTORY: dict[str, dict[str, int]] = {
     },
     "gke-teams": COMMON
     | {
-        "gcp:container/nodePool:NodePool": 2,
+        "gcp:container/nodePool:NodePool": 3,
         "gcp:projects/iAMMember:IAMMember": 4,
         "gcp:serviceaccount/account:Account": 3,
         "gcp:serviceaccount/iAMMember:IAMMember": 2,
@@ -91,13 +91,15 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:core/v1:Namespace": 4,
         "kubernetes:core/v1:ServiceAccount": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 2,
-        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 4,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
-        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 1,
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy": 2,
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 2,
     },
     "provisioner": COMMON
     | {
         "gcp:container/nodePool:NodePool": 2,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
         "gcp:projects/iAMMember:IAMMember": 4,
         "gcp:serviceaccount/account:Account": 4,
         "gcp:serviceaccount/iAMMember:IAMMember": 4,
@@ -106,8 +108,9 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:core/v1:Namespace": 5,
         "kubernetes:core/v1:ServiceAccount": 3,
         "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 2,
-        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 4,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy": 2,
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:Role": 1,
@@ -190,13 +193,14 @@ def _key_values(name: str, graph: Graph) -> None:
         assert train["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "2x2x4"}
     elif name == "gke-teams":
         assert _pool(graph, "pretrain-0")["nodeCount"] == 8
-        assert _quotas(graph) == {"research": 16, "applied": 16}
+        # research names half, one whole 32-chip slice; applied gets the other.
+        assert _quotas(graph) == {"research": 32, "applied": 32}
     elif name == "provisioner":
         config_map = _one(graph, "kubernetes:core/v1:ConfigMap")["data"]
         assert (config_map["GCP_ZONE"], config_map["PROVIDER"]) == ("us-east5-a", "gke")
         # The provisioner's 64 chips of v5p-32: 32 named by applied, the rest to research; the
-        # fixed slice's 16 split evenly.
-        assert _quotas(graph) == {"research": 40, "applied": 40}
+        # fixed slice's 16 chips, one slice, do not divide in two and stay with the cohort.
+        assert _quotas(graph) == {"research": 32, "applied": 32}
     elif name == "gke-fast-path":
         for pool in ("tune-0", "tune-1"):
             inputs = _pool(graph, pool)

@@ -13,10 +13,17 @@ import pulumi_kubernetes as k8s
 
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
-from components.gke.checks import max_nodes, namespace_owner, problems
+from components.gke.checks import (
+    max_nodes,
+    namespace_owner,
+    node_account_problems,
+    problems,
+    warnings,
+)
 from components.gke.cluster import ClusterHandle, GkeCluster, GkeClusterArgs
 from components.gke.config import (
     PROVISIONER_KSA,
+    PROVISIONER_MAX_PODS_PER_NODE,
     PROVISIONER_NAMESPACE,
     ClusterConfig,
     GkeConfig,
@@ -56,7 +63,9 @@ __all__ = [
     "kubernetes_account_claims",
     "max_nodes",
     "namespace_owner",
+    "node_account_problems",
     "problems",
+    "warnings",
 ]
 
 
@@ -285,6 +294,8 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
     if not slices:
         slices.append("  none")
     slices.append(f"  total: {config.tpu_chips} TPU chips")
+    if config.tpu_slices:
+        slices.append(f"  upgrades: {_upgrade_policy(config)}")
     resources = {f.name: f.resource for f in config.flavors}
     teams = []
     for team in sorted(config.teams, key=lambda t: t.name):
@@ -295,7 +306,56 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
         email = f"{config.context.name(team.name)}@{config.context.project}.iam.gserviceaccount.com"
         teams.append(f"  {team.name}/{team.name}: {', '.join(quotas) or 'no accelerator quota'}")
         teams.append(f"    runs as {team.name}/{team.service_account} -> {email}")
-    return [
+    held = [
+        f"{flavor}={quota} {resources[flavor]}"
+        for flavor, quota in config.allocation.cohort.items()
+        if quota
+    ]
+    if held:
+        # Quota no team was given (whole slices that do not divide): any team borrows it.
+        teams.append(f"  cohort {config.kueue.cohort} holds: {', '.join(held)}")
+    sections = [
         ("TPU slices", slices),
         ("Teams (namespace/queue, nominal quota, Google service account)", teams or ["  none"]),
     ]
+    if config.tpu_provisioner.enabled:
+        sections.append(("TPU provisioner", _provisioner_lines(config)))
+    return sections
+
+
+def _provisioner_lines(config: GkeConfig) -> list[str]:
+    """What the provisioner may create, where, as whom, and whose workload policies."""
+    provisioner = config.tpu_provisioner
+    lines = [
+        f"  zone {config.provisioner_zone}, nodes run as "
+        f"{config.provisioner_node_service_account}, {PROVISIONER_MAX_PODS_PER_NODE} pods per "
+        f"node, forceOnDemand {str(provisioner.force_on_demand).lower()}"
+    ]
+    for accelerator, shape in provisioner.shapes().items():
+        count = provisioner.quota[accelerator]
+        lines.append(
+            f"  up to {count} x {accelerator} ({shape.hosts} x {shape.machine_type}, "
+            f"{shape.chips} chips) = {count * shape.chips} chips"
+        )
+    if any(s.family.workload_policy_for_multi_host for s in provisioner.shapes().values()):
+        owner = (
+            "created by this stack"
+            if provisioner.create_workload_policies
+            else "another stack's in this project and region (createWorkloadPolicies: false)"
+        )
+        lines.append(f"  workload policies tpu-provisioner-<topology>: {owner}")
+    return lines
+
+
+def _upgrade_policy(config: GkeConfig) -> str:
+    """How TPU pools are upgraded, and what a channel switch does to them (node_pools.py)."""
+    if config.auto_upgrade:
+        return (
+            f"on channel {config.cluster.release_channel}, TPU pools hold upgrades until end "
+            "of support; the hold is set when a pool is created, so a switch to or from "
+            "releaseChannel NONE replaces every TPU pool"
+        )
+    return (
+        "releaseChannel NONE: TPU pools never auto-upgrade (CPU and GPU pools do); a switch "
+        "to a channel replaces every TPU pool, which then holds upgrades until end of support"
+    )

@@ -31,6 +31,15 @@ def hold_upgrades(auto_upgrade: bool) -> list[gcp.container.NodePoolMaintenanceP
     ]
 
 
+HOLD_REPLACES = ("maintenancePolicies",)
+"""The provider sends a pool's maintenance policy only when it creates the pool: its update
+path has no branch for it (terraform-provider-google 8.0 and google-beta 93c65b2,
+resource_container_node_pool.go: `maintenance_policy` is read in expandNodePool, never in
+nodePoolUpdate). An update would report the hold added and leave the pool without it, so a
+change to it (a switch from releaseChannel NONE to a channel, or back) replaces the pool,
+which then gets it at creation."""
+
+
 @dataclass(frozen=True)
 class PoolSizing:
     """The sizing inputs of a `gcp.container.NodePool`; unset ones stay None."""

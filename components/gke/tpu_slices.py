@@ -16,7 +16,7 @@ from components.base import Component, WiringModel
 from components.context import StackContext
 from components.gke.cluster import ClusterHandle
 from components.gke.config import TpuSliceConfig
-from components.gke.node_pools import hold_upgrades, node_config, pool_sizing
+from components.gke.node_pools import HOLD_REPLACES, hold_upgrades, node_config, pool_sizing
 from components.gke.quota import CAPACITY_LABEL
 from components.network import NodeNetworkHandle
 from components.placement import workload_policy
@@ -72,7 +72,12 @@ class TpuSlice(Component):
         # nor its machine type. A resize replaces the pool, deleting first: the new pool
         # takes the same name.
         replace_whole_slice = {
-            "replace_on_changes": ["placementPolicy", "nodeConfig.machineType", "nodeCount"],
+            "replace_on_changes": [
+                "placementPolicy",
+                "nodeConfig.machineType",
+                "nodeCount",
+                *HOLD_REPLACES,
+            ],
             "delete_before_replace": True,
         }
         # Additional node networks are ForceNew on a pool (terraform-provider-google
@@ -142,7 +147,9 @@ class TpuSlice(Component):
                     # replaces it on (its NICs, its host maintenance) must delete first.
                     opts=self.child_opts(**replace_whole_slice)
                     if shape.multi_host
-                    else self.child_opts(delete_before_replace=True),
+                    else self.child_opts(
+                        replace_on_changes=[*HOLD_REPLACES], delete_before_replace=True
+                    ),
                 )
             )
         self.register_outputs(

@@ -46,7 +46,7 @@ def test_firewall_admits_internal_iap_and_control_plane_webhooks(build):
     graph = build(network={"masterCidr": "172.16.8.0/28"})
     webhooks = graph.named("network-allow-webhooks").inputs
     assert webhooks["sourceRanges"] == ["172.16.8.0/28"]
-    assert webhooks["allows"] == [{"protocol": "tcp", "ports": ["443", "8443", "9443"]}]
+    assert webhooks["allows"] == [{"protocol": "tcp", "ports": ["443", "8082", "8443", "9443"]}]
     iap = graph.named("network-allow-iap-ssh").inputs
     assert iap["sourceRanges"] == [IAP_TCP_FORWARDING_RANGE] == ["35.235.240.0/20"]
     assert iap["allows"] == [{"protocol": "tcp", "ports": ["22"]}]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from components import gke
 from components.tpu_catalog import resolve
+from plan.diff import Op, diff
+from stacks.loading import parse
+from tests.conftest import with_config
 
 POOL = "gcp:container/nodePool:NodePool"
 NETWORKING = "networking.gke.io/v1"
@@ -317,3 +321,45 @@ def test_every_tpu_pool_carries_its_host_maintenance_interval_and_no_other_pool_
     assert intervals == {"a": "AS_NEEDED", "b": "AS_NEEDED", "c": "PERIODIC"}
     for other in ("gke-cpu", "gpu-g-pool"):
         assert "hostMaintenancePolicy" not in graph.named(other).inputs["nodeConfig"]
+
+
+def test_a_switch_between_none_and_a_channel_replaces_every_tpu_pool(build):
+    # The provider sends the hold only on create: the switch must replace the slices' pools,
+    # and the offline diff says so. The CPU and GPU pools keep upgrading and are untouched.
+    config = dict(
+        tpuSlices=[
+            {"name": "multi", "accelerator": "v5p-16"},
+            {"name": "single", "accelerator": "v5p-8", "count": 2},
+        ],
+        gpuPools=[{"name": "l4", "machineType": "g2-standard-8", "acceleratorType": "nvidia-l4"}],
+    )
+    none = build(cluster={"releaseChannel": "NONE"}, **config)
+    regular = build(cluster={"releaseChannel": "REGULAR"}, **config)
+    for before, after in ((none, regular), (regular, none)):
+        changes = {c.resource.name: c for c in diff(before, after) if not c.is_component}
+        replaced = {name for name, c in changes.items() if c.op is Op.REPLACE}
+        assert replaced == {"tpu-multi-0", "tpu-single-pool"}
+        for name in replaced:
+            hold = [c for c in changes[name].changes if c.path[0] == "maintenancePolicies"]
+            assert hold and all(c.replaces for c in hold), name
+            assert after.named(name).delete_before_replace, name
+        assert set(changes) == replaced | {"gke-cluster"}
+        assert changes["gke-cluster"].op is Op.UPDATE
+
+
+def test_the_plan_says_how_tpu_pools_upgrade_and_what_a_switch_does():
+    for channel, expected in (
+        ("STABLE", "on channel STABLE, TPU pools hold upgrades until end of support"),
+        ("NONE", "releaseChannel NONE: TPU pools never auto-upgrade (CPU and GPU pools do)"),
+    ):
+        config = parse(
+            with_config(
+                cluster={"releaseChannel": channel},
+                tpuSlices=[{"name": "s", "accelerator": "v5p-16"}],
+            ),
+            "test",
+        )
+        (slices,) = [lines for title, lines in gke.describe(config.gke) if title == "TPU slices"]
+        (line,) = [line for line in slices if line.startswith("  upgrades: ")]
+        assert expected in line
+        assert "replaces every TPU pool" in line

@@ -21,7 +21,9 @@ def test_dev_plan_shows_what_a_reviewer_checks(capsys):
     assert "roles/iam.workloadIdentityUser -> serviceAccount:ml-platform-dev.svc.id.goog" in out
     assert "v5e-dev: 1 x v5litepod-4 topology 2x2" in out
     assert "total: 4 TPU chips" in out
-    assert re.search(r"research/research: v5litepod-4=2 google.com/tpu", out)
+    # One 4-chip slice does not divide between two teams: the cohort holds it.
+    assert re.search(r"research/research: v5litepod-4=0 google.com/tpu", out)
+    assert "cohort ai-infra holds: v5litepod-4=4 google.com/tpu" in out
     assert "runs as applied/training -> ai-dev-applied@ml-platform-dev.iam" in out
     assert re.search(r"^\s+2\s+kubernetes:helm.sh/v3:Release$", out, re.M)
 
@@ -57,7 +59,7 @@ def test_children_in_registration_order_and_components_with_their_config_key(cap
     # The network and buckets every system shares come first; the systems follow.
     assert lines[start + 11].startswith("# Bucket bucket-checkpoints  (buckets[0])")
     assert lines[start + 13].startswith("# GkeCluster gke  (cluster)")
-    assert "# TpuSlice tpu-v6e-flex  (tpuSlices[2])" in lines
+    assert "# TpuSlice tpu-v6e-eval  (tpuSlices[2])" in lines
     assert "# GpuPool gpu-l4-eval  (gpuPools[0])" in lines
     assert any(re.fullmatch(r"# \w+ services  \(gcp:project\)", line) for line in lines)
     assert "  # WorkloadIdentity team-research-identity" in lines  # nested: no key of its own

@@ -41,12 +41,13 @@ STACK: dict[str, Any] = {
             "provisioning": "reservation",
             "reservation": "projects/capacity-pool/reservations/v5p-held",
         },
-        # 4 hosts, 16 v6e chips through flex-start: preemptible v6e quota.
+        # 4 hosts, 16 v6e chips on Spot: preemptible v6e quota. (Flex-start TPU slices
+        # cannot share a cluster with the TPU provisioner; tests make one from this pool.)
         {
-            "name": "flex",
+            "name": "v6e",
             "accelerator": "v6e-16",
             "zone": "us-central1-b",
-            "provisioning": "flex-start",
+            "provisioning": "spot",
         },
     ],
     "ai-infra:gpuPools": [

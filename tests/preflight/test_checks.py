@@ -413,7 +413,17 @@ def _channel(needs: Needs, channel: str, floor: str | None = None) -> Needs:
 def test_gke_version_below_a_family_minimum_fails(needs: Needs, world: World) -> None:
     config = world.server_configs["us-central1"]
     config.default_cluster_version = "1.32.9-gke.100"
-    found = one(run(gke, needs, world), "fail", "flex-start TPU pools need 1.33.0-gke.1712000")
+    # The stack's v6e pool as flex-start (which the stack itself cannot have beside the TPU
+    # provisioner): flex-start TPU pools need a newer GKE than v6e itself.
+    flexed = dataclasses.replace(
+        needs,
+        vms=tuple(
+            dataclasses.replace(v, capacity="flex-start") if "tpu-v6e-0" in v.source else v
+            for v in needs.vms
+        ),
+    )
+    assert flexed.flex_start_tpus
+    found = one(run(gke, flexed, world), "fail", "flex-start TPU pools need 1.33.0-gke.1712000")
     assert "the cluster would get 1.32.9-gke.100" in found.detail
     assert 'cluster.version: "1.33.0"' in found.fix
 

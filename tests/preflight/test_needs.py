@@ -33,9 +33,8 @@ def test_gke_pools_carry_machine_zone_count_and_capacity(needs: Needs) -> None:
     (held,) = _by_source(needs, "tpu-held-0")
     assert held.capacity == "reservation"
     assert held.reservation == "projects/capacity-pool/reservations/v5p-held"
-    (flex,) = _by_source(needs, "tpu-flex-0")
-    # Flex-start pools rest at zero and grow to the slice's hosts.
-    assert (flex.capacity, flex.count, flex.zones) == ("flex-start", 4, ("us-central1-b",))
+    (v6e,) = _by_source(needs, "tpu-v6e-0")
+    assert (v6e.capacity, v6e.count, v6e.zones) == ("spot", 4, ("us-central1-b",))
     (l4,) = _by_source(needs, "gpu-l4-pool")
     assert l4.gpus == (("nvidia-l4", 2),) and l4.count == 3 and l4.tpu is None
 
