@@ -128,7 +128,8 @@ class NetworkConfig(ConfigModel):
     additional_node_networks: list[NodeNetworkConfig] = Field(default_factory=list)
     """VPCs for a second (third, ...) NIC on TPU hosts, at most 7: each gets a subnet and a
     firewall rule for traffic inside it, and the cluster multi-networking. v6e and tpu7x
-    slices attach to every one unless they list their own."""
+    slices attach to every one unless they list their own, and so do the TPU provisioner's
+    pools when every shape of its quota is v6e or tpu7x (unless it names its own)."""
 
     @property
     def managed_mtu(self) -> int | None:

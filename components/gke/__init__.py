@@ -177,10 +177,14 @@ def build(
     )
     provisioner = None
     if config.tpu_provisioner.enabled:
+        # Pools the provisioner creates on the stack's node networks need their subnets.
+        after_networks = [network.component] if config.provisioner_node_networks else []
         provisioner = TpuProvisioner(
             source("tpu-provisioner", "tpuProvisioner"),
             TpuProvisionerArgs(config=config, cluster=cluster, jobset_release=batch.jobset),
-            after_cluster,
+            pulumi.ResourceOptions.merge(
+                after_cluster, pulumi.ResourceOptions(depends_on=after_networks)
+            ),
         )
         identities["tpu-provisioner"] = provisioner.identity
     queues = Queues(

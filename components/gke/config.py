@@ -718,23 +718,28 @@ class GkeConfig:
         stack's when every shape in its quota belongs to a family that takes them (the
         controller gives every pool it creates the same networks), else none."""
         config = self.tpu_provisioner
-        if not config.enabled or not config.quota:
+        if not config.enabled or not config.quota or config.additional_node_networks:
+            # Networks it names itself are none of the stack's.
             return []
         if any(s.family.additional_node_networks is None for s in config.shapes().values()):
             return []
         return list(self.network.node_networks(self.context.prefix).values())
 
     @property
-    def provisioner_additional_networks(self) -> str:
-        """The provisioner's `GCP_NODE_ADDITIONAL_NETWORKS`: `<vpc>:<subnet>` pairs, comma
-        separated, names not paths (tpu-provisioner internal/cloud/gke.go at 6789e2a)."""
-        return ",".join(f"{n.vpc}:{n.subnet}" for n in self.provisioner_node_networks)
+    def provisioner_additional_networks(self) -> list[tuple[str, str]]:
+        """(VPC, subnet) names of the interfaces beyond the first on the pools the provisioner
+        creates (`GCP_NODE_ADDITIONAL_NETWORKS`): those `tpuProvisioner.additionalNodeNetworks`
+        names, or else the stack's node networks when its quota's families take them."""
+        explicit = self.tpu_provisioner.additional_node_networks
+        if explicit:
+            return [(n.network, n.subnetwork) for n in explicit]
+        return [(n.vpc, n.subnet) for n in self.provisioner_node_networks]
 
     @property
     def multi_networking(self) -> bool:
         """Whether any pool attaches to an additional node network; the cluster then needs
         multi-networking."""
-        return bool(self.provisioner_node_networks) or any(
+        return bool(self.provisioner_additional_networks) or any(
             self.slice_node_networks(s) for s in self.tpu_slices
         )
 

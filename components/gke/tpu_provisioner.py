@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pulumi
 import pulumi_gcp as gcp
@@ -59,6 +59,7 @@ def manager_environment(
     cluster_location: str,
     zone: str,
     node_service_account: str,
+    additional_networks: Sequence[tuple[str, str]] = (),
 ) -> dict[str, pulumi.Input[str]]:
     """The `manager` ConfigMap: every variable cmd/main.go reads, from the stack. Lists are
     comma-separated (envconfig); durations are Go's."""
@@ -85,10 +86,10 @@ def manager_environment(
         env["GCP_POD_TO_NODE_LABELS"] = ",".join(config.pod_to_node_labels)
     if config.secondary_boot_disk:
         env["GCP_NODE_SECONDARY_DISK"] = config.secondary_boot_disk
-    if config.additional_node_networks:
+    if additional_networks:
         # "vpc1:subnet1,vpc2:subnet2"; the controller splits on ',' then the first ':'.
         env["GCP_NODE_ADDITIONAL_NETWORKS"] = ",".join(
-            f"{n.network}:{n.subnetwork}" for n in config.additional_node_networks
+            f"{vpc}:{subnet}" for vpc, subnet in additional_networks
         )
     if config.boot_disk_kms_key:
         env["GCP_NODE_BOOT_DISK_KMS_KEY"] = config.boot_disk_kms_key
@@ -258,6 +259,7 @@ class TpuProvisioner(Component):
             cluster_location=cluster.location,
             zone=gke.provisioner_zone,
             node_service_account=node_account,
+            additional_networks=gke.provisioner_additional_networks,
         )
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",

@@ -885,3 +885,26 @@ def test_additional_node_networks_need_dataplane_v2():
     overrides["cluster"]["dataplaneV2"] = False
     found = problems(**overrides)
     assert "needs Dataplane V2" in found["ai-infra:tpuProvisioner.additionalNodeNetworks"]
+
+
+def test_provisioner_pools_attach_to_the_stacks_node_networks_unless_it_names_its_own(build):
+    network = {"additionalNodeNetworks": [{"name": "dcn-1", "subnetCidr": "10.200.0.0/24"}]}
+    provisioner = {
+        "enabled": True,
+        "image": "us-docker.pkg.dev/p/i/tpu-provisioner@sha256:" + "a" * 64,
+        "zone": "us-east5-b",
+        "quota": {"v6e-16": 1},
+    }
+    cluster = {"releaseChannel": "NONE"}
+    graph = build(network=network, cluster=cluster, tpuProvisioner=provisioner)
+    (config_map,) = graph.of_type("kubernetes:core/v1:ConfigMap")
+    assert config_map.inputs["data"]["GCP_NODE_ADDITIONAL_NETWORKS"] == (
+        "ai-test-dcn-1-vpc:ai-test-dcn-1-subnet"
+    ), config_map.urn
+    deployment = graph.named("tpu-provisioner-deployment")
+    # The controller starts once the subnet its pools attach to exists.
+    assert graph.named("network-dcn-1-subnet").urn in deployment.dependencies, deployment.urn
+    own = {"additionalNodeNetworks": [{"network": "other-vpc", "subnetwork": "other-subnet"}]}
+    graph = build(network=network, cluster=cluster, tpuProvisioner={**provisioner, **own})
+    (config_map,) = graph.of_type("kubernetes:core/v1:ConfigMap")
+    assert config_map.inputs["data"]["GCP_NODE_ADDITIONAL_NETWORKS"] == "other-vpc:other-subnet"
