@@ -285,7 +285,7 @@ def provisioner(quota: dict[str, int], **network: Any) -> dict[str, Any]:
 
 def test_provisioner_pools_take_the_node_networks_when_all_its_shapes_do():
     gke = parse(provisioner({"v6e-16": 2}), "test").gke
-    assert gke.provisioner_additional_networks == "ai-test-dcn-1-vpc:ai-test-dcn-1-subnet"
+    assert gke.provisioner_additional_networks == [("ai-test-dcn-1-vpc", "ai-test-dcn-1-subnet")]
     assert gke.multi_networking
     assert gke.node_network_users() == {"dcn-1": [("the TPU provisioner's pools", 8)]}
     graph = build_graph(provisioner({"v6e-16": 2}))
@@ -296,7 +296,7 @@ def test_provisioner_pools_take_the_node_networks_when_all_its_shapes_do():
     v5p = copy.deepcopy(provisioner({"v5p-16": 1}))
     v5p["ai-infra:tpuProvisioner"]["zone"] = "us-east5-a"
     gke = parse(v5p, "test").gke
-    assert gke.provisioner_additional_networks == ""
+    assert gke.provisioner_additional_networks == []
     assert not gke.multi_networking
 
 
