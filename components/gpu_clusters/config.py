@@ -147,7 +147,8 @@ class GpuClusterConfig(ConfigModel):
     """VMs in the group (with `provisioning: flex-start`, the VMs its resize request asks
     for)."""
     machine_type: MachineType = "a2-highgpu-2g"
-    """An a2, a3, a4, a4x or g2 machine type (GPUs built in) or n1 with attachable GPUs."""
+    """An a2, a3, a4, a4x, g2 or g4 machine type (GPUs built in) or n1 with attachable GPUs
+    (within the vCPUs its GPUs allow)."""
     gpu_type: str = "nvidia-tesla-a100"
     """`guest_accelerator` type; must match the machine's built-in GPUs."""
     gpu_count: int = Field(default=2, ge=1, le=16)

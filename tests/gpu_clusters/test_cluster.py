@@ -4,6 +4,7 @@ every bad entry refused at its path before anything is registered."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -980,3 +981,45 @@ def test_labels_count_the_stacks_own_beside_the_clusters():
 def test_metadata_just_under_the_limits_is_accepted():
     # 131,000 two-byte characters: 262,000 bytes, under 262,144.
     parse(with_config(gpuClusters=[{"name": "a", "metadata": {"notes": "é" * 131_000}}]), "test")
+
+
+TOOL_VARIABLES = (
+    "ACTION PROJECT_ID REGION NAME_PREFIX ZONE INSTANCE_COUNT GPU_COUNT VM_TYPE ACCELERATOR_TYPE "
+    "IMAGE_FAMILY_NAME IMAGE_NAME IMAGE_PROJECT DISK_SIZE_GB DISK_TYPE TERRAFORM_GCS_PATH "
+    "VM_LOCALFILE_DEST_PATH METADATA LABELS STARTUP_COMMAND ORCHESTRATOR_TYPE "
+    "SLURM_NODE_COUNT_STATIC SLURM_NODE_COUNT_DYNAMIC_MAX GKE_NODE_POOL_COUNT "
+    "GKE_NODE_COUNT_PER_NODE_POOL GKE_ENABLE_COMPACT_PLACEMENT GKE_VERSION CUSTOM_NODE_POOL "
+    "KUBERNETES_SETUP_CONFIG GCS_MOUNT_LIST NFS_FILESTORE_LIST SHOW_PROXY_URL "
+    "MINIMIZE_TERRAFORM_LOGGING NETWORK_CONFIG ENABLE_OPS_AGENT ENABLE_NOTEBOOK"
+).split()
+"""The tool's variables (GoogleCloudPlatform/ai-infra-cluster-provisioning v0.6.0 README and
+scripts/_env_var_util.sh)."""
+
+
+def test_the_tools_variables_table_maps_every_variable_to_keys_that_exist():
+    from pathlib import Path
+
+    from components.gpu_clusters.config import GpuClusterConfig
+
+    text = (Path(__file__).parents[2] / "docs/gpu-clusters.md").read_text()
+    table = text[text.index("| Tool environment variable |") : text.index("What differs")]
+    rows = [line.split(" | ") for line in table.splitlines()[2:] if line.startswith("|")]
+    mapped = " ".join(row[0] for row in rows)
+    assert [v for v in TOOL_VARIABLES if f"`{v}" not in mapped] == []
+
+    def keys(model: type[Any]) -> set[str]:
+        found = set()
+        for name, info in model.model_fields.items():
+            found.add(info.alias or name)
+            nested = getattr(info.annotation, "__args__", (info.annotation,))
+            for inner in nested:
+                if isinstance(inner, type) and hasattr(inner, "model_fields"):
+                    found |= keys(inner)
+        return found
+
+    fields = keys(GpuClusterConfig)
+    for row in rows:
+        if "ai-infra:" in row[1] or "gcp:" in row[1] or "pulumi" in row[1]:
+            continue
+        for key in re.findall(r"`([a-z][A-Za-z]*)`", row[1]):
+            assert key in fields, f"{row[0]}: {key} is no gpuClusters field"
