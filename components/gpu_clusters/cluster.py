@@ -68,6 +68,7 @@ class GpuCluster(Component):
         config = args.config
         zone = ctx.zone_of(config.zone)
         base = group_name(ctx, config.name)
+        self._name, self._base = name, base
         labels = {**ctx.labels, **config.labels, CLUSTER_LABEL: config.name}
         for warning in warnings(config):
             pulumi.log.warn(f"gpuClusters {config.name}: {warning}", self)
@@ -406,33 +407,50 @@ class GpuCluster(Component):
             if k == 0:
                 self._egress(name, args, base, vpc, subnet)
         if layout is not None and layout.rdma:
-            nics += self._rdma(name, args, base, zone, layout, cidrs[own_vpcs:])
+            nics += self._rdma(args, zone, layout, cidrs[own_vpcs:])
         return nics, names
+
+    def _network(
+        self, ctx: StackContext, suffix: str, mtu: int | None, profile: str | None = None
+    ) -> gcp.compute.Network:
+        """A custom-mode VPC `<base>-<suffix>` of the cluster."""
+        return gcp.compute.Network(
+            f"{self._name}-{suffix}",
+            project=ctx.project,
+            name=f"{self._base}-{suffix}",
+            auto_create_subnetworks=False,
+            routing_mode="REGIONAL",
+            mtu=mtu,
+            network_profile=profile,
+            opts=self.child_opts(),
+        )
+
+    def _subnet(
+        self,
+        ctx: StackContext,
+        suffix: str,
+        vpc: gcp.compute.Network,
+        cidr: str,
+        google_access: bool | None = None,
+    ) -> gcp.compute.Subnetwork:
+        return gcp.compute.Subnetwork(
+            f"{self._name}-{suffix}",
+            project=ctx.project,
+            region=ctx.region,
+            name=f"{self._base}-{suffix}",
+            network=vpc.self_link,
+            ip_cidr_range=cidr,
+            private_ip_google_access=google_access,
+            opts=self.child_opts(),
+        )
 
     def _vpc(
         self, name: str, args: GpuClusterArgs, base: str, k: int, cidr: str, mtu: int | None
     ) -> tuple[gcp.compute.Network, gcp.compute.Subnetwork]:
         """VPC `k` with its one subnet, and traffic allowed between the cluster's VMs on it."""
         ctx = args.context
-        vpc = gcp.compute.Network(
-            f"{name}-net{k}",
-            project=ctx.project,
-            name=f"{base}-net{k}",
-            auto_create_subnetworks=False,
-            routing_mode="REGIONAL",
-            mtu=mtu,
-            opts=self.child_opts(),
-        )
-        subnet = gcp.compute.Subnetwork(
-            f"{name}-subnet{k}",
-            project=ctx.project,
-            region=ctx.region,
-            name=f"{base}-subnet{k}",
-            network=vpc.self_link,
-            ip_cidr_range=cidr,
-            private_ip_google_access=True,
-            opts=self.child_opts(),
-        )
+        vpc = self._network(ctx, f"net{k}", mtu)
+        subnet = self._subnet(ctx, f"subnet{k}", vpc, cidr, google_access=True)
         firewall_rule(
             self,
             f"{name}-internal{k}",
@@ -447,9 +465,7 @@ class GpuCluster(Component):
 
     def _rdma(
         self,
-        name: str,
         args: GpuClusterArgs,
-        base: str,
         zone: str,
         layout: gpu_catalog.GpuNicLayout,
         cidrs: list[str],
@@ -460,33 +476,17 @@ class GpuCluster(Component):
         network interface must be assigned to a subnet in a unique VPC network", Compute
         Engine, "Create VMs with multiple network interfaces")."""
         ctx = args.context
-        vpc = gcp.compute.Network(
-            f"{name}-rdma",
-            project=ctx.project,
-            name=f"{base}-rdma",
-            auto_create_subnetworks=False,
-            routing_mode="REGIONAL",
-            mtu=layout.gpu_mtu,
-            network_profile=gpu_catalog.roce_profile(ctx.project, zone),
-            opts=self.child_opts(),
+        vpc = self._network(
+            ctx, "rdma", layout.gpu_mtu, profile=gpu_catalog.roce_profile(ctx.project, zone)
         )
-        nics = []
-        for j, cidr in enumerate(cidrs):
-            subnet = gcp.compute.Subnetwork(
-                f"{name}-rdma-subnet{j}",
-                project=ctx.project,
-                region=ctx.region,
-                name=f"{base}-rdma-subnet{j}",
+        return [
+            gcp.compute.InstanceTemplateNetworkInterfaceArgs(
                 network=vpc.self_link,
-                ip_cidr_range=cidr,
-                opts=self.child_opts(),
+                subnetwork=self._subnet(ctx, f"rdma-subnet{j}", vpc, cidr).self_link,
+                nic_type="MRDMA",
             )
-            nics.append(
-                gcp.compute.InstanceTemplateNetworkInterfaceArgs(
-                    network=vpc.self_link, subnetwork=subnet.self_link, nic_type="MRDMA"
-                )
-            )
-        return nics
+            for j, cidr in enumerate(cidrs)
+        ]
 
     def _egress(
         self,
