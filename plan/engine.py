@@ -53,6 +53,8 @@ class Registration:
     provider: str
     replace_on_changes: tuple[str, ...] = ()
     """The `replace_on_changes` option: input paths whose change replaces, beyond the provider's."""
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    """The `custom_timeouts` option: how long the provider waits to create, update, delete."""
 
 
 @dataclass
@@ -188,6 +190,11 @@ class _RecordingMonitor(runtime_mocks.MockMonitor):
                 retain_on_delete=bool(request.retainOnDelete),
                 provider=request.provider,
                 replace_on_changes=tuple(request.replaceOnChanges),
+                custom_timeouts={
+                    op: value
+                    for op in ("create", "update", "delete")
+                    if (value := getattr(request.customTimeouts, op))
+                },
             )
         )
         state_proto = _sync_await(rpc.serialize_properties(state, {}))

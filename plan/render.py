@@ -89,6 +89,8 @@ def details(r: Registration) -> str:
         ]
     elif t == "gcp:compute/network:Network":
         parts.append(f"name={i.get('name')}")
+        if i.get("networkProfile"):
+            parts.append(f"profile={str(i['networkProfile']).rsplit('/', 1)[-1]}")
         if i.get("mtu"):
             parts.append(f"mtu={i['mtu']}")
     elif t == "gcp:compute/subnetwork:Subnetwork":
@@ -121,15 +123,41 @@ def details(r: Registration) -> str:
         parts.append(f"machine={i.get('machineType')}")
         parts += [f"gpu={g.get('count')}x{g.get('type')}" for g in i.get("guestAccelerators", [])]
         parts.append(f"nics={len(i.get('networkInterfaces', []))}")
-        if i.get("scheduling", {}).get("provisioningModel") == "SPOT":
+        rdma = sum(1 for n in i.get("networkInterfaces", []) if n.get("nicType") == "MRDMA")
+        if rdma:
+            parts.append(f"rdma={rdma}")
+        model = i.get("scheduling", {}).get("provisioningModel")
+        if model == "SPOT":
             parts.append("spot")
+        elif model in ("FLEX_START", "RESERVATION_BOUND"):
+            parts.append(model.lower().replace("_", "-"))
+        affinity = i.get("reservationAffinity") or {}
+        if affinity.get("type") == "SPECIFIC_RESERVATION":
+            values = affinity.get("specificReservation", {}).get("values", [])
+            parts.append(f"reservation={','.join(values)}")
+        elif affinity.get("type") == "ANY_RESERVATION":
+            parts.append("reservation=any")
     elif t == "gcp:compute/instanceGroupManager:InstanceGroupManager":
-        parts.append(f"name={i.get('name')} vms={i.get('targetSize')} zone={i.get('zone')}")
+        vms = i.get("targetSize", "(resize requests)")
+        parts.append(f"name={i.get('name')} vms={vms} zone={i.get('zone')}")
+        if i.get("waitForInstances"):
+            timeout = r.custom_timeouts.get("create", "default")
+            parts.append(f"waits={i.get('waitForInstancesStatus')}:{timeout}")
+    elif t == "gcp:compute/resizeRequest:ResizeRequest":
+        hours = int((i.get("requestedRunDuration") or {}).get("seconds", 0)) // 3600
+        parts.append(f"name={i.get('name')} +{i.get('resizeBy')} VMs for {hours}h")
+    elif t == "gcp:monitoring/dashboard:Dashboard":
+        layout = json.loads(i.get("dashboardJson", "{}"))
+        tiles = layout.get("mosaicLayout", {}).get("tiles", [])
+        parts.append(f"{layout.get('displayName')!r} charts={len(tiles)}")
     elif t == "gcp:filestore/instance:Instance":
         share = i.get("fileShares", {})
         parts.append(f"{i.get('tier')} {share.get('capacityGb')}GiB in {i.get('location')}")
     elif t == "gcp:compute/resourcePolicy:ResourcePolicy" and "groupPlacementPolicy" in i:
-        parts.append(f"placement={i['groupPlacementPolicy'].get('collocation')}")
+        group = i["groupPlacementPolicy"]
+        parts.append(f"placement={group.get('collocation')}")
+        if group.get("maxDistance"):
+            parts.append(f"maxDistance={group['maxDistance']}")
     elif t == "gcp:compute/resourcePolicy:ResourcePolicy":
         policy = i.get("workloadPolicy", {})
         parts.append(f"workload={policy.get('type')} topology={policy.get('acceleratorTopology')}")

@@ -69,6 +69,17 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         *_COMPUTE_VM,
     ),
     "gcp:compute/disk:Disk": ("compute.disks.create", "compute.disks.get"),
+    # Resize requests are a sub-resource of the group (Compute API instanceGroupManagerResize
+    # Requests.insert checks compute.instanceGroupManagers.update).
+    "gcp:compute/resizeRequest:ResizeRequest": (
+        "compute.instanceGroupManagers.update",
+        "compute.instanceGroupManagers.get",
+    ),
+    "gcp:monitoring/dashboard:Dashboard": (
+        "monitoring.dashboards.create",
+        "monitoring.dashboards.get",
+        "monitoring.dashboards.update",
+    ),
     "gcp:container/cluster:Cluster": (
         "container.clusters.create",
         "container.clusters.get",
@@ -193,6 +204,7 @@ ROLES: dict[str, str] = {
     "serviceusage": "roles/serviceusage.serviceUsageAdmin",
     "iam": "roles/iam.serviceAccountAdmin",
     "iam.roles": "roles/iam.roleAdmin",
+    "monitoring": "roles/monitoring.dashboardEditor",
     "resourcemanager": "roles/resourcemanager.projectIamAdmin",
 }
 """Service -> a predefined role holding every permission above of that service (checked

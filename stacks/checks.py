@@ -36,7 +36,15 @@ def problems(config: StackConfig) -> list[Problem]:
     )
     found += gke_problems
     found += under(
-        "gpuClusters", gpu_clusters.problems(config.gpu_clusters, ctx, buckets=bucket_names)
+        "gpuClusters",
+        gpu_clusters.problems(
+            config.gpu_clusters,
+            ctx,
+            buckets=config.bucket_names(),
+            slurm_bucket=(
+                config.slurm.bucket_name(ctx.project, ctx.prefix) if config.slurm else None
+            ),
+        ),
     )
     found += under("buckets", buckets.problems(config.buckets, ctx))
     vm_problems = under("tpuVms", tpu_vms.problems(config.tpu_vms, ctx, buckets=bucket_names))

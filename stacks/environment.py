@@ -205,6 +205,7 @@ def export(env: Environment) -> None:
                 "instanceGroup": cluster.instance_group,
                 "filestoreIps": cluster.filestore_ips,
                 "jupyterUrls": cluster.jupyter_urls_command,
+                "errors": cluster.errors_command,
             }
             for name, cluster in env.gpu_clusters.items()
         },

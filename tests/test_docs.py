@@ -134,7 +134,42 @@ INVENTORY: dict[str, dict[str, int]] = {
     | {
         "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
         "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:monitoring/dashboard:Dashboard": 1,
         "gcp:container/nodePool:NodePool": 1,
+        "gcp:projects/iAMMember:IAMMember": 5,
+        "gcp:serviceaccount/account:Account": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+    },
+    "gpu-cluster-ray": COMMON
+    | {
+        "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:compute/resourcePolicy:ResourcePolicy": 1,
+        "gcp:container/nodePool:NodePool": 1,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:monitoring/dashboard:Dashboard": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 6,
+        "gcp:serviceaccount/account:Account": 2,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+    },
+    "gpu-a3-ultra": COMMON
+    | {
+        # Two host VPCs with their subnets, internal rules, NAT on the first, IAP SSH, and the
+        # RoCE VPC with a subnet per RDMA NIC.
+        "gcp:compute/firewall:Firewall": 6,
+        "gcp:compute/network:Network": 4,
+        "gcp:compute/router:Router": 2,
+        "gcp:compute/routerNat:RouterNat": 2,
+        "gcp:compute/subnetwork:Subnetwork": 11,
+        "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:compute/resizeRequest:ResizeRequest": 1,
+        "gcp:compute/resourcePolicy:ResourcePolicy": 1,
+        "gcp:container/nodePool:NodePool": 1,
+        "gcp:monitoring/dashboard:Dashboard": 1,
         "gcp:projects/iAMMember:IAMMember": 5,
         "gcp:serviceaccount/account:Account": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
@@ -228,6 +263,21 @@ def _key_values(name: str, graph: Graph) -> None:
         assert (
             _one(graph, "gcp:compute/instanceGroupManager:InstanceGroupManager")["targetSize"] == 1
         )
+    elif name == "gpu-cluster-ray":
+        template = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")
+        assert template["scheduling"]["provisioningModel"] == "SPOT"
+        assert [d["deviceName"] for d in template["disks"]] == ["boot", "data"]
+        assert "list-instances" in template["metadata"]["startup-script"]
+        mig = _one(graph, "gcp:compute/instanceGroupManager:InstanceGroupManager")
+        assert mig["statefulDisks"] == [
+            {"deviceName": "data", "deleteRule": "ON_PERMANENT_INSTANCE_DELETION"}
+        ]
+    elif name == "gpu-a3-ultra":
+        template = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")
+        assert template["scheduling"]["provisioningModel"] == "FLEX_START"
+        assert [n["nicType"] for n in template["networkInterfaces"]].count("MRDMA") == 8
+        request = _one(graph, "gcp:compute/resizeRequest:ResizeRequest")
+        assert (request["resizeBy"], request["requestedRunDuration"]) == (2, {"seconds": "86400"})
     elif name == "slurm":
         names = {r.inputs["name"] for r in graph.of_type("gcp:compute/instance:Instance")}
         assert names == {"tpu-controller", "tpu-login-0"}

@@ -59,9 +59,22 @@ def test_gpu_pool_names_longer_than_gkes_limit_are_refused():
 @pytest.mark.parametrize(
     ("machine", "gpu", "count", "refused", "accepted"),
     [
-        ("a3-highgpu-1g", "nvidia-h100-80gb", 1, ["on-demand"], ["spot", "flex-start"]),
-        ("a3-ultragpu-8g", "nvidia-h200-141gb", 8, ["on-demand"], ["spot", "reservation"]),
-        ("a4x-highgpu-4g", "nvidia-gb200", 4, ["on-demand", "spot", "flex-start"], []),
+        # "a3-highgpu-1g, 2g and 4g come only as Spot or flex-start" (gpu_catalog.SERIES).
+        (
+            "a3-highgpu-1g",
+            "nvidia-h100-80gb",
+            1,
+            ["on-demand", "reservation"],
+            ["spot", "flex-start"],
+        ),
+        (
+            "a3-ultragpu-8g",
+            "nvidia-h200-141gb",
+            8,
+            ["on-demand"],
+            ["spot", "reservation", "flex-start"],
+        ),
+        ("a4x-highgpu-4g", "nvidia-gb200", 4, ["on-demand", "spot", "flex-start"], ["reservation"]),
     ],
 )
 def test_gpu_pools_on_capacity_the_machine_is_not_sold_as_are_refused(
@@ -74,10 +87,11 @@ def test_gpu_pools_on_capacity_the_machine_is_not_sold_as_are_refused(
         "diskType": "hyperdisk-balanced",
     }
     for provisioning in refused:
-        found = _pool_problems(**pool, provisioning=provisioning)
+        named = {"reservation": "gpu-reservation"} if provisioning == "reservation" else {}
+        found = _pool_problems(**pool, **named, provisioning=provisioning)
         assert list(found) == ["ai-infra:gpuPools[0].provisioning"], provisioning
         assert machine in found["ai-infra:gpuPools[0].provisioning"]
-    for provisioning in [*accepted, "reservation"]:
+    for provisioning in accepted:
         entry = {"name": "g", **pool, "provisioning": provisioning}
         if provisioning == "reservation":
             entry["reservation"] = "gpu-reservation"

@@ -154,14 +154,22 @@ def test_plan_lists_each_gpu_cluster(tmp_path, capsys):
     assert main([str(stack)]) == 0
     out = capsys.readouterr().out
     assert (
-        "demo: 2 x a2-highgpu-2g with 2 x nvidia-tesla-a100 = 4 GPUs in us-east5-a, network "
-        "multi-nic (5 NIC(s)), mounts: gs://test-project-ai-gpu-data -> /gcs/data, "
-        "BASIC_SSD 2560GiB -> /nfs/home, orchestrator ray"
+        "demo: 2 x a2-highgpu-2g with 2 x nvidia-tesla-a100 = 4 GPUs in us-east5-a, on-demand, "
+        "placement compact, network multi-nic (5 NIC(s)), mounts: gs://test-project-ai-gpu-data "
+        "-> /gcs/data, BASIC_SSD 2560GiB -> /nfs/home, orchestrator ray"
     ) in out
     assert "InstanceTemplate gpucluster-demo-template  machine=a2-highgpu-2g" in out
     assert "gpu=2xnvidia-tesla-a100 nics=5" in out
-    assert "InstanceGroupManager gpucluster-demo-mig  name=ai-gpu-demo vms=2 zone=us-east5-a" in out
+    assert (
+        "InstanceGroupManager gpucluster-demo-mig  name=ai-gpu-demo vms=2 zone=us-east5-a "
+        "waits=STABLE:30m"
+    ) in out
     assert "placement=COLLOCATED" in out
+    assert (
+        "IAMCustomRole gpucluster-demo-ray-discovery  id=ai_gpu_demo_ray "
+        "permissions=compute.instanceGroupManagers.get,compute.instanceGroupManagers.list"
+    ) in out
+    assert "Dashboard gpucluster-demo-dashboard  'GPU cluster ai-gpu-demo' charts=10" in out
     assert "BASIC_SSD 2560GiB in us-east5-a" in out
 
 

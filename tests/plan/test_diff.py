@@ -18,6 +18,7 @@ from plan.diff import Op, diff
 from plan.engine import list_stacks, load_stack_config, record_program
 from plan.replacements import REPLACE_ON_CHANGES, replaces
 from tests.conftest import BASE_CONFIG, build_graph
+from tests.test_docs import examples
 
 BEFORE: dict[str, Any] = {
     **BASE_CONFIG,
@@ -205,6 +206,11 @@ def test_a_resources_replace_on_changes_option_is_honoured(option: list[str], op
         ("kubernetes:helm.sh/v3:Release", ("namespace",), True),
         ("kubernetes:helm.sh/v3:Release", ("version",), False),
         ("kubernetes:yaml/v2:ConfigGroup", ("objs", 0, "metadata", "name"), False),
+        ("gcp:compute/instanceTemplate:InstanceTemplate", ("metadata", "startup-script"), True),
+        ("gcp:compute/instanceTemplate:InstanceTemplate", ("labels", "team"), False),
+        ("gcp:compute/instanceGroupManager:InstanceGroupManager", ("targetSize",), False),
+        ("gcp:compute/resizeRequest:ResizeRequest", ("resizeBy",), True),
+        ("gcp:monitoring/dashboard:Dashboard", ("dashboardJson",), False),
         ("gcp:some/unknown:Type", ("name",), False),
     ],
 )
@@ -227,6 +233,10 @@ def test_every_replace_path_is_an_input_the_program_sets():
 
     for stack in list_stacks():
         for r in build_graph(load_stack_config(stack), stack=stack):
+            walk(r.type, r.inputs, ())
+    # The docs' examples use systems no shipped stack does (GPU clusters).
+    for name, example in examples().items():
+        for r in build_graph(example.config, stack=name):
             walk(r.type, r.inputs, ())
     for type_, entries in REPLACE_ON_CHANGES.items():
         for entry in entries:
