@@ -100,10 +100,13 @@ FREE_TYPES = frozenset(
         "gcp:storage/bucketIAMMember:BucketIAMMember",
         "gcp:storage/bucketObject:BucketObject",
         "pulumi-python:dynamic/slurm:TpuCleanup",
+        "gcp:compute/resizeRequest:ResizeRequest",
+        "gcp:monitoring/dashboard:Dashboard",
     }
 )
-"""Resources with no charge of their own (a template bills through its group's VMs; a bucket
-object through its bucket's bytes; Slurm's cleanup deletes TPU VMs on destroy)."""
+"""Resources with no charge of their own (a template bills through its group's VMs, and so
+does a resize request; a bucket object through its bucket's bytes; Slurm's cleanup deletes
+TPU VMs on destroy; Cloud Monitoring dashboards are free)."""
 
 
 @dataclass(frozen=True)
@@ -445,11 +448,25 @@ class _Builder:
             self.unpriced.append(f"{r.type} {r.name} (its instance template is not one)")
             return
         template = integral(templates[0].inputs)
-        spot = (template.get("scheduling") or {}).get("provisioningModel") == "SPOT"
-        capacity = SPOT if spot else ON_DEMAND
+        model = (template.get("scheduling") or {}).get("provisioningModel")
+        reserved = (template.get("reservationAffinity") or {}).get("type") in (
+            "SPECIFIC_RESERVATION",
+            "ANY_RESERVATION",
+        )
+        capacity = {"SPOT": SPOT, "FLEX_START": FLEX_START}.get(
+            model, RESERVATION if reserved else ON_DEMAND
+        )
         boot = next((d for d in template.get("disks") or [] if d.get("boot")), {})
         disk = (boot.get("diskType", "pd-standard"), boot.get("diskSizeGb", 10))
-        count = i.get("targetSize", 0)
+        # A flex-start group has no target size: its resize requests add VMs when capacity is
+        # found, for their run duration, and it rests at none.
+        requests = [
+            integral(q.inputs).get("resizeBy", 0)
+            for q in self.graph.of_type("gcp:compute/resizeRequest:ResizeRequest")
+            if q.parent == r.parent
+        ]
+        count = i.get("targetSize", 0) + sum(requests)
+        idle = 0 if requests and "targetSize" not in i else count
         machine_type = template["machineType"]
         parts = self.vm_parts(
             machine_type,
@@ -457,7 +474,7 @@ class _Builder:
             capacity,
             template.get("guestAccelerators") or [],
             disk,
-            count,
+            idle,
             count,
         )
         root, index = _entry(config_key)
@@ -471,7 +488,7 @@ class _Builder:
             capacity=capacity,
             units=f"{count} x {machine_type}",
             parts=parts,
-            vms=(count, count),
+            vms=(idle, count),
             nat=config_key if own_nat else "network",
         )
 
