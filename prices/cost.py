@@ -448,7 +448,7 @@ class _Builder:
             self.unpriced.append(f"{r.type} {r.name} (its instance template is not one)")
             return
         template = integral(templates[0].inputs)
-        model = (template.get("scheduling") or {}).get("provisioningModel")
+        model = str((template.get("scheduling") or {}).get("provisioningModel", "STANDARD"))
         reserved = (template.get("reservationAffinity") or {}).get("type") in (
             "SPECIFIC_RESERVATION",
             "ANY_RESERVATION",
