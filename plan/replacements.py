@@ -13,7 +13,10 @@ Sources:
   router_nat,firewall,resource_policy}.go; google/services/resourcemanager/
   resource_google_service_account.go, resource_google_project_service.go, iam_project.go,
   iam_service_account.go; google/tpgiamresource/resource_iam_member.go (role, member);
-  google/services/storage/resource_storage_bucket.go, iam_storage_bucket.go.
+  google/services/storage/resource_storage_bucket.go, iam_storage_bucket.go;
+  google/services/compute/resource_compute_instance.go (boot_disk initialize_params),
+  resource_compute_instance_template.go (every field ForceNew);
+  google/services/filestore/resource_filestore_instance.go.
   A ForceNew map or list replaces on any key or element (terraform-plugin-sdk schemaMap.diff);
   a ForceNew block on being added or removed, and through those of its fields that are ForceNew.
 - kubernetes: pulumi-kubernetes v4.32.0 provider/pkg/provider/diff.go (`metadata.name` and
@@ -90,6 +93,39 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
         "region",
         "workloadPolicy.type",
         "workloadPolicy.acceleratorTopology",
+    ),
+    "gcp:compute/instance:Instance": (
+        "name",
+        "zone",
+        "project",
+        "bootDisk.initializeParams",
+        "bootDisk.initializeParams.image",
+        "bootDisk.initializeParams.size",
+        "bootDisk.initializeParams.type",
+    ),
+    # A template is immutable: any change makes a new one.
+    "gcp:compute/instanceTemplate:InstanceTemplate": (
+        "name",
+        "project",
+        "machineType",
+        "disks.*",
+        "guestAccelerators.*",
+        "networkInterfaces.*",
+        "serviceAccount.*",
+        "scheduling.*",
+        "shieldedInstanceConfig.*",
+        "advancedMachineFeatures.*",
+        "metadata.*",
+        "labels.*",
+        "tags",
+    ),
+    "gcp:filestore/instance:Instance": (
+        "name",
+        "location",
+        "project",
+        "tier",
+        "networks.*",
+        "fileShares.name",
     ),
     "gcp:serviceaccount/account:Account": ("project", "accountId"),
     "gcp:serviceaccount/iAMMember:IAMMember": ("serviceAccountId", *_IAM_MEMBER),

@@ -3,6 +3,8 @@ reads, `config.yaml` last, least-privilege accounts and the cluster's firewall."
 
 from __future__ import annotations
 
+import re
+import zlib
 from typing import Any
 
 import yaml
@@ -134,7 +136,9 @@ def test_partition_and_login_group_yaml():
         "enable_job_exclusive": True,
     }
     assert yaml.safe_load(content(found["tpu-files/login_group_configs/login.yaml"])) == {
-        "group_name": "login"
+        "group_name": "login",
+        "startup_scripts_timeout": 300,
+        "network_storage": [],
     }
 
 
@@ -147,6 +151,19 @@ def test_config_yaml_carries_the_cluster_and_its_own_conf_templates():
         "bucket_path": f"gs://{PROJECT}-ai-test-slurm-tpu/tpu-files",
         "enable_slurm_auth": False,
         "controller_state_disk": {"device_name": "tpu-controller-save"},
+        # The Filestore /home, at the address the mock engine gives the instance.
+        "network_storage": [
+            {
+                "server_ip": "192.0.2.2",
+                "remote_mount": "/nfsshare",
+                "local_mount": "/home",
+                "fs_type": "nfs",
+                "mount_options": "defaults,_netdev",
+            }
+        ],
+        "cloud_parameters": {},
+        "prolog_scripts": [],
+        "epilog_scripts": [],
     }
     # conf.py fills these fields with str.format; a stray brace would break the render.
     fields = {
@@ -168,6 +185,12 @@ def test_config_yaml_carries_the_cluster_and_its_own_conf_templates():
     }
     slurm_conf = document["slurm_conf_tpl"].format(**fields)
     assert "ClusterName=tpu\nSlurmctldHost=tpu-controller\n" in slurm_conf
+    # JWT beside munge, for `scontrol token` and slurmrestd, as Toolkit's template has it.
+    assert "\nAuthAltTypes=auth/jwt\n" in slurm_conf
+    assert "AuthAltParameters" not in slurm_conf  # slurmctld's key is StateSaveLocation's
+    slurmdbd = document["slurmdbd_conf_tpl"].format(**fields)
+    assert "\nAuthAltTypes=auth/jwt\n" in slurmdbd
+    assert "\nAuthAltParameters=jwt_key=/var/spool/slurm/jwt_hs256.key\n" in slurmdbd
     assert slurm_conf.rstrip().endswith("include cloud.conf")
     assert "StorageLoc=slurm_acct_db" in document["slurmdbd_conf_tpl"].format(**fields)
     assert "ConstrainDevices=yes" in document["cgroup_conf_tpl"]
@@ -221,9 +244,27 @@ def test_accounts_get_least_privilege_and_read_only_the_slurm_bucket():
         for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
         if "slurm" in r.inputs["member"]
     }
+    role = graph.named("slurm-ctl-role")
+    assert role.inputs["roleId"] == "ai_test_slurm_ctl"
+    # A TPU-only cluster: what tpu.py calls, and the VM listing slurmsync.py does.
+    assert role.inputs["permissions"] == [
+        "compute.instances.list",
+        "tpu.acceleratorTypes.get",
+        "tpu.nodes.create",
+        "tpu.nodes.delete",
+        "tpu.nodes.get",
+        "tpu.nodes.list",
+        "tpu.nodes.start",
+        "tpu.nodes.stop",
+        "tpu.operations.get",
+    ]
+    custom = f"projects/{PROJECT}/roles/ai_test_slurm_ctl"
+    [grant] = [
+        r for r in graph.of_type("gcp:projects/iAMMember:IAMMember") if r.inputs["role"] == custom
+    ]
+    assert role.urn in grant.dependencies, grant.urn
     assert project_roles == {
-        (CTL, "roles/tpu.admin"),
-        (CTL, "roles/compute.instanceAdmin.v1"),
+        (CTL, custom),
         (CTL, "roles/logging.logWriter"),
         (CTL, "roles/monitoring.metricWriter"),
         (TPU, "roles/logging.logWriter"),
@@ -357,22 +398,61 @@ def test_the_controller_is_private_shielded_and_boots_with_the_v6_metadata():
     ctl_grants = [
         r.urn for r in graph if r.type.endswith("IAMMember") and r.inputs.get("member") == CTL
     ]
-    assert len(ctl_grants) == 7
+    assert len(ctl_grants) == 6
     assert set(ctl_grants) <= set(controller.dependencies)
+    # It boots once the zips and config.yaml are in the bucket.
+    assert graph.named("slurm-scripts").urn in controller.dependencies
+    assert graph.named("slurm-config").urn in controller.dependencies
 
 
-def test_login_nodes_join_the_login_group_with_their_own_account():
-    graph = build_graph(stack(login={"count": 2, "machineType": "n2-standard-4"}))
-    logins = [graph.named(f"slurm-login-{i}") for i in range(2)]
-    for i, login in enumerate(logins):
-        assert login.inputs["name"] == f"tpu-login-{i}"
-        assert login.inputs["machineType"] == "n2-standard-4"
+def test_login_nodes_join_their_group_with_their_own_account():
+    graph = build_graph(
+        stack(
+            loginGroups=[
+                {"name": "login", "count": 2, "machineType": "n2-standard-4"},
+                {"name": "big", "machineType": "n2-highmem-8", "startupScript": "echo hi"},
+            ]
+        )
+    )
+    logins = {
+        (group, i): graph.named(f"slurm-login-{group}-{i}")
+        for group, i in (("login", 0), ("login", 1), ("big", 0))
+    }
+    controller = graph.named("slurm-controller")
+    for (group, i), login in logins.items():
+        assert login.inputs["name"] == f"tpu-{group}-{i}"
         assert login.inputs["serviceAccount"]["email"] == LGN.removeprefix("serviceAccount:")
         assert login.inputs["metadata"]["slurm_instance_role"] == "login"
-        assert login.inputs["metadata"]["slurm_login_group"] == "login"
+        assert login.inputs["metadata"]["slurm_login_group"] == group
         assert "ai-infra-tpu-startup.sh" not in login.inputs["metadata"]["startup-script"]
         reads = graph.named("slurm-lgn-bucket-slurm-tpu-storage.objectViewer").urn
         assert reads in login.dependencies, login.urn
+        assert graph.named("slurm-config").urn in login.dependencies, login.urn
+        # A new controller replaces the login VMs, which mount its exports only at setup:
+        # its replacing inputs' hash and its instance id (new with every replacement).
+        generation, instance_id = login.inputs["metadata"]["ai_infra_controller_id"].split("-")
+        assert re.fullmatch(r"[0-9a-f]{12}", generation)
+        assert instance_id == str(zlib.crc32(b"tpu-controller"))
+        assert login.replace_on_changes == ("metadata.ai_infra_controller_id",)
+        assert controller.urn in login.dependencies
+    assert logins[("big", 0)].inputs["machineType"] == "n2-highmem-8"
+    # The default group keeps the resource names it had before there were groups.
+    assert logins[("login", 0)].aliases and not logins[("big", 0)].aliases
+    found = objects(graph)
+    assert content(found["tpu-files/slurm-login-big-script-startup_sh"]) == "echo hi"
+    assert (
+        yaml.safe_load(content(found["tpu-files/login_group_configs/big.yaml"]))["group_name"]
+        == "big"
+    )
+
+
+def test_replacing_the_controller_replaces_the_login_vms_and_nothing_else():
+    from plan.diff import Op, diff
+
+    before = build_graph(stack())
+    after = build_graph(stack(controller={"diskType": "pd-balanced"}))
+    changes = {c.resource.name: c.op for c in diff(before, after) if not c.is_component}
+    assert changes == {"slurm-controller": Op.REPLACE, "slurm-login-login-0": Op.REPLACE}
 
 
 def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
