@@ -33,7 +33,19 @@ from pulumi.dynamic import (
 
 WAIT_SECONDS = 1800
 POLL_SECONDS = 10
+REASK_SECONDS = 120
 CALL_TIMEOUT_SECONDS = 60
+TRANSIENT = (
+    api_exceptions.ServiceUnavailable,
+    api_exceptions.InternalServerError,
+    api_exceptions.TooManyRequests,
+    api_exceptions.DeadlineExceeded,
+    api_exceptions.Aborted,
+)
+"""Errors worth asking again (google.api_core's retryable classes)."""
+BUSY = (api_exceptions.Conflict, api_exceptions.FailedPrecondition, api_exceptions.BadRequest)
+"""A delete refused while the VM is mid-operation (Compute Engine answers 400
+resourceNotReady, the TPU API 409 or FAILED_PRECONDITION); asked again later."""
 
 
 class TpuApi(Protocol):
@@ -112,26 +124,40 @@ class _CleanupProvider(ResourceProvider):
         raise NotImplementedError
 
     def _clean(self, project: str, cluster: str, nodesets: list[dict[str, str]]) -> None:
+        """Deletes the nodesets' VMs and watches them go: a listing that fails transiently is
+        tried again at the next poll, a delete refused because the VM is busy (still being
+        created, already being deleted) is asked again after `REASK_SECONDS`, and a VM that
+        appears meanwhile (a resume in flight) is deleted too."""
         if not nodesets:
             return
         left, delete = self._session(project, cluster)
-
-        def remaining() -> list[tuple[dict[str, str], str]]:
-            return [(nodeset, name) for nodeset in nodesets for name in left(nodeset)]
-
-        for nodeset, name in remaining():
-            # The operation is not awaited: the loop below watches the VMs go.
-            with contextlib.suppress(api_exceptions.NotFound):
-                delete(nodeset, name)
+        asked: dict[str, float] = {}
         waited = 0.0
+        still: list[tuple[dict[str, str], str]] | None = None
         while True:
-            still = remaining()
-            if not still:
+            try:
+                still = [(nodeset, name) for nodeset in nodesets for name in left(nodeset)]
+            except TRANSIENT:
+                still = None
+            if still == []:
                 return
+            for nodeset, name in still or []:
+                if name in asked and waited - asked[name] < REASK_SECONDS:
+                    continue
+                try:
+                    # The operation is not awaited: the listing watches the VM go.
+                    delete(nodeset, name)
+                except api_exceptions.NotFound:
+                    continue
+                except TRANSIENT:
+                    continue
+                except BUSY:
+                    pass
+                asked[name] = waited
             if waited >= self.wait_seconds:
+                names = ", ".join(n for _, n in still) if still else "(the last listing failed)"
                 raise TimeoutError(
-                    f"{self.kind} still being deleted after {self.wait_seconds}s: "
-                    f"{', '.join(name for _, name in still)}"
+                    f"{self.kind} still being deleted after {self.wait_seconds}s: {names}"
                 )
             self._sleep(POLL_SECONDS)
             waited += POLL_SECONDS

@@ -185,18 +185,21 @@ def test_the_providers_deserialize_where_pulumi_runs_them(tmp_path):
 
     from pulumi.dynamic.dynamic import serialize_provider
 
-    from components.slurm.cleanup import TpuCleanupProvider
+    from components.slurm.cleanup import ComputeCleanupProvider, TpuCleanupProvider
     from plan.engine import REPO_ROOT
 
     (tmp_path / "scripts").write_text(serialize_provider(ScriptsProvider()))
     (tmp_path / "cleanup").write_text(serialize_provider(TpuCleanupProvider()))
+    (tmp_path / "compute").write_text(serialize_provider(ComputeCleanupProvider()))
     check = (
         "import base64, dill, sys\n"
         "load = lambda p: dill.loads(base64.b64decode(open(p).read()))\n"
         f"scripts = load({str(tmp_path / 'scripts')!r})\n"
         f"cleanup = load({str(tmp_path / 'cleanup')!r})\n"
+        f"compute = load({str(tmp_path / 'compute')!r})\n"
         "print(scripts.fetch.__name__, type(scripts.bucket).__name__,\n"
-        "      cleanup._client_factory.__name__, cleanup._sleep.__name__)\n"
+        "      cleanup._client_factory.__name__, cleanup._sleep.__name__,\n"
+        "      compute._client_factory.__name__)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", check],
@@ -207,7 +210,13 @@ def test_the_providers_deserialize_where_pulumi_runs_them(tmp_path):
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["fetch_any", "GcsBucket", "_default_client", "sleep"]
+    assert result.stdout.split() == [
+        "fetch_any",
+        "GcsBucket",
+        "_default_client",
+        "sleep",
+        "_default_compute_client",
+    ]
 
 
 def write_mirror(root, tamper: str | None = None) -> None:
