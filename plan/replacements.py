@@ -13,7 +13,8 @@ Sources:
   router_nat,firewall,resource_policy}.go; google/services/resourcemanager/
   resource_google_service_account.go, resource_google_project_service.go, iam_project.go,
   iam_service_account.go; google/tpgiamresource/resource_iam_member.go (role, member);
-  google/services/storage/resource_storage_bucket.go, iam_storage_bucket.go;
+  google/services/storage/resource_storage_bucket.go, iam_storage_bucket.go,
+  resource_storage_bucket_object.go;
   google/services/compute/resource_compute_instance.go (boot_disk initialize_params),
   resource_compute_instance_template.go (every field ForceNew);
   google/services/filestore/resource_filestore_instance.go.
@@ -139,6 +140,7 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
         "hierarchicalNamespace.enabled",
     ),
     "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", *_IAM_MEMBER),
+    "gcp:storage/bucketObject:BucketObject": ("name", "bucket", "content"),
     "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": (
         *_KUBERNETES_OBJECT,

@@ -317,7 +317,9 @@ def run_upstream(folder: Path, scripts_dir: Path) -> dict[str, Any]:
             login_groups=load("login_group_configs/*.yaml"),
         )
         cfg.output_dir = str(out_dir)
+        # Read job_submit.lua.tpl from here, but write the paths a VM has (/slurm/scripts).
         cfg.slurm_scripts_dir = scripts_dir
+        cfg.install_dir = "/slurm/scripts"
         lkp = util.Lookup(cfg)
         util._lkp = lkp
         return lkp
