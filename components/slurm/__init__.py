@@ -123,12 +123,25 @@ def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list
         lines.append(
             f"  nodeset {n.name}: {shape} in {context.zone_of(n.zone)}, {n.workers_per_slice} "
             f"worker(s) per slice, {n.node_count_static} static + up to "
-            f"{n.node_count_dynamic_max} dynamic nodes, runtime tpu-vm-tf-{n.tf}"
+            f"{n.node_count_dynamic_max} dynamic nodes"
+            + (
+                f" ({(n.node_count_static + n.node_count_dynamic_max) // n.workers_per_slice}"
+                " slices)"
+                if n.workers_per_slice > 1
+                else ""
+            )
+            + f", runtime tpu-vm-tf-{n.tf}"
             f"{''.join(f', {f}' for f in flags)}"
         )
+    workers = {n.name: n.workers_per_slice for n in config.tpu_nodesets}
     for p in config.all_partitions:
         tpu = config.is_tpu_partition(p)
-        topology = ", tree topology (one leaf switch per slice)" if tpu else ""
+        per_slice = max((workers.get(n, 1) for n in p.nodesets), default=1)
+        topology = (
+            f", tree topology: one leaf switch per slice of {per_slice} nodes"
+            if tpu and per_slice > 1
+            else ""
+        )
         lines.append(
             f"  partition {p.name}{' (default)' if p.default else ''}: "
             f"{', '.join(p.nodesets)}{', exclusive' if p.exclusive or tpu else ''}{topology}"

@@ -13,7 +13,6 @@ another cluster whose name shares a prefix is never touched.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Callable, Iterable

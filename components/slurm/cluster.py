@@ -21,7 +21,13 @@ from pydantic import InstanceOf, SkipValidation
 from components.base import Component, WiringModel, slug
 from components.buckets import Bucket, BucketArgs, BucketConfig, grant_bucket_access
 from components.context import StackContext
-from components.identity import Identity, account_grant, project_grant, service_account
+from components.identity import (
+    Identity,
+    account_grant,
+    project_grant,
+    service_account,
+    service_account_email,
+)
 from components.locations import ZONES
 from components.network import (
     ALL_INTERNAL,
@@ -163,7 +169,10 @@ class SlurmCluster(Component):
         self.config = config
         self.context = ctx
         cpu_nodesets = config.all_cpu_nodesets
-        roles = ["ctl", "tpu", "lgn"]
+        # A node account exists while a nodeset runs as it.
+        roles = ["ctl", "lgn"]
+        if any(n.service_account_email is None for n in config.tpu_nodesets):
+            roles.insert(1, "tpu")
         if any(n.service_account_email is None for n in cpu_nodesets):
             roles.append("cpu")
         self.identities = {
@@ -255,7 +264,8 @@ class SlurmCluster(Component):
                 project=ctx.project,
                 zone=ctx.zone_of(nodeset.zone),
                 subnetwork=subnet_of(ctx.prefix, nodeset.subnetwork),
-                email=nodeset.service_account_email or self.identities["tpu"].email,
+                email=nodeset.service_account_email
+                or service_account_email(account_id(ctx, "tpu"), ctx.project),
             )
             put(
                 f"nodeset-{nodeset.name}",
@@ -380,7 +390,10 @@ class SlurmCluster(Component):
             nodesets=[{"name": n.name, "zone": ctx.zone_of(n.zone)} for n in config.tpu_nodesets],
             provider=args.cleanup_provider,
             opts=self.child_opts(
-                depends_on=[args.network.component, self.identities["tpu"].account]
+                depends_on=[
+                    args.network.component,
+                    *(i.account for r, i in self.identities.items() if r == "tpu"),
+                ]
             ),
         )
         cleanups: list[pulumi.Resource] = [self.cleanup]

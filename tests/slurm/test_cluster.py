@@ -300,9 +300,14 @@ def test_a_team_node_account_reads_the_bucket_and_the_controller_may_attach_it()
     nodeset = {"nodeType": "v4-8", "nodeCountDynamicMax": 1, "serviceAccountEmail": email}
     graph = build_graph(
         stack(
-            # A nodeset named like one of the cluster's roles, and two sharing one account.
-            tpuNodesets=[{"name": "tpu", **nodeset}, {"name": "b", **nodeset}],
-            partitions=[{"name": "tpu", "nodesets": ["tpu", "b"]}],
+            # A nodeset named like one of the cluster's roles, two sharing one account, and
+            # one on the cluster's TPU node account.
+            tpuNodesets=[
+                {"name": "tpu", **nodeset},
+                {"name": "b", **nodeset},
+                {"name": "c", "nodeType": "v4-8", "nodeCountDynamicMax": 1},
+            ],
+            partitions=[{"name": "tpu", "nodesets": ["tpu", "b", "c"]}],
         )
     )
     grants = [
@@ -463,22 +468,78 @@ def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
     assert boot.urn in found["tpu-files/config.yaml"].dependencies
 
 
-def test_the_docs_slurm_example_builds_and_the_plan_shows_it():
+def slurm_plan(example: str) -> list[str]:
     from plan.render import render
     from stacks.loading import parse
     from tests.test_docs import examples
 
-    raw = examples()["slurm"].config
-    graph = build_graph(raw, stack="slurm")
-    assert graph.named("slurm-controller").inputs["name"] == "tpu-controller"
-    plan = render(graph, parse(raw, "slurm"), "slurm")
-    slurm_part = plan.split("Slurm (TPU nodesets, workers per slice, partitions):\n", 1)[1]
-    assert slurm_part.split("\n\n", 1)[0].splitlines() == [
-        "  cluster tpu: controller c2-standard-4, 1 x n2-standard-2 login",
+    raw = examples()[example].config
+    graph = build_graph(raw, stack=example)
+    plan = render(graph, parse(raw, example), example)
+    part = plan.split("Slurm (controller, login, nodesets, partitions):\n", 1)[1]
+    return part.split("\n\n", 1)[0].splitlines()
+
+
+def test_the_docs_slurm_example_builds_and_the_plan_shows_it():
+    assert slurm_plan("slurm") == [
+        "  cluster tpu: controller tpu-controller (c2-standard-4) in us-central2-b, Slurm-GCP "
+        "scripts of Cluster Toolkit v1.95.0",
+        "  bucket path gs://my-ml-project-ai-slurm-slurm-tpu/tpu-files",
+        "  /home: Filestore BASIC_HDD 1024 GiB ai-slurm-slurm-tpu-home",
+        "  login group login: 1 x n2-standard-2",
+        "    ssh: gcloud compute ssh tpu-login-0 --zone us-central2-b --project my-ml-project "
+        "--tunnel-through-iap",
         "  nodeset v4: v4-8 in us-central2-b, 1 worker(s) per slice, 0 static + up to 4 "
         "dynamic nodes, runtime tpu-vm-tf-2.14.0",
         "  partition tpu (default): v4, exclusive",
+        "  controller ai-slurm-slurm-ctl@my-ml-project.iam.gserviceaccount.com: custom role "
+        "with 9 permissions",
     ]
+
+
+def test_the_plan_shows_a_multi_host_partition_s_slices_on_their_leaf_switches():
+    lines = slurm_plan("slurm-multihost")
+    assert "  nodeset debug: n2-standard-2 in us-central2-b, 0 static + up to 4 dynamic nodes" in (
+        lines
+    )
+    assert (
+        "  nodeset v4x16: v4-16 in us-central2-b, 2 worker(s) per slice, 0 static + up to 4 "
+        "dynamic nodes (2 slices), runtime tpu-vm-tf-2.14.0"
+    ) in lines
+    assert (
+        "  partition tpu: v4x16, exclusive, tree topology: one leaf switch per slice of 2 nodes"
+    ) in lines
+    assert "  partition debug (default): debug" in lines
+
+
+def test_the_stack_outputs_say_where_to_log_in_and_what_runs():
+    from unittest import mock
+
+    import pulumi
+
+    from plan.engine import run_program
+    from stacks import environment, loading
+
+    exported: dict[str, Any] = {}
+
+    def program() -> None:
+        env = environment.build(loading.load())
+        with mock.patch.object(pulumi, "export", exported.__setitem__):
+            environment.export(env)
+
+    run_program(
+        stack(loginGroups=[{"name": "login", "count": 2}], debugPartition=True), program=program
+    )
+    assert exported["slurm"] == {
+        "controller": {"name": "tpu-controller", "zone": "us-central2-b"},
+        "bucketPath": f"gs://{PROJECT}-ai-test-slurm-tpu/tpu-files",
+        "partitions": ["tpu", "debug"],
+        "login": {
+            f"tpu-login-{i}": f"gcloud compute ssh tpu-login-{i} --zone us-central2-b "
+            f"--project {PROJECT} --tunnel-through-iap"
+            for i in range(2)
+        },
+    }
 
 
 def test_adding_a_nodeset_adds_its_files_and_touches_only_the_cleanup():
@@ -527,3 +588,23 @@ def test_the_environment_records_where_the_slurm_cluster_comes_from():
     assert env.slurm is not None and env.slurm.bucket_path == (
         f"gs://{PROJECT}-ai-test-slurm-tpu/tpu-files"
     )
+
+
+def test_node_accounts_exist_only_while_a_nodeset_runs_as_them():
+    email = "trainer@test-project.iam.gserviceaccount.com"
+    graph = build_graph(
+        stack(
+            tpuNodesets=[
+                {
+                    "name": "v4",
+                    "nodeType": "v4-8",
+                    "nodeCountDynamicMax": 1,
+                    "serviceAccountEmail": email,
+                }
+            ]
+        )
+    )
+    accounts = {r.inputs["accountId"] for r in graph.of_type("gcp:serviceaccount/account:Account")}
+    assert {a for a in accounts if "slurm" in a} == {"ai-test-slurm-ctl", "ai-test-slurm-lgn"}
+    [acts_as] = graph.of_type("gcp:serviceaccount/iAMMember:IAMMember")
+    assert acts_as.inputs["serviceAccountId"].endswith(email)

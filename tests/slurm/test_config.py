@@ -905,5 +905,5 @@ def test_secure_boot_is_off_only_where_schedmd_s_image_loads_unsigned_modules():
     ).slurm
     assert config is not None
     assert [n.shielded_secure_boot for n in config.cpu_nodesets] == [True, False, False]
-    assert config.cpu_nodesets[1].gpus() is not None
-    assert config.cpu_nodesets[1].gpus().model_dump() == {"type": "nvidia-l4", "count": 1}
+    gpus = config.cpu_nodesets[1].gpus()
+    assert gpus is not None and gpus.model_dump() == {"type": "nvidia-l4", "count": 1}

@@ -185,9 +185,8 @@ def run_upstream(folder: Path, scripts_dir: Path) -> dict[str, Any]:
 
     logging.disable(logging.CRITICAL)
     sys.path.insert(0, str(scripts_dir))
-    import yaml
-
     import util  # type: ignore[import-not-found]
+    import yaml
 
     bucket = folder / "bucket"
     templates = json.loads((folder / "templates.json").read_text())
@@ -289,7 +288,7 @@ def run_upstream(folder: Path, scripts_dir: Path) -> dict[str, Any]:
 
             return call
 
-        def aggregatedList_next(self, *args: Any) -> None:  # noqa: N802 (the API's name)
+        def aggregatedList_next(self, *args: Any) -> None:
             return None
 
     class Compute:
@@ -375,7 +374,7 @@ def main() -> None:
     if sys.argv[1:2] == ["--upstream"]:
         print(json.dumps(run_upstream(Path(sys.argv[2]), Path(sys.argv[3]))))
         return
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--scripts", type=Path, required=True)
     parser.add_argument("--python", required=True)
     args = parser.parse_args()
