@@ -299,6 +299,14 @@ def cpu_nodeset_problems(
     repeated = [z for z, c in Counter(zones).items() if c > 1]
     if repeated:
         found.append(Problem(("zones",), f"lists {', '.join(repeated)} twice"))
+    if (nodeset.image.family is None) == (nodeset.image.name is None):
+        found.append(
+            Problem(
+                ("image",),
+                "give exactly one of family and name, e.g. {project: schedmd-slurm-public, "
+                "family: slurm-gcp-6-12-hpc-rocky-linux-8}",
+            )
+        )
     machine = nodeset.machine_type
     if nodeset.gpu is not None and (
         problem := gpu_catalog.gpu_problem(machine, nodeset.gpu.type, nodeset.gpu.count)

@@ -273,28 +273,38 @@ class ComputeCleanupProvider(_CleanupProvider):
         return left, delete
 
 
-class TpuCleanup(Resource, module="slurm", name="TpuCleanup"):
+class _Cleanup(Resource):
+    """Holds the project, the cluster and its nodesets (`{"name", "zone"}` each)."""
+
+    def __init__(
+        self,
+        name: str,
+        provider: _CleanupProvider,
+        *,
+        project: str,
+        cluster: str,
+        nodesets: list[dict[str, str]],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(
+            provider, name, {"project": project, "cluster": cluster, "nodesets": nodesets}, opts
+        )
+
+
+class TpuCleanup(_Cleanup, module="slurm", name="TpuCleanup"):
     """Deleted after the controller and before the subnet: see SlurmCluster."""
 
     def __init__(
         self,
         name: str,
         *,
-        project: str,
-        cluster: str,
-        nodesets: list[dict[str, str]],
-        opts: pulumi.ResourceOptions | None = None,
         provider: TpuCleanupProvider | None = None,
+        **args: Any,
     ) -> None:
-        super().__init__(
-            provider or TpuCleanupProvider(),
-            name,
-            {"project": project, "cluster": cluster, "nodesets": nodesets},
-            opts,
-        )
+        super().__init__(name, provider or TpuCleanupProvider(), **args)
 
 
-class ComputeCleanup(Resource, module="slurm", name="ComputeCleanup"):
+class ComputeCleanup(_Cleanup, module="slurm", name="ComputeCleanup"):
     """The CPU nodesets' VMs, one entry per nodeset and zone; registered only while the
     cluster has CPU nodesets, so that dropping the last deletes its VMs too."""
 
@@ -302,15 +312,7 @@ class ComputeCleanup(Resource, module="slurm", name="ComputeCleanup"):
         self,
         name: str,
         *,
-        project: str,
-        cluster: str,
-        nodesets: list[dict[str, str]],
-        opts: pulumi.ResourceOptions | None = None,
         provider: ComputeCleanupProvider | None = None,
+        **args: Any,
     ) -> None:
-        super().__init__(
-            provider or ComputeCleanupProvider(),
-            name,
-            {"project": project, "cluster": cluster, "nodesets": nodesets},
-            opts,
-        )
+        super().__init__(name, provider or ComputeCleanupProvider(), **args)

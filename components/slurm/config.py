@@ -388,8 +388,9 @@ class GuestAccelerator(ConfigModel):
     """GPUs per VM."""
 
 
-class SchedmdImage(ConfigModel):
-    """A boot image for nodeset VMs, by family or by name; one that runs Slurm-GCP v6."""
+class NodeImage(ConfigModel):
+    """A boot image for a nodeset's VMs, by family or by name: one that runs Slurm-GCP v6
+    (SchedMD's, or one built from it)."""
 
     project: ImageProject = SCHEDMD_IMAGE_PROJECT
     """The project publishing the image."""
@@ -426,7 +427,7 @@ class CpuNodesetConfig(ConfigModel):
     """Boot disk type. Toolkit's default `pd-standard` is refused by c3 and h3 VMs."""
     disk_size_gb: int = Field(default=50, ge=50, le=65536)
     """Boot disk size; SchedMD's image needs 50 GB."""
-    image: SchedmdImage = Field(default_factory=lambda: SchedmdImage(family=scripts.IMAGE_FAMILY))
+    image: NodeImage = Field(default_factory=lambda: NodeImage(family=scripts.IMAGE_FAMILY))
     """Boot image; defaults to the family the pinned scripts pair with,
     `schedmd-slurm-public/slurm-gcp-6-12-hpc-rocky-linux-8`."""
     spot: bool = False

@@ -569,6 +569,13 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "ai-infra:slurm.clusterName",
         "63 characters",
     ),
+    (
+        "CPU nodeset image by family and name",
+        cpu(image={"family": "f", "name": "n"}),
+        f"{C0}.image",
+        "exactly one of family and name",
+    ),
+    ("CPU nodeset image by neither", cpu(image={"project": "p-123456"}), f"{C0}.image", "family"),
     ("CPU nodeset without nodes", cpu(nodeCountDynamicMax=0), f"{C0}.nodeCountDynamicMax", "1"),
     ("CPU nodeset zone outside the region", cpu(zones=["us-east1-b"]), f"{C0}.zones[0]", "region"),
     (
