@@ -167,6 +167,14 @@ def _storage_problems(storage: Sequence[NetworkStorage]) -> list[Problem]:
                 )
             )
         first.setdefault(entry.local_mount, i)
+        if "@" in entry.server_ip and entry.fs_type != "lustre":
+            found.append(
+                Problem(
+                    (i, "serverIp"),
+                    f"'{entry.server_ip}' is a Lustre network address (ADDRESS@NET); an "
+                    f"{entry.fs_type} server is a plain address or host name",
+                )
+            )
     return found
 
 

@@ -576,6 +576,21 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "exactly one of family and name",
     ),
     ("CPU nodeset image by neither", cpu(image={"project": "p-123456"}), f"{C0}.image", "family"),
+    (
+        "a Lustre address for an NFS server",
+        stack(
+            networkStorage=[
+                {
+                    "serverIp": "10.0.0.2@tcp",
+                    "remoteMount": "/x",
+                    "fsType": "nfs",
+                    "localMount": "/x",
+                }
+            ]
+        ),
+        "ai-infra:slurm.networkStorage[0].serverIp",
+        "plain address",
+    ),
     ("CPU nodeset without nodes", cpu(nodeCountDynamicMax=0), f"{C0}.nodeCountDynamicMax", "1"),
     ("CPU nodeset zone outside the region", cpu(zones=["us-east1-b"]), f"{C0}.zones[0]", "region"),
     (

@@ -302,3 +302,30 @@ def test_cluster_storage_scripts_and_knobs_reach_config_yaml_and_the_bucket():
     for name, r in found.items():
         if name != "tpu-files/config.yaml":
             assert r.urn in config.dependencies, name
+
+
+def test_a_lustre_mount_turns_secure_boot_off_where_it_is_mounted():
+    lustre = {
+        "serverIp": "10.0.0.2@tcp",
+        "remoteMount": "/lustrefs",
+        "fsType": "lustre",
+        "localMount": "/lustre",
+    }
+    everywhere = build_graph(
+        cpu_stack()
+        | {"ai-infra:slurm": {**cpu_stack()["ai-infra:slurm"], "networkStorage": [lustre]}}
+    )
+    for vm in ("slurm-controller", "slurm-login-login-0"):
+        assert everywhere.named(vm).inputs["shieldedInstanceConfig"]["enableSecureBoot"] is False
+    one_group = build_graph(
+        stack(loginGroups=[{"name": "login"}, {"name": "lus", "networkStorage": [lustre]}])
+    )
+    secure = {
+        name: one_group.named(name).inputs["shieldedInstanceConfig"]["enableSecureBoot"]
+        for name in ("slurm-controller", "slurm-login-login-0", "slurm-login-lus-0")
+    }
+    assert secure == {
+        "slurm-controller": True,
+        "slurm-login-login-0": True,
+        "slurm-login-lus-0": False,
+    }
