@@ -328,7 +328,9 @@ def run_upstream(folder: Path, scripts_dir: Path) -> dict[str, Any]:
     conf.generate_configs_slurm_v2505(lkp)
     for name in ("slurm.conf", "slurmdbd.conf", "cloud.conf", "cloud_topology.yaml"):
         if (out_dir / name).exists():
-            result[name] = (out_dir / name).read_text()
+            # Without comment lines: upstream's preamble is prose, and the settings are facts.
+            lines = (out_dir / name).read_text().splitlines()
+            result[name] = "\n".join(x for x in lines if not x.lstrip().startswith("#"))
     result["topology.yaml links to"] = (
         (out_dir / "topology.yaml").resolve().name if (out_dir / "topology.yaml").exists() else None
     )
