@@ -106,15 +106,21 @@ class _CleanupProvider(ResourceProvider):
     """Holds nothing while the cluster lives; deletes its runtime VMs when it goes. A nodeset
     is `{"name": ..., "zone": ...}`; subclasses list and delete one kind of VM."""
 
+    kind = "VMs"
+    default_client: Callable[[], Any]
+
     def __init__(
         self,
+        client_factory: Callable[[], Any] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         wait_seconds: int = WAIT_SECONDS,
     ) -> None:
+        # A factory, not a client: the provider is pickled into the stack's state, and a
+        # client holds a gRPC channel.
         super().__init__()
+        self._client_factory = client_factory or self.default_client
         self._sleep = sleep
         self.wait_seconds = wait_seconds
-        self.kind = "VMs"
 
     def _session(
         self, project: str, cluster: str
@@ -190,22 +196,13 @@ class _CleanupProvider(ResourceProvider):
 class TpuCleanupProvider(_CleanupProvider):
     """Deletes the cluster's TPU VMs of the nodesets it is told, zone by zone."""
 
-    def __init__(
-        self,
-        client_factory: Callable[[], TpuApi] = _default_client,
-        sleep: Callable[[float], None] = time.sleep,
-        wait_seconds: int = WAIT_SECONDS,
-    ) -> None:
-        # A factory, not a client: the provider is pickled into the stack's state, and a
-        # client holds a gRPC channel.
-        super().__init__(sleep, wait_seconds)
-        self._client_factory = client_factory
-        self.kind = "TPU VMs"
+    kind = "TPU VMs"
+    default_client = staticmethod(_default_client)
 
     def _session(
         self, project: str, cluster: str
     ) -> tuple[Callable[[dict[str, str]], list[str]], Callable[[dict[str, str], str], None]]:
-        api = self._client_factory()
+        api: TpuApi = self._client_factory()
 
         def left(nodeset: dict[str, str]) -> list[str]:
             try:
@@ -229,15 +226,8 @@ class ComputeCleanupProvider(_CleanupProvider):
     """Deletes the cluster's Compute Engine VMs of the CPU nodesets it is told, in each zone
     a nodeset may create them in."""
 
-    def __init__(
-        self,
-        client_factory: Callable[[], ComputeApi] = _default_compute_client,
-        sleep: Callable[[float], None] = time.sleep,
-        wait_seconds: int = WAIT_SECONDS,
-    ) -> None:
-        super().__init__(sleep, wait_seconds)
-        self._client_factory = client_factory
-        self.kind = "Compute Engine VMs"
+    kind = "Compute Engine VMs"
+    default_client = staticmethod(_default_compute_client)
 
     def dropped(
         self, olds: list[dict[str, str]], news: list[dict[str, str]]
@@ -251,7 +241,7 @@ class ComputeCleanupProvider(_CleanupProvider):
     def _session(
         self, project: str, cluster: str
     ) -> tuple[Callable[[dict[str, str]], list[str]], Callable[[dict[str, str], str], None]]:
-        api = self._client_factory()
+        api: ComputeApi = self._client_factory()
 
         def left(nodeset: dict[str, str]) -> list[str]:
             try:
