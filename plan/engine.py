@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import runpy
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,6 +129,9 @@ def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, A
         outputs["selfLink"] = f"projects/{project}/locations/{location}/clusters/{name}"
     elif typ.startswith("gcp:compute/"):
         outputs["selfLink"] = f"https://www.googleapis.com/compute/v1/projects/{project}/{name}"
+        if typ == "gcp:compute/instance:Instance":
+            # A VM's numeric id, new with every replacement; predictable from its name here.
+            outputs["instanceId"] = str(zlib.crc32(str(name).encode()))
     elif typ == "gcp:storage/bucket:Bucket":
         outputs["url"] = f"gs://{name}"
     elif typ == "gcp:filestore/instance:Instance":

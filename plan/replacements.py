@@ -13,7 +13,11 @@ Sources:
   router_nat,firewall,resource_policy}.go; google/services/resourcemanager/
   resource_google_service_account.go, resource_google_project_service.go, iam_project.go,
   iam_service_account.go; google/tpgiamresource/resource_iam_member.go (role, member);
-  google/services/storage/resource_storage_bucket.go, iam_storage_bucket.go.
+  google/services/storage/resource_storage_bucket.go, iam_storage_bucket.go,
+  resource_storage_bucket_object.go;
+  google/services/compute/resource_compute_instance.go (boot_disk initialize_params),
+  resource_compute_instance_template.go (every field ForceNew);
+  google/services/filestore/resource_filestore_instance.go.
   A ForceNew map or list replaces on any key or element (terraform-plugin-sdk schemaMap.diff);
   a ForceNew block on being added or removed, and through those of its fields that are ForceNew.
 - kubernetes: pulumi-kubernetes v4.32.0 provider/pkg/provider/diff.go (`metadata.name` and
@@ -101,6 +105,15 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
         "workloadPolicy.type",
         "workloadPolicy.acceleratorTopology",
     ),
+    "gcp:compute/instance:Instance": (
+        "name",
+        "zone",
+        "project",
+        "bootDisk.initializeParams",
+        "bootDisk.initializeParams.image",
+        "bootDisk.initializeParams.size",
+        "bootDisk.initializeParams.type",
+    ),
     # Instance templates are immutable: every input but labels replaces (a new name_prefix name).
     "gcp:compute/instanceTemplate:InstanceTemplate": (
         "advancedMachineFeatures.*",
@@ -116,6 +129,7 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
         "scheduling.*",
         "serviceAccount.*",
         "shieldedInstanceConfig.*",
+        "tags",
     ),
     "gcp:compute/instanceGroupManager:InstanceGroupManager": (
         "baseInstanceName",
@@ -132,7 +146,14 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
         "resizeBy",
         "zone",
     ),
-    "gcp:filestore/instance:Instance": ("location", "name", "networks.*", "project", "tier"),
+    "gcp:filestore/instance:Instance": (
+        "location",
+        "name",
+        "networks.*",
+        "project",
+        "tier",
+        "fileShares.name",
+    ),
     "gcp:projects/iAMCustomRole:IAMCustomRole": ("project", "roleId"),
     "gcp:monitoring/dashboard:Dashboard": ("project",),
     "gcp:serviceaccount/account:Account": ("project", "accountId"),
@@ -147,6 +168,7 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
         "hierarchicalNamespace.enabled",
     ),
     "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", *_IAM_MEMBER),
+    "gcp:storage/bucketObject:BucketObject": ("name", "bucket", "content"),
     "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": (
         *_KUBERNETES_OBJECT,

@@ -385,6 +385,39 @@ def _nodesets(config: StackConfig) -> Iterator[TpuNodes]:
         )
 
 
+def _cpu_nodesets(config: StackConfig, graph: Graph, keys: Mapping[str, str]) -> Iterator[Vms]:
+    """Slurm's CPU nodesets at their most (static and dynamic nodes), which its controller
+    creates from the nodeset's instance template: the template gives machine, capacity, GPUs
+    and image; the config gives counts and zones."""
+    if config.slurm is None:
+        return
+    # components/slurm/cluster.py names each nodeset's template `slurm-template-<nodeset>`.
+    templates = {
+        t.name: plain(t.inputs)
+        for t in graph.of_type(TEMPLATE)
+        if keys.get(t.urn) == f"{NAMESPACE}:slurm"
+    }
+    for i, n in enumerate(config.slurm.cpu_nodesets):
+        key = f"slurm.cpuNodesets[{i}]"
+        template = templates.get(f"slurm-template-{n.name}", {})
+        zones = tuple(n.zones) or (config.context.zone,)
+        yield Vms(
+            source=f"{key} {n.name}",
+            machine_type=n.machine_type,
+            region=config.context.region,
+            zones=zones,
+            count=n.node_count_static + n.node_count_dynamic_max,
+            capacity="spot" if n.spot else "on-demand",
+            gpus=((g.type, g.count),) if (g := n.gpus()) is not None else (),
+            images=tuple(
+                d["sourceImage"] for d in template.get("disks") or [] if d.get("sourceImage")
+            ),
+            external_ips=int(n.enable_public_ips),
+            secure_boot=n.shielded_secure_boot,
+            metadata=template.get("metadata") or {},
+        )
+
+
 def _members(graph: Graph, keys: Mapping[str, str]) -> Iterator[tuple[str, str]]:
     for r in graph.resources_to_apply:
         inputs = plain(r.inputs)
@@ -433,6 +466,7 @@ def derive(config: StackConfig, graph: Graph) -> Needs:
         *_node_pools(graph, keys),
         *_provisioned(config),
         *_groups(graph, keys),
+        *_cpu_nodesets(config, graph, keys),
         *_instances(graph, keys),
     )
     tpu_nodes = (*_queued_resources(graph, keys), *_nodesets(config))

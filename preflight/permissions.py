@@ -138,6 +138,11 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "storage.objects.delete",
     ),
     "pulumi-python:dynamic/slurm:TpuCleanup": ("tpu.nodes.list", "tpu.nodes.delete"),
+    # components/slurm/cleanup.py lists each CPU nodeset's zone and deletes its VMs.
+    "pulumi-python:dynamic/slurm:ComputeCleanup": (
+        "compute.instances.list",
+        "compute.instances.delete",
+    ),
     "pulumi:providers:kubernetes": ("container.clusters.get",),
     "kubernetes:core/v1:Namespace": ("container.namespaces.create",),
     "kubernetes:core/v1:ServiceAccount": ("container.serviceAccounts.create",),

@@ -100,13 +100,14 @@ FREE_TYPES = frozenset(
         "gcp:storage/bucketIAMMember:BucketIAMMember",
         "gcp:storage/bucketObject:BucketObject",
         "pulumi-python:dynamic/slurm:TpuCleanup",
+        "pulumi-python:dynamic/slurm:ComputeCleanup",
         "gcp:compute/resizeRequest:ResizeRequest",
         "gcp:monitoring/dashboard:Dashboard",
     }
 )
 """Resources with no charge of their own (a template bills through its group's VMs, and so
 does a resize request; a bucket object through its bucket's bytes; Slurm's cleanup deletes
-TPU VMs on destroy; Cloud Monitoring dashboards are free)."""
+TPU and Compute Engine VMs on destroy; Cloud Monitoring dashboards are free)."""
 
 
 @dataclass(frozen=True)
@@ -556,6 +557,36 @@ class _Builder:
                 nat="network" if nodeset.subnetwork is None else None,
             )
 
+    def slurm_cpu_nodesets(self) -> None:
+        """CPU nodesets' VMs, which the controller creates from their templates: static nodes
+        at idle, every dynamic one at full scale, in the zone they would land in."""
+        slurm = self.config.slurm
+        if slurm is None:
+            return
+        ctx = self.config.context
+        for index, nodeset in enumerate(slurm.cpu_nodesets):
+            capacity = SPOT if nodeset.spot else ON_DEMAND
+            idle = nodeset.node_count_static
+            full = idle + nodeset.node_count_dynamic_max
+            gpus = nodeset.gpus()
+            self.capacity_line(
+                f"slurm.cpuNodesets[{index}]",
+                f"Slurm nodeset {nodeset.name}",
+                capacity=capacity,
+                units=f"{idle}..{full} x {nodeset.machine_type}",
+                parts=self.vm_parts(
+                    nodeset.machine_type,
+                    ctx.region,
+                    capacity,
+                    [] if gpus is None else [{"type": gpus.type, "count": gpus.count}],
+                    (nodeset.disk_type, nodeset.disk_size_gb),
+                    idle,
+                    full,
+                ),
+                vms=(idle, full),
+                nat="network",
+            )
+
     def provisioner(self) -> None:
         gke = self.config.gke
         if not gke.tpu_provisioner.enabled:
@@ -619,6 +650,7 @@ class _Builder:
             elif not (r.type in FREE_TYPES or r.type in BILLED_BY_USE or _free_elsewhere(r.type)):
                 self.unpriced.append(f"{r.type} {r.name}")
         self.slurm_nodesets()
+        self.slurm_cpu_nodesets()
         self.provisioner()
         self.nats(nat_resources)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from components import buckets, gke, gpu_clusters, locations, network, slurm, tpu_vms
-from components.base import PathPart, Problem, under
+from components.base import PathPart, Problem, relative_path, under
 from components.context import label_problems
-from components.identity import ownership_problems
+from components.identity import ownership_problems, service_account_email
 from stacks.config import StackConfig
 
 
@@ -66,6 +66,7 @@ def problems(config: StackConfig) -> list[Problem]:
             ),
         ),
     )
+    found += node_account_problems(config)
     pools_valid = not any(p.path[:1] in (("tpuSlices",), ("gpuPools",)) for p in gke_problems)
     if pools_valid and not vm_problems and not network_problems:
         gke_config = config.gke
@@ -128,3 +129,26 @@ def ownership(config: StackConfig) -> list[Problem]:
         )
         + gke.node_account_problems(config.gke, accounts)
     )
+
+
+def node_account_problems(config: StackConfig) -> list[Problem]:
+    """A Slurm nodeset may run as an account of its own, which the controller is then allowed
+    to act as; never as an account the stack makes for another system (the GKE nodes, a team,
+    a workload identity, a TPU VM entry, a GPU cluster), or the controller could act as it."""
+    if config.slurm is None:
+        return []
+    ctx = config.context
+    others = gke.account_claims(config.gke)
+    others += tpu_vms.account_claims(config.tpu_vms, ctx)
+    others += gpu_clusters.account_claims(config.gpu_clusters, ctx)
+    owners = {service_account_email(account, ctx.project): path for path, account in others}
+    return [
+        Problem(
+            path,
+            f"is the account of {relative_path(owners[email])}; the Slurm controller may act "
+            "as every node account, so it would gain that entry's access: name an account of "
+            "the nodes' own, or leave it unset for the cluster's node account",
+        )
+        for path, email in slurm.node_accounts(config.slurm)
+        if email in owners
+    ]

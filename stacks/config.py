@@ -54,7 +54,7 @@ class StackConfig(ConfigModel):
     """Address plan and control-plane access. The subnet, pods, services and control-plane
     ranges must be disjoint."""
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
-    """The GKE cluster and its CPU pool."""
+    """The GKE cluster and its CPU pool; `enabled: false` builds no GKE."""
     tpu_slices: list[TpuSliceConfig] = Field(default_factory=list)
     """TPU slices, each one or more GKE node pools."""
     gpu_pools: list[GpuPoolConfig] = Field(default_factory=list)
@@ -77,7 +77,7 @@ class StackConfig(ConfigModel):
     tpu_vms: list[TpuVmConfig] = Field(default_factory=list)
     """TPU VM slices outside GKE, each a Cloud TPU queued resource of one or more slices."""
     slurm: SlurmConfig | None = None
-    """A Slurm-GCP v6 cluster with Cloud TPU nodesets, beside the GKE cluster."""
+    """A Slurm-GCP v6 cluster with CPU and Cloud TPU nodesets."""
 
     # What each system receives, resolved here and nowhere else.
 

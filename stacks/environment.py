@@ -31,7 +31,8 @@ class Environment:
     services: ProjectServices
     network: NetworkHandle
     buckets: BucketsHandle
-    gke: gke.GkeEnvironment
+    gke: gke.GkeEnvironment | None
+    """None with `cluster.enabled: false`."""
     gpu_clusters: dict[str, gpu_clusters.GpuCluster]
     tpu_vms: dict[str, tpu_vms.TpuVms]
     slurm: slurm.SlurmCluster | None
@@ -179,14 +180,18 @@ def vms_in_vpc(config: StackConfig) -> list[str]:
 
 
 def export(env: Environment) -> None:
-    cluster = env.gke.cluster
-    pulumi.export("clusterName", cluster.name)
-    pulumi.export("clusterLocation", env.config.gke.location)
-    pulumi.export("kubeconfig", cluster.kubeconfig)
-    pulumi.export("nodeServiceAccount", cluster.node_service_account)
-    pulumi.export("tpuChips", env.config.gke.tpu_chips)
+    if env.gke is not None:
+        cluster = env.gke.cluster
+        pulumi.export("clusterName", cluster.name)
+        pulumi.export("clusterLocation", env.config.gke.location)
+        pulumi.export("kubeconfig", cluster.kubeconfig)
+        pulumi.export("nodeServiceAccount", cluster.node_service_account)
+        pulumi.export("tpuChips", env.config.gke.tpu_chips)
     pulumi.export("buckets", {k: b.bucket.url for k, b in env.buckets.buckets.items()})
-    pulumi.export("workloadIdentities", {k: i.email for k, i in env.gke.identities.items()})
+    pulumi.export(
+        "workloadIdentities",
+        {k: i.email for k, i in env.gke.identities.items()} if env.gke is not None else {},
+    )
     pulumi.export(
         "tpuVms",
         {
@@ -214,6 +219,8 @@ def export(env: Environment) -> None:
         "teams",
         {
             name: {"namespace": name, "queue": name, "serviceAccount": team.identity.email}
-            for name, team in env.gke.teams.items()
+            for name, team in (env.gke.teams.items() if env.gke is not None else [])
         },
     )
+    if env.slurm is not None:
+        pulumi.export("slurm", env.slurm.exports)

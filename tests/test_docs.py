@@ -180,13 +180,75 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:compute/firewall:Firewall": 5,
         "gcp:compute/instance:Instance": 2,
         "gcp:container/nodePool:NodePool": 1,
-        "gcp:projects/iAMMember:IAMMember": 11,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 10,
         "gcp:serviceaccount/account:Account": 4,
         "gcp:serviceaccount/iAMMember:IAMMember": 1,
         "gcp:storage/bucket:Bucket": 1,
         "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
         "gcp:storage/bucketObject:BucketObject": 5,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
+        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
+    },
+    "slurm-multihost": COMMON
+    | {
+        "gcp:compute/disk:Disk": 1,
+        "gcp:compute/firewall:Firewall": 5,
+        "gcp:compute/instance:Instance": 2,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:container/nodePool:NodePool": 1,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 12,
+        "gcp:serviceaccount/account:Account": 5,
+        "gcp:serviceaccount/iAMMember:IAMMember": 2,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 8,
+        "gcp:storage/bucketObject:BucketObject": 7,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "pulumi-python:dynamic/slurm:ComputeCleanup": 1,
+        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
+        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
+    },
+    "slurm-seed": COMMON
+    | {
+        "gcp:compute/disk:Disk": 1,
+        "gcp:compute/firewall:Firewall": 5,
+        "gcp:compute/instance:Instance": 2,
+        "gcp:container/nodePool:NodePool": 1,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 10,
+        "gcp:serviceaccount/account:Account": 4,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
+        "gcp:storage/bucketObject:BucketObject": 5,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
+        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
+    },
+    "slurm-cpu": {
+        "gcp:compute/disk:Disk": 1,
+        "gcp:compute/firewall:Firewall": 5,
+        "gcp:compute/instance:Instance": 4,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 2,
+        "gcp:compute/network:Network": 1,
+        "gcp:compute/router:Router": 1,
+        "gcp:compute/routerNat:RouterNat": 1,
+        "gcp:compute/subnetwork:Subnetwork": 1,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 7,
+        "gcp:projects/service:Service": 12,
+        "gcp:serviceaccount/account:Account": 3,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
+        "gcp:storage/bucketObject:BucketObject": 9,
+        "pulumi-python:dynamic/slurm:ComputeCleanup": 1,
         "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
         "pulumi-python:dynamic/slurm:TpuCleanup": 1,
     },
@@ -207,6 +269,17 @@ def _pool(graph: Graph, name: str) -> dict[str, Any]:
     ]
     assert len(pools) == 1, [p.urn for p in pools]
     return pools[0].inputs
+
+
+def _slurm_objects(graph: Graph) -> dict[str, Any]:
+    """The Slurm bucket's YAML objects by name, parsed (content is marked secret)."""
+    found = {}
+    for r in graph.of_type("gcp:storage/bucketObject:BucketObject"):
+        value = r.inputs["content"]
+        text = value["value"] if isinstance(value, dict) else value
+        if r.inputs["name"].endswith(".yaml"):
+            found[r.inputs["name"]] = yaml.safe_load(text)
+    return found
 
 
 def _quotas(graph: Graph) -> dict[str, float]:
@@ -281,6 +354,34 @@ def _key_values(name: str, graph: Graph) -> None:
     elif name == "slurm":
         names = {r.inputs["name"] for r in graph.of_type("gcp:compute/instance:Instance")}
         assert names == {"tpu-controller", "tpu-login-0"}
+        assert _one(graph, "gcp:filestore/instance:Instance")["tier"] == "BASIC_HDD"
+    elif name == "slurm-multihost":
+        objects = _slurm_objects(graph)
+        assert objects["pods-files/partition_configs/tpu.yaml"]["partition_nodeset_tpu"] == [
+            "v4x16"
+        ]
+        assert objects["pods-files/nodeset_tpu_configs/v4x16.yaml"]["node_type"] == "v4-16"
+        assert _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")["machineType"] == (
+            "n2-standard-2"
+        )
+    elif name == "slurm-seed":
+        nodeset = _slurm_objects(graph)["seed-files/nodeset_tpu_configs/v2x8.yaml"]
+        assert (nodeset["tf_version"], nodeset["preemptible"], nodeset["node_type"]) == (
+            "2.10.0",
+            True,
+            "v2-8",
+        )
+        assert nodeset["docker_image"].endswith("slurmd:tf-2.10.0")
+    elif name == "slurm-cpu":
+        names = {r.inputs["name"] for r in graph.of_type("gcp:compute/instance:Instance")}
+        assert names == {"hpc-controller", "hpc-login-0", "hpc-login-1", "hpc-big-0"}
+        templates = {
+            r.name: r.inputs for r in graph.of_type("gcp:compute/instanceTemplate:InstanceTemplate")
+        }
+        t4 = templates["slurm-template-t4"]
+        assert t4["guestAccelerators"] == [{"type": "nvidia-tesla-t4", "count": 1}]
+        assert t4["scheduling"]["provisioningModel"] == "SPOT"
+        assert templates["slurm-template-c2"]["machineType"] == "c2-standard-60"
     else:
         raise AssertionError(f"no key values pinned for example {name}")
 

@@ -93,9 +93,12 @@ def build(
     buckets: BucketsHandle,
     services: pulumi.ResourceOptions,
     source: Source,
-) -> GkeEnvironment:
-    """The cluster and everything on it. `services` holds the dependency on the project's
-    APIs; `source` records the config key of each top-level component."""
+) -> GkeEnvironment | None:
+    """The cluster and everything on it, or nothing with `cluster.enabled: false`. `services`
+    holds the dependency on the project's APIs; `source` records the config key of each
+    top-level component."""
+    if not config.cluster.enabled:
+        return None
     ctx = config.context
     cluster = GkeCluster(
         source("gke", "cluster"),
@@ -286,6 +289,8 @@ def _slice_network(config: GkeConfig, entry: TpuSliceConfig) -> str:
 def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
     """The plan's sections for the GKE keys: the slices with their chips, and the teams with
     their quota and identity."""
+    if not config.cluster.enabled:
+        return [("GKE", ["  not built (cluster.enabled: false)"])]
     slices = []
     for s in config.tpu_slices:
         shape = s.shape

@@ -24,6 +24,7 @@ from components.gke.config import (
     PROVISIONER_MAX_PODS_PER_NODE,
     PROVISIONER_NAMESPACE,
     WORKLOAD_POLICY_PREFIX,
+    ClusterConfig,
     GkeConfig,
     GpuPoolConfig,
     MaintenanceExclusion,
@@ -84,6 +85,8 @@ def problems(
 ) -> list[Problem]:
     """Every problem of the GKE keys, at stack paths. `network_config` is the stack's network
     when its own checks passed (the pods range is then sized against the pools), else None."""
+    if not config.cluster.enabled:
+        return disabled_problems(config)
     found = under("cluster", cluster_problems(config))
     slices = under(
         "tpuSlices",
@@ -151,10 +154,57 @@ def pod_blocks(config: GkeConfig) -> list[tuple[str, int, int]]:
 
 def max_nodes(config: GkeConfig) -> int:
     """Nodes the cluster's pools can reach together, for a valid config."""
+    if not config.cluster.enabled:
+        return 0
     return sum(nodes for _, nodes, _ in pod_blocks(config))
 
 
 # ai-infra:cluster
+
+
+def disabled_problems(config: GkeConfig) -> list[Problem]:
+    """With `cluster.enabled: false` nothing runs on GKE: every key that would need the
+    cluster is refused where it is written, rather than ignored."""
+    found = [
+        Problem(
+            ("cluster", ClusterConfig.model_fields[key].alias or key),
+            "has no effect with cluster.enabled: false (no GKE cluster is built); remove it "
+            "or set enabled: true",
+        )
+        for key in sorted(config.cluster.model_fields_set - {"enabled"})
+    ]
+    for key, entries in (
+        ("tpuSlices", config.tpu_slices),
+        ("gpuPools", config.gpu_pools),
+        ("workloadIdentities", config.workload_identities),
+        ("teams", config.teams),
+    ):
+        if entries:
+            found.append(
+                Problem(
+                    (key,),
+                    "needs the GKE cluster, and cluster.enabled is false; remove the entries "
+                    "or set cluster.enabled: true (TPU VMs outside GKE are ai-infra:tpuVms, "
+                    "GPU VMs ai-infra:gpuClusters)",
+                )
+            )
+    if config.tpu_provisioner.enabled:
+        found.append(
+            Problem(
+                ("tpuProvisioner", "enabled"),
+                "the TPU provisioner runs on the GKE cluster, and cluster.enabled is false; "
+                "set it false or set cluster.enabled: true",
+            )
+        )
+    if config.kueue.model_fields_set:
+        found.append(
+            Problem(
+                ("kueue",),
+                "Kueue runs on the GKE cluster, and cluster.enabled is false; remove "
+                "ai-infra:kueue or set cluster.enabled: true",
+            )
+        )
+    return found
 
 
 def cluster_problems(config: GkeConfig) -> list[Problem]:

@@ -170,6 +170,11 @@ class MaintenanceExclusion(ConfigModel):
 class ClusterConfig(ConfigModel):
     """`ai-infra:cluster`."""
 
+    enabled: bool = True
+    """Build the GKE cluster, its CPU pool, JobSet and Kueue. `false` makes a stack of Slurm,
+    GPU clusters or TPU VMs only: the network, buckets and identities stay, and the keys that
+    need GKE (`tpuSlices`, `gpuPools`, `workloadIdentities`, `teams`, `tpuProvisioner`,
+    `kueue`, the other `cluster` keys) are refused."""
     name: GkeName | None = None
     """Cluster name, 1 to 40 lowercase letters, digits and `-`; defaults to `<prefix>-gke`."""
     regional: bool = True

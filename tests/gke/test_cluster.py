@@ -132,7 +132,9 @@ def test_kubeconfig_uses_the_gke_auth_plugin_and_is_secret():
     def program():
         from stacks import environment, loading
 
-        kubeconfig = environment.build(loading.load()).gke.cluster.kubeconfig
+        gke = environment.build(loading.load()).gke
+        assert gke is not None
+        kubeconfig = gke.cluster.kubeconfig
         kubeconfig.apply(lambda text: captured.setdefault("kubeconfig", text))
         captured["secret"] = asyncio.ensure_future(kubeconfig.is_secret())
 

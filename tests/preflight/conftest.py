@@ -71,7 +71,8 @@ STACK: dict[str, Any] = {
     "ai-infra:tpuVms": [
         {"name": "mx", "accelerator": "v5p-8", "nodeCount": 2, "provisioning": "spot"}
     ],
-    # Up to four v2-8 TPU VMs: 32 on-demand v2 cores, single-device quota.
+    # Up to four v2-8 TPU VMs: 32 on-demand v2 cores, single-device quota; /home on a
+    # 1024 GiB BASIC_HDD Filestore share (the Slurm default).
     "ai-infra:slurm": {
         "clusterName": "tpu",
         "tpuNodesets": [
@@ -222,7 +223,8 @@ def passing_world() -> World:
             "compute.googleapis.com": compute_quotas,
             "tpu.googleapis.com": tpu_quotas,
             "file.googleapis.com": [
-                quota_info("file.googleapis.com", "PremiumStorageGbPerRegion", {REGION: 10240})
+                quota_info("file.googleapis.com", "PremiumStorageGbPerRegion", {REGION: 10240}),
+                quota_info("file.googleapis.com", "StandardStorageGbPerRegion", {REGION: 10240}),
             ],
         },
         policies={

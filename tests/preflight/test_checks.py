@@ -222,7 +222,7 @@ def test_os_login_turned_off_fails_where_enforced(needs: Needs, world: World) ->
     vms = list(needs.vms)
     vms[-1] = dataclasses.replace(vms[-1], metadata={"enable-oslogin": "FALSE"})
     found = run(org_policy, dataclasses.replace(needs, vms=tuple(vms)), world)
-    assert "turns OS Login off" in one(found, "fail", "slurm-login-0").detail
+    assert "turns OS Login off" in one(found, "fail", "slurm-login-login-0").detail
 
 
 def test_domain_restricted_sharing_names_the_members_granted(needs: Needs, world: World) -> None:

@@ -86,8 +86,10 @@ def test_cloud_tpu_nodes_from_queued_resources_and_slurm(needs: Needs) -> None:
 
 
 def test_shares_buckets_members_and_types(needs: Needs) -> None:
-    (share,) = needs.shares
-    assert (share.region, share.tier, share.gib) == ("us-central1", "BASIC_SSD", 2560)
+    assert sorted((s.region, s.tier, s.gib) for s in needs.shares) == [
+        ("us-central1", "BASIC_HDD", 1024),
+        ("us-central1", "BASIC_SSD", 2560),
+    ]
     assert [name for _, name in needs.buckets] == [
         "ml-preflight-ai-preflight-data",
         "ml-preflight-ai-preflight-slurm-tpu",
@@ -118,3 +120,29 @@ def test_secrets_are_unwrapped_and_zones_map_to_regions() -> None:
     assert region_of("us-east5-a") == "us-east5"
     assert region_of("us-central1-ai1a") == "us-central1"
     assert region_of("northamerica-northeast1") == "northamerica-northeast1"
+
+
+def test_slurm_cpu_nodesets_count_at_their_most_with_their_template_image() -> None:
+    """The controller creates CPU nodes from their template: preflight checks quota for every
+    static and dynamic node, and the image and metadata the template gives them."""
+    raw = copy.deepcopy(STACK)
+    raw["ai-infra:slurm"]["cpuNodesets"] = [
+        {
+            "name": "cpu",
+            "machineType": "n2-standard-8",
+            "nodeCountStatic": 1,
+            "nodeCountDynamicMax": 3,
+            "spot": True,
+        }
+    ]
+    raw["ai-infra:slurm"]["partitions"].append(
+        {"name": "debug", "nodesets": ["cpu"], "exclusive": False}
+    )
+    needs = derive(parse(raw, "cpu"), build_graph(raw, stack="cpu"))
+    (vms,) = [v for v in needs.vms if v.source.startswith("slurm.cpuNodesets[0]")]
+    assert (vms.machine_type, vms.count, vms.capacity) == ("n2-standard-8", 4, "spot")
+    assert vms.images == (
+        "projects/schedmd-slurm-public/global/images/family/slurm-gcp-6-12-hpc-rocky-linux-8",
+    )
+    assert vms.metadata["enable-oslogin"] == "TRUE"
+    assert "pulumi-python:dynamic/slurm:ComputeCleanup" in dict(needs.types)

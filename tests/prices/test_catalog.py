@@ -11,7 +11,7 @@ import pytest
 from components import gpu_catalog, tpu_catalog
 from components.gke.config import CpuPoolConfig
 from components.gpu_clusters.config import GpuClusterConfig
-from components.slurm.config import ControllerConfig, LoginConfig
+from components.slurm.config import ControllerConfig, CpuNodesetConfig, LoginGroupConfig
 from plan.engine import list_stacks, load_stack_config
 from prices import machines, quotes
 from prices.catalog import (
@@ -96,7 +96,8 @@ def _defaults() -> set[str]:
     return {
         CpuPoolConfig.model_fields["machine_type"].default,
         ControllerConfig.model_fields["machine_type"].default,
-        LoginConfig.model_fields["machine_type"].default,
+        LoginGroupConfig.model_fields["machine_type"].default,
+        CpuNodesetConfig.model_fields["machine_type"].default,
         GpuClusterConfig.model_fields["machine_type"].default,
     }
 
