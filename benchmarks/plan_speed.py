@@ -54,6 +54,17 @@ SHAPES = {
 """Shapes the large stack cycles through, each in a us-central1 zone that offers it."""
 
 
+def _provisioning(i: int, accelerator: str) -> dict[str, Any]:
+    """On-demand, Spot and flex-start in turn. GKE lists no us-central1 zone for flex-start
+    TPUs and none at all for tpu7x: flex-start takes the zone escape hatch, tpu7x Spot."""
+    kind = ("on-demand", "spot", "flex-start")[i % 3]
+    if kind != "flex-start":
+        return {"provisioning": kind}
+    if accelerator.startswith("tpu7x"):
+        return {"provisioning": "spot"}
+    return {"provisioning": "flex-start", "allowUnlistedZone": True}
+
+
 def generated_config(slices: int, teams: int) -> dict[str, Any]:
     """A valid stack with `slices` slice entries and `teams` teams."""
     return {
@@ -75,7 +86,7 @@ def generated_config(slices: int, teams: int) -> dict[str, Any]:
                 "name": f"s{i:03d}",
                 "accelerator": list(SHAPES)[i % len(SHAPES)],
                 "zone": list(SHAPES.values())[i % len(SHAPES)],
-                "provisioning": ("on-demand", "spot", "flex-start")[i % 3],
+                **_provisioning(i, list(SHAPES)[i % len(SHAPES)]),
             }
             for i in range(slices)
         ],

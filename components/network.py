@@ -1,30 +1,96 @@
-"""The stack's network: a custom-mode VPC (or an existing one), a subnet with named pods and
-services ranges and Private Google Access, Cloud Router + NAT so private nodes and VMs can pull
-images, and the firewall rules GKE private clusters need. Every system joins it through a
-`NetworkHandle`. The NAT and firewall builders here also serve the networks GPU clusters make
-for themselves.
+"""The stack's network: a custom-mode VPC (or an existing one) at a jumbo MTU, a subnet with
+named pods and services ranges and Private Google Access, Cloud Router + NAT so private nodes
+and VMs can pull images, the firewall rules GKE private clusters need, and the additional node
+networks (a VPC and subnet each) that TPU hosts take a second NIC in. Every system joins it
+through a `NetworkHandle`. The NAT and firewall builders here also serve the networks GPU
+clusters make for themselves.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import itertools
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated
 
 import pulumi
 import pulumi_gcp as gcp
-from pydantic import Field, InstanceOf, StringConstraints
+from pydantic import AfterValidator, Field, InstanceOf, StringConstraints
 
-from components.base import Component, ConfigModel, Problem, WiringModel
+from components.base import (
+    Component,
+    ConfigModel,
+    Problem,
+    WiringModel,
+    described,
+    duplicate_names,
+)
 from components.context import StackContext
-from components.types import Cidr, GceName
+from components.types import Cidr, DnsLabel, GceName
 
 IAP_TCP_FORWARDING_RANGE = "35.235.240.0/20"
 """Source range of Identity-Aware Proxy TCP forwarding (SSH through IAP)."""
-WEBHOOK_PORTS = ("443", "8443", "9443")
-"""Ports the GKE control plane must reach on nodes for admission webhooks (Kueue uses 9443)."""
+WEBHOOK_PORTS = ("443", "8082", "8443", "9443")
+"""Pod ports the GKE control plane must reach: the Kueue and JobSet webhooks serve on 9443 and
+Kueue's visibility APIServices on 8082, which the Kueue chart always installs (charts'
+webhook/service.yaml and visibility/service.yaml targetPorts, tests/gke/chart_facts.py)."""
+
+
+DEFAULT_MTU = 1460
+"""What a VPC gets when no MTU is given (VPC docs, "Maximum transmission unit")."""
+JUMBO_MTU = 8896
+"""The largest MTU a VPC takes, and what MaxText's multislice guide, xpk's TPU cluster recipes
+and Cluster Toolkit's `network/vpc` module give the networks TPU slices talk over."""
+MIN_MTU = 1300
+"""The smallest MTU a VPC takes (VPC docs; terraform-provider-google `google_compute_network`)."""
+MAX_NODE_NETWORKS = 7
+"""A VM has at most 8 NICs, the default one included, and GKE multi-networking has the same
+limit ("About multi-network support for Pods")."""
+NODE_NETWORK_NAME_MAX = 20
+"""Keeps `<prefix>-<name>-allow-dcn`, the longest name derived from it, within 63 characters."""
+
+
+@described(f"MTU in bytes, {MIN_MTU} to {JUMBO_MTU}", {"minimum": MIN_MTU, "maximum": JUMBO_MTU})
+def _mtu(value: int) -> int:
+    if not MIN_MTU <= value <= JUMBO_MTU:
+        raise ValueError(
+            f"{value} is not an MTU a VPC takes: {MIN_MTU} to {JUMBO_MTU} bytes (VPC docs, "
+            f"'Maximum transmission unit'); use {JUMBO_MTU}, the default, for multislice, or "
+            f"{DEFAULT_MTU}, Google's default"
+        )
+    return value
+
+
+@described("DNS label, at most 20 characters, not `default`", {"not": {"const": "default"}})
+def _node_network_name(value: str) -> str:
+    if len(value) > NODE_NETWORK_NAME_MAX:
+        raise ValueError(
+            f"'{value}' is longer than {NODE_NETWORK_NAME_MAX} characters; it names the VPC "
+            "`<prefix>-<name>-vpc` and its firewall rule, so shorten it (e.g. dcn-1)"
+        )
+    if value == "default":
+        raise ValueError(
+            "'default' is GKE's own pod network in every multi-network cluster; choose "
+            "another name, e.g. dcn-1"
+        )
+    return value
+
+
+Mtu = Annotated[int, AfterValidator(_mtu)]
+NodeNetworkName = Annotated[DnsLabel, AfterValidator(_node_network_name)]
+
+
+class NodeNetworkConfig(ConfigModel):
+    """One entry of `network.additionalNodeNetworks`: a VPC and subnet for TPU hosts' second
+    NIC."""
+
+    name: NodeNetworkName
+    """Names the VPC `<prefix>-<name>-vpc`, its subnet `<prefix>-<name>-subnet`, and GKE's
+    `Network` object pods attach by; what `tpuSlices[].additionalNodeNetworks` lists."""
+    subnet_cidr: Cidr
+    """The subnet's range, a /8 to /29: one address per node that attaches, plus the 4 every
+    subnet reserves; disjoint from every other range of the stack."""
 
 
 class AuthorizedNetwork(ConfigModel):
@@ -54,6 +120,55 @@ class NetworkConfig(ConfigModel):
     authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
     """Ranges allowed to reach the public control-plane endpoint (where `pulumi up` runs).
     Empty means only addresses inside the VPC reach it."""
+    mtu: Mtu | None = None
+    """MTU of the VPC and the additional node networks, 1300 to 8896 bytes. Unset is 8896, the
+    jumbo frames multislice DCN traffic is meant to run on; set 1460 for Google's default. A
+    running VM keeps the MTU it booted with until it is stopped and started. Not with
+    `existingVpc`, whose MTU is its own."""
+    additional_node_networks: list[NodeNetworkConfig] = Field(default_factory=list)
+    """VPCs for a second (third, ...) NIC on TPU hosts, at most 7: each gets a subnet and a
+    firewall rule for traffic inside it, and the cluster multi-networking. v6e and tpu7x
+    slices attach to every one unless they list their own, and so do the TPU provisioner's
+    pools when every shape of its quota is v6e or tpu7x (unless it names its own)."""
+
+    @property
+    def managed_mtu(self) -> int | None:
+        """The MTU of the VPC this program creates; None with `existingVpc`."""
+        if self.existing_vpc is not None:
+            return None
+        return self.node_network_mtu
+
+    @property
+    def node_network_mtu(self) -> int:
+        """The MTU of every additional node network."""
+        return self.mtu if self.mtu is not None else JUMBO_MTU
+
+    def vpc_name(self, prefix: str) -> str:
+        return self.existing_vpc or f"{prefix}-vpc"
+
+    def node_networks(self, prefix: str) -> dict[str, NodeNetwork]:
+        """The additional node networks by name, with the names of what they are built of."""
+        return {
+            n.name: NodeNetwork(
+                name=n.name,
+                vpc=f"{prefix}-{n.name}-vpc",
+                subnet=f"{prefix}-{n.name}-subnet",
+                cidr=n.subnet_cidr,
+            )
+            for n in self.additional_node_networks
+        }
+
+
+@dataclass(frozen=True)
+class NodeNetwork:
+    """An additional node network, resolved: the names GKE node pools, the TPU provisioner and
+    GKE's `GKENetworkParamSet` refer to it by."""
+
+    name: str
+    """The config name, also the name of GKE's `Network` and `GKENetworkParamSet` objects."""
+    vpc: str
+    subnet: str
+    cidr: str
 
 
 def pods_per_node_prefix(max_pods_per_node: int) -> int:
@@ -114,7 +229,164 @@ def problems(config: NetworkConfig) -> list[Problem]:
                     (b,), f"{rb} overlaps {a} {ra}; every range in the network must be disjoint"
                 )
             )
+    if config.mtu is not None and config.existing_vpc is not None:
+        found.append(
+            Problem(
+                ("mtu",),
+                f"the program does not manage existingVpc {config.existing_vpc}, so it cannot "
+                "set its MTU; remove mtu and set the VPC's own (gcloud compute networks update "
+                "NAME --mtu=8896, with its VMs stopped), or let the program create the VPC",
+            )
+        )
+    return found + _node_network_problems(config, ranges)
+
+
+def _node_network_problems(config: NetworkConfig, ranges: dict[str, str]) -> list[Problem]:
+    """The additional node networks: how many, their names, and subnets that GKE takes and
+    that overlap no other range of the network (GKE: the networks of one cluster must not
+    overlap, "Set up multi-network support for Pods")."""
+    networks = config.additional_node_networks
+    found = [
+        p.under("additionalNodeNetworks")
+        for p in duplicate_names([n.name for n in networks], "additionalNodeNetworks")
+    ]
+    if len(networks) > MAX_NODE_NETWORKS:
+        found.append(
+            Problem(
+                ("additionalNodeNetworks",),
+                f"{len(networks)} networks, but a node takes at most {MAX_NODE_NETWORKS} "
+                "besides its default NIC (8 NICs per VM); drop some",
+            )
+        )
+    widest, narrowest = PREFIX_LIMITS["subnetCidr"]
+    taken = dict(ranges)
+    for i, network in enumerate(networks):
+        path = ("additionalNodeNetworks", i, "subnetCidr")
+        cidr = ipaddress.IPv4Network(network.subnet_cidr)
+        if not widest <= cidr.prefixlen <= narrowest:
+            found.append(
+                Problem(
+                    path,
+                    f"a subnet is a /{widest} to /{narrowest}, not /{cidr.prefixlen}; resize "
+                    f"{network.subnet_cidr}",
+                )
+            )
+        for key, other in taken.items():
+            if cidr.overlaps(ipaddress.IPv4Network(other)):
+                found.append(
+                    Problem(
+                        path,
+                        f"{network.subnet_cidr} overlaps {key} {other}; GKE needs every network "
+                        "of a cluster disjoint: pick a free range",
+                    )
+                )
+                break
+        taken[f"additionalNodeNetworks[{i}]"] = network.subnet_cidr
     return found
+
+
+def name_problems(config: NetworkConfig, prefix: str) -> list[Problem]:
+    """An `existingVpc` named like a VPC the program creates for a node network, whose
+    creation would fail on a name already taken."""
+    found = []
+    for i, network in enumerate(config.additional_node_networks):
+        if config.existing_vpc == config.node_networks(prefix)[network.name].vpc:
+            found.append(
+                Problem(
+                    ("additionalNodeNetworks", i, "name"),
+                    f"the program creates the VPC {config.existing_vpc} for this network, which "
+                    "is existingVpc's name; rename the network",
+                )
+            )
+    return found
+
+
+def overlap_problems(config: NetworkConfig, others: Mapping[str, str]) -> list[Problem]:
+    """`additionalNodeNetworks[i].subnetCidr` problems for a subnet that overlaps a range of
+    another system, `others` mapping where it is written (`gpuClusters[0] subnet 1`) to it."""
+    found = []
+    for i, network in enumerate(config.additional_node_networks):
+        cidr = ipaddress.IPv4Network(network.subnet_cidr)
+        for where, other in others.items():
+            if cidr.overlaps(ipaddress.IPv4Network(other)):
+                found.append(
+                    Problem(
+                        ("additionalNodeNetworks", i, "subnetCidr"),
+                        f"{network.subnet_cidr} overlaps {where} {other}; keep every range of "
+                        "the stack disjoint so that nodes and VMs can be routed between: pick "
+                        "a free range",
+                    )
+                )
+    return found
+
+
+def node_network_capacity_problems(
+    config: NetworkConfig, attached: Mapping[str, Sequence[tuple[str, int]]]
+) -> list[Problem]:
+    """Each additional subnet must hold an address for every node that can attach to it.
+
+    `attached` maps a network's name to (pool or slice, most nodes) pairs. A node's extra NIC
+    takes one address of the subnet's primary range; pods get no address there, since the
+    NIC moves into one pod whole (Device mode, NetDevice). A subnet reserves 4 addresses of
+    its primary range (VPC docs, "Subnets": reserved IPv4 addresses).
+    """
+    found = []
+    for i, network in enumerate(config.additional_node_networks):
+        users = attached.get(network.name, ())
+        needed = sum(nodes for _, nodes in users)
+        usable = ipaddress.IPv4Network(network.subnet_cidr).num_addresses - 4
+        if needed <= usable:
+            continue
+        largest = max(users, key=lambda user: user[1])
+        found.append(
+            Problem(
+                ("additionalNodeNetworks", i, "subnetCidr"),
+                f"{network.subnet_cidr} has {usable} usable addresses, but {needed} nodes can "
+                f"attach to {network.name} (each takes one; the most, {largest[1]}, from "
+                f"{largest[0]}); widen subnetCidr",
+            )
+        )
+    return found
+
+
+def describe(config: NetworkConfig, prefix: str) -> list[tuple[str, list[str]]]:
+    """The plan's section: the VPC with its MTU and ranges, and each additional node network."""
+    mtu = config.managed_mtu
+    if mtu is None:
+        shown = "its own MTU (existingVpc, not managed here)"
+    elif config.mtu is None:
+        shown = f"mtu {mtu} (default: jumbo frames for DCN traffic)"
+    else:
+        shown = f"mtu {mtu}"
+    lines = [
+        f"  {config.vpc_name(prefix)}: {shown}; subnet {config.subnet_cidr}, pods "
+        f"{config.pods_cidr}, services {config.services_cidr}, control plane "
+        f"{config.master_cidr}"
+    ]
+    lines += [
+        f"  {n.vpc}: mtu {config.node_network_mtu}; subnet {n.cidr} "
+        f"(additional node network {n.name})"
+        for n in config.node_networks(prefix).values()
+    ]
+    return [("Network", lines)]
+
+
+def mtu_change_notice(
+    before: int | None, after: int | None, vpcs: Sequence[str], vms: Sequence[str]
+) -> str | None:
+    """What a reviewer must know when an edit changes the MTU of VPCs in use: the provider
+    updates the network in place (terraform-provider-google `google_compute_network`: `mtu` is
+    not ForceNew) and restarts nothing, while a VM takes its MTU from DHCP when it boots, so
+    running VMs keep the old one ("Change the MTU setting of a VPC network")."""
+    if before == after or before is None or after is None:
+        return None
+    return (
+        f"network.mtu {before} -> {after} updates {', '.join(vpcs)} in place; the program "
+        f"restarts no VM, and every running one keeps MTU {before} until it is stopped and "
+        "started, mixing MTUs in the network meanwhile. Google advises stopping the VMs "
+        "before the change (VPC docs, 'Change the MTU setting of a VPC network'). In these "
+        f"networks: {'; '.join(vms) or 'no VMs this stack creates'}"
+    )
 
 
 def capacity_problems(
@@ -222,6 +494,54 @@ def firewall_rule(
     )
 
 
+def vpc_with_subnet(
+    parent: Component,
+    *,
+    project: str,
+    region: str,
+    cidr: str,
+    mtu: int | None,
+    description: str,
+    vpc: tuple[str, str],
+    subnet: tuple[str, str],
+    firewall: tuple[str, str],
+    private_google_access: bool | None = None,
+) -> tuple[gcp.compute.Network, gcp.compute.Subnetwork]:
+    """A custom-mode VPC with one subnet and a rule admitting all traffic from inside that
+    subnet: each GPU NIC's network and each additional node network. `vpc`, `subnet` and
+    `firewall` are (resource name, cloud name) pairs."""
+    network = gcp.compute.Network(
+        vpc[0],
+        project=project,
+        name=vpc[1],
+        auto_create_subnetworks=False,
+        routing_mode="REGIONAL",
+        mtu=mtu,
+        opts=parent.child_opts(),
+    )
+    subnetwork = gcp.compute.Subnetwork(
+        subnet[0],
+        project=project,
+        region=region,
+        name=subnet[1],
+        network=network.self_link,
+        ip_cidr_range=cidr,
+        private_ip_google_access=private_google_access,
+        opts=parent.child_opts(),
+    )
+    firewall_rule(
+        parent,
+        firewall[0],
+        project=project,
+        network=network.name,
+        name=firewall[1],
+        description=description,
+        source_ranges=[cidr],
+        allows=ALL_INTERNAL,
+    )
+    return network, subnetwork
+
+
 def iap_ssh_rule(
     parent: Component,
     resource_name: str,
@@ -258,6 +578,16 @@ def subnet_of(prefix: str, subnetwork: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class NodeNetworkHandle:
+    """An additional node network as node pools attach to it: its names, as outputs of the VPC
+    and subnet, so that a pool waits for both."""
+
+    network: NodeNetwork
+    vpc_name: pulumi.Output[str]
+    subnet_name: pulumi.Output[str]
+
+
+@dataclass(frozen=True)
 class NetworkHandle:
     """What a system needs of the stack's network to put nodes or VMs in it."""
 
@@ -274,6 +604,8 @@ class NetworkHandle:
     component: pulumi.Resource
     """The network component: VMs that boot into the subnet and egress through the NAT wait
     for it, and what must be deleted before any of it depends on it."""
+    node_networks: Mapping[str, NodeNetworkHandle] = field(default_factory=dict)
+    """The additional node networks, by name."""
 
 
 class NetworkArgs(WiringModel):
@@ -296,9 +628,10 @@ class Network(Component):
             vpc = gcp.compute.Network(
                 f"{name}-vpc",
                 project=ctx.project,
-                name=ctx.name("vpc"),
+                name=config.vpc_name(ctx.prefix),
                 auto_create_subnetworks=False,
                 routing_mode="REGIONAL",
+                mtu=config.managed_mtu,
                 opts=self.child_opts(),
             )
             network_ref: pulumi.Input[str] = vpc.self_link
@@ -362,7 +695,7 @@ class Network(Component):
             project=ctx.project,
             network=network_name,
             name=ctx.name("allow-webhooks"),
-            description="GKE control plane to admission webhooks on nodes (Kueue, JobSet)",
+            description="GKE control plane to webhooks and APIServices on nodes (Kueue, JobSet)",
             source_ranges=[config.master_cidr],
             allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=list(WEBHOOK_PORTS))],
         )
@@ -375,7 +708,30 @@ class Network(Component):
             services_range_name=self.services_range_name,
             webhook_firewall=webhooks,
             component=self,
+            node_networks={
+                node_network.name: self._node_network(name, ctx, config, node_network)
+                for node_network in config.node_networks(ctx.prefix).values()
+            },
         )
         self.register_outputs(
             {"network": self.handle.self_link, "subnetwork": self.handle.subnet_self_link}
         )
+
+    def _node_network(
+        self, name: str, ctx: StackContext, config: NetworkConfig, network: NodeNetwork
+    ) -> NodeNetworkHandle:
+        """A VPC and subnet for one additional NIC of TPU hosts, at the stack's MTU, and a rule
+        that admits traffic from inside the subnet only. No NAT, no route out: a node's default
+        route stays on its first NIC (Cluster Toolkit's multivpc module makes the same)."""
+        vpc, subnet = vpc_with_subnet(
+            self,
+            project=ctx.project,
+            region=ctx.region,
+            cidr=network.cidr,
+            mtu=config.node_network_mtu,
+            description=f"TPU hosts' traffic on the additional node network {network.name}",
+            vpc=(f"{name}-{network.name}-vpc", network.vpc),
+            subnet=(f"{name}-{network.name}-subnet", network.subnet),
+            firewall=(f"{name}-{network.name}-allow-dcn", f"{ctx.prefix}-{network.name}-allow-dcn"),
+        )
+        return NodeNetworkHandle(network=network, vpc_name=vpc.name, subnet_name=subnet.name)

@@ -33,16 +33,23 @@ def workload_policy(
 
 
 def compact_policy(
-    parent: Component, resource_name: str, *, project: str, region: str, name: str
+    parent: Component,
+    resource_name: str,
+    *,
+    project: str,
+    region: str,
+    name: str,
+    max_distance: int | None = None,
 ) -> gcp.compute.ResourcePolicy:
-    """A group placement policy that collocates its VMs."""
+    """A group placement policy that collocates its VMs; `max_distance` (1 to 3) makes a
+    level of compactness a requirement instead of a best effort."""
     return gcp.compute.ResourcePolicy(
         resource_name,
         project=project,
         region=region,
         name=name,
         group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(
-            collocation="COLLOCATED"
+            collocation="COLLOCATED", max_distance=max_distance
         ),
         opts=parent.child_opts(),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 TPU_RESOURCE = "google.com/tpu"
@@ -46,9 +46,12 @@ class TpuFamily:
     min_gke_version: str | None = None
     """The oldest GKE version with node pools of this family, where GKE documents one that
     a supported version could still be below."""
-    flex_start: bool = True
-    """Whether GKE offers flex-start (Dynamic Workload Scheduler) for the family; GKE's
-    flex-start page: "TPU v3 and v4 are not supported"."""
+    flex_start_zones: tuple[str, ...] = ()
+    """Zones where GKE offers the family's node pools with flex-start (Dynamic Workload
+    Scheduler); empty where it offers none. GKE "About flex-start provisioning mode" (read
+    2026-11): v6e in asia-northeast1-b, us-east5-a and us-east5-b, v5e in us-west4-a, v5p in
+    us-east5-a; "TPU v3 and v4 are not supported", and tpu7x is not listed. The Cloud TPU API's
+    own flex-start list (queued resources) differs and is not this one."""
     workload_policy_for_multi_host: bool = False
     """tpu7x places multi-host slices with a HIGH_THROUGHPUT workload policy, not COMPACT."""
     gke: bool = True
@@ -61,6 +64,25 @@ class TpuFamily:
     patterns; the first is the documented default (tpu/docs/runtimes). Empty where the Cloud TPU
     API creates no TPU VMs of the family: it does not support tpu7x
     (tpu/docs/configure-networking-access)."""
+    dcn_gbps_per_chip: int | None = None
+    """Data-center network (DCN) bandwidth per chip, Gb/s, where Cloud TPU publishes it: the
+    specification table of tpu/docs/tpu7x (v5p 50, v6e 100, TPU7x 100)."""
+    host_nics: str | None = None
+    """The per-host NIC configuration Cloud TPU publishes (tpu/docs/v6e, whose hosts are 8
+    chips: v5e 2 x 100 Gbps, v6e 4 x 200 Gbps)."""
+    additional_node_networks: str | None = None
+    """Why GKE node pools of this family take additional node networks (a second NIC in a VPC
+    of its own), where there is evidence; None where there is none, and the program refuses
+    them. No GKE page lists the TPU machine types that support them."""
+    tpu_vm_zones_by_size: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Where Cloud TPU offers TPU VMs of one size only in some of `zones` (v2 and v3, whose
+    regions page lists zones per accelerator type): size -> zones. Sizes not listed take
+    `zones`."""
+
+    @property
+    def flex_start(self) -> bool:
+        """Whether GKE offers flex-start for the family anywhere."""
+        return bool(self.flex_start_zones)
 
     def size_of(self, chips: int) -> int:
         return chips * self.cores_per_chip
@@ -129,15 +151,28 @@ def _cubic_topologies(max_chips: int) -> tuple[str, ...]:
 _PLANAR_MULTI_HOST = ("4x4", "4x8", "8x8", "8x16", "16x16")
 """v5e and v6e multi-host topologies; a pod is 16x16 chips."""
 
+_TF_V2_TO_V4 = r"tpu-vm-tf-2\.([1-9]|1[0-9]|20)\.[0-9]{1,2}(-pod)?(-pjrt|-se)?"
+"""tpu/docs/runtimes: TensorFlow on v2, v3 (and v4 from TF 2.10.1) is `tpu-vm-tf-x.y.z[-pod]`
+with a `-pjrt` or `-se` device API from TF 2.15. Bounded to TF 2.1 - 2.20: a later release
+needs `allowUnlistedRuntime`, and `tpu-vm-tf-9.9.9` is no version at all."""
 _V4_AND_OLDER_RUNTIMES = (
     r"tpu-ubuntu2204-base",
     r"tpu-vm-base",
-    r"tpu-vm-(tf|pt)-[0-9][-.a-z0-9]*",
+    _TF_V2_TO_V4,
+    r"tpu-vm-pt-(1\.1[0-3]|2\.0)",
 )
-"""tpu/docs/runtimes: `tpu-ubuntu2204-base` for JAX and PyTorch on v4 and older, and TensorFlow's
-`tpu-vm-tf-x.y.z[-pod][-pjrt]` (v4's TensorFlow 2.10 and older builds end in `-v4`)."""
-_TF_PJRT = r"tpu-vm-tf-[0-9.]+(-pod)?-pjrt"
-"""tpu/docs/runtimes: v5e, v5p and v6e run TensorFlow 2.15+ as `tpu-vm-tf-x.y.z[-pod]-pjrt`."""
+"""tpu/docs/runtimes: `tpu-ubuntu2204-base` for JAX and PyTorch on v4 and older; the older
+`tpu-vm-base` and PyTorch `tpu-vm-pt-<version>` images; TensorFlow as above."""
+_V4_RUNTIMES = (
+    *_V4_AND_OLDER_RUNTIMES,
+    # tpu/docs/supported-versions: TF 2.10.0 and older on v4 end in `-v4`.
+    r"tpu-vm-tf-2\.([6-9]|10)\.[0-9](-pod)?-v4",
+    # gcloud's own queued-resources create example (create.yaml): --runtime-version=v2-alpha-tpuv4.
+    r"v2-alpha-tpuv4(-pod)?",
+)
+_TF_PJRT = r"tpu-vm-tf-2\.(1[5-9]|20)\.[0-9]{1,2}(-pod)?-pjrt"
+"""tpu/docs/runtimes: v5e, v5p and v6e run TensorFlow 2.15+ as `tpu-vm-tf-x.y.z[-pod]-pjrt`
+(bounded to TF 2.20, as above)."""
 
 FAMILIES: tuple[TpuFamily, ...] = (
     TpuFamily(
@@ -151,8 +186,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         multi_host_topologies=_cubic_topologies(max_chips=2048),
         zones=("us-central2-b",),
         boot_disk_type="pd-balanced",
-        flex_start=False,
-        tpu_vm_runtimes=(*_V4_AND_OLDER_RUNTIMES, r"v2-alpha-tpuv4(-pod)?"),
+        tpu_vm_runtimes=_V4_RUNTIMES,
     ),
     TpuFamily(
         prefix="v5litepod",
@@ -169,7 +203,11 @@ FAMILIES: tuple[TpuFamily, ...] = (
         multi_host_topologies=_PLANAR_MULTI_HOST,
         zones=("us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a"),
         boot_disk_type="pd-balanced",
-        tpu_vm_runtimes=("v2-alpha-tpuv5-lite", _TF_PJRT),
+        flex_start_zones=("us-west4-a",),
+        # Google's python-docs-samples (tpu/queued_resources_create_time_bound.py) request
+        # v5litepod-4 with `v2-tpuv5-litepod`.
+        tpu_vm_runtimes=("v2-alpha-tpuv5-lite", "v2-tpuv5-litepod", _TF_PJRT),
+        host_nics="2 x 100 Gbps per 8-chip host",
     ),
     TpuFamily(
         prefix="v5p",
@@ -182,7 +220,9 @@ FAMILIES: tuple[TpuFamily, ...] = (
         multi_host_topologies=_cubic_topologies(max_chips=6144),
         zones=("us-central1-a", "us-east5-a"),
         boot_disk_type="pd-balanced",
+        flex_start_zones=("us-east5-a",),
         tpu_vm_runtimes=("v2-alpha-tpuv5", _TF_PJRT),
+        dcn_gbps_per_chip=50,
     ),
     TpuFamily(
         prefix="v6e",
@@ -197,11 +237,27 @@ FAMILIES: tuple[TpuFamily, ...] = (
             "2x4": ("ct6e-standard-8t", 8),
         },
         multi_host_topologies=_PLANAR_MULTI_HOST,
-        zones=("us-central1-b", "us-east1-d", "us-east5-a", "us-east5-b", "europe-west4-a"),
+        # asia-northeast1-b from GKE's flex-start page, which offers v6e there.
+        zones=(
+            "us-central1-b",
+            "us-east1-d",
+            "us-east5-a",
+            "us-east5-b",
+            "europe-west4-a",
+            "asia-northeast1-b",
+        ),
         boot_disk_type="hyperdisk-balanced",
+        flex_start_zones=("asia-northeast1-b", "us-east5-a", "us-east5-b"),
         # Ray's GKE TPU guide quoting GKE; GKE's own table could not be read.
         min_gke_version="1.31.2-gke.1115000",
         tpu_vm_runtimes=("v2-alpha-tpuv6e", _TF_PJRT),
+        dcn_gbps_per_chip=100,
+        host_nics="4 x 200 Gbps per 8-chip host",
+        additional_node_networks=(
+            "a ct6e-standard-4t VM sits on two of its host's four physical NICs, and a vNIC per "
+            "physical NIC spreads DCN traffic over both (dranet.dev GKE TPU performance guide); "
+            "Cluster Toolkit's gke-tpu-v6e-advanced blueprint adds one"
+        ),
     ),
     TpuFamily(
         prefix="tpu7x",
@@ -217,6 +273,11 @@ FAMILIES: tuple[TpuFamily, ...] = (
         # GKE "About Ironwood (TPU7x) in GKE": Standard clusters at this version and later.
         min_gke_version="1.34.0-gke.2201000",
         workload_policy_for_multi_host=True,
+        dcn_gbps_per_chip=100,
+        additional_node_networks=(
+            "Cluster Toolkit's gke-tpu-7x-advanced blueprint gives every TPU7x node an additional "
+            "network for DCN traffic"
+        ),
     ),
     # TPU VMs only. tpu/docs/v2 and v3 list the accelerator types; each host has 4 chips of 2
     # TensorCores, and the chips form a 2D torus (v2-512 is 16x16 chips, v3-2048 32x32).
@@ -229,11 +290,16 @@ FAMILIES: tuple[TpuFamily, ...] = (
         chips_per_multi_host_vm=4,
         single_host={"2x2": ("", 4)},
         multi_host_topologies=("4x4", "8x8", "8x16", "16x16"),
-        # Per size on the regions page: v2-8 in us-central1-b/c, larger sizes in -a.
-        zones=("us-central1-a", "us-central1-b", "us-central1-c"),
+        zones=("us-central1-a", "us-central1-b", "us-central1-c", "europe-west4-a", "asia-east1-c"),
         boot_disk_type="",
         gke=False,
         tpu_vm_runtimes=_V4_AND_OLDER_RUNTIMES,
+        # tpu/docs/regions-zones lists v2 per type: v2-8 in us-central1-b/-c, europe-west4-a and
+        # asia-east1-c; v2-32 to v2-512 in us-central1-a and europe-west4-a.
+        tpu_vm_zones_by_size={
+            8: ("us-central1-b", "us-central1-c", "europe-west4-a", "asia-east1-c"),
+            **{size: ("us-central1-a", "europe-west4-a") for size in (32, 128, 256, 512)},
+        },
     ),
     TpuFamily(
         prefix="v3",
@@ -244,10 +310,16 @@ FAMILIES: tuple[TpuFamily, ...] = (
         chips_per_multi_host_vm=4,
         single_host={"2x2": ("", 4)},
         multi_host_topologies=("4x4", "4x8", "8x8", "8x16", "16x16", "16x32", "32x32"),
-        zones=("us-central1-a", "us-central1-b"),
+        zones=("us-central1-a", "us-central1-b", "europe-west4-a"),
         boot_disk_type="",
         gke=False,
         tpu_vm_runtimes=_V4_AND_OLDER_RUNTIMES,
+        # tpu/docs/regions-zones: v3-8 in us-central1-a/-b and europe-west4-a; v3-32 to
+        # v3-2048 in europe-west4-a only.
+        tpu_vm_zones_by_size={
+            8: ("us-central1-a", "us-central1-b", "europe-west4-a"),
+            **{size: ("europe-west4-a",) for size in (32, 64, 128, 256, 512, 1024, 2048)},
+        },
     ),
 )
 
@@ -339,8 +411,53 @@ def zone_problem(family: TpuFamily, zone: str) -> str | None:
     )
 
 
+def tpu_vm_zone_problem(shape: TpuShape, zone: str) -> str | None:
+    """Why `zone` has no TPU VMs of this accelerator type, or None when Cloud TPU documents
+    it there; per size where the family's zones depend on it (v2, v3)."""
+    size = shape.family.size_of(shape.chips)
+    zones = shape.family.tpu_vm_zones_by_size.get(size)
+    if zones is None:
+        return zone_problem(shape.family, zone)
+    if zone in zones:
+        return None
+    return (
+        f"Cloud TPU offers {shape.family.prefix}-{size} in {', '.join(zones)}, not {zone}; pick "
+        "one of those zones (or set allowUnlistedZone: true if Google has since added it)"
+    )
+
+
+def spelling_problem(accelerator: str) -> str | None:
+    """Why an accelerator type the catalog resolves is not spelt as the Cloud TPU API spells
+    it (`v4-08` for `v4-8`), or None. The API names types `<prefix>-<size>` with no leading
+    zero (`list_accelerator_types`, gcloud's examples)."""
+    match = _ACCELERATOR.fullmatch(accelerator)
+    if match is None or not match["size"].startswith("0"):
+        return None
+    canonical = f"{match['prefix']}-{int(match['size'])}"
+    return f"'{accelerator}' is spelt '{canonical}' by the Cloud TPU API; write {canonical}"
+
+
+def flex_start_zone_problem(family: TpuFamily, zone: str) -> str | None:
+    """Why GKE cannot give the family flex-start capacity in `zone`, or None when its
+    flex-start page lists the zone."""
+    if zone in family.flex_start_zones:
+        return None
+    if not family.flex_start:
+        return f"GKE offers no flex-start for {family.prefix}"
+    return (
+        f"GKE offers flex-start {family.prefix} in {', '.join(family.flex_start_zones)}, not "
+        f"{zone}; pick one of those zones, another provisioning (or set allowUnlistedZone: true "
+        "if Google has since added it)"
+    )
+
+
 def _boots(family: TpuFamily, runtime: str) -> bool:
     return any(re.fullmatch(pattern, runtime) for pattern in family.tpu_vm_runtimes)
+
+
+def runtime_families(runtime: str) -> list[str]:
+    """The families whose TPU VMs the catalog knows to run this software version."""
+    return [f.prefix for f in FAMILIES if _boots(f, runtime)]
 
 
 def runtime_problem(family: TpuFamily, runtime: str) -> str | None:
@@ -349,11 +466,33 @@ def runtime_problem(family: TpuFamily, runtime: str) -> str | None:
         return f"the Cloud TPU API creates no {family.prefix} TPU VMs; use ai-infra:tpuSlices"
     if _boots(family, runtime):
         return None
-    users = [f.prefix for f in FAMILIES if _boots(f, runtime)]
-    built_for = f"is for {', '.join(users)}" if users else "is no known TPU software version"
+    users = runtime_families(runtime)
+    if users:
+        return (
+            f"'{runtime}' is for {', '.join(users)}, not {family.prefix}; {family.prefix} TPU "
+            f"VMs run {family.tpu_vm_runtimes[0]} (tpu/docs/runtimes)"
+        )
     return (
-        f"'{runtime}' {built_for}, not {family.prefix}; {family.prefix} TPU VMs run "
-        f"{family.tpu_vm_runtimes[0]} (tpu/docs/runtimes)"
+        f"'{runtime}' is not a TPU software version the catalog knows for {family.prefix}, "
+        f"whose TPU VMs run {family.tpu_vm_runtimes[0]} (tpu/docs/runtimes); set "
+        "allowUnlistedRuntime: true for one Google added since (`gcloud compute tpus tpu-vm "
+        "versions list --zone=ZONE` lists them)"
+    )
+
+
+NODE_NETWORK_FAMILIES = tuple(f.prefix for f in FAMILIES if f.additional_node_networks)
+"""Families whose GKE node pools take additional node networks here."""
+
+
+def node_network_problem(family: TpuFamily) -> str | None:
+    """Why a family's node pools take no additional node networks, or None if they do."""
+    if family.additional_node_networks:
+        return None
+    supported = " and ".join(NODE_NETWORK_FAMILIES)
+    return (
+        f"additional node networks are for {supported} only: nothing Google or its tools "
+        f"publish gives {family.prefix} TPU hosts a second NIC (evidence per family in "
+        "components/tpu_catalog.py); remove the list, or write [] to opt the slice out"
     )
 
 

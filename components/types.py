@@ -208,6 +208,8 @@ _SERVICE_ACCOUNT = re.compile(
     r"(?:\.(?P<domain>[a-z0-9][-a-z0-9]*(?:\.[a-z0-9][-a-z0-9]*)+))?\.iam\.gserviceaccount\.com"
 )
 _DEFAULT_COMPUTE = re.compile(r"[0-9]+-compute@developer\.gserviceaccount\.com")
+_SERVICE_AGENT = re.compile(r"service-[0-9]+@gcp-sa-[-a-z0-9]+\.iam\.gserviceaccount\.com")
+"""Google-managed service agents (IAM "Service agents"): they act for a Google service."""
 
 
 @described("service account email", {"pattern": anchored(_SERVICE_ACCOUNT)})
@@ -216,6 +218,11 @@ def _service_account(value: str) -> str:
         raise ValueError(
             f"'{value}' is the default compute service account, which is granted the project "
             "Editor role by default; leave it unset for a dedicated least-privilege account"
+        )
+    if _SERVICE_AGENT.fullmatch(value):
+        raise ValueError(
+            f"'{value}' is a Google-managed service agent, which acts for a Google service, "
+            "not a workload; leave it unset for a dedicated least-privilege account"
         )
     match = _SERVICE_ACCOUNT.fullmatch(value)
     # A project id never contains "google" (see _no_google), so that is a domain read wrong.
@@ -282,6 +289,27 @@ DiskPath = Annotated[
     str, matching(DISK_PATH, "is not a disk: projects/PROJECT/zones/ZONE/disks/NAME")
 ]
 """An existing Persistent Disk or Hyperdisk by its path."""
+
+
+DiskImage = Annotated[
+    str,
+    matching(
+        rf"projects/{PROJECT_ID}/global/images/{GCE_NAME}",
+        "is not a disk image: projects/PROJECT/global/images/NAME",
+    ),
+]
+"""A Compute Engine disk image by its path (an image itself, not a family)."""
+
+KmsCryptoKey = Annotated[
+    str,
+    matching(
+        rf"projects/{PROJECT_ID}/locations/[a-z][-a-z0-9]{{0,62}}"
+        r"/keyRings/[A-Za-z0-9_-]{1,63}/cryptoKeys/[A-Za-z0-9_-]{1,63}",
+        "is not a Cloud KMS key: projects/PROJECT/locations/LOCATION/keyRings/RING/cryptoKeys/KEY",
+    ),
+]
+"""A Cloud KMS crypto key by its resource name (Cloud KMS "Resource names": key ring and key
+ids are 1-63 letters, digits, '_' and '-')."""
 
 
 def disk_zone(path: str) -> str:

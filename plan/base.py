@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plan.engine import REPO_ROOT, Graph, run_program
-from stacks.loading import read_stack_text
+from stacks.config import StackConfig
+from stacks.loading import parse, read_stack_text
 from stacks.messages import ConfigError
 
 RECORDER = Path(__file__).with_name("record_graph.py")
@@ -42,6 +43,16 @@ class Base:
     origin: str
     """How the heading names the base."""
     new_stack: bool = False
+    config: StackConfig | None = None
+    """The base's stack file as this checkout's code reads it, for what is judged from both
+    configs (the cost, the MTU notice); None where this code refuses it or there is none."""
+
+
+def _parsed(config: dict[str, str], stack: str) -> StackConfig | None:
+    try:
+        return parse(config, stack)
+    except ConfigError:
+        return None
 
 
 def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
@@ -59,7 +70,7 @@ def from_file(path: Path, stack: str) -> Base:
         config = read_stack_text(path.read_text()).config
     except ConfigError as error:
         raise BaseError(f"the stack file at {path} is invalid:\n{error}") from error
-    return Base(_build_here(config, stack, str(path)), str(path))
+    return Base(_build_here(config, stack, str(path)), str(path), config=_parsed(config, stack))
 
 
 def _build_here(config: dict[str, str], stack: str, origin: str) -> Graph:
@@ -107,7 +118,9 @@ class Pending:
                 raise BaseError(
                     f"the stack file at {self._kw['origin']} is invalid:\n{document['error']}"
                 )
-            self._base = Base(Graph.from_document(document), self._kw["origin"])
+            self._base = Base(
+                Graph.from_document(document), self._kw["origin"], config=self._kw["config"]
+            )
             return self._base
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -176,7 +189,9 @@ def start(ref: str, stack_path: Path, stack: str) -> Pending:
     )
     if not has_program:
         origin += " (no program there: built with this checkout's code)"
-        return Pending(Base(_build_here(config, stack, origin), origin))
+        return Pending(
+            Base(_build_here(config, stack, origin), origin, config=_parsed(config, stack))
+        )
     workdir = Path(tempfile.mkdtemp(prefix="ai-infra-base-"))
     _export(repo, commit, project if project != "." else "", workdir)
     checkout = workdir / project
@@ -209,4 +224,4 @@ def start(ref: str, stack_path: Path, stack: str) -> Pending:
     except BaseError:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    return Pending(None, process, workdir=workdir, origin=origin)
+    return Pending(None, process, workdir=workdir, origin=origin, config=_parsed(config, stack))

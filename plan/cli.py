@@ -23,9 +23,16 @@ from plan import summary
 from plan.diff import GraphDiff, diff
 from plan.engine import Graph, list_stacks, run_program, stack_file
 from plan.render import diff_json, plan_json, render, render_diff
+from prices import CostReport, cost_change, cost_change_json, stack_cost
+from stacks import environment
 from stacks.config import StackConfig
 from stacks.loading import StackFile, parse, read_stack_text
 from stacks.messages import NAMESPACE, ConfigError
+
+_NO_BASE_COST = (
+    "Cost change: not shown; the stack file at {} does not parse with this checkout's code, "
+    "whose prices and rules the cost needs (the plan of each side shows its own)."
+)
 
 
 class PlanError(Exception):
@@ -111,7 +118,12 @@ class Report:
             return render(self.graph, self.config, self.stack)
         changes, keys, moved = self._diff()
         heading = _heading(self.stack, self.path, self.base, self.base_ref)
-        return render_diff(changes, keys, heading, moved)
+        shown = render_diff(changes, keys, heading, moved)
+        shown += "".join(f"\n\n! {n}" for n in self._notices())
+        costs = self._costs()
+        if costs is None:
+            return "\n".join([shown, "", _NO_BASE_COST.format(self.base.origin)])
+        return "\n".join([shown, "", *cost_change(*costs)])
 
     def json(self) -> dict[str, Any]:
         document = plan_json(self.graph, self.config, self.stack)
@@ -119,10 +131,34 @@ class Report:
             return document
         changes, keys, moved = self._diff()
         before = summary.summarize(self.base.graph)
+        costs = self._costs()
         return {
             **document,
-            "diff": {**diff_json(changes, keys, self.base_ref, before), "numbers": moved},
+            "diff": {
+                **diff_json(changes, keys, self.base_ref, before),
+                "numbers": moved,
+                "notices": self._notices(),
+                "cost": None if costs is None else cost_change_json(*costs),
+            },
         }
+
+    def _notices(self) -> list[str]:
+        """What the provider's update does not show, such as VMs that keep a VPC's old MTU;
+        read from both configs, so only where the base's stack file parses with this code."""
+        assert self.base is not None
+        if self.base.config is None:
+            return []
+        return environment.diff_notices(self.base.config, self.config)
+
+    def _costs(self) -> tuple[CostReport, CostReport] | None:
+        """The cost before and after; a new stack costs nothing before. None when the base's
+        stack file does not parse with this checkout's code, which prices it."""
+        assert self.base is not None
+        if self.base.new_stack:
+            return CostReport(lines=(), teams={}), stack_cost(self.config, self.graph)
+        if self.base.config is None:
+            return None
+        return stack_cost(self.base.config, self.base.graph), stack_cost(self.config, self.graph)
 
     def _diff(self) -> tuple[GraphDiff, dict[str, str], list[str]]:
         assert self.base is not None
@@ -132,6 +168,14 @@ class Report:
         keys = {**before.config_keys(), **self.graph.config_keys()}
         moved = summary.compare(summary.summarize(before), summary.summarize(self.graph))
         return changes, keys, moved
+
+
+def build_stack(target: str) -> tuple[str, StackConfig, Graph]:
+    """The stack name, validated config and plan of `target` (a stack name or file), built as
+    the plan command builds them; raises `PlanError` or `ConfigError`."""
+    stack, path = _stack_path(target)
+    config, graph = _build(_read(path).config, stack)
+    return stack, config, graph
 
 
 def report(target: str, base: str | None) -> Report:

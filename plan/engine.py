@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import runpy
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -60,6 +61,8 @@ class Registration:
     deleted_with: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
     """What the mock provider returned (`_fake_outputs`)."""
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    """The `custom_timeouts` option: how long the provider waits to create, update, delete."""
 
 
 @dataclass
@@ -172,6 +175,9 @@ def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, A
         outputs["selfLink"] = f"projects/{project}/locations/{location}/clusters/{name}"
     elif typ.startswith("gcp:compute/"):
         outputs["selfLink"] = f"https://www.googleapis.com/compute/v1/projects/{project}/{name}"
+        if typ == "gcp:compute/instance:Instance":
+            # A VM's numeric id, new with every replacement; predictable from its name here.
+            outputs["instanceId"] = str(zlib.crc32(str(name).encode()))
     elif typ == "gcp:storage/bucket:Bucket":
         outputs["url"] = f"gs://{name}"
     elif typ == "gcp:filestore/instance:Instance":
@@ -265,6 +271,11 @@ class _RecordingMonitor(runtime_mocks.MockMonitor):
                 },
                 deleted_with=request.deletedWith,
                 outputs=state,
+                custom_timeouts={
+                    op: value
+                    for op in ("create", "update", "delete")
+                    if (value := getattr(request.customTimeouts, op))
+                },
             )
         )
         state_proto = _sync_await(rpc.serialize_properties(state, {}))

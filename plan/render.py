@@ -27,6 +27,7 @@ from plan.diff import (
 )
 from plan.engine import Graph, Registration
 from plan.replacements import Effect, unwrap
+from prices import cost_json, cost_section, stack_cost
 from stacks import environment
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
@@ -84,6 +85,12 @@ def details(r: Registration) -> str:
         ]
         if held:
             parts.append("upgrades=held-until-end-of-support")
+        extra = (i.get("networkConfig") or {}).get("additionalNodeNetworkConfigs") or []
+        if extra:
+            parts.append(f"extraNics={','.join(str(n.get('network')) for n in extra)}")
+        interval = (nc.get("hostMaintenancePolicy") or {}).get("maintenanceInterval")
+        if interval:
+            parts.append(f"hostMaintenance={interval}")
     elif t == "gcp:container/cluster:Cluster":
         private = i.get("privateClusterConfig", {})
         parts += [
@@ -94,6 +101,12 @@ def details(r: Registration) -> str:
             f"workloadPool={i.get('workloadIdentityConfig', {}).get('workloadPool')}",
             f"deletionProtection={i.get('deletionProtection')}",
         ]
+    elif t == "gcp:compute/network:Network":
+        parts.append(f"name={i.get('name')}")
+        if i.get("networkProfile"):
+            parts.append(f"profile={str(i['networkProfile']).rsplit('/', 1)[-1]}")
+        if i.get("mtu"):
+            parts.append(f"mtu={i['mtu']}")
     elif t == "gcp:compute/subnetwork:Subnetwork":
         ranges = ", ".join(
             f"{s['rangeName']}={s['ipCidrRange']}" for s in i.get("secondaryIpRanges", [])
@@ -105,6 +118,8 @@ def details(r: Registration) -> str:
             for a in i.get("allows", [])
         )
         parts.append(f"from={','.join(i.get('sourceRanges', []))} allow={ports}")
+    elif t == "gcp:projects/iAMCustomRole:IAMCustomRole":
+        parts.append(f"id={i.get('roleId')} permissions={','.join(i.get('permissions', []))}")
     elif t.endswith("IAMMember"):
         parts.append(f"{i.get('role')} -> {i.get('member')}")
     elif t == "gcp:serviceaccount/account:Account":
@@ -122,15 +137,41 @@ def details(r: Registration) -> str:
         parts.append(f"machine={i.get('machineType')}")
         parts += [f"gpu={g.get('count')}x{g.get('type')}" for g in i.get("guestAccelerators", [])]
         parts.append(f"nics={len(i.get('networkInterfaces', []))}")
-        if i.get("scheduling", {}).get("provisioningModel") == "SPOT":
+        rdma = sum(1 for n in i.get("networkInterfaces", []) if n.get("nicType") == "MRDMA")
+        if rdma:
+            parts.append(f"rdma={rdma}")
+        model = i.get("scheduling", {}).get("provisioningModel")
+        if model == "SPOT":
             parts.append("spot")
+        elif model in ("FLEX_START", "RESERVATION_BOUND"):
+            parts.append(model.lower().replace("_", "-"))
+        affinity = i.get("reservationAffinity") or {}
+        if affinity.get("type") == "SPECIFIC_RESERVATION":
+            values = affinity.get("specificReservation", {}).get("values", [])
+            parts.append(f"reservation={','.join(values)}")
+        elif affinity.get("type") == "ANY_RESERVATION":
+            parts.append("reservation=any")
     elif t == "gcp:compute/instanceGroupManager:InstanceGroupManager":
-        parts.append(f"name={i.get('name')} vms={i.get('targetSize')} zone={i.get('zone')}")
+        vms = i.get("targetSize", "(resize requests)")
+        parts.append(f"name={i.get('name')} vms={vms} zone={i.get('zone')}")
+        if i.get("waitForInstances"):
+            timeout = r.custom_timeouts.get("create", "default")
+            parts.append(f"waits={i.get('waitForInstancesStatus')}:{timeout}")
+    elif t == "gcp:compute/resizeRequest:ResizeRequest":
+        hours = int((i.get("requestedRunDuration") or {}).get("seconds", 0)) // 3600
+        parts.append(f"name={i.get('name')} +{i.get('resizeBy')} VMs for {hours}h")
+    elif t == "gcp:monitoring/dashboard:Dashboard":
+        layout = json.loads(i.get("dashboardJson", "{}"))
+        tiles = layout.get("mosaicLayout", {}).get("tiles", [])
+        parts.append(f"{layout.get('displayName')!r} charts={len(tiles)}")
     elif t == "gcp:filestore/instance:Instance":
         share = i.get("fileShares", {})
         parts.append(f"{i.get('tier')} {share.get('capacityGb')}GiB in {i.get('location')}")
     elif t == "gcp:compute/resourcePolicy:ResourcePolicy" and "groupPlacementPolicy" in i:
-        parts.append(f"placement={i['groupPlacementPolicy'].get('collocation')}")
+        group = i["groupPlacementPolicy"]
+        parts.append(f"placement={group.get('collocation')}")
+        if group.get("maxDistance"):
+            parts.append(f"maxDistance={group['maxDistance']}")
     elif t == "gcp:compute/resourcePolicy:ResourcePolicy":
         policy = i.get("workloadPolicy", {})
         parts.append(f"workload={policy.get('type')} topology={policy.get('acceleratorTopology')}")
@@ -233,6 +274,7 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
     for title, section in environment.describe(config):
         lines += ["", f"{title}:", *section]
     lines += summary.render(summary.summarize(graph))
+    lines += ["", *cost_section(stack_cost(config, graph))]
     return "\n".join(lines)
 
 
@@ -391,6 +433,7 @@ def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
         },
         "tpuChips": numbers.chips,
         "summary": numbers.to_json(),
+        "cost": cost_json(stack_cost(config, graph)),
     }
 
 

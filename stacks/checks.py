@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from components import buckets, gke, gpu_clusters, locations, network, slurm, tpu_vms
-from components.base import Problem, under
+from components.base import PathPart, Problem, relative_path, under
 from components.context import label_problems
-from components.identity import ownership_problems
+from components.identity import ownership_problems, service_account_email
 from stacks.config import StackConfig
 
 
@@ -22,6 +22,11 @@ def problems(config: StackConfig) -> list[Problem]:
         found.append(Problem(("zone",), problem))
     found += under("labels", label_problems(config.labels))
     network_problems = under("network", network.problems(config.network))
+    network_problems += under(
+        "network",
+        network.overlap_problems(config.network, _gpu_subnets(config))
+        + network.name_problems(config.network, config.prefix),
+    )
     found += network_problems
     bucket_names = [b.name for b in config.buckets]
     gke_problems = gke.problems(
@@ -31,7 +36,15 @@ def problems(config: StackConfig) -> list[Problem]:
     )
     found += gke_problems
     found += under(
-        "gpuClusters", gpu_clusters.problems(config.gpu_clusters, ctx, buckets=bucket_names)
+        "gpuClusters",
+        gpu_clusters.problems(
+            config.gpu_clusters,
+            ctx,
+            buckets=config.bucket_names(),
+            slurm_bucket=(
+                config.slurm.bucket_name(ctx.project, ctx.prefix) if config.slurm else None
+            ),
+        ),
     )
     found += under("buckets", buckets.problems(config.buckets, ctx))
     vm_problems = under("tpuVms", tpu_vms.problems(config.tpu_vms, ctx, buckets=bucket_names))
@@ -39,6 +52,21 @@ def problems(config: StackConfig) -> list[Problem]:
     if config.slurm is not None:
         found += under("slurm", slurm.problems(config.slurm, ctx, buckets=bucket_names))
     found += ownership(config)
+    found += under(
+        "tpuVms",
+        tpu_vms.stack_problems(
+            config.tpu_vms,
+            ctx,
+            accounts=account_claims(config),
+            # Slurm-GCP names a nodeset's TPU VMs <clusterName>-<nodeset>-<index>.
+            slurm_nodesets=(
+                [f"{config.slurm.cluster_name}-{n.name}" for n in config.slurm.tpu_nodesets]
+                if config.slurm is not None
+                else []
+            ),
+        ),
+    )
+    found += node_account_problems(config)
     pools_valid = not any(p.path[:1] in (("tpuSlices",), ("gpuPools",)) for p in gke_problems)
     if pools_valid and not vm_problems and not network_problems:
         gke_config = config.gke
@@ -56,22 +84,71 @@ def problems(config: StackConfig) -> list[Problem]:
     return found
 
 
-def ownership(config: StackConfig) -> list[Problem]:
-    """Each Google service account id and each Kubernetes service account has one owner: the
-    node pools, the TPU provisioner, a team, a workload identity, a TPU VM entry, a GPU
-    cluster or the Slurm cluster."""
+def _gpu_subnets(config: StackConfig) -> dict[str, str]:
+    """The subnets GPU clusters create for themselves, by where they come from; a cluster
+    whose ranges run past the address space is gpuClusters' own problem."""
+    found = {}
+    for i, cluster in enumerate(config.gpu_clusters):
+        if cluster.network == "default":
+            continue
+        try:
+            cidrs = cluster.nic_cidrs()
+        except ValueError:
+            continue
+        found |= {f"gpuClusters[{i}] subnet {k}": cidr for k, cidr in enumerate(cidrs)}
+    return found
+
+
+def account_claims(config: StackConfig) -> list[tuple[tuple[PathPart, ...], str]]:
+    """Every Google service account id the program creates, with the config path that claims
+    it."""
     ctx = config.context
     accounts = gke.account_claims(config.gke)
     if config.slurm is not None:
         accounts += slurm.account_claims(ctx)
     accounts += tpu_vms.account_claims(config.tpu_vms, ctx)
     accounts += gpu_clusters.account_claims(config.gpu_clusters, ctx)
+    return accounts
+
+
+def ownership(config: StackConfig) -> list[Problem]:
+    """Each Google service account id and each Kubernetes service account has one owner: the
+    node pools, the TPU provisioner, a team, a workload identity, a TPU VM entry, a GPU
+    cluster or the Slurm cluster."""
+    accounts = account_claims(config)
     # The program's own accounts (one per key) claim first, so that a clash is reported at
     # the list entry that can be renamed. Two entries of one list with one account id have
     # one name, which duplicate_names already reports.
     accounts.sort(key=lambda claim: len(claim[0]) > 1)
-    return ownership_problems(
-        accounts, "service account id", "name", within_a_key=False
-    ) + ownership_problems(
-        gke.kubernetes_account_claims(config.gke), "Kubernetes service account", "serviceAccount"
+    return (
+        ownership_problems(accounts, "service account id", "name", within_a_key=False)
+        + ownership_problems(
+            gke.kubernetes_account_claims(config.gke),
+            "Kubernetes service account",
+            "serviceAccount",
+        )
+        + gke.node_account_problems(config.gke, accounts)
     )
+
+
+def node_account_problems(config: StackConfig) -> list[Problem]:
+    """A Slurm nodeset may run as an account of its own, which the controller is then allowed
+    to act as; never as an account the stack makes for another system (the GKE nodes, a team,
+    a workload identity, a TPU VM entry, a GPU cluster), or the controller could act as it."""
+    if config.slurm is None:
+        return []
+    ctx = config.context
+    others = gke.account_claims(config.gke)
+    others += tpu_vms.account_claims(config.tpu_vms, ctx)
+    others += gpu_clusters.account_claims(config.gpu_clusters, ctx)
+    owners = {service_account_email(account, ctx.project): path for path, account in others}
+    return [
+        Problem(
+            path,
+            f"is the account of {relative_path(owners[email])}; the Slurm controller may act "
+            "as every node account, so it would gain that entry's access: name an account of "
+            "the nodes' own, or leave it unset for the cluster's node account",
+        )
+        for path, email in slurm.node_accounts(config.slurm)
+        if email in owners
+    ]

@@ -43,8 +43,9 @@ class StackConfig(ConfigModel):
     prefix: DnsLabel = Field(max_length=20)
     """Prefix of every cloud resource name (a DNS label of at most 20 characters)."""
     protect: bool = True
-    """Pulumi `protect` on the cluster and buckets, GKE deletion protection, and refusal of
-    bucket `forceDestroy`. Set `false` only for throwaway stacks."""
+    """Pulumi `protect` on the cluster and buckets, the cluster's `deletionProtection` (which
+    the provider enforces, not GKE), and refusal of bucket `forceDestroy`. Set `false` only for
+    throwaway stacks."""
     labels: Labels = Field(default_factory=dict)
     """Labels on every cloud resource that takes them, e.g. cost-center. The program adds
     `managed-by` and `ai-infra-stack`, and pulumi-gcp `goog-pulumi-provisioned`, so at most
@@ -53,7 +54,7 @@ class StackConfig(ConfigModel):
     """Address plan and control-plane access. The subnet, pods, services and control-plane
     ranges must be disjoint."""
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
-    """The GKE cluster and its CPU pool."""
+    """The GKE cluster and its CPU pool; `enabled: false` builds no GKE."""
     tpu_slices: list[TpuSliceConfig] = Field(default_factory=list)
     """TPU slices, each one or more GKE node pools."""
     gpu_pools: list[GpuPoolConfig] = Field(default_factory=list)
@@ -76,7 +77,7 @@ class StackConfig(ConfigModel):
     tpu_vms: list[TpuVmConfig] = Field(default_factory=list)
     """TPU VM slices outside GKE, each a Cloud TPU queued resource of one or more slices."""
     slurm: SlurmConfig | None = None
-    """A Slurm-GCP v6 cluster with Cloud TPU nodesets, beside the GKE cluster."""
+    """A Slurm-GCP v6 cluster with CPU and Cloud TPU nodesets."""
 
     # What each system receives, resolved here and nowhere else.
 
@@ -102,6 +103,7 @@ class StackConfig(ConfigModel):
             tpu_provisioner=self.tpu_provisioner,
             kueue=self.kueue,
             teams=self.teams,
+            network=self.network,
         )
 
     def bucket_names(self) -> dict[str, str]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import gke, gpu_clusters, slurm, tpu_vms
+from components import gke, gpu_clusters, network, slurm, tpu_vms
 from components.buckets import Bucket, BucketArgs, BucketsHandle
 from components.network import Network, NetworkArgs, NetworkHandle
 from components.services import (
@@ -31,7 +31,8 @@ class Environment:
     services: ProjectServices
     network: NetworkHandle
     buckets: BucketsHandle
-    gke: gke.GkeEnvironment
+    gke: gke.GkeEnvironment | None
+    """None with `cluster.enabled: false`."""
     gpu_clusters: dict[str, gpu_clusters.GpuCluster]
     tpu_vms: dict[str, tpu_vms.TpuVms]
     slurm: slurm.SlurmCluster | None
@@ -40,6 +41,8 @@ class Environment:
 
 
 def build(config: StackConfig) -> Environment:
+    for line in warnings(config):
+        pulumi.log.warn(line)
     sources: dict[str, str] = {}
 
     def source(name: str, *path: str | int) -> str:
@@ -109,29 +112,94 @@ def build(config: StackConfig) -> Environment:
     )
 
 
+def warnings(config: StackConfig) -> list[str]:
+    """What a valid config may say but probably does not mean, as `path: message`; `pulumi
+    up` logs them and the plan lists them."""
+    return [f"{render_path(w.path)}: {w.message}" for w in gke.warnings(config.gke)]
+
+
 def describe(config: StackConfig) -> list[tuple[str, list[str]]]:
-    """The offline plan's sections, one or more per system, from the resolved config."""
-    sections = gke.describe(config.gke)
+    """The offline plan's sections, one or more per system, from the resolved config, and
+    the warnings last."""
+    sections = network.describe(config.network, config.prefix)
+    sections += gke.describe(config.gke)
     sections += tpu_vms.describe(config.tpu_vms, config.context)
     sections += gpu_clusters.describe(config.gpu_clusters, config.context, config.bucket_names())
     if config.slurm is not None:
         sections += slurm.describe(config.slurm, config.context)
+    if found := warnings(config):
+        sections.append(("Warnings", [f"  {line}" for line in found]))
     return sections
 
 
+def diff_notices(before: StackConfig, after: StackConfig) -> list[str]:
+    """What the offline diff must add to the resources it lists, because the provider's update
+    does not show it: VMs that keep a VPC's old MTU."""
+    notices = []
+    notice = network.mtu_change_notice(
+        before.network.managed_mtu,
+        after.network.managed_mtu,
+        [after.network.vpc_name(after.prefix)],
+        vms_in_vpc(after),
+    )
+    notices += [notice] if notice else []
+    kept = before.network.node_networks(before.prefix).keys()
+    node_vpcs = [n for name, n in after.network.node_networks(after.prefix).items() if name in kept]
+    notice = network.mtu_change_notice(
+        before.network.node_network_mtu,
+        after.network.node_network_mtu,
+        [n.vpc for n in node_vpcs],
+        [f"the slice pools attached to {', '.join(n.name for n in node_vpcs)}"],
+    )
+    notices += [notice] if notice and node_vpcs else []
+    return notices
+
+
+def vms_in_vpc(config: StackConfig) -> list[str]:
+    """The VMs of one stack that boot into its VPC, by who creates them."""
+    gke_config = config.gke
+    found = [f"GKE node pools {', '.join(gke_config.pool_names)}"]
+    if gke_config.tpu_provisioner.enabled:
+        found.append("the node pools the TPU provisioner creates")
+    found += [
+        f"TPU VMs {', '.join(vm.node_names)} (tpuVms[{i}])"
+        for i, vm in enumerate(config.tpu_vms)
+        if vm.network is None
+    ]
+    found += [
+        f"GPU cluster {c.name}'s VMs (gpuClusters[{i}])"
+        for i, c in enumerate(config.gpu_clusters)
+        if c.network == "default"
+    ]
+    if config.slurm is not None:
+        found.append(
+            f"Slurm cluster {config.slurm.cluster_name}'s controller, login VMs and the TPU VMs "
+            "it creates"
+        )
+    return found
+
+
 def export(env: Environment) -> None:
-    cluster = env.gke.cluster
-    pulumi.export("clusterName", cluster.name)
-    pulumi.export("clusterLocation", env.config.gke.location)
-    pulumi.export("kubeconfig", cluster.kubeconfig)
-    pulumi.export("nodeServiceAccount", cluster.node_service_account)
-    pulumi.export("tpuChips", env.config.gke.tpu_chips)
+    if env.gke is not None:
+        cluster = env.gke.cluster
+        pulumi.export("clusterName", cluster.name)
+        pulumi.export("clusterLocation", env.config.gke.location)
+        pulumi.export("kubeconfig", cluster.kubeconfig)
+        pulumi.export("nodeServiceAccount", cluster.node_service_account)
+        pulumi.export("tpuChips", env.config.gke.tpu_chips)
     pulumi.export("buckets", {k: b.bucket.url for k, b in env.buckets.buckets.items()})
-    pulumi.export("workloadIdentities", {k: i.email for k, i in env.gke.identities.items()})
+    pulumi.export(
+        "workloadIdentities",
+        {k: i.email for k, i in env.gke.identities.items()} if env.gke is not None else {},
+    )
     pulumi.export(
         "tpuVms",
         {
-            name: {"nodeNames": vms.node_names, "sshCommands": vms.ssh_commands}
+            name: {
+                "nodeNames": vms.node_names,
+                "sshCommands": vms.ssh_commands,
+                "iapSshCommands": vms.iap_ssh_commands,
+            }
             for name, vms in env.tpu_vms.items()
         },
     )
@@ -142,6 +210,7 @@ def export(env: Environment) -> None:
                 "instanceGroup": cluster.instance_group,
                 "filestoreIps": cluster.filestore_ips,
                 "jupyterUrls": cluster.jupyter_urls_command,
+                "errors": cluster.errors_command,
             }
             for name, cluster in env.gpu_clusters.items()
         },
@@ -150,6 +219,8 @@ def export(env: Environment) -> None:
         "teams",
         {
             name: {"namespace": name, "queue": name, "serviceAccount": team.identity.email}
-            for name, team in env.gke.teams.items()
+            for name, team in (env.gke.teams.items() if env.gke is not None else [])
         },
     )
+    if env.slurm is not None:
+        pulumi.export("slurm", env.slurm.exports)

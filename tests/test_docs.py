@@ -63,6 +63,15 @@ COMMON = {
 }
 """What every stack registers with today's GKE environment: the network, the cluster, the
 project services, JobSet and Kueue."""
+TPU_VMS = COMMON | {
+    "gcp:container/nodePool:NodePool": 1,
+    "gcp:projects/iAMMember:IAMMember": 5,
+    "gcp:serviceaccount/account:Account": 2,
+    "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+    "pulumi-python:dynamic/tpu:QueuedResource": 1,
+}
+"""One queued resource with its dedicated account and two grants, beside the GKE
+environment."""
 INVENTORY: dict[str, dict[str, int]] = {
     "minimal": COMMON
     | {
@@ -73,7 +82,7 @@ INVENTORY: dict[str, dict[str, int]] = {
     },
     "gke-teams": COMMON
     | {
-        "gcp:container/nodePool:NodePool": 2,
+        "gcp:container/nodePool:NodePool": 3,
         "gcp:projects/iAMMember:IAMMember": 4,
         "gcp:serviceaccount/account:Account": 3,
         "gcp:serviceaccount/iAMMember:IAMMember": 2,
@@ -82,13 +91,15 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:core/v1:Namespace": 4,
         "kubernetes:core/v1:ServiceAccount": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 2,
-        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 4,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
-        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 1,
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy": 2,
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 2,
     },
     "provisioner": COMMON
     | {
         "gcp:container/nodePool:NodePool": 2,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
         "gcp:projects/iAMMember:IAMMember": 4,
         "gcp:serviceaccount/account:Account": 4,
         "gcp:serviceaccount/iAMMember:IAMMember": 4,
@@ -97,26 +108,68 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:core/v1:Namespace": 5,
         "kubernetes:core/v1:ServiceAccount": 3,
         "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 2,
-        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 4,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy": 2,
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:Role": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 1,
     },
-    "tpu-vms": COMMON
+    "gke-fast-path": COMMON
     | {
-        "gcp:container/nodePool:NodePool": 1,
-        "gcp:projects/iAMMember:IAMMember": 5,
-        "gcp:serviceaccount/account:Account": 2,
-        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
-        "pulumi-python:dynamic/tpu:QueuedResource": 1,
+        "gcp:compute/firewall:Firewall": 4,
+        "gcp:compute/network:Network": 2,
+        "gcp:compute/subnetwork:Subnetwork": 2,
+        "gcp:container/nodePool:NodePool": 3,
+        "gcp:projects/iAMMember:IAMMember": 3,
+        "gcp:serviceaccount/account:Account": 1,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+        "kubernetes:networking.gke.io/v1:GKENetworkParamSet": 1,
+        "kubernetes:networking.gke.io/v1:Network": 1,
     },
+    "tpu-vms": TPU_VMS,
+    "tpu-vms-spot": TPU_VMS,
     "gpu-cluster": COMMON
     | {
         "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
         "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:monitoring/dashboard:Dashboard": 1,
         "gcp:container/nodePool:NodePool": 1,
+        "gcp:projects/iAMMember:IAMMember": 5,
+        "gcp:serviceaccount/account:Account": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+    },
+    "gpu-cluster-ray": COMMON
+    | {
+        "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:compute/resourcePolicy:ResourcePolicy": 1,
+        "gcp:container/nodePool:NodePool": 1,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:monitoring/dashboard:Dashboard": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 6,
+        "gcp:serviceaccount/account:Account": 2,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+    },
+    "gpu-a3-ultra": COMMON
+    | {
+        # Two host VPCs with their subnets, internal rules, NAT on the first, IAP SSH, and the
+        # RoCE VPC with a subnet per RDMA NIC.
+        "gcp:compute/firewall:Firewall": 6,
+        "gcp:compute/network:Network": 4,
+        "gcp:compute/router:Router": 2,
+        "gcp:compute/routerNat:RouterNat": 2,
+        "gcp:compute/subnetwork:Subnetwork": 11,
+        "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:compute/resizeRequest:ResizeRequest": 1,
+        "gcp:compute/resourcePolicy:ResourcePolicy": 1,
+        "gcp:container/nodePool:NodePool": 1,
+        "gcp:monitoring/dashboard:Dashboard": 1,
         "gcp:projects/iAMMember:IAMMember": 5,
         "gcp:serviceaccount/account:Account": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
@@ -127,7 +180,9 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:compute/firewall:Firewall": 5,
         "gcp:compute/instance:Instance": 2,
         "gcp:container/nodePool:NodePool": 1,
-        "gcp:projects/iAMMember:IAMMember": 11,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 10,
         "gcp:serviceaccount/account:Account": 4,
         "gcp:serviceaccount/iAMMember:IAMMember": 1,
         "gcp:storage/bucket:Bucket": 1,
@@ -137,7 +192,70 @@ INVENTORY: dict[str, dict[str, int]] = {
         "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
         "pulumi-python:dynamic/slurm:TpuCleanup": 1,
     },
+    "slurm-multihost": COMMON
+    | {
+        "gcp:compute/disk:Disk": 1,
+        "gcp:compute/firewall:Firewall": 5,
+        "gcp:compute/instance:Instance": 2,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:container/nodePool:NodePool": 1,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 12,
+        "gcp:serviceaccount/account:Account": 5,
+        "gcp:serviceaccount/iAMMember:IAMMember": 2,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 8,
+        "gcp:storage/bucketObject:BucketObject": 7,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "pulumi-python:dynamic/slurm:ComputeCleanup": 1,
+        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
+        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
+    },
+    "slurm-seed": COMMON
+    | {
+        "gcp:compute/disk:Disk": 1,
+        "gcp:compute/firewall:Firewall": 5,
+        "gcp:compute/instance:Instance": 2,
+        "gcp:container/nodePool:NodePool": 1,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 10,
+        "gcp:serviceaccount/account:Account": 4,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
+        "gcp:storage/bucketObject:BucketObject": 5,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
+        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
+    },
+    "slurm-cpu": {
+        "gcp:compute/disk:Disk": 1,
+        "gcp:compute/firewall:Firewall": 5,
+        "gcp:compute/instance:Instance": 4,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 2,
+        "gcp:compute/network:Network": 1,
+        "gcp:compute/router:Router": 1,
+        "gcp:compute/routerNat:RouterNat": 1,
+        "gcp:compute/subnetwork:Subnetwork": 1,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 7,
+        "gcp:projects/service:Service": 12,
+        "gcp:serviceaccount/account:Account": 3,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
+        "gcp:storage/bucketObject:BucketObject": 9,
+        "pulumi-python:dynamic/slurm:ComputeCleanup": 1,
+        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
+        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
+    },
 }
+
+
+NETWORK = "gcp:compute/network:Network"
 
 
 def _one(graph: Graph, type_: str) -> dict[str, Any]:
@@ -151,6 +269,17 @@ def _pool(graph: Graph, name: str) -> dict[str, Any]:
     ]
     assert len(pools) == 1, [p.urn for p in pools]
     return pools[0].inputs
+
+
+def _slurm_objects(graph: Graph) -> dict[str, Any]:
+    """The Slurm bucket's YAML objects by name, parsed (content is marked secret)."""
+    found = {}
+    for r in graph.of_type("gcp:storage/bucketObject:BucketObject"):
+        value = r.inputs["content"]
+        text = value["value"] if isinstance(value, dict) else value
+        if r.inputs["name"].endswith(".yaml"):
+            found[r.inputs["name"]] = yaml.safe_load(text)
+    return found
 
 
 def _quotas(graph: Graph) -> dict[str, float]:
@@ -172,16 +301,34 @@ def _key_values(name: str, graph: Graph) -> None:
         assert train["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "2x2x4"}
     elif name == "gke-teams":
         assert _pool(graph, "pretrain-0")["nodeCount"] == 8
-        assert _quotas(graph) == {"research": 16, "applied": 16}
+        # research names half, one whole 32-chip slice; applied gets the other.
+        assert _quotas(graph) == {"research": 32, "applied": 32}
     elif name == "provisioner":
         config_map = _one(graph, "kubernetes:core/v1:ConfigMap")["data"]
         assert (config_map["GCP_ZONE"], config_map["PROVIDER"]) == ("us-east5-a", "gke")
         # The provisioner's 64 chips of v5p-32: 32 named by applied, the rest to research; the
-        # fixed slice's 16 split evenly.
-        assert _quotas(graph) == {"research": 40, "applied": 40}
+        # fixed slice's 16 chips, one slice, do not divide in two and stay with the cohort.
+        assert _quotas(graph) == {"research": 32, "applied": 32}
+    elif name == "gke-fast-path":
+        for pool in ("tune-0", "tune-1"):
+            inputs = _pool(graph, pool)
+            assert inputs["networkConfig"]["additionalNodeNetworkConfigs"] == [
+                {
+                    "network": "ai-gke-fast-path-dcn-1-vpc",
+                    "subnetwork": "ai-gke-fast-path-dcn-1-subnet",
+                }
+            ]
+            policy = inputs["nodeConfig"]["hostMaintenancePolicy"]
+            assert policy == {"maintenanceInterval": "PERIODIC"}
+        mtus = {n.inputs["name"]: n.inputs["mtu"] for n in graph.of_type(NETWORK)}
+        assert mtus == {"ai-gke-fast-path-vpc": 8896, "ai-gke-fast-path-dcn-1-vpc": 8896}
     elif name == "tpu-vms":
         qr = _one(graph, "pulumi-python:dynamic/tpu:QueuedResource")
         assert (qr["acceleratorType"], qr["nodeCount"], qr["capacity"]) == ("v4-8", 2, "reserved")
+    elif name == "tpu-vms-spot":
+        qr = _one(graph, "pulumi-python:dynamic/tpu:QueuedResource")
+        assert (qr["capacity"], qr["apiVersion"]) == ("spot", "v2")
+        assert qr["queueingPolicy"] == {"validAfterSeconds": 1800, "validUntilSeconds": 7200}
     elif name == "gpu-cluster":
         template = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")
         assert template["machineType"] == "a2-highgpu-2g"
@@ -189,9 +336,52 @@ def _key_values(name: str, graph: Graph) -> None:
         assert (
             _one(graph, "gcp:compute/instanceGroupManager:InstanceGroupManager")["targetSize"] == 1
         )
+    elif name == "gpu-cluster-ray":
+        template = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")
+        assert template["scheduling"]["provisioningModel"] == "SPOT"
+        assert [d["deviceName"] for d in template["disks"]] == ["boot", "data"]
+        assert "list-instances" in template["metadata"]["startup-script"]
+        mig = _one(graph, "gcp:compute/instanceGroupManager:InstanceGroupManager")
+        assert mig["statefulDisks"] == [
+            {"deviceName": "data", "deleteRule": "ON_PERMANENT_INSTANCE_DELETION"}
+        ]
+    elif name == "gpu-a3-ultra":
+        template = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")
+        assert template["scheduling"]["provisioningModel"] == "FLEX_START"
+        assert [n["nicType"] for n in template["networkInterfaces"]].count("MRDMA") == 8
+        request = _one(graph, "gcp:compute/resizeRequest:ResizeRequest")
+        assert (request["resizeBy"], request["requestedRunDuration"]) == (2, {"seconds": "86400"})
     elif name == "slurm":
         names = {r.inputs["name"] for r in graph.of_type("gcp:compute/instance:Instance")}
         assert names == {"tpu-controller", "tpu-login-0"}
+        assert _one(graph, "gcp:filestore/instance:Instance")["tier"] == "BASIC_HDD"
+    elif name == "slurm-multihost":
+        objects = _slurm_objects(graph)
+        assert objects["pods-files/partition_configs/tpu.yaml"]["partition_nodeset_tpu"] == [
+            "v4x16"
+        ]
+        assert objects["pods-files/nodeset_tpu_configs/v4x16.yaml"]["node_type"] == "v4-16"
+        assert _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")["machineType"] == (
+            "n2-standard-2"
+        )
+    elif name == "slurm-seed":
+        nodeset = _slurm_objects(graph)["seed-files/nodeset_tpu_configs/v2x8.yaml"]
+        assert (nodeset["tf_version"], nodeset["preemptible"], nodeset["node_type"]) == (
+            "2.10.0",
+            True,
+            "v2-8",
+        )
+        assert nodeset["docker_image"].endswith("slurmd:tf-2.10.0")
+    elif name == "slurm-cpu":
+        names = {r.inputs["name"] for r in graph.of_type("gcp:compute/instance:Instance")}
+        assert names == {"hpc-controller", "hpc-login-0", "hpc-login-1", "hpc-big-0"}
+        templates = {
+            r.name: r.inputs for r in graph.of_type("gcp:compute/instanceTemplate:InstanceTemplate")
+        }
+        t4 = templates["slurm-template-t4"]
+        assert t4["guestAccelerators"] == [{"type": "nvidia-tesla-t4", "count": 1}]
+        assert t4["scheduling"]["provisioningModel"] == "SPOT"
+        assert templates["slurm-template-c2"]["machineType"] == "c2-standard-60"
     else:
         raise AssertionError(f"no key values pinned for example {name}")
 

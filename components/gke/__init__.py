@@ -13,10 +13,17 @@ import pulumi_kubernetes as k8s
 
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
-from components.gke.checks import max_nodes, namespace_owner, problems
+from components.gke.checks import (
+    max_nodes,
+    namespace_owner,
+    node_account_problems,
+    problems,
+    warnings,
+)
 from components.gke.cluster import ClusterHandle, GkeCluster, GkeClusterArgs
 from components.gke.config import (
     PROVISIONER_KSA,
+    PROVISIONER_MAX_PODS_PER_NODE,
     PROVISIONER_NAMESPACE,
     ClusterConfig,
     GkeConfig,
@@ -29,6 +36,7 @@ from components.gke.config import (
 )
 from components.gke.gpu_pools import GpuPool, GpuPoolArgs
 from components.gke.kueue import BatchSystem, BatchSystemArgs, Queues, QueuesArgs
+from components.gke.pod_networks import PodNetworks, PodNetworksArgs
 from components.gke.teams import GroupAccess, GroupAccessArgs, Team, TeamArgs
 from components.gke.tpu_provisioner import TpuProvisioner, TpuProvisionerArgs
 from components.gke.tpu_slices import TpuSlice, TpuSliceArgs
@@ -55,7 +63,9 @@ __all__ = [
     "kubernetes_account_claims",
     "max_nodes",
     "namespace_owner",
+    "node_account_problems",
     "problems",
+    "warnings",
 ]
 
 
@@ -83,9 +93,12 @@ def build(
     buckets: BucketsHandle,
     services: pulumi.ResourceOptions,
     source: Source,
-) -> GkeEnvironment:
-    """The cluster and everything on it. `services` holds the dependency on the project's
-    APIs; `source` records the config key of each top-level component."""
+) -> GkeEnvironment | None:
+    """The cluster and everything on it, or nothing with `cluster.enabled: false`. `services`
+    holds the dependency on the project's APIs; `source` records the config key of each
+    top-level component."""
+    if not config.cluster.enabled:
+        return None
     ctx = config.context
     cluster = GkeCluster(
         source("gke", "cluster"),
@@ -99,7 +112,14 @@ def build(
     slices = {
         entry.name: TpuSlice(
             source(f"tpu-{entry.name}", "tpuSlices", i),
-            TpuSliceArgs(context=ctx, cluster=cluster, config=entry),
+            TpuSliceArgs(
+                context=ctx,
+                cluster=cluster,
+                config=entry,
+                node_networks=[
+                    network.node_networks[n.name] for n in config.slice_node_networks(entry)
+                ],
+            ),
             # The workload policy needs the Compute API; the pools wait for the cluster.
             services,
         )
@@ -142,6 +162,17 @@ def build(
         for i, entry in enumerate(config.workload_identities)
     }
     on_cluster = pulumi.ResourceOptions(providers=[kubernetes])
+    used = {n.name for s in config.tpu_slices for n in config.slice_node_networks(s)}
+    used |= {n.name for n in config.provisioner_node_networks}
+    if used:
+        PodNetworks(
+            source("pod-networks", "network", "additionalNodeNetworks"),
+            PodNetworksArgs(
+                networks=[h for name, h in network.node_networks.items() if name in used]
+            ),
+            # GKE serves the networking.gke.io kinds once multi-networking is on.
+            after_cluster,
+        )
     batch = BatchSystem(
         source("batch", "kueue"),
         BatchSystemArgs(cpu_pool=cluster.cpu_pool, webhook_firewall=network.webhook_firewall),
@@ -149,10 +180,14 @@ def build(
     )
     provisioner = None
     if config.tpu_provisioner.enabled:
+        # Pools the provisioner creates on the stack's node networks need their subnets.
+        after_networks = [network.component] if config.provisioner_node_networks else []
         provisioner = TpuProvisioner(
             source("tpu-provisioner", "tpuProvisioner"),
             TpuProvisionerArgs(config=config, cluster=cluster, jobset_release=batch.jobset),
-            after_cluster,
+            pulumi.ResourceOptions.merge(
+                after_cluster, pulumi.ResourceOptions(depends_on=after_networks)
+            ),
         )
         identities["tpu-provisioner"] = provisioner.identity
     queues = Queues(
@@ -233,9 +268,29 @@ def kubernetes_account_claims(config: GkeConfig) -> Claims:
     return claims
 
 
+def _slice_network(config: GkeConfig, entry: TpuSliceConfig) -> str:
+    """A slice's NICs with their VPCs and MTUs, its DCN bandwidth and host maintenance: what
+    a reviewer reads to see that multislice runs on the fast path."""
+    network = config.network
+    mtu = network.managed_mtu
+    nics = [
+        f"eth0 {network.vpc_name(config.context.prefix)} "
+        + (f"mtu {mtu}" if mtu is not None else "(existingVpc: its own MTU)")
+    ]
+    nics += [
+        f"eth{k} {n.vpc} mtu {network.node_network_mtu}"
+        for k, n in enumerate(config.slice_node_networks(entry), start=1)
+    ]
+    family = entry.shape.family
+    dcn = f"DCN {family.dcn_gbps_per_chip} Gb/s per chip; " if family.dcn_gbps_per_chip else ""
+    return f"nics: {', '.join(nics)}; {dcn}host maintenance {entry.host_maintenance_interval}"
+
+
 def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
     """The plan's sections for the GKE keys: the slices with their chips, and the teams with
     their quota and identity."""
+    if not config.cluster.enabled:
+        return [("GKE", ["  not built (cluster.enabled: false)"])]
     slices = []
     for s in config.tpu_slices:
         shape = s.shape
@@ -244,9 +299,12 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
             f"{shape.hosts} x {shape.machine_type} ({shape.chips_per_host} chips each) = "
             f"{shape.chips} chips per slice, {s.chips} chips, {s.provisioning}"
         )
+        slices.append(f"    {_slice_network(config, s)}")
     if not slices:
         slices.append("  none")
     slices.append(f"  total: {config.tpu_chips} TPU chips")
+    if config.tpu_slices:
+        slices.append(f"  upgrades: {_upgrade_policy(config)}")
     resources = {f.name: f.resource for f in config.flavors}
     teams = []
     for team in sorted(config.teams, key=lambda t: t.name):
@@ -257,7 +315,56 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
         email = f"{config.context.name(team.name)}@{config.context.project}.iam.gserviceaccount.com"
         teams.append(f"  {team.name}/{team.name}: {', '.join(quotas) or 'no accelerator quota'}")
         teams.append(f"    runs as {team.name}/{team.service_account} -> {email}")
-    return [
+    held = [
+        f"{flavor}={quota} {resources[flavor]}"
+        for flavor, quota in config.allocation.cohort.items()
+        if quota
+    ]
+    if held:
+        # Quota no team was given (whole slices that do not divide): any team borrows it.
+        teams.append(f"  cohort {config.kueue.cohort} holds: {', '.join(held)}")
+    sections = [
         ("TPU slices", slices),
         ("Teams (namespace/queue, nominal quota, Google service account)", teams or ["  none"]),
     ]
+    if config.tpu_provisioner.enabled:
+        sections.append(("TPU provisioner", _provisioner_lines(config)))
+    return sections
+
+
+def _provisioner_lines(config: GkeConfig) -> list[str]:
+    """What the provisioner may create, where, as whom, and whose workload policies."""
+    provisioner = config.tpu_provisioner
+    lines = [
+        f"  zone {config.provisioner_zone}, nodes run as "
+        f"{config.provisioner_node_service_account}, {PROVISIONER_MAX_PODS_PER_NODE} pods per "
+        f"node, forceOnDemand {str(provisioner.force_on_demand).lower()}"
+    ]
+    for accelerator, shape in provisioner.shapes().items():
+        count = provisioner.quota[accelerator]
+        lines.append(
+            f"  up to {count} x {accelerator} ({shape.hosts} x {shape.machine_type}, "
+            f"{shape.chips} chips) = {count * shape.chips} chips"
+        )
+    if any(s.family.workload_policy_for_multi_host for s in provisioner.shapes().values()):
+        owner = (
+            "created by this stack"
+            if provisioner.create_workload_policies
+            else "another stack's in this project and region (createWorkloadPolicies: false)"
+        )
+        lines.append(f"  workload policies tpu-provisioner-<topology>: {owner}")
+    return lines
+
+
+def _upgrade_policy(config: GkeConfig) -> str:
+    """How TPU pools are upgraded, and what a channel switch does to them (node_pools.py)."""
+    if config.auto_upgrade:
+        return (
+            f"on channel {config.cluster.release_channel}, TPU pools hold upgrades until end "
+            "of support; the hold is set when a pool is created, so a switch to or from "
+            "releaseChannel NONE replaces every TPU pool"
+        )
+    return (
+        "releaseChannel NONE: TPU pools never auto-upgrade (CPU and GPU pools do); a switch "
+        "to a channel replaces every TPU pool, which then holds upgrades until end of support"
+    )

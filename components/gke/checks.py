@@ -6,6 +6,7 @@ provisioner, and the Kueue flavors the slices make. `problems()` is the only ent
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -16,9 +17,14 @@ from components.base import PathPart, Problem, duplicate_names, relative_path, s
 from components.buckets import unknown_buckets
 from components.gke.config import (
     CPU_POOL,
+    GKE_NODE_POOL_NAME_MAX,
     MAX_EXCLUSIONS,
     NO_UPGRADES_MAX,
+    PROVISIONER_CHIPS_PER_NODE,
+    PROVISIONER_MAX_PODS_PER_NODE,
     PROVISIONER_NAMESPACE,
+    WORKLOAD_POLICY_PREFIX,
+    ClusterConfig,
     GkeConfig,
     GpuPoolConfig,
     MaintenanceExclusion,
@@ -28,10 +34,8 @@ from components.gke.config import (
 )
 from components.gke.kueue import CHARTS
 from components.gke.quota import explicit_units, flavor_problems
-from components.gpu_catalog import boot_disk_problem, gpu_problem
-from components.identity import account_id_problems, duplicate_roles
-
-GKE_NODE_POOL_NAME_MAX = 40
+from components.gpu_catalog import boot_disk_problem, gpu_problem, pool_capacity_problem
+from components.identity import account_id_problems, duplicate_roles, service_account_email
 
 RESERVED_NAMESPACES = frozenset(
     {
@@ -81,6 +85,8 @@ def problems(
 ) -> list[Problem]:
     """Every problem of the GKE keys, at stack paths. `network_config` is the stack's network
     when its own checks passed (the pods range is then sized against the pools), else None."""
+    if not config.cluster.enabled:
+        return disabled_problems(config)
     found = under("cluster", cluster_problems(config))
     slices = under(
         "tpuSlices",
@@ -99,8 +105,9 @@ def problems(
             if entry.zone is not None:
                 found += under((key, i), pool_zone_problems(config, entry.zone))
     found += under("workloadIdentities", identity_problems(config, buckets=buckets))
-    provisioner = under("tpuProvisioner", provisioner_problems(config))
+    provisioner = under("tpuProvisioner", provisioner_problems(config, network_config))
     found += provisioner
+    found += flex_start_conflicts(config)
     if slices or pools:
         # What follows adds up the slices' nodes and chips, which needs valid entries.
         return found
@@ -111,8 +118,22 @@ def problems(
         {("tpuSlices", i): s.pool_names for i, s in enumerate(config.tpu_slices)}
         | {("gpuPools", i): [g.name] for i, g in enumerate(config.gpu_pools)}
     )
+    if config.multi_networking and not config.cluster.dataplane_v2:
+        found.append(
+            Problem(
+                ("cluster", "dataplaneV2"),
+                "slices attach to additional node networks, which need GKE multi-networking, "
+                "which needs Dataplane V2 ('Set up multi-network support for Pods'); set "
+                "dataplaneV2: true (this replaces the cluster) or opt the slices out with "
+                "additionalNodeNetworks: []",
+            )
+        )
     if network_config is not None:
         found += under("network", network.capacity_problems(network_config, pod_blocks(config)))
+        found += under(
+            "network",
+            network.node_network_capacity_problems(network_config, config.node_network_users()),
+        )
     found += under("teams", team_problems(config, buckets=buckets))
     found += flavor_problems(config.flavors)
     return found
@@ -120,23 +141,70 @@ def problems(
 
 def pod_blocks(config: GkeConfig) -> list[tuple[str, int, int]]:
     """(pool, most nodes, max pods per node) of every pool, for sizing the pods range; the
-    provisioner's pools take the cluster's default pod density."""
+    provisioner's pools take its own fixed pod density."""
     cluster = config.cluster
     pools = [(CPU_POOL, cluster.cpu_pool.max_nodes * config.zones, cluster.max_pods_per_node)]
     pools += [(s.name, s.nodes, s.max_pods_per_node) for s in config.tpu_slices]
     pools += [(g.name, g.max_nodes, g.max_pods_per_node) for g in config.gpu_pools]
     pools.append(
-        ("the TPU provisioner's pools", config.provisioned_nodes(), cluster.max_pods_per_node)
+        ("the TPU provisioner's pools", config.provisioned_nodes(), PROVISIONER_MAX_PODS_PER_NODE)
     )
     return pools
 
 
 def max_nodes(config: GkeConfig) -> int:
     """Nodes the cluster's pools can reach together, for a valid config."""
+    if not config.cluster.enabled:
+        return 0
     return sum(nodes for _, nodes, _ in pod_blocks(config))
 
 
 # ai-infra:cluster
+
+
+def disabled_problems(config: GkeConfig) -> list[Problem]:
+    """With `cluster.enabled: false` nothing runs on GKE: every key that would need the
+    cluster is refused where it is written, rather than ignored."""
+    found = [
+        Problem(
+            ("cluster", ClusterConfig.model_fields[key].alias or key),
+            "has no effect with cluster.enabled: false (no GKE cluster is built); remove it "
+            "or set enabled: true",
+        )
+        for key in sorted(config.cluster.model_fields_set - {"enabled"})
+    ]
+    for key, entries in (
+        ("tpuSlices", config.tpu_slices),
+        ("gpuPools", config.gpu_pools),
+        ("workloadIdentities", config.workload_identities),
+        ("teams", config.teams),
+    ):
+        if entries:
+            found.append(
+                Problem(
+                    (key,),
+                    "needs the GKE cluster, and cluster.enabled is false; remove the entries "
+                    "or set cluster.enabled: true (TPU VMs outside GKE are ai-infra:tpuVms, "
+                    "GPU VMs ai-infra:gpuClusters)",
+                )
+            )
+    if config.tpu_provisioner.enabled:
+        found.append(
+            Problem(
+                ("tpuProvisioner", "enabled"),
+                "the TPU provisioner runs on the GKE cluster, and cluster.enabled is false; "
+                "set it false or set cluster.enabled: true",
+            )
+        )
+    if config.kueue.model_fields_set:
+        found.append(
+            Problem(
+                ("kueue",),
+                "Kueue runs on the GKE cluster, and cluster.enabled is false; remove "
+                "ai-infra:kueue or set cluster.enabled: true",
+            )
+        )
+    return found
 
 
 def cluster_problems(config: GkeConfig) -> list[Problem]:
@@ -284,8 +352,47 @@ def reservation_problems(provisioning: str, reservation: str | None) -> list[Pro
 def slice_problems(config: GkeConfig) -> list[Problem]:
     """Per-entry checks of `ai-infra:tpuSlices`, each at `[i].<field>`."""
     found = []
+    networks = [n.name for n in config.network.additional_node_networks]
     for i, entry in enumerate(config.tpu_slices):
-        found += [p.under(i) for p in _slice_problems(entry, config.context.zone_of(entry.zone))]
+        zone = config.context.zone_of(entry.zone)
+        own = _slice_problems(entry, zone) + _slice_network_problems(entry, networks)
+        found += [p.under(i) for p in own]
+    return found
+
+
+def _slice_network_problems(entry: TpuSliceConfig, networks: list[str]) -> list[Problem]:
+    """A slice's additional node networks and host maintenance interval."""
+    found = []
+    family = tpu_catalog.resolve(entry.accelerator).family
+    listed = entry.additional_node_networks or []
+    if listed and (problem := tpu_catalog.node_network_problem(family)):
+        found.append(Problem(("additionalNodeNetworks",), problem))
+    for j, name in enumerate(listed):
+        if name in listed[:j]:
+            found.append(
+                Problem(
+                    ("additionalNodeNetworks", j),
+                    f"'{name}' is listed twice; a host takes one NIC per network",
+                )
+            )
+        elif name not in networks:
+            found.append(
+                Problem(
+                    ("additionalNodeNetworks", j),
+                    f"no network.additionalNodeNetworks entry is named '{name}' (known: "
+                    f"{', '.join(networks) or 'none'}); add it there or fix the name",
+                )
+            )
+    if entry.host_maintenance_interval == "PERIODIC" and entry.provisioning != "reservation":
+        found.append(
+            Problem(
+                ("hostMaintenanceInterval",),
+                f"PERIODIC takes capacity reserved with a PERIODIC maintenance interval (GKE "
+                "refuses it on a reservation without one, as xpk explains the error), and no "
+                f"documented case has it on {entry.provisioning} TPU capacity; set "
+                "provisioning: reservation with such a reservation, or use AS_NEEDED",
+            )
+        )
     return found
 
 
@@ -307,17 +414,21 @@ def _slice_problems(entry: TpuSliceConfig, zone: str) -> list[Problem]:
                 f"{GKE_NODE_POOL_NAME_MAX} characters; shorten the slice name",
             )
         )
-    if not entry.allow_unlisted_zone and (problem := tpu_catalog.zone_problem(family, zone)):
-        inherited = "" if entry.zone else f"the slice inherits gcp:zone {zone}: "
-        found.append(Problem(("zone",), inherited + problem))
+    inherited = "" if entry.zone else f"the slice inherits gcp:zone {zone}: "
+    zone_problem = tpu_catalog.zone_problem(family, zone)
     if entry.provisioning == "flex-start" and not family.flex_start:
+        offered = ", ".join(f.prefix for f in tpu_catalog.FAMILIES if f.flex_start)
         found.append(
             Problem(
                 ("provisioning",),
                 f"GKE offers no flex-start for {family.prefix}; use on-demand, spot or a "
-                "reservation, or a family that has it (v5e, v5p, v6e, tpu7x)",
+                f"reservation, or a family that has it ({offered})",
             )
         )
+    elif entry.provisioning == "flex-start" and zone_problem is None:
+        zone_problem = tpu_catalog.flex_start_zone_problem(family, zone)
+    if zone_problem and not entry.allow_unlisted_zone:
+        found.append(Problem(("zone",), inherited + zone_problem))
     return found
 
 
@@ -367,6 +478,16 @@ def gpu_pool_problems(pools: list[GpuPoolConfig]) -> list[Problem]:
             own.append(Problem(("acceleratorType",), problem))
         if problem := boot_disk_problem(entry.machine_type, entry.disk_type):
             own.append(Problem(("diskType",), f"{problem}; set diskType accordingly"))
+        if problem := pool_capacity_problem(entry.machine_type, entry.provisioning):
+            own.append(Problem(("provisioning",), problem))
+        if len(entry.name) > GKE_NODE_POOL_NAME_MAX:
+            own.append(
+                Problem(
+                    ("name",),
+                    f"'{entry.name}' is {len(entry.name)} characters; GKE node pool names "
+                    f"are at most {GKE_NODE_POOL_NAME_MAX}, so shorten it",
+                )
+            )
         found += [p.under(i) for p in own]
     return found
 
@@ -486,6 +607,33 @@ def team_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]
     return found
 
 
+def warnings(config: GkeConfig) -> list[Problem]:
+    """What a valid config may say but probably does not mean, at stack paths: a team's
+    explicit share of TPU capacity that is not a whole number of slices. A job runs on whole
+    slices, so the part of the share beyond them only ever lends to the cohort."""
+    slice_units = {s.name: s.slice_units for f in config.flavors for s in f.sources}
+    capacity = config.quota_sources()
+    found = []
+    for i, team in enumerate(config.teams):
+        for key, share in team.quota.items():
+            unit = slice_units.get(key, 1)
+            chips = explicit_units(share, capacity[key])
+            if unit <= 1 or chips % unit == 0:
+                continue
+            whole = chips - chips % unit
+            runs = f"{whole // unit} slice(s)" if whole else "no job"
+            fits = f"{whole} or {whole + unit}" if whole else f"{unit}"
+            found.append(
+                Problem(
+                    ("teams", i, "quota", key),
+                    f"{chips} chips is not a whole number of '{key}' slices ({unit} chips "
+                    f"each): the team runs {runs} on its own quota and {chips % unit} chips "
+                    f"only lend to others; give {fits} chips, or the fraction that makes them",
+                )
+            )
+    return found
+
+
 def _group_problems(
     team_groups: list[str], i: int, groups: dict[str, tuple[int, str]]
 ) -> list[Problem]:
@@ -512,9 +660,64 @@ def _group_problems(
 # ai-infra:tpuProvisioner
 
 
-def provisioner_problems(config: GkeConfig) -> list[Problem]:
+def node_account_problems(
+    config: GkeConfig, accounts: Sequence[tuple[tuple[PathPart, ...], str]]
+) -> list[Problem]:
+    """A `tpuProvisioner.nodeServiceAccount` problem when its nodes would run as an account
+    the program creates for something else (`accounts`: every system's claimed account ids):
+    the provisioner's own would let any pod on them create and delete node pools, a team's or
+    a VM's would hand its grants to every pod on those nodes. The cluster's node account is
+    the default and fine."""
+    node_account = config.tpu_provisioner.node_service_account
+    if not config.tpu_provisioner.enabled or node_account is None:
+        return []
+    for path, account_id in accounts:
+        if path == ("cluster",):
+            continue
+        if service_account_email(account_id, config.context.project) == node_account:
+            owner = (
+                "the provisioner's own account"
+                if path == ("tpuProvisioner",)
+                else (f"the account of {relative_path(path)}")
+            )
+            return [
+                Problem(
+                    ("tpuProvisioner", "nodeServiceAccount"),
+                    f"'{node_account}' is {owner}; nodes must not run as it. Leave "
+                    "nodeServiceAccount unset (the cluster's node account) or name an account "
+                    "made for nodes",
+                )
+            ]
+    return []
+
+
+def flex_start_conflicts(config: GkeConfig) -> list[Problem]:
+    """`tpuSlices[i].provisioning` problems for flex-start TPU slices beside the provisioner:
+    it acts on any pending JobSet pod that selects a TPU topology, copies the pod's own node
+    selectors (such as `ai-infra/capacity: flex-start`) onto a new on-demand pool, and keeps
+    that pool until the JobSet ends (creation_controller.go and gke.go at 6789e2a), so
+    flex-start work would run on on-demand capacity. Only a label on the pod stops it, and
+    Kueue's ProvisioningRequestConfig can add node selectors, not labels."""
+    if not config.tpu_provisioner.enabled:
+        return []
+    return [
+        Problem(
+            ("tpuSlices", i, "provisioning"),
+            "flex-start TPU slices cannot share a cluster with the TPU provisioner, which "
+            "would create an on-demand pool for their pending pods; use spot, on-demand or a "
+            "reservation here, or turn tpuProvisioner off",
+        )
+        for i, entry in enumerate(config.tpu_slices)
+        if entry.provisioning == "flex-start"
+    ]
+
+
+def provisioner_problems(
+    config: GkeConfig, network_config: network.NetworkConfig | None = None
+) -> list[Problem]:
     """Cross-checks of `ai-infra:tpuProvisioner`; the stack root checks that its account id
-    and Kubernetes service account have no other owner."""
+    and Kubernetes service account have no other owner, and that its nodes' account is not
+    another's."""
     provisioner = config.tpu_provisioner
     found: list[Problem] = []
     if not provisioner.enabled:
@@ -549,7 +752,95 @@ def provisioner_problems(config: GkeConfig) -> list[Problem]:
     if provisioner.zone is not None:
         zone_problems = pool_zone_problems(config, provisioner.zone)
         found += zone_problems
-    found += _provisioner_quota_problems(config, zone_ok=not zone_problems)
+    quota_problems = _provisioner_quota_problems(config, zone_ok=not zone_problems)
+    found += quota_problems
+    if network_config is not None:
+        vpc = network_config.existing_vpc or config.context.name("vpc")
+        found += _network_problems(provisioner, vpc)
+    if provisioner.additional_node_networks and not config.cluster.dataplane_v2:
+        # GKE multi-networking, which additional node networks need, runs on Dataplane V2
+        # only (GKE "Set up multi-network support for Pods", requirements).
+        found.append(
+            Problem(
+                ("additionalNodeNetworks",),
+                "additional node networks need GKE multi-networking, which needs Dataplane "
+                "V2; set ai-infra:cluster.dataplaneV2: true",
+            )
+        )
+    if provisioner.confidential_storage and not provisioner.boot_disk_kms_key:
+        found.append(
+            Problem(
+                ("confidentialStorage",),
+                "confidential boot disks need bootDiskKmsKey (GKE NodeConfig: "
+                "boot_disk_kms_key is required with enable_confidential_storage)",
+            )
+        )
+    if not quota_problems:
+        found += _shape_setting_problems(config)
+    return found
+
+
+def _network_problems(provisioner: TpuProvisionerConfig, cluster_vpc: str) -> list[Problem]:
+    """Each additional interface in a VPC of its own, none the cluster's (Compute Engine
+    "Multiple network interfaces": every interface of a VM is in a different VPC)."""
+    found = []
+    seen: dict[str, int] = {}
+    for i, extra in enumerate(provisioner.additional_node_networks):
+        path = ("additionalNodeNetworks", i, "network")
+        if extra.network in seen:
+            found.append(
+                Problem(
+                    path,
+                    f"'{extra.network}' is also additionalNodeNetworks[{seen[extra.network]}]; "
+                    "a VM has one interface per VPC",
+                )
+            )
+        elif extra.network == cluster_vpc:
+            found.append(
+                Problem(
+                    path,
+                    f"'{extra.network}' is the cluster's own VPC, which the node's first "
+                    "interface is in; use another VPC",
+                )
+            )
+        seen.setdefault(extra.network, i)
+    return found
+
+
+def _shape_setting_problems(config: GkeConfig) -> list[Problem]:
+    """Settings that every pool the provisioner creates takes, against the quota's shapes."""
+    provisioner = config.tpu_provisioner
+    found = []
+    if provisioner.confidential_storage:
+        pd = sorted(
+            a
+            for a, s in provisioner.shapes().items()
+            if s.family.boot_disk_type != ("hyperdisk-balanced")
+        )
+        if pd:
+            found.append(
+                Problem(
+                    ("confidentialStorage",),
+                    f"confidential mode is for Hyperdisk boot disks, but {', '.join(pd)} boot "
+                    "from pd-balanced; drop those shapes or confidentialStorage",
+                )
+            )
+    taken = {
+        config.context.name(s.name): i
+        for i, s in enumerate(config.tpu_slices)
+        if s.shape.needs_workload_policy
+    }
+    for accelerator, shape in provisioner.shapes().items():
+        policy = f"{WORKLOAD_POLICY_PREFIX}{shape.topology}"
+        if shape.family.workload_policy_for_multi_host and policy in taken:
+            found.append(
+                Problem(
+                    ("quota", accelerator),
+                    f"the provisioner places {accelerator} by workload policy '{policy}', "
+                    f"which is also tpuSlices[{taken[policy]}]'s own policy name; rename "
+                    "that slice",
+                )
+            )
     return found
 
 
@@ -578,6 +869,19 @@ def _provisioner_quota_problems(config: GkeConfig, *, zone_ok: bool) -> list[Pro
                     path,
                     f"GKE has no {shape.family.prefix} node pools here; request it as TPU VMs "
                     "(ai-infra:tpuVms)",
+                )
+            )
+            continue
+        nodes = math.ceil(shape.chips / PROVISIONER_CHIPS_PER_NODE)
+        if nodes * shape.chips_per_host != shape.chips:
+            found.append(
+                Problem(
+                    path,
+                    f"the provisioner sizes a pool as ceil(chips / {PROVISIONER_CHIPS_PER_NODE}) "
+                    f"= {nodes} nodes of the requested machine type, so {accelerator} "
+                    f"({shape.chips} chips on {shape.machine_type}) would bill "
+                    f"{nodes * shape.chips_per_host} chips; give it a fixed tpuSlices entry, "
+                    "or use a shape of 1 chip, 4 chips or 4-chip hosts",
                 )
             )
             continue

@@ -44,7 +44,8 @@ class ClusterHandle:
     location: str
     node_service_account: str
     auto_upgrade: bool
-    """Whether node pools auto-upgrade; GKE requires it on a release channel."""
+    """Whether TPU slice pools auto-upgrade: on a release channel, where GKE requires it; the
+    CPU and GPU pools always do."""
     image_streaming: bool
     resource_labels: dict[str, str]
     """GCP labels for the nodes' VMs."""
@@ -127,9 +128,10 @@ class GkeCluster(Component):
             name=CPU_POOL,
             initial_node_count=sizing.initial_node_count,
             autoscaling=sizing.autoscaling,
-            management=gcp.container.NodePoolManagementArgs(
-                auto_repair=True, auto_upgrade=config.auto_upgrade
-            ),
+            # Auto-upgraded whatever the channel: it runs Kueue, JobSet, the provisioner and
+            # system pods, and surges one node at a time. Without a channel GKE lets each pool
+            # choose (GKE "About release channels"); only TPU slices must not be upgraded.
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
                 strategy="SURGE", max_surge=1, max_unavailable=0
             ),
@@ -206,6 +208,10 @@ def cluster_args(
         ),
         min_master_version=cluster.version,
         datapath_provider="ADVANCED_DATAPATH" if cluster.dataplane_v2 else "LEGACY_DATAPATH",
+        # Pools with additional node networks need it; it needs Dataplane V2 ("Set up
+        # multi-network support for Pods"). The provider updates it in place
+        # (terraform-provider-google DesiredEnableMultiNetworking); unset leaves it alone.
+        enable_multi_networking=True if config.multi_networking else None,
         addons_config=gcp.container.ClusterAddonsConfigArgs(
             gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
                 enabled=cluster.gcs_fuse_csi_driver

@@ -20,10 +20,14 @@ from components.buckets import BucketAccess
 from components.context import StackContext
 from components.gke.quota import Allocation, Flavor, allocate, derive_flavors
 from components.identity import service_account_email
+from components.network import NetworkConfig, NodeNetwork
 from components.types import (
+    DiskImage,
     DnsLabel,
+    GceName,
     IamRole,
     ImageReference,
+    KmsCryptoKey,
     MachineType,
     NetworkTag,
     Reservation,
@@ -39,6 +43,8 @@ NO_UPGRADES_MAX = timedelta(days=30)
 """GKE documents 30 days as the longest NO_UPGRADES exclusion ("Maintenance windows and
 exclusions"); a 2026 note reports 90, which the docs read here do not confirm."""
 GKE_NODE_POOL_NAME_MAX = 40
+"""GKE's limit on a node pool's name (the tpu-provisioner keeps its own pool names within it,
+gke.go podToNodePoolName)."""
 MAX_SLICES_PER_ENTRY = 256
 """A bound of this program's, so that a typo in `count` is refused before anything is
 enumerated; more identical slices belong in several entries."""
@@ -58,6 +64,9 @@ PROVISIONER_KSA = "tpu-provisioner-controller-manager"
 """The provisioner's Kubernetes service account, bound to its Google one."""
 
 ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "NONE"]
+HostMaintenanceInterval = Literal["AS_NEEDED", "PERIODIC"]
+"""How Compute Engine schedules host maintenance of a pool's VMs (GKE API
+`HostMaintenancePolicy.maintenanceInterval`)."""
 Provisioning = Literal["on-demand", "spot", "reservation", "flex-start"]
 """How a node pool obtains capacity: on-demand, Spot VMs, a specific reservation, or
 flex-start (Dynamic Workload Scheduler queued provisioning)."""
@@ -161,16 +170,23 @@ class MaintenanceExclusion(ConfigModel):
 class ClusterConfig(ConfigModel):
     """`ai-infra:cluster`."""
 
+    enabled: bool = True
+    """Build the GKE cluster, its CPU pool, JobSet and Kueue. `false` makes a stack of Slurm,
+    GPU clusters or TPU VMs only: the network, buckets and identities stay, and the keys that
+    need GKE (`tpuSlices`, `gpuPools`, `workloadIdentities`, `teams`, `tpuProvisioner`,
+    `kueue`, the other `cluster` keys) are refused."""
     name: GkeName | None = None
     """Cluster name, 1 to 40 lowercase letters, digits and `-`; defaults to `<prefix>-gke`."""
     regional: bool = True
     """A regional control plane survives a zone outage; `false` puts the cluster and its CPU
     pool in `gcp:zone`, cheaper for dev."""
     release_channel: ReleaseChannel = "REGULAR"
-    """`NONE` opts out of channels (needed by the TPU provisioner) and turns node auto-upgrade
-    off. On a channel GKE requires auto-upgrade, and upgrading any node of a multi-host slice
-    recreates the slice, so every TPU pool carries a node-pool exclusion that holds its
-    upgrades until its version's end of support (then GKE upgrades regardless)."""
+    """`NONE` opts out of channels (needed by the TPU provisioner) and turns auto-upgrade off
+    on TPU slice pools; the CPU and GPU pools keep it. On a channel GKE requires auto-upgrade,
+    and upgrading any node of a multi-host slice recreates the slice, so every TPU pool
+    carries a node-pool exclusion that holds its upgrades until its version's end of support
+    (then GKE upgrades regardless). The provider sets that hold only when it creates a pool:
+    switching from `NONE` to a channel (or back) replaces every TPU slice pool."""
     version: GkeVersion | None = None
     """Minimum control-plane version: `1.X`, `1.X.Y`, `1.X.Y-gke.N` or `latest`, quoted in YAML
     (`"1.34"`); a floor, not a pin. Defaults to the channel's default."""
@@ -183,7 +199,8 @@ class ClusterConfig(ConfigModel):
     image_streaming: bool = True
     """Image streaming on every pool: containers start before their image is fully pulled."""
     deletion_protection: bool | None = None
-    """GKE-side deletion protection; defaults to `ai-infra:protect`."""
+    """The cluster's `deletionProtection`, defaulting to `ai-infra:protect`: the Terraform
+    provider refuses to delete the cluster while it is on; GKE's API does not check it."""
     max_pods_per_node: int = Field(default=110, ge=8, le=256)
     """The cluster's default pods per node, which the CPU pool uses; each node's block of
     `network.podsCidr` holds twice this, rounded up to a power of two (110 pods take a /24).
@@ -231,9 +248,11 @@ class TpuSliceConfig(ConfigModel):
     """Identical slices to create; 0 keeps the entry (and its queue flavor) with no nodes."""
     zone: Zone | None = None
     """Defaults to `gcp:zone`; must be in `gcp:region` and a zone Cloud TPU documents for the
-    family (docs/gke.md lists them under "How TPU sizes resolve")."""
+    family, and for `flex-start` one GKE lists for flex-start (docs/gke.md lists both under
+    "How TPU sizes resolve")."""
     allow_unlisted_zone: bool = False
-    """Accept a zone the catalog does not list for the family (one Google added since)."""
+    """Accept a zone the catalog does not list for the family, or for its flex-start (one
+    Google added since)."""
     max_pods_per_node: int = Field(default=TPU_MAX_PODS_PER_NODE, ge=8, le=256)
     """Pods per TPU host (one workload pod plus daemonsets); sizes each node's block of
     `network.podsCidr`: a /27 at 16, where the cluster's default of 110 takes a /24."""
@@ -246,6 +265,15 @@ class TpuSliceConfig(ConfigModel):
     topology: str | None = None
     """Only where a size has several topologies, e.g. v5p-512: `4x8x8` (the default, closest
     to a cube) or `4x4x16`. Unset means the size's default."""
+    additional_node_networks: list[DnsLabel] | None = None
+    """`network.additionalNodeNetworks` names whose NIC every host of the slice gets, in NIC
+    order (eth1, eth2, ...); v6e and tpu7x only. Unset: all of them for v6e and tpu7x, none
+    for other families; `[]` opts the slice out. A change replaces the slice's pools."""
+    host_maintenance_interval: HostMaintenanceInterval = "AS_NEEDED"
+    """When Compute Engine maintains the hosts: `AS_NEEDED` as updates become available, or
+    `PERIODIC`, batched and announced ahead, on a reservation made with a PERIODIC
+    maintenance interval. Host maintenance interrupts the whole slice and bypasses GKE's
+    maintenance windows and exclusions. A change replaces the slice's pools."""
 
     @property
     def shape(self) -> tpu_catalog.TpuShape:
@@ -346,8 +374,28 @@ KubernetesLabelKey = Annotated[
 ]
 
 
+_GO_UNIT_NS = {"ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
+_GO_DURATION = re.compile(r"([0-9]+)(ms|s|m|h)")
+GO_DURATION_MAX_NS = 2**63 - 1
+"""Go's time.Duration is an int64 of nanoseconds, about 2562047h: time.ParseDuration refuses
+more, and envconfig's MustProcess then panics, so the controller never starts."""
+
+
+def _duration_ns(value: str) -> int:
+    return sum(int(n) * _GO_UNIT_NS[unit] for n, unit in _GO_DURATION.findall(value))
+
+
+def _fits_go(value: str) -> str:
+    if _duration_ns(value) > GO_DURATION_MAX_NS:
+        raise ValueError(
+            f"'{value}' is longer than Go's longest duration (about 2562047h), so the "
+            "controller could not parse it and would not start; use at most a few hours"
+        )
+    return value
+
+
 def _nonzero(value: str) -> str:
-    if not any(int(n) for n in re.findall(r"[0-9]+", value)):
+    if not _duration_ns(value):
         raise ValueError(
             f"'{value}' is zero, and the controller refuses to start with a zero "
             "NODE_MIN_LIFESPAN; use at least 1s (upstream default 10s)"
@@ -361,8 +409,24 @@ GoDuration = Annotated[
     matching(
         r"([0-9]+(ms|s|m|h))+", "is not a duration; write it as Go does, e.g. 30s, 5m or 1m30s"
     ),
+    AfterValidator(_fits_go),
 ]
-"""A duration as Go's time.ParseDuration reads it, in the units the controller uses."""
+"""A duration as Go's time.ParseDuration reads it, in the units the controller uses. Empty
+is refused too: envconfig passes a set-but-empty variable to the parser, which fails."""
+
+
+class AdditionalNodeNetwork(ConfigModel):
+    """One extra network interface on the nodes the provisioner creates."""
+
+    network: GceName
+    """The VPC's name; each interface needs a VPC of its own, not the cluster's."""
+    subnetwork: GceName
+    """The subnet's name in that VPC, in the cluster's region."""
+
+
+MAX_ADDITIONAL_NETWORKS = 7
+"""A Compute Engine VM has at most 8 network interfaces ("Multiple network interfaces"), and
+the node's own takes one."""
 SliceCount = Annotated[int, Field(strict=True, ge=1, le=MAX_PROVISIONED_SLICES_PER_SHAPE)]
 
 
@@ -372,9 +436,10 @@ class TpuProvisionerConfig(ConfigModel):
     itself, so the cluster must not be on a release channel."""
 
     enabled: bool = False
-    """Run the controller in `tpu-provisioner-system`, as `<prefix>-tpu-prov` (with
-    `roles/container.clusterAdmin`, and `roles/iam.serviceAccountUser` on the node service
-    account) through the Kubernetes service account `tpu-provisioner-controller-manager`."""
+    """Run the controller in `tpu-provisioner-system`, as `<prefix>-tpu-prov` (with a custom
+    role holding only what it calls, container.clusters.get and .update and
+    container.operations.get, and `roles/iam.serviceAccountUser` on the node service account)
+    through the Kubernetes service account `tpu-provisioner-controller-manager`."""
     image: ImageReference | None = None
     """The controller image you built and pushed (required when enabled); pin it by digest
     (`...@sha256:...`), a tag alone can move under a running cluster."""
@@ -383,21 +448,46 @@ class TpuProvisionerConfig(ConfigModel):
     TPU generations the teams request."""
     node_service_account: ServiceAccountEmail | None = None
     """Service account of the nodes it creates (`GCP_NODE_SERVICE_ACCOUNT`); defaults to the
-    cluster's node service account."""
+    cluster's node service account. Another account gets the roles the cluster's node account
+    has; it must not be one the program creates for anything else."""
     node_tags: list[NetworkTag] = Field(default_factory=list)
     """Network tags on the nodes it creates (`GCP_NODE_TAGS`)."""
     pod_to_node_labels: list[KubernetesLabelKey] = Field(default_factory=list)
     """Pod label keys copied onto the node pools it creates (`GCP_POD_TO_NODE_LABELS`)."""
-    force_on_demand: bool = False
+    force_on_demand: bool = True
     """Create on-demand pools even when a pod selects Spot or a reservation
-    (`GCP_FORCE_ON_DEMAND`)."""
+    (`GCP_FORCE_ON_DEMAND`). Off, any team member's pod can have it create Spot pools or
+    consume any reservation the project can use (`cloud.google.com/reservation-name`)."""
     concurrency: int = Field(default=3, ge=1, le=64)
     """Pods and nodes reconciled at once by each of its controllers (`CONCURRENCY`), 1-64."""
     node_min_lifespan: Annotated[GoDuration, AfterValidator(_nonzero)] = "10s"
     """How old a node must be before its pool may be deleted (`NODE_MIN_LIFESPAN`)."""
     node_pool_deletion_delay: GoDuration = "30s"
-    """Time between the two checks that must both find a pool unused before it is deleted
-    (`NODEPOOL_DELETION_DELAY`)."""
+    """`NODEPOOL_DELETION_DELAY`, which the controller parses (a bad value stops it) but at
+    the pinned commit does not use."""
+    secondary_boot_disk: DiskImage | None = None
+    """A disk image preloaded on every node it creates as a secondary boot disk in container
+    image cache mode (`GCP_NODE_SECONDARY_DISK`), so large images start without a pull; the
+    nodes' service account must be able to read the image."""
+    additional_node_networks: list[AdditionalNodeNetwork] = Field(
+        default_factory=list, max_length=MAX_ADDITIONAL_NETWORKS
+    )
+    """Extra network interfaces on the nodes it creates, `{network, subnetwork}` by name
+    (`GCP_NODE_ADDITIONAL_NETWORKS`), e.g. for multislice traffic; each in a VPC of its own,
+    and the cluster must have GKE multi-networking on."""
+    boot_disk_kms_key: KmsCryptoKey | None = None
+    """Cloud KMS key that encrypts its nodes' boot disks (`GCP_NODE_BOOT_DISK_KMS_KEY`); the
+    project's Compute Engine service agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter
+    on it."""
+    confidential_storage: bool = False
+    """Boot disks in confidential mode (`GCP_NODE_CONFIDENTIAL_STORAGE`): Hyperdisk only (v6e
+    and tpu7x shapes), with `bootDiskKmsKey`. The controller has no confidential-nodes
+    setting."""
+    create_workload_policies: bool = True
+    """Create the `tpu-provisioner-<topology>` workload policies its tpu7x pools use. The
+    controller names them per project and region, not per cluster: of several stacks running
+    it in one project and region, exactly one creates them and the others set false and use
+    those (which must outlive them)."""
     quota: dict[str, SliceCount] = Field(default_factory=dict)
     """Accelerator type -> the most slices of it the provisioner may create, e.g.
     `{v5p-32: 4}`, in the type's default topology. Each becomes Kueue quota on that shape's
@@ -503,8 +593,9 @@ class TeamConfig(ConfigModel):
     """Namespace, ClusterQueue and LocalQueue name; Google service account `<prefix>-<name>`."""
     quota: dict[str, QuotaShare] = Field(default_factory=dict)
     """Slice or GPU pool name -> this team's share of it: chips/GPUs (`64`), a fraction
-    (`0.25`) or a percentage (`"25%"`). Entries a team does not name are split evenly among
-    the teams that do not name them."""
+    (`0.25`) or a percentage (`"25%"`), best a whole number of slices. Entries a team does not
+    name are split evenly, in whole slices, among the teams that do not name them; the rest
+    stays with the cohort."""
     cpu: Quantity = "1000"
     """Nominal quota of the `cpu` flavor, in cores; high by default so that chips are the
     constraint."""
@@ -516,7 +607,8 @@ class TeamConfig(ConfigModel):
     """`ai-infra:buckets` name -> `read`, `write` or `admin` for the team's Google service
     account."""
     groups: list[GroupEmail] = Field(default_factory=list)
-    """Google groups (emails) that get `edit` in the team namespace and
+    """Google groups (emails) that get `edit` and Kueue's `kueue-batch-user-role` (JobSets and
+    Jobs, their LocalQueues' pending workloads) in the team namespace, and
     `roles/container.clusterViewer` on the project; needs `cluster.rbacSecurityGroup`."""
     service_account: DnsLabel = "training"
     """Kubernetes service account that jobs run as (`serviceAccountName`), bound to the
@@ -525,6 +617,15 @@ class TeamConfig(ConfigModel):
 
 # The system as a whole, resolved.
 
+PROVISIONER_MAX_PODS_PER_NODE = 15
+"""The provisioner's pools run at most 15 pods per node, a /27 of the pods range each
+(`maxPodsPerNode`, internal/cloud/gke.go at 6789e2a; no setting changes it)."""
+PROVISIONER_CHIPS_PER_NODE = 4
+"""The provisioner sizes a pool as ceil(chips of the topology / 4) nodes of the machine type
+the pod's chip request names (tpuTopologyToNodeCount and tpuMachineType in gke.go)."""
+WORKLOAD_POLICY_PREFIX = "tpu-provisioner-"
+"""For tpu7x the controller names the workload policy `tpu-provisioner-<topology>` in the
+cluster's project and region, and expects it to exist (gke.go; upstream README, Ironwood)."""
 PROVISIONER_ACCOUNT = "tpu-prov"
 """The provisioner's Google service account is `<prefix>-tpu-prov`."""
 PROVISIONER_SOURCE = "tpuProvisioner."
@@ -544,6 +645,9 @@ class GkeConfig:
     tpu_provisioner: TpuProvisionerConfig
     kueue: KueueConfig
     teams: list[TeamConfig]
+    network: NetworkConfig
+    """The stack's network, for the node networks pools attach to and the plan's account of
+    each slice's NICs."""
 
     @property
     def cluster_name(self) -> str:
@@ -567,7 +671,7 @@ class GkeConfig:
 
     @property
     def auto_upgrade(self) -> bool:
-        """Whether node pools auto-upgrade; GKE requires it on a release channel."""
+        """Whether TPU slice pools auto-upgrade; GKE requires it on a release channel."""
         return self.cluster.release_channel != "NONE"
 
     @property
@@ -596,6 +700,66 @@ class GkeConfig:
     @property
     def tpu_chips(self) -> int:
         return sum(s.chips for s in self.tpu_slices)
+
+    @property
+    def pool_names(self) -> list[str]:
+        """Every node pool the program creates: the CPU pool, the slices' and the GPU pools'."""
+        slices = [pool for s in self.tpu_slices for pool in s.pool_names]
+        return [CPU_POOL, *slices, *(g.name for g in self.gpu_pools)]
+
+    def slice_node_networks(self, entry: TpuSliceConfig) -> list[NodeNetwork]:
+        """The additional node networks a slice's hosts attach to, in NIC order; for an entry
+        whose problems are empty."""
+        networks = self.network.node_networks(self.context.prefix)
+        if entry.additional_node_networks is not None:
+            return [networks[name] for name in entry.additional_node_networks]
+        if entry.shape.family.additional_node_networks is None:
+            return []
+        return list(networks.values())
+
+    @property
+    def provisioner_node_networks(self) -> list[NodeNetwork]:
+        """The additional node networks of the pools the TPU provisioner creates: all of the
+        stack's when every shape in its quota belongs to a family that takes them (the
+        controller gives every pool it creates the same networks), else none."""
+        config = self.tpu_provisioner
+        if not config.enabled or not config.quota or config.additional_node_networks:
+            # Networks it names itself are none of the stack's.
+            return []
+        if any(s.family.additional_node_networks is None for s in config.shapes().values()):
+            return []
+        return list(self.network.node_networks(self.context.prefix).values())
+
+    @property
+    def provisioner_additional_networks(self) -> list[tuple[str, str]]:
+        """(VPC, subnet) names of the interfaces beyond the first on the pools the provisioner
+        creates (`GCP_NODE_ADDITIONAL_NETWORKS`): those `tpuProvisioner.additionalNodeNetworks`
+        names, or else the stack's node networks when its quota's families take them."""
+        explicit = self.tpu_provisioner.additional_node_networks
+        if explicit:
+            return [(n.network, n.subnetwork) for n in explicit]
+        return [(n.vpc, n.subnet) for n in self.provisioner_node_networks]
+
+    @property
+    def multi_networking(self) -> bool:
+        """Whether any pool attaches to an additional node network; the cluster then needs
+        multi-networking."""
+        return bool(self.provisioner_additional_networks) or any(
+            self.slice_node_networks(s) for s in self.tpu_slices
+        )
+
+    def node_network_users(self) -> dict[str, list[tuple[str, int]]]:
+        """Network name -> (who, most nodes) of every pool that attaches to it, for sizing the
+        additional subnets; for a valid config."""
+        users: dict[str, list[tuple[str, int]]] = {}
+        for entry in self.tpu_slices:
+            for network in self.slice_node_networks(entry):
+                users.setdefault(network.name, []).append((f"'{entry.name}'", entry.nodes))
+        for network in self.provisioner_node_networks:
+            users.setdefault(network.name, []).append(
+                ("the TPU provisioner's pools", self.provisioned_nodes())
+            )
+        return users
 
     def provisioned(self) -> dict[str, tuple[tpu_catalog.TpuShape, int]]:
         """Quota source name (`tpuProvisioner.v5p-32`) -> the shape and the chips the

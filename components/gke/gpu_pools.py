@@ -39,8 +39,9 @@ class GpuPool(Component):
             location=cluster.location,
             name=config.name,
             node_locations=[args.context.zone_of(config.zone)],
+            # Upgraded on any channel, or none: only TPU slices hold upgrades off.
             management=gcp.container.NodePoolManagementArgs(
-                auto_repair=not flex_start, auto_upgrade=cluster.auto_upgrade
+                auto_repair=not flex_start, auto_upgrade=True
             ),
             # A reservation has no spare machine for a surge node: replace one node at a time
             # (GKE counts upgrade nodes against the reservation, "Ensure resources for node

@@ -23,6 +23,10 @@ from components.gke.quota import Allocation, Flavor
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 MANAGED_NAMESPACE_LABEL = "ai-infra/kueue-managed"
 """Namespaces with this label (team namespaces) are the only ones Kueue's job webhooks see."""
+DEFAULT_LOCAL_QUEUE = "default"
+"""Kueue 0.19 gives a job without a queue name, in a namespace its selector manages, the
+LocalQueue of this name when one exists (pkg/controller/constants/constants.go
+DefaultLocalQueueName; LocalQueueDefaulting is no longer a gate since v0.19.0)."""
 CPU_FLAVOR = "cpu"
 FLEX_START_CHECK = "flex-start"
 CONTROLLER_NODE_SELECTOR = {"cloud.google.com/gke-nodepool": "cpu"}
@@ -51,6 +55,12 @@ CHARTS: dict[str, Chart] = {
     ),
 }
 """The one place chart versions are pinned."""
+BATCH_USER_ROLE = f"{CHARTS['kueue'].name}-batch-user-role"
+"""Kueue's ClusterRole for people who submit jobs: it aggregates every role labelled
+`rbac.kueue.x-k8s.io/batch-user`, among them JobSet create/delete/update, which neither chart
+aggregates into `edit` (only the viewer roles are). The chart names it `<fullname>-batch-user
+-role`, and fullname is the release name when that contains the chart name, as here
+(kueue v0.19.2 charts/kueue/templates/rbac/batch_user_role.yaml and _helpers.tpl)."""
 
 
 def kueue_manager_config() -> dict[str, Any]:
@@ -76,8 +86,11 @@ def kueue_manager_config() -> dict[str, Any]:
             }
         },
         "clientConnection": {"qps": 300, "burst": 500},
-        "manageJobsWithoutQueueName": False,
-        # A label, not a list of names: onboarding a team must not change this release.
+        # A Job or JobSet without a queue name in a team namespace is suspended and queued in
+        # the team's `default` LocalQueue, never run around Kueue; other namespaces are left
+        # alone (apis/config/v1beta2/configuration_types.go, jobframework/defaults.go at
+        # v0.19.2). A label, not a list of names: onboarding a team must not change this.
+        "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
         "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
     }
@@ -120,13 +133,11 @@ class BatchSystem(Component):
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=chart.namespace),
                 opts=self.child_opts(),
             )
-            # Kueue's webhooks need the control plane to reach tcp 9443 on the nodes. It need
-            # not wait for JobSet: since v0.8.1 Kueue sets up an integration once its CRD
-            # appears (pkg/controller/jobframework/setup.go, WaitForAPI), so both install
-            # side by side.
-            after = [args.cpu_pool, namespace]
-            if key == "kueue":
-                after.append(args.webhook_firewall)
+            # Both charts' webhooks (and Kueue's visibility APIServices) need the control
+            # plane to reach their pod ports through the firewall. Kueue need not wait for
+            # JobSet: since v0.8.1 it sets up an integration once its CRD appears
+            # (pkg/controller/jobframework/setup.go, WaitForAPI), so both install side by side.
+            after = [args.cpu_pool, namespace, args.webhook_firewall]
             releases[key] = k8s.helm.v3.Release(
                 f"{name}-{key}",
                 name=chart.name,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gke.config import Provisioning
+from components.gke.config import HostMaintenanceInterval, Provisioning
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
@@ -29,6 +29,15 @@ def hold_upgrades(auto_upgrade: bool) -> list[gcp.container.NodePoolMaintenanceP
             ]
         )
     ]
+
+
+HOLD_REPLACES = ("maintenancePolicies",)
+"""The provider sends a pool's maintenance policy only when it creates the pool: its update
+path has no branch for it (terraform-provider-google 8.0 and google-beta 93c65b2,
+resource_container_node_pool.go: `maintenance_policy` is read in expandNodePool, never in
+nodePoolUpdate). An update would report the hold added and leave the pool without it, so a
+change to it (a switch from releaseChannel NONE to a channel, or back) replaces the pool,
+which then gets it at creation."""
 
 
 @dataclass(frozen=True)
@@ -87,10 +96,12 @@ def node_config(
     reservation: str | None = None,
     taints: list[gcp.container.NodePoolNodeConfigTaintArgs] | None = None,
     guest_accelerators: list[gcp.container.NodePoolNodeConfigGuestAcceleratorArgs] | None = None,
+    host_maintenance_interval: HostMaintenanceInterval | None = None,
 ) -> gcp.container.NodePoolNodeConfigArgs:
     """Node settings every pool shares: dedicated SA, GKE metadata server, shielded VM, gVNIC.
 
     `labels` are Kubernetes node labels; `resource_labels` are GCP labels on the VMs (no '/').
+    `host_maintenance_interval` is set on TPU pools only; unset leaves GKE's default.
     """
     reservation_affinity = None
     if provisioning == "reservation":
@@ -117,6 +128,13 @@ def node_config(
         spot=True if provisioning == "spot" else None,
         flex_start=True if provisioning == "flex-start" else None,
         reservation_affinity=reservation_affinity,
+        host_maintenance_policy=(
+            gcp.container.NodePoolNodeConfigHostMaintenancePolicyArgs(
+                maintenance_interval=host_maintenance_interval
+            )
+            if host_maintenance_interval is not None
+            else None
+        ),
         workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
             mode="GKE_METADATA"
         ),

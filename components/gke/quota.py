@@ -2,11 +2,12 @@
 
 A flavor is a distinct slice shape (accelerator and topology); flex-start capacity of a shape
 is a flavor of its own, because only it goes through the provisioning admission check. A
-flavor's capacity is the chips (or GPUs) of every slice of that shape. Each slice's chips are
-divided among teams: explicit shares first (chips, a fraction, or a percentage), the rest split
-evenly among the teams that set no share for it, or held by the cohort when every team set
-one. So the quotas of a flavor across all team queues and the cohort always add up to exactly
-what the slices provide.
+flavor's capacity is the chips (or GPUs) of every slice of that shape. Each slice entry's chips
+are divided among teams: explicit shares first (chips, a fraction, or a percentage), then the
+rest evenly among the teams that set no share for it, in whole slices, since a job runs on
+whole slices; what does not divide into whole slices per team stays with the cohort, as does
+everything when every team set a share. So the quotas of a flavor across all team queues and
+the cohort always add up to exactly what the slices provide.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class Source:
     name: str
     units: int
     """Chips (TPU) or GPUs this entry provides in total."""
+    slice_units: int = 1
+    """Chips of one slice, the least a job takes of a TPU entry; 1 for GPUs."""
 
 
 @dataclass
@@ -107,10 +110,10 @@ def derive_flavors(
         add(
             slice_.shape,
             slice_.provisioning == "flex-start",
-            Source(slice_.name, slice_.chips),
+            Source(slice_.name, slice_.chips, slice_.shape.chips),
         )
     for source_name, (shape, chips) in (provisioned or {}).items():
-        add(shape, False, Source(source_name, chips))
+        add(shape, False, Source(source_name, chips, shape.chips))
     for pool in gpu_pools:
         tolerations = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
         if pool.provisioning == "flex-start":
@@ -160,7 +163,9 @@ class Allocation:
 
 
 def allocate(flavors: Sequence[Flavor], shares: Mapping[str, Mapping[str, Share]]) -> Allocation:
-    """Split every source's units among teams (`shares`: team -> source -> share).
+    """Split every source's units among teams (`shares`: team -> source -> share): explicit
+    shares as given, the rest in equal whole slices to the teams without one, and what is left
+    over to the cohort.
 
     Callers validate that explicit shares fit; here they are assumed to.
     """
@@ -177,10 +182,12 @@ def allocate(flavors: Sequence[Flavor], shares: Mapping[str, Mapping[str, Share]
             implicit = [team for team in shares if team not in explicit]
             for team, units in explicit.items():
                 teams[team][flavor.name] += units
-            if not implicit:
-                cohort[flavor.name] += rest
-                continue
-            base, extra = divmod(rest, len(implicit))
-            for position, team in enumerate(implicit):
-                teams[team][flavor.name] += base + (1 if position < extra else 0)
+            each = 0
+            if implicit:
+                # Rounded down to whole slices: 2 slices among 3 teams is none each, not 2/3
+                # of a slice each, which no job could run on without borrowing.
+                each = rest // source.slice_units // len(implicit) * source.slice_units
+            for team in implicit:
+                teams[team][flavor.name] += each
+            cohort[flavor.name] += rest - each * len(implicit)
     return Allocation(teams=teams, cohort=cohort)

@@ -1,8 +1,9 @@
 """Teams onboarded by config. Each team gets a namespace, a Kubernetes service account bound to
 its own Google service account through Workload Identity, a ClusterQueue in the shared cohort
-with its quota, a LocalQueue, `edit` for its Google groups, and access to the buckets it names.
-Everything a team owns is a child of its `Team` component, so adding or removing a team touches
-nothing else (other teams' quotas aside).
+with its quota, LocalQueues `<team>` and `default` (for jobs that name no queue), `edit` and
+Kueue's batch-user role for its Google groups, a default-deny NetworkPolicy with what jobs
+need, and access to the buckets it names. Everything a team owns is a child of its `Team`
+component, so adding or removing a team touches nothing else (other teams' quotas aside).
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from components.base import Component, WiringModel, slug
 from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.gke.config import TeamConfig
-from components.gke.kueue import MANAGED_NAMESPACE_LABEL, cluster_queue_spec, kueue_object
+from components.gke.kueue import (
+    BATCH_USER_ROLE,
+    DEFAULT_LOCAL_QUEUE,
+    MANAGED_NAMESPACE_LABEL,
+    cluster_queue_spec,
+    kueue_object,
+)
 from components.gke.quota import Flavor
 from components.gke.workload_identity import (
     KubernetesSide,
@@ -26,6 +33,69 @@ from components.identity import project_grant
 
 TEAM_LABEL = "ai-infra/team"
 CLUSTER_VIEWER = "roles/container.clusterViewer"
+NETWORK_POLICY = "ai-infra-team"
+METADATA_SERVER = (("169.254.169.254/32", (80, 8080)), ("169.254.169.252/32", (988,)))
+"""Where a pod reaches the GKE metadata server for Workload Identity tokens: 169.254.169.254
+on 80 under Dataplane V2, 169.254.169.252 on 988 under Calico (GKE "About Workload Identity
+Federation for GKE", network policy limitations); both are allowed, whichever dataplane."""
+
+
+ANY_POD = k8s.meta.v1.LabelSelectorArgs(match_labels={})
+"""Every pod of the policy's namespace."""
+
+
+def _tcp(*ports: int) -> list[k8s.networking.v1.NetworkPolicyPortArgs]:
+    return [k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=p) for p in ports]
+
+
+def network_policy_spec() -> k8s.networking.v1.NetworkPolicySpecArgs:
+    """Every pod of the namespace, denied what is not listed: traffic with the namespace's own
+    pods on any port (JobSet's headless Service resolves to pod IPs; JAX and MegaScale pick
+    their ports), DNS through kube-dns, the metadata server, and HTTPS anywhere (Google APIs
+    such as Cloud Storage, and the Kubernetes API). Pods with hostNetwork are not subject to
+    NetworkPolicy; Dataplane V2 enforces it ("About network policies" in GKE)."""
+    same_namespace = [k8s.networking.v1.NetworkPolicyPeerArgs(pod_selector=ANY_POD)]
+    kube_dns = k8s.networking.v1.NetworkPolicyPeerArgs(
+        namespace_selector=k8s.meta.v1.LabelSelectorArgs(
+            match_labels={"kubernetes.io/metadata.name": "kube-system"}
+        ),
+        pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={"k8s-app": "kube-dns"}),
+    )
+    egress = [
+        k8s.networking.v1.NetworkPolicyEgressRuleArgs(to=same_namespace),
+        k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+            to=[kube_dns],
+            ports=[
+                k8s.networking.v1.NetworkPolicyPortArgs(protocol=protocol, port=53)
+                for protocol in ("UDP", "TCP")
+            ],
+        ),
+        *(
+            k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                to=[
+                    k8s.networking.v1.NetworkPolicyPeerArgs(
+                        ip_block=k8s.networking.v1.IPBlockArgs(cidr=cidr)
+                    )
+                ],
+                ports=_tcp(*ports),
+            )
+            for cidr, ports in METADATA_SERVER
+        ),
+        k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+            to=[
+                k8s.networking.v1.NetworkPolicyPeerArgs(
+                    ip_block=k8s.networking.v1.IPBlockArgs(cidr="0.0.0.0/0")
+                )
+            ],
+            ports=_tcp(443),
+        ),
+    ]
+    return k8s.networking.v1.NetworkPolicySpecArgs(
+        pod_selector=ANY_POD,
+        policy_types=["Ingress", "Egress"],
+        ingress=[k8s.networking.v1.NetworkPolicyIngressRuleArgs(from_=same_namespace)],
+        egress=egress,
+    )
 
 
 class TeamArgs(WiringModel):
@@ -77,20 +147,32 @@ class Team(Component):
             self.child_opts(depends_on=[args.cluster]),
         )
         if team.groups:
-            k8s.rbac.v1.RoleBinding(
-                f"{name}-edit",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name="ai-infra-team-edit", namespace=team.name),
-                role_ref=k8s.rbac.v1.RoleRefArgs(
-                    api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="edit"
-                ),
-                subjects=[
-                    k8s.rbac.v1.SubjectArgs(
-                        api_group="rbac.authorization.k8s.io", kind="Group", name=group
-                    )
-                    for group in team.groups
-                ],
-                opts=self.child_opts(depends_on=[self.namespace]),
-            )
+            # `edit` covers pods, logs, services and batch Jobs; JobSet create and delete come
+            # only with Kueue's batch-user role, which also shows pending workloads of the
+            # team's LocalQueues. Neither lets a member edit a queue or a Workload.
+            for key, role in (("edit", "edit"), ("batch-user", BATCH_USER_ROLE)):
+                k8s.rbac.v1.RoleBinding(
+                    f"{name}-{key}",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=f"ai-infra-team-{key}", namespace=team.name
+                    ),
+                    role_ref=k8s.rbac.v1.RoleRefArgs(
+                        api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role
+                    ),
+                    subjects=[
+                        k8s.rbac.v1.SubjectArgs(
+                            api_group="rbac.authorization.k8s.io", kind="Group", name=group
+                        )
+                        for group in team.groups
+                    ],
+                    opts=self.child_opts(depends_on=[self.namespace, args.kueue_release]),
+                )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-network-policy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NETWORK_POLICY, namespace=team.name),
+            spec=network_policy_spec(),
+            opts=self.child_opts(depends_on=[self.namespace]),
+        )
         spec = cluster_queue_spec(
             namespace=team.name,
             cohort=args.cohort,
@@ -102,13 +184,24 @@ class Team(Component):
         self.cluster_queue = kueue_object(
             self, f"{name}-cluster-queue", "ClusterQueue", team.name, spec, [args.kueue_release]
         )
+        after_queue = [args.kueue_release, self.namespace, self.cluster_queue]
         self.local_queue = kueue_object(
             self,
             f"{name}-local-queue",
             "LocalQueue",
             team.name,
             {"clusterQueue": team.name},
-            [args.kueue_release, self.namespace, self.cluster_queue],
+            after_queue,
+            namespace=team.name,
+        )
+        # Where Kueue puts the team's jobs that name no queue, against the same quota.
+        kueue_object(
+            self,
+            f"{name}-default-queue",
+            "LocalQueue",
+            DEFAULT_LOCAL_QUEUE,
+            {"clusterQueue": team.name},
+            after_queue,
             namespace=team.name,
         )
         self.register_outputs(

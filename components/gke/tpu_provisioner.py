@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pulumi
+import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 from pydantic import InstanceOf, SkipValidation
 
 from components import tpu_catalog
 from components.base import Component, WiringModel
-from components.gke.cluster import ClusterHandle
+from components.gke.cluster import ClusterHandle, node_roles
 from components.gke.config import (
     PROVISIONER_KSA,
     PROVISIONER_NAMESPACE,
+    WORKLOAD_POLICY_PREFIX,
     GkeConfig,
     TpuProvisionerConfig,
 )
@@ -34,7 +36,7 @@ from components.gke.workload_identity import (
     WorkloadIdentity,
     WorkloadIdentityArgs,
 )
-from components.identity import account_grant
+from components.identity import account_grant, project_grant
 from components.placement import workload_policy
 from components.types import is_digest_pinned
 
@@ -47,9 +49,6 @@ HEALTH_PORT = 8081
 """`--health-probe-bind-address` default; `/healthz` and `/readyz` are served there."""
 LEADER_ELECTION_ID = "ecaf1259.google.com"
 """The Lease the manager takes in its namespace (`LeaderElectionID` in cmd/main.go)."""
-WORKLOAD_POLICY_PREFIX = "tpu-provisioner-"
-"""For tpu7x the controller names the workload policy `tpu-provisioner-<topology>` in the
-cluster's project and region, and expects it to exist (upstream README, Ironwood section)."""
 
 
 def manager_environment(
@@ -60,6 +59,7 @@ def manager_environment(
     cluster_location: str,
     zone: str,
     node_service_account: str,
+    additional_networks: Sequence[tuple[str, str]] = (),
 ) -> dict[str, pulumi.Input[str]]:
     """The `manager` ConfigMap: every variable cmd/main.go reads, from the stack. Lists are
     comma-separated (envconfig); durations are Go's."""
@@ -78,14 +78,41 @@ def manager_environment(
         "CONCURRENCY": str(config.concurrency),
         "POD_RESOURCE_TYPE": tpu_catalog.TPU_RESOURCE,
     }
+    # Only what is set: envconfig hands a set-but-empty variable to its parser, and an empty
+    # bool or duration stops the controller (envconfig v1.4.0 MustProcess).
     if config.node_tags:
         env["GCP_NODE_TAGS"] = ",".join(config.node_tags)
     if config.pod_to_node_labels:
         env["GCP_POD_TO_NODE_LABELS"] = ",".join(config.pod_to_node_labels)
+    if config.secondary_boot_disk:
+        env["GCP_NODE_SECONDARY_DISK"] = config.secondary_boot_disk
+    if additional_networks:
+        # "vpc1:subnet1,vpc2:subnet2"; the controller splits on ',' then the first ':'.
+        env["GCP_NODE_ADDITIONAL_NETWORKS"] = ",".join(
+            f"{vpc}:{subnet}" for vpc, subnet in additional_networks
+        )
+    if config.boot_disk_kms_key:
+        env["GCP_NODE_BOOT_DISK_KMS_KEY"] = config.boot_disk_kms_key
+    if config.confidential_storage:
+        env["GCP_NODE_CONFIDENTIAL_STORAGE"] = "true"
     disks = {shape.family.boot_disk_type for shape in config.shapes().values()}
     if len(disks) == 1:
         env["GCP_NODE_DISK_TYPE"] = disks.pop()
     return env
+
+
+PERMISSIONS = ("container.clusters.get", "container.clusters.update", "container.operations.get")
+"""What the controller calls, and nothing more: node pool get and list (container.clusters.get),
+create and delete (container.clusters.update), and polling their operations
+(container.operations.get) (internal/cloud/gke_service.go and gke.go at 6789e2a; GKE "API
+permissions"). Upstream's README grants roles/container.clusterAdmin, which also creates and
+deletes clusters. container.clusters.update still lets it change any node pool of the project's
+clusters: GKE has no per-pool permission."""
+
+
+def custom_role_id(prefix: str) -> str:
+    """The custom role's id: letters, digits, '_' and '.' only (IAM `roles.create`)."""
+    return f"{prefix.replace('-', '_')}_tpu_provisioner"
 
 
 def _rule(group: str, resources: list[str], verbs: list[str]) -> k8s.rbac.v1.PolicyRuleArgs:
@@ -158,10 +185,30 @@ class TpuProvisioner(Component):
                 display_name="GKE TPU provisioner",
                 namespace=NAMESPACE,
                 kubernetes_service_account=KUBERNETES_SERVICE_ACCOUNT,
-                roles=["roles/container.clusterAdmin"],
                 kubernetes=KubernetesSide(create_namespace=False, namespace=namespace),
             ),
             self.child_opts(),
+        )
+        # A custom role of its own, per stack: IAM keeps a deleted role's id for a while, and
+        # the provider undeletes it when it is created again
+        # (resource_google_project_iam_custom_role.go).
+        role = gcp.projects.IAMCustomRole(
+            f"{name}-role",
+            project=ctx.project,
+            role_id=custom_role_id(ctx.prefix),
+            title=f"TPU provisioner of {ctx.prefix}",
+            description="Node pool get, list, create and delete, and their operations",
+            permissions=list(PERMISSIONS),
+            stage="GA",
+            opts=self.child_opts(),
+        )
+        role_grant = project_grant(
+            self,
+            name,
+            project=ctx.project,
+            role=f"projects/{ctx.project}/roles/{custom_role_id(ctx.prefix)}",
+            member=self.identity.member,
+            depends_on=[role, self.identity.identity.account],
         )
         # Setting a service account on nodes takes Service Account User on that account
         # (cloud.google.com/iam/docs/roles-permissions/container); granted there, not on the
@@ -179,6 +226,19 @@ class TpuProvisioner(Component):
                 *([] if config.node_service_account else [cluster.node_identity.account]),
             ],
         )
+        # A node account of the user's own gets what the cluster's node account has.
+        node_grants = [
+            project_grant(
+                self,
+                f"{name}-nodes",
+                project=ctx.project,
+                role=role_name,
+                member=f"serviceAccount:{node_account}",
+            )
+            for role_name in (
+                node_roles(cluster.image_streaming) if config.node_service_account else ()
+            )
+        ]
         policies = [
             workload_policy(
                 self,
@@ -190,7 +250,7 @@ class TpuProvisioner(Component):
             )
             for shape in _distinct_topologies(config.shapes())
             # The controller places every tpu7x pool, single-host too, by such a policy.
-            if shape.family.workload_policy_for_multi_host
+            if shape.family.workload_policy_for_multi_host and config.create_workload_policies
         ]
         environment = manager_environment(
             config,
@@ -199,6 +259,7 @@ class TpuProvisioner(Component):
             cluster_location=cluster.location,
             zone=gke.provisioner_zone,
             node_service_account=node_account,
+            additional_networks=gke.provisioner_additional_networks,
         )
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
@@ -259,7 +320,9 @@ class TpuProvisioner(Component):
                     args.jobset_release,
                     config_map,
                     self.identity,
+                    role_grant,
                     node_account_user,
+                    *node_grants,
                     cluster_binding,
                     election_binding,
                     *policies,

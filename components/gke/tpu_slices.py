@@ -1,21 +1,24 @@
 """TPU slice node pools. A slice entry names an accelerator type; the catalog decides machine
 type, topology and host count. Each multi-host slice is its own node pool (a slice is the unit
-GKE provisions, repairs and upgrades); identical single-host slices share one pool.
+GKE provisions, repairs and upgrades); identical single-host slices share one pool. Every pool
+carries its host maintenance interval, and the additional node networks its hosts take a NIC
+in for DCN traffic.
 """
 
 from __future__ import annotations
 
 import pulumi
 import pulumi_gcp as gcp
-from pydantic import InstanceOf
+from pydantic import Field, InstanceOf
 
 from components import tpu_catalog
 from components.base import Component, WiringModel
 from components.context import StackContext
 from components.gke.cluster import ClusterHandle
 from components.gke.config import TpuSliceConfig
-from components.gke.node_pools import hold_upgrades, node_config, pool_sizing
+from components.gke.node_pools import HOLD_REPLACES, hold_upgrades, node_config, pool_sizing
 from components.gke.quota import CAPACITY_LABEL
+from components.network import NodeNetworkHandle
 from components.placement import workload_policy
 
 
@@ -23,6 +26,8 @@ class TpuSliceArgs(WiringModel):
     context: InstanceOf[StackContext]
     cluster: InstanceOf[ClusterHandle]
     config: TpuSliceConfig
+    node_networks: list[InstanceOf[NodeNetworkHandle]] = Field(default_factory=list)
+    """The additional node networks the slice's hosts attach to, in NIC order."""
 
 
 class TpuSlice(Component):
@@ -67,9 +72,27 @@ class TpuSlice(Component):
         # nor its machine type. A resize replaces the pool, deleting first: the new pool
         # takes the same name.
         replace_whole_slice = {
-            "replace_on_changes": ["placementPolicy", "nodeConfig.machineType", "nodeCount"],
+            "replace_on_changes": [
+                "placementPolicy",
+                "nodeConfig.machineType",
+                "nodeCount",
+                *HOLD_REPLACES,
+            ],
             "delete_before_replace": True,
         }
+        # Additional node networks are ForceNew on a pool (terraform-provider-google
+        # node_pool `additional_node_network_configs`; GKE: "interfaces cannot be added or
+        # removed after a node pool is created"); the provider takes names, not self links.
+        network_config = None
+        if args.node_networks:
+            network_config = gcp.container.NodePoolNetworkConfigArgs(
+                additional_node_network_configs=[
+                    gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
+                        network=n.vpc_name, subnetwork=n.subnet_name
+                    )
+                    for n in args.node_networks
+                ]
+            )
         self.node_pools = []
         for resource_name, pool_name, nodes in pools:
             labels = {
@@ -111,14 +134,22 @@ class TpuSlice(Component):
                         image_streaming=cluster.image_streaming,
                         provisioning=config.provisioning,
                         reservation=config.reservation,
+                        # ForceNew (terraform-provider-google node_config.go): a change
+                        # replaces the pool, and with it the slice.
+                        host_maintenance_interval=config.host_maintenance_interval,
                     ),
+                    network_config=network_config,
                     node_count=sizing.node_count,
                     initial_node_count=sizing.initial_node_count,
                     autoscaling=sizing.autoscaling,
                     queued_provisioning=sizing.queued_provisioning,
+                    # A shared single-host pool keeps its name too, so what the provider
+                    # replaces it on (its NICs, its host maintenance) must delete first.
                     opts=self.child_opts(**replace_whole_slice)
                     if shape.multi_host
-                    else self.child_opts(),
+                    else self.child_opts(
+                        replace_on_changes=[*HOLD_REPLACES], delete_before_replace=True
+                    ),
                 )
             )
         self.register_outputs(

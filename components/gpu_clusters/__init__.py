@@ -57,13 +57,25 @@ def describe(
     lines = []
     for c in entries:
         mounts = [
-            f"gs://{bucket_names.get(m.bucket, m.bucket)} -> {m.mount_path}" for m in c.gcs_mounts
+            f"gs://{bucket_names.get(m.bucket, m.bucket)} -> {m.mount_path}"
+            + (" (read-only)" if m.read_only else "")
+            for m in c.gcs_mounts
         ]
         mounts += [f"{s.tier} {s.size_gb}GiB -> {s.mount_path}" for s in c.nfs_shares]
+        if c.data_disk is not None:
+            mounts.insert(0, f"data disk {c.data_disk.size_gb}GiB -> {c.data_disk.mount_path}")
+        capacity = c.provisioning
+        if c.provisioning == "reservation":
+            capacity += f" {c.reservation or '(any)'}" + (" bound" if c.bound else "")
+        if c.provisioning == "flex-start":
+            capacity += f" for {c.run_seconds // 3600}h"
+        layout = c.nic_layout
+        transport = f", NCCL over {layout.transport}" if c.gpu_direct and layout is not None else ""
         lines.append(
             f"  {c.name}: {c.instance_count} x {c.machine_type} with {c.gpu_count} x "
-            f"{c.gpu_type} = {c.gpus} GPUs in {context.zone_of(c.zone)}, network {c.network} "
-            f"({c.nics} NIC(s)), mounts: {', '.join(mounts) or 'none'}, orchestrator "
-            f"{c.orchestrator}{', spot' if c.spot else ''}"
+            f"{c.gpu_type} = {c.gpus} GPUs in {context.zone_of(c.zone)}, {capacity}, "
+            f"placement {c.placement or 'none'}, network {c.network} ({c.nics} NIC(s)"
+            f"{transport}), mounts: {', '.join(mounts) or 'none'}, orchestrator "
+            f"{c.orchestrator}"
         )
     return [("GPU clusters", lines or ["  none"])]

@@ -1,7 +1,16 @@
-"""The startup script of a GPU cluster VM, rendered from typed steps: GCS and NFS mounts, the
-Ops Agent, a Ray cluster and the user's command. Every value reaches bash through
-`shlex.quote`; nothing is templated. Non-goals: installing drivers (the Deep Learning VM image
-does that from the `install-nvidia-driver` metadata key) and anything a container would do.
+"""The startup script of a GPU cluster VM, rendered from typed steps: the Ops Agent with its
+DCGM receiver, a data disk, GCS and NFS mounts, the NCCL network stack (GPUDirect or gIB), a
+Ray node under systemd and the user's command. Every value reaches bash through `shlex.quote`
+or a quoted here-document; nothing is templated.
+
+The script runs on every boot and may be run again in the same boot: mounts are skipped when
+mounted, files replaced only when their content changes, services started only when stopped.
+Every package install waits for the dpkg lock instead of racing unattended-upgrades or the
+Ops Agent's own installer.
+
+Non-goals: installing drivers (the Deep Learning VM image does that from the
+`install-nvidia-driver` metadata key), preparing a host for GPUDirect (see `gpudirect`), and
+anything a container would do.
 """
 
 from __future__ import annotations
@@ -9,6 +18,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from components.gpu_clusters import gpudirect, monitoring
+from components.gpu_clusters.gpudirect import GpuDirectStack
 
 OPS_AGENT_REPO_SCRIPT = "https://dl.google.com/cloudagents/add-google-cloud-ops-agent-repo.sh"
 OPS_AGENT_VERSION = "2.70.0"
@@ -23,12 +35,39 @@ RAY_VERSION = "2.60.0"
 RAY_PORT = 6379
 CONDA_BIN = "/opt/conda/bin"
 """Where Deep Learning VM images keep python, pip and what pip installs."""
+APT_LOCK_TIMEOUT_SECONDS = 600
+"""How long every apt-get waits for the dpkg lock (apt's `DPkg::Lock::Timeout`, apt 1.9.11
+and later; Ubuntu 22.04 ships 2.4). Set in apt.conf.d too, so the Ops Agent repo script's own
+apt-get calls wait as well."""
+APT_LOCK_CONF = "/etc/apt/apt.conf.d/90ai-infra-lock-timeout"
+RAY_UNIT = "ai-infra-ray.service"
+RAY_NODE = "/opt/ai-infra/ray-node"
+RAY_PROFILE = "/etc/profile.d/ai-infra-ray.sh"
+NCCL_PROFILE = "/etc/profile.d/ai-infra-nccl.sh"
+RXDM_UNIT = "ai-infra-rxdm.service"
+SERVICE_PATH = (
+    "/opt/conda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/snap/bin"
+)
+"""systemd's default PATH lacks /snap/bin, where Ubuntu images keep gcloud."""
+HEREDOC = "AI_INFRA_EOF"
+
+
+@dataclass(frozen=True)
+class DataDisk:
+    """The stateful data disk (`device` is its device name in the template): formatted ext4
+    only when it holds no file system, mounted at `path`, its root open to every user with
+    the sticky bit, as /tmp is."""
+
+    device: str
+    path: str
 
 
 @dataclass(frozen=True)
 class GcsMount:
     """A bucket mounted with gcsfuse; `implicit_dirs` shows prefixes written by other tools as
-    directories, as the provisioning tool did."""
+    directories, as the provisioning tool did. Mounted by root with `allow_other`: read-write
+    mounts open files and directories to every user (GCS has no per-user permissions; the VMs'
+    account writes every object), read-only mounts stay read-only for everyone."""
 
     bucket: str
     path: str
@@ -47,18 +86,35 @@ class NfsMount:
 @dataclass(frozen=True)
 class OpsAgent:
     """Installed in the background with random, capped exponential back-off, so that neither a
-    slow package mirror nor a failure holds up the mounts, Ray or the user's command."""
+    slow package mirror nor a failure holds up the mounts, Ray or the user's command. Then
+    its config (the DCGM receiver) is written and DCGM installed where the image lacks it."""
 
     attempts: int = 10
     max_backoff_seconds: int = 32
 
 
 @dataclass(frozen=True)
-class Ray:
-    """A Ray cluster over the group's VMs: the VM whose name sorts first among those labelled
-    `aiinfra-cluster=<cluster>` is the head (VM 0); the others join it."""
+class Gib:
+    """The NCCL gIB plugin for RDMA NICs (A3 Ultra, A4), held at `version`."""
 
-    cluster: str
+    version: str = gpudirect.GIB_VERSION
+
+
+@dataclass(frozen=True)
+class GpuDirect:
+    """GPUDirect-TCPX or -TCPXO: the NCCL plugin installed once per boot, RxDM under systemd."""
+
+    stack: GpuDirectStack
+
+
+@dataclass(frozen=True)
+class Ray:
+    """A Ray node under systemd. The head is elected among the group's own managed instances
+    that are RUNNING with no pending action: a member that already serves a head is joined,
+    else the first by name leads. The group's name carries the stack's prefix, so two stacks
+    in one project never meet."""
+
+    group: str
     zone: str
     gpus_per_vm: int
     version: str = RAY_VERSION
@@ -72,7 +128,7 @@ class Command:
     command: str
 
 
-Step = GcsMount | NfsMount | OpsAgent | Ray | Command
+Step = DataDisk | GcsMount | NfsMount | OpsAgent | Gib | GpuDirect | Ray | Command
 
 _PRELUDE = """\
 #!/bin/bash
@@ -83,6 +139,7 @@ export PATH="{conda}:$PATH"
 # Tests point ROOT at a scratch directory; on a VM it is empty.
 ROOT=${{AI_INFRA_ROOT:-}}
 failures=0
+apt_fresh=0
 
 log() {{ echo "ai-infra-startup: $*" >&2; }}
 fail() {{ log "FAILED: $*"; failures=$((failures + 1)); }}
@@ -103,32 +160,103 @@ retry() {{
   done
 }}
 
-install_gcsfuse() {{
-  local key="$ROOT/usr/share/keyrings/cloud.google.gpg" codename
-  codename=$(. "$ROOT/etc/os-release" && echo "$VERSION_CODENAME") || return 1
-  if [[ ! -s $key ]]; then
-    curl -fsSL "{apt_key}" | gpg --dearmor -o "$key" || return 1
+# write_file PATH MODE < CONTENT: replaces $ROOT/PATH only when the content differs, and says
+# so in WROTE, so that a re-run restarts nothing it did not change.
+write_file() {{
+  local path=$ROOT$1 tmp
+  mkdir -p "$(dirname "$path")" || return 1
+  tmp=$(mktemp "$path.XXXXXX") || return 1
+  if ! cat >"$tmp" || ! chmod "$2" "$tmp"; then
+    rm -f "$tmp"
+    return 1
   fi
-  echo "deb [signed-by=/usr/share/keyrings/cloud.google.gpg] \
-https://packages.cloud.google.com/apt gcsfuse-$codename main" \
-    >"$ROOT/etc/apt/sources.list.d/gcsfuse.list" &&
-    apt-get update && apt-get install -y "gcsfuse=$1"
+  if cmp -s "$tmp" "$path"; then
+    rm -f "$tmp"
+    WROTE=0
+  else
+    mv -f "$tmp" "$path" && WROTE=1
+  fi
 }}
 
-mount_gcs() {{
-  if ! command -v gcsfuse >/dev/null; then
-    retry 5 32 install_gcsfuse "$4" || return 1
+is_mounted() {{ mountpoint -q "$ROOT$1"; }}
+
+# Every apt-get waits for the dpkg lock; unattended-upgrades holds it for minutes after boot.
+apt_get() {{ apt-get -o DPkg::Lock::Timeout={lock_timeout} "$@"; }}
+write_file {lock_conf} 0644 <<<'DPkg::Lock::Timeout "{lock_timeout}";' ||
+  fail "apt lock timeout"
+
+# apt_install PACKAGE...: refreshes the package lists first (once, and again after a source
+# list changes), then installs.
+apt_install() {{
+  if ((apt_fresh == 0)); then
+    retry 5 32 apt_get update || return 1
+    apt_fresh=1
   fi
-  local options=allow_other
-  if [[ $3 == ro ]]; then options+=,ro; fi
-  mkdir -p "$2" && gcsfuse --implicit-dirs -o "$options" "$1" "$2"
+  retry 5 32 apt_get install -y "$@"
+}}
+
+# apt_source NAME LINE: a source list in sources.list.d; a new one makes the lists stale.
+apt_source() {{
+  write_file "/etc/apt/sources.list.d/$1.list" 0644 <<<"$2" || return 1
+  if ((WROTE)); then apt_fresh=0; fi
+}}
+
+google_apt_key() {{
+  local key="$ROOT/usr/share/keyrings/cloud.google.gpg"
+  [[ -s $key ]] || curl -fsSL "{apt_key}" | gpg --dearmor -o "$key"
+}}
+
+install_gcsfuse() {{
+  local codename
+  codename=$(. "$ROOT/etc/os-release" && echo "$VERSION_CODENAME") || return 1
+  google_apt_key || return 1
+  apt_source gcsfuse "deb [signed-by=/usr/share/keyrings/cloud.google.gpg] \\
+https://packages.cloud.google.com/apt gcsfuse-$codename main" || return 1
+  apt_install "gcsfuse=$1"
+}}
+
+# mount_gcs BUCKET PATH ro|rw VERSION
+mount_gcs() {{
+  if is_mounted "$2"; then
+    log "$2 is mounted already"
+    return 0
+  fi
+  if ! command -v gcsfuse >/dev/null; then
+    install_gcsfuse "$4" || return 1
+  fi
+  local options=(-o allow_other --file-mode=666 --dir-mode=777)
+  if [[ $3 == ro ]]; then options=(-o allow_other,ro --file-mode=444 --dir-mode=555); fi
+  mkdir -p "$ROOT$2" && gcsfuse --implicit-dirs "${{options[@]}}" "$1" "$ROOT$2"
 }}
 
 mount_nfs() {{
-  if ! command -v mount.nfs >/dev/null; then
-    retry 5 16 apt-get install -y nfs-common || return 1
+  if is_mounted "$3"; then
+    log "$3 is mounted already"
+    return 0
   fi
-  mkdir -p "$3" && retry 10 32 mount -t nfs -o hard,timeo=600,retrans=3 "$1:/$2" "$3"
+  if ! command -v mount.nfs >/dev/null; then
+    apt_install nfs-common || return 1
+  fi
+  mkdir -p "$ROOT$3" && retry 10 32 mount -t nfs -o hard,timeo=600,retrans=3 "$1:/$2" "$ROOT$3"
+}}
+
+# mount_data_disk DEVICE_NAME PATH: formats only a disk without a file system, so a recreated
+# VM finds its data.
+mount_data_disk() {{
+  local device="$ROOT/dev/disk/by-id/google-$1"
+  if is_mounted "$2"; then
+    log "$2 is mounted already"
+    return 0
+  fi
+  retry 10 8 test -e "$device" || return 1
+  if ! blkid "$device" >/dev/null; then
+    log "formatting the new data disk $1"
+    mkfs.ext4 -q -m 0 -E lazy_itable_init=0,lazy_journal_init=0,discard "$device" || return 1
+    mkdir -p "$ROOT$2" && mount -o discard,defaults "$device" "$ROOT$2" &&
+      chmod 1777 "$ROOT$2"
+    return
+  fi
+  mkdir -p "$ROOT$2" && mount -o discard,defaults "$device" "$ROOT$2"
 }}
 
 install_ops_agent() {{
@@ -137,30 +265,64 @@ install_ops_agent() {{
   curl -fsSL -o "$script" "$1" && bash "$script" --also-install --version="$2"
 }}
 
-start_ray() {{
-  local version=$1 port=$2 gpus=$3 cluster=$4 zone=$5 head
-  # A venv of its own: Ubuntu 24.04 refuses pip into the system Python (PEP 668), and system
-  # site packages keep the image's PyTorch importable from Ray tasks.
-  local venv="$ROOT/opt/ai-infra/ray-$version"
+# configure_ops_agent DCGM_VERSION < CONFIG: the DCGM receiver, and DCGM where it is missing.
+configure_ops_agent() {{
+  write_file {ops_config} 0644 || return 1
+  if ! systemctl cat nvidia-dcgm.service >/dev/null 2>&1; then
+    apt_install "datacenter-gpu-manager=$1" ||
+      log "DCGM not installed: GPU metrics come from NVML only"
+  fi
+  systemctl is-active --quiet nvidia-dcgm || systemctl enable --now nvidia-dcgm ||
+    log "nvidia-dcgm did not start: GPU metrics come from NVML only"
+  if ((WROTE)); then systemctl restart google-cloud-ops-agent; fi
+}}
+
+install_gib() {{
+  google_apt_key || return 1
+  [[ -s $ROOT/usr/share/keyrings/artifact-registry.gpg ]] ||
+    curl -fsSL "{ar_key}" | gpg --dearmor -o "$ROOT/usr/share/keyrings/artifact-registry.gpg" ||
+    return 1
+  apt_source artifact-registry \\
+    "deb [signed-by=/usr/share/keyrings/cloud.google.gpg] {ar_transport}" || return 1
+  apt_install apt-transport-artifact-registry || return 1
+  apt_source gpudirect-gib \\
+    "deb [signed-by=/usr/share/keyrings/artifact-registry.gpg] {gib_repo}" || return 1
+  apt_install "nccl-gib=$1" && apt-mark hold nccl-gib
+}}
+
+# install_gpudirect HOST_FILE PLUGIN_IMAGE PLUGIN_ARGS... -- MODULES...
+install_gpudirect() {{
+  local host_file=$1 image=$2 args=() module
+  shift 2
+  while (($#)) && [[ $1 != -- ]]; do args+=("$1"); shift; done
+  shift
+  if ! command -v docker >/dev/null; then
+    log "GPUDirect needs docker and the NVIDIA container toolkit in the image"
+    return 1
+  fi
+  if [[ ! -e $ROOT$host_file ]]; then
+    log "GPUDirect needs $host_file, which an image prepared for it provides"
+    return 1
+  fi
+  for module in "$@"; do modprobe "$module" || return 1; done
+  retry 5 32 docker run --rm --network=host -v /var/lib:/var/lib "$image" "${{args[@]}}"
+}}
+
+# start_unit UNIT: starts a unit that is not running; a running one (a re-run of this
+# script) is left alone.
+start_unit() {{
+  systemctl daemon-reload || return 1
+  systemctl is-active --quiet "$1" || systemctl enable --now "$1"
+}}
+
+# ray_venv VERSION: a venv of its own, since Ubuntu 24.04 refuses pip into the system Python
+# (PEP 668); system site packages keep the image's PyTorch importable from Ray tasks.
+ray_venv() {{
+  local venv="$ROOT/opt/ai-infra/ray-$1"
   id ray >/dev/null 2>&1 || useradd --system --create-home ray || return 1
   if [[ ! -x $venv/bin/ray ]]; then
     python3 -m venv --system-site-packages "$venv" &&
-      retry 5 32 "$venv/bin/pip" install --quiet "ray[default]==$version" || return 1
-  fi
-  head=$(retry 10 32 gcloud compute instances list --zones="$zone" \\
-    --filter="labels.aiinfra-cluster=$cluster" --sort-by=name --limit=1 \\
-    --format="value(name)") || return 1
-  if [[ -z "$head" ]]; then
-    log "no VM labelled aiinfra-cluster=$cluster in $zone"
-    return 1
-  fi
-  if [[ "$(hostname)" == "$head" ]]; then
-    log "starting the Ray head on $head:$port"
-    runuser -u ray -- "$venv/bin/ray" start --head --port="$port" --num-gpus="$gpus"
-  else
-    log "joining the Ray head $head:$port"
-    retry 30 30 runuser -u ray -- "$venv/bin/ray" start --address="$head:$port" \\
-      --num-gpus="$gpus"
+      retry 5 32 "$venv/bin/pip" install --quiet "ray[default]==$1"
   fi
 }}
 """
@@ -170,8 +332,184 @@ def _line(*words: str | int) -> str:
     return " ".join(shlex.quote(str(w)) for w in words)
 
 
+def _heredoc(command: str, content: str) -> list[str]:
+    """`command` reading `content` verbatim from a quoted here-document; never indented, or
+    the delimiter would not end it."""
+    if HEREDOC in content.splitlines():
+        raise ValueError(f"content contains the here-document delimiter {HEREDOC}")
+    return [f"{command} <<'{HEREDOC}'", *content.rstrip("\n").splitlines(), HEREDOC]
+
+
+def _unit(sections: dict[str, dict[str, str | Sequence[str]]]) -> str:
+    lines = []
+    for section, keys in sections.items():
+        lines.append(f"[{section}]")
+        for key, value in keys.items():
+            values = [value] if isinstance(value, str) else list(value)
+            lines += [f"{key}={v}" for v in values]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def ray_node_script(ray: Ray) -> str:
+    """What the Ray unit runs on every start: elect, then `ray start --block` in the
+    foreground, so that systemd restarts a node whose head went away and it elects again."""
+    return f"""\
+#!/bin/bash
+# Ray node of the GPU cluster {ray.group}, rendered by ai-infra (components/gpu_clusters/boot.py).
+set -uo pipefail
+ROOT=${{AI_INFRA_ROOT:-}}
+group={shlex.quote(ray.group)}
+zone={shlex.quote(ray.zone)}
+port={ray.port}
+gpus={ray.gpus_per_vm}
+ray="$ROOT/opt/ai-infra/ray-{ray.version}/bin/ray"
+log() {{ echo "ai-infra-ray: $*" >&2; }}
+if [[ -r $ROOT{NCCL_PROFILE} ]]; then . "$ROOT{NCCL_PROFILE}"; fi
+
+# The group's members that can lead: RUNNING, with no action pending (not stopping, being
+# preempted, repaired or recreated). A VM of another group, or another stack, never shows.
+members() {{
+  gcloud compute instance-groups managed list-instances "$group" --zone="$zone" \\
+    --format="value(name,instanceStatus,currentAction)" |
+    awk '$2 == "RUNNING" && $3 == "NONE" {{print $1}}' | LC_ALL=C sort
+}}
+head_up() {{ timeout 3 bash -c ': >"/dev/tcp/$1/$2"' probe "$1" "$port"; }}
+
+me=$(hostname)
+list=$(members) || {{ log "cannot list the group $group"; exit 1; }}
+if [[ -z $list ]]; then
+  log "no member of $group is running yet"
+  exit 1
+fi
+# A head that runs already keeps its cluster: a VM added later joins it even if its name
+# sorts first.
+head=""
+for member in $list; do
+  if [[ $member != "$me" ]] && head_up "$member"; then
+    head=$member
+    break
+  fi
+done
+if [[ -z $head ]]; then
+  first=${{list%%$'\\n'*}}
+  if [[ $first == "$me" ]]; then
+    log "no Ray head in $group: $me leads"
+    exec "$ray" start --head --port="$port" --num-gpus="$gpus" --disable-usage-stats --block
+  fi
+  for _ in $(seq 30); do
+    if head_up "$first"; then
+      head=$first
+      break
+    fi
+    sleep 10
+  done
+  if [[ -z $head ]]; then
+    log "the elected head $first did not come up"
+    exit 1
+  fi
+fi
+log "joining the Ray head $head:$port"
+exec "$ray" start --address="$head:$port" --num-gpus="$gpus" --disable-usage-stats --block
+"""
+
+
+def ray_unit(ray: Ray) -> str:
+    """The Ray node as a service: restarted whenever it exits, so a node whose head went away
+    (preempted, host maintenance) elects again and rejoins. `UMask=0000` leaves the session
+    directory under /tmp/ray open, so that other users' Python (`ray.init("auto")`) can
+    connect to the local raylet and write its logs."""
+    return _unit(
+        {
+            "Unit": {
+                "Description": f"Ray node of the GPU cluster {ray.group} (ai-infra)",
+                "Wants": "network-online.target",
+                "After": "network-online.target",
+            },
+            "Service": {
+                "Type": "simple",
+                "User": "ray",
+                "UMask": "0000",
+                "Environment": f"PATH={SERVICE_PATH}",
+                "ExecStart": RAY_NODE,
+                "ExecStop": f"/opt/ai-infra/ray-{ray.version}/bin/ray stop",
+                "Restart": "always",
+                "RestartSec": "15",
+            },
+            "Install": {"WantedBy": "multi-user.target"},
+        }
+    )
+
+
+RAY_PROFILE_TEXT = """\
+# ai-infra: ray.init() and `ray` commands join this VM's Ray cluster, whichever VM leads it
+# (`auto` reads /tmp/ray/ray_current_cluster, which every node's `ray start` writes).
+export RAY_ADDRESS=auto
+"""
+
+
+def _exports(env: dict[str, str]) -> list[str]:
+    # Values may expand LD_LIBRARY_PATH, so they are double-quoted, never single.
+    for value in env.values():
+        if '"' in value or "`" in value or "$(" in value:
+            raise ValueError(f"environment value {value!r} cannot be double-quoted safely")
+    return [f'export {key}="{value}"' for key, value in env.items()]
+
+
+def gib_profile() -> str:
+    libraries = f"{gpudirect.GIB_LIBRARIES}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
+    return "\n".join(
+        [
+            "# ai-infra: NCCL over RDMA with the gIB plugin (Cluster Toolkit's nccl-gib.sh).",
+            f"if [ -f {gpudirect.GIB_PROFILE} ]; then . {gpudirect.GIB_PROFILE}; fi",
+            *_exports({"LD_LIBRARY_PATH": libraries}),
+            "",
+        ]
+    )
+
+
+def gpudirect_profile(stack: GpuDirectStack) -> str:
+    lines = [f"# ai-infra: NCCL over GPUDirect-{stack.transport.upper()}."]
+    if stack.profile:
+        lines.append(f"if [ -f {stack.profile} ]; then . {stack.profile}; fi")
+    return "\n".join([*lines, *_exports(stack.env), ""])
+
+
+def rxdm_unit(stack: GpuDirectStack) -> str:
+    run = _line(
+        "/usr/bin/docker",
+        "run",
+        "--rm",
+        "--name",
+        "ai-infra-rxdm",
+        *stack.rxdm_docker_args,
+        stack.rxdm_image,
+        *stack.rxdm_args,
+    )
+    return _unit(
+        {
+            "Unit": {
+                "Description": f"GPUDirect-{stack.transport.upper()} receive datapath manager",
+                "Requires": "docker.service",
+                "After": "docker.service",
+                "Before": RAY_UNIT,
+            },
+            "Service": {
+                "ExecStartPre": "-/usr/bin/docker rm -f ai-infra-rxdm",
+                "ExecStart": run,
+                "ExecStop": "/usr/bin/docker stop ai-infra-rxdm",
+                "Restart": "always",
+                "RestartSec": "10",
+            },
+            "Install": {"WantedBy": "multi-user.target"},
+        }
+    )
+
+
 def _step(step: Step) -> list[str]:
     match step:
+        case DataDisk(device, path):
+            return [f"mount_data_disk {_line(device, path)} || fail {_line(f'data disk {path}')}"]
         case GcsMount(bucket, path, read_only):
             mode = "ro" if read_only else "rw"
             mount = _line(bucket, path, mode, GCSFUSE_VERSION)
@@ -183,15 +521,54 @@ def _step(step: Step) -> list[str]:
                 "retry", attempts, max_backoff, "install_ops_agent", OPS_AGENT_REPO_SCRIPT
             )
             return [
-                "if systemctl is-active --quiet google-cloud-ops-agent; then",
-                '  log "Ops Agent already running"',
+                "(",
+                "  if systemctl is-active --quiet google-cloud-ops-agent; then",
+                '    log "Ops Agent already running"',
+                f"  elif ! {install} {shlex.quote(OPS_AGENT_VERSION)}; then",
+                "    log 'Ops Agent not installed; logs and GPU metrics stay local'",
+                "    exit 0",
+                "  fi",
+                *_heredoc(
+                    f"configure_ops_agent {shlex.quote(monitoring.DCGM_VERSION)}",
+                    monitoring.ops_agent_config(),
+                ),
+                ") &",
+            ]
+        case Gib(version):
+            return [
+                f"install_gib {shlex.quote(version)} || fail 'NCCL gIB plugin'",
+                *_heredoc(f"write_file {NCCL_PROFILE} 0644", gib_profile()),
+            ]
+        case GpuDirect(stack):
+            name = f"GPUDirect-{stack.transport.upper()}"
+            install = _line(
+                "install_gpudirect",
+                stack.host_file,
+                stack.plugin_image,
+                *stack.plugin_args,
+                "--",
+                *stack.modules,
+            )
+            return [
+                f"if {install}; then",
+                *_heredoc(f"write_file {NCCL_PROFILE} 0644", gpudirect_profile(stack)),
+                *_heredoc(f"write_file /etc/systemd/system/{RXDM_UNIT} 0644", rxdm_unit(stack)),
+                f"  start_unit {RXDM_UNIT} || fail {_line(name + ' receive datapath manager')}",
                 "else",
-                f"  ({install} {shlex.quote(OPS_AGENT_VERSION)} || log 'Ops Agent not installed;"
-                " logs and GPU metrics stay local') &",
+                f"  fail {_line(name)}",
                 "fi",
             ]
-        case Ray(cluster, zone, gpus, version, port):
-            return [f"start_ray {_line(version, port, gpus, cluster, zone)} || fail ray"]
+        case Ray():
+            return [
+                f"if ray_venv {shlex.quote(step.version)}; then",
+                *_heredoc(f"write_file {RAY_NODE} 0755", ray_node_script(step)),
+                *_heredoc(f"write_file /etc/systemd/system/{RAY_UNIT} 0644", ray_unit(step)),
+                *_heredoc(f"write_file {RAY_PROFILE} 0644", RAY_PROFILE_TEXT),
+                f"  start_unit {RAY_UNIT} || fail ray",
+                "else",
+                "  fail 'ray install'",
+                "fi",
+            ]
         case Command(command):
             return [
                 'log "running startupCommand"',
@@ -201,7 +578,18 @@ def _step(step: Step) -> list[str]:
 
 def render(steps: Sequence[Step]) -> str:
     """The script; the steps run in the order given, the Ops Agent alongside them."""
-    lines = [_PRELUDE.format(conda=CONDA_BIN, apt_key=GOOGLE_APT_KEY)]
+    lines = [
+        _PRELUDE.format(
+            conda=CONDA_BIN,
+            apt_key=GOOGLE_APT_KEY,
+            lock_timeout=APT_LOCK_TIMEOUT_SECONDS,
+            lock_conf=APT_LOCK_CONF,
+            ops_config=monitoring.OPS_AGENT_CONFIG_PATH,
+            ar_key=gpudirect.AR_SIGNING_KEY,
+            ar_transport=gpudirect.AR_TRANSPORT_REPO,
+            gib_repo=gpudirect.GIB_REPO,
+        )
+    ]
     for step in steps:
         lines += _step(step)
     lines += [

@@ -1,10 +1,13 @@
-"""The problems of `ai-infra:gpuClusters` entries, each at `[i].<field>`: GPUs against the
-machine catalog, capacity, disks, zone, image, network layout, metadata, labels and mounts.
+"""The problems of `ai-infra:gpuClusters` entries, each at `[i].<field>`: GPUs and vCPUs against
+the machine catalog, capacity and placement, disks, zone, image, network layout and GPUDirect,
+metadata in bytes, labels, mounts, and names that another system derives.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
+from collections.abc import Mapping
 
 from components import gpu_catalog
 from components.base import Problem, duplicate_names, under
@@ -20,13 +23,30 @@ from components.gpu_clusters.config import (
     RESERVED_METADATA,
     GpuClusterConfig,
 )
+from components.gpu_clusters.metadata import size_problems
 from components.identity import account_id_problems
 from components.locations import zone_problem
+
+SUBNET_PREFIXES = (8, 29)
+"""Prefix lengths of a subnet's primary IPv4 range: /8 to /29 (VPC "Subnets", IPv4 subnet
+ranges; the stack's own subnet is held to the same, `network.PREFIX_LIMITS`)."""
+FOREIGN_NAMES = {
+    "allow": "the stack network's firewall rules <prefix>-allow-*",
+    "slurm": "the Slurm cluster's resources <prefix>-slurm-<cluster>-*",
+}
+"""Name stems other systems derive names from: a cluster named after one would create
+firewall rules, networks or accounts under their names (`<prefix>-allow-iap-ssh`)."""
 
 
 def account_id(ctx: StackContext, name: str) -> str:
     """The id of a cluster's VM service account, `<prefix>-<name>-vm`."""
     return ctx.name(name, "vm")
+
+
+def group_name(ctx: StackContext, name: str) -> str:
+    """The managed instance group, `<prefix>-<name>`: the VMs' base name and, carrying the
+    stack's prefix, the id that keeps two stacks' Ray clusters apart."""
+    return ctx.name(name)
 
 
 def _mount_path_problem(path: str) -> str | None:
@@ -37,31 +57,188 @@ def _mount_path_problem(path: str) -> str | None:
 
 
 def problems(
-    clusters: list[GpuClusterConfig], ctx: StackContext, *, buckets: list[str]
+    clusters: list[GpuClusterConfig],
+    ctx: StackContext,
+    *,
+    buckets: Mapping[str, str],
+    slurm_bucket: str | None = None,
 ) -> list[Problem]:
-    """Checks of `ai-infra:gpuClusters`, each at `[i].<field>`."""
+    """Checks of `ai-infra:gpuClusters`, each at `[i].<field>`. `buckets` maps the stack's
+    `ai-infra:buckets` names to GCS names; `slurm_bucket` is the Slurm cluster's, if any."""
     found = duplicate_names([c.name for c in clusters], "gpuClusters")
     for i, config in enumerate(clusters):
-        found += [p.under(i) for p in _entry_problems(config, ctx, buckets)]
+        found += [p.under(i) for p in _entry_problems(config, ctx, buckets, slurm_bucket)]
     return found
 
 
 def _entry_problems(
-    config: GpuClusterConfig, ctx: StackContext, buckets: list[str]
+    config: GpuClusterConfig,
+    ctx: StackContext,
+    buckets: Mapping[str, str],
+    slurm_bucket: str | None,
 ) -> list[Problem]:
-    region = ctx.region
     found = account_id_problems(account_id(ctx, config.name))
-    gpu = gpu_catalog.gpu_problem(config.machine_type, config.gpu_type, config.gpu_count)
+    for stem, owner in FOREIGN_NAMES.items():
+        if config.name == stem or config.name.startswith(f"{stem}-"):
+            found.append(
+                Problem(
+                    ("name",),
+                    f"'{config.name}' would derive names under {owner} "
+                    f"(<prefix>-{config.name}-...); choose a name that does not start with "
+                    f"'{stem}'",
+                )
+            )
+    found += _machine_problems(config)
+    found += _capacity_problems(config)
+    if config.zone is not None and (problem := zone_problem(config.zone, ctx.region)):
+        found.append(Problem(("zone",), problem))
+    found += _image_problems(config)
+    if config.orchestrator not in ("none", "ray"):
+        hint = (
+            "; for GKE, declare the GPUs as ai-infra:gpuPools instead"
+            if config.orchestrator == "gke"
+            else ""
+        )
+        found.append(
+            Problem(("orchestrator",), f"'{config.orchestrator}' is not none or ray{hint}")
+        )
+    found += _network_problems(config)
+    found += _metadata_problems(config)
+    found += size_problems(
+        config,
+        group=group_name(ctx, config.name),
+        zone=ctx.zone_of(config.zone),
+        gcs_names=buckets,
+    )
+    found += under(
+        "labels",
+        label_problems(config.labels, reserved=(CLUSTER_LABEL,), beside=len(ctx.stack_labels)),
+    )
+    found += _mount_problems(config, ctx, buckets, slurm_bucket)
+    return found
+
+
+def _machine_problems(config: GpuClusterConfig) -> list[Problem]:
+    found = []
+    machine = config.machine_type
+    gpu = gpu_catalog.gpu_problem(machine, config.gpu_type, config.gpu_count)
+    if gpu is None:
+        gpu = gpu_catalog.n1_problem(machine, config.gpu_type, config.gpu_count)
+    if gpu is None and gpu_catalog.bare_metal(machine):
+        gpu = (
+            f"{machine} is bare metal with IPv6-only RDMA NICs on a `-vpc-roce-metal` network, "
+            "which GPU clusters do not build; use a4x-highgpu-4g, or Cluster Toolkit's A4X Max "
+            "blueprint"
+        )
     if gpu:
         found.append(Problem(("machineType",), gpu))
-    capacity = gpu_catalog.capacity_problem(config.machine_type, config.spot)
-    if capacity:
-        found.append(Problem(("machineType",), capacity))
-    disk = gpu_catalog.boot_disk_problem(config.machine_type, config.disk_type)
+    disk = gpu_catalog.boot_disk_problem(machine, config.disk_type)
     if disk:
         found.append(Problem(("diskType",), f"{disk}; set diskType to one of those"))
-    if config.zone is not None and (problem := zone_problem(config.zone, region)):
-        found.append(Problem(("zone",), problem))
+    if config.data_disk is not None:
+        data_type = config.data_disk.type or config.disk_type
+        data = gpu_catalog.boot_disk_problem(machine, data_type)
+        if data:
+            found.append(
+                Problem(
+                    ("dataDisk", "type"),
+                    f"{data.replace('boots only from', 'takes only')}; set dataDisk.type",
+                )
+            )
+    if config.threads_per_core == 2 and not gpu_catalog.smt(machine):
+        found.append(
+            Problem(
+                ("threadsPerCore",),
+                f"{machine} has one thread per core; remove threadsPerCore",
+            )
+        )
+    return found
+
+
+def _capacity_problems(config: GpuClusterConfig) -> list[Problem]:
+    found = []
+    machine = config.machine_type
+    provisioning = config.provisioning
+    if problem := gpu_catalog.capacity_problem(machine, provisioning):
+        found.append(Problem(("provisioning",), problem))
+    if config.reservation is not None and provisioning != "reservation":
+        found.append(
+            Problem(
+                ("reservation",),
+                f"only used with provisioning: reservation, not {provisioning}; remove it or "
+                "set provisioning: reservation",
+            )
+        )
+    capacity = gpu_catalog.series_capacity(machine)
+    bound_rule = capacity.reservation_bound if capacity else "never"
+    if config.reservation_bound is not None and provisioning != "reservation":
+        found.append(
+            Problem(("reservationBound",), "only used with provisioning: reservation; remove it")
+        )
+    elif config.reservation_bound and bound_rule == "never":
+        found.append(
+            Problem(
+                ("reservationBound",),
+                f"{machine} has no calendar-mode or capacity-block reservations; remove "
+                "reservationBound",
+            )
+        )
+    elif config.reservation_bound is False and bound_rule == "required":
+        found.append(
+            Problem(
+                ("reservationBound",),
+                f"{machine} consumes its reservations reservation-bound; remove "
+                "reservationBound: false",
+            )
+        )
+    if config.bound and config.reservation is None:
+        found.append(
+            Problem(
+                ("reservation",),
+                "a reservation-bound VM consumes one named reservation; name it here",
+            )
+        )
+    if config.max_run_hours is not None and provisioning != "flex-start":
+        found.append(
+            Problem(("maxRunHours",), "only used with provisioning: flex-start; remove it")
+        )
+    if provisioning == "flex-start" and config.data_disk is not None:
+        found.append(
+            Problem(
+                ("dataDisk",),
+                "flex-start VMs are deleted at the end of their run and their disks with them; "
+                "keep data in nfsShares or a bucket, and remove dataDisk",
+            )
+        )
+    placement = config.placement
+    distance = config.placement_max_distance
+    if distance is not None:
+        if placement != "compact":
+            found.append(
+                Problem(
+                    ("placementMaxDistance",),
+                    f"only used with a compact placement policy, which {config.instance_count} "
+                    f"x {machine} ({provisioning}) does not get; remove it",
+                )
+            )
+        elif problem := gpu_catalog.max_distance_problem(machine, distance):
+            found.append(Problem(("placementMaxDistance",), problem))
+    if placement == "compact":
+        limit = gpu_catalog.compact_limit(machine, distance)
+        if config.instance_count > limit:
+            where = f"max distance {distance}" if distance else "no max distance"
+            found.append(
+                Problem(
+                    ("instanceCount",),
+                    f"a compact placement policy with {where} holds at most {limit} VMs of "
+                    f"{machine}; lower instanceCount or raise placementMaxDistance",
+                )
+            )
+    return found
+
+
+def _image_problems(config: GpuClusterConfig) -> list[Problem]:
+    found = []
     if config.image is not None and config.image_family is not None:
         found.append(
             Problem(("image",), "set either image or imageFamily, not both; remove one of them")
@@ -83,35 +260,13 @@ def _entry_problems(
                     f"{' or '.join(DLVM_PROJECTS)}, or turn {' and '.join(needs)} off",
                 )
             )
-    if config.orchestrator not in ("none", "ray"):
-        hint = (
-            "; for GKE, declare the GPUs as ai-infra:gpuPools instead"
-            if config.orchestrator == "gke"
-            else ""
-        )
-        found.append(
-            Problem(("orchestrator",), f"'{config.orchestrator}' is not none or ray{hint}")
-        )
-    if config.threads_per_core == 2 and not gpu_catalog.smt(config.machine_type):
+    if gpu_catalog.arm(config.machine_type) and config.image is None and not config.image_family:
         found.append(
             Problem(
-                ("threadsPerCore",),
-                f"{config.machine_type} has one thread per core; remove threadsPerCore",
-            )
-        )
-    found += _network_problems(config)
-    found += _metadata_problems(config)
-    found += under(
-        "labels",
-        label_problems(config.labels, reserved=(CLUSTER_LABEL,), beside=len(ctx.stack_labels)),
-    )
-    found += _mount_problems(config, buckets)
-    if len(config.startup_command) > 32768:
-        found.append(
-            Problem(
-                ("startupCommand",),
-                "is over 32768 characters; put a script in a bucket "
-                "mounted with gcsMounts and run that",
+                ("imageFamily",),
+                f"{config.machine_type} runs Arm CPUs and the default image is x86; set an "
+                "arm64 image, e.g. imageFamily ubuntu-accelerator-2404-arm64-with-nvidia-580 "
+                "with imageProject ubuntu-os-accelerator-images",
             )
         )
     return found
@@ -125,73 +280,147 @@ def _network_problems(config: GpuClusterConfig) -> list[Problem]:
             Problem(("nicCount",), "only used with network: multi-nic; remove it or set network")
         )
     if config.network == "multi-nic" and layout is not None:
-        if config.nic_count is not None and config.nic_count != 1 + layout.gpu_nics:
+        if config.nic_count is not None and config.nic_count != layout.nics:
             found.append(
                 Problem(
                     ("nicCount",),
-                    f"{config.machine_type} uses 1 + {layout.gpu_nics} NICs for GPUDirect; "
-                    "remove nicCount",
+                    f"{config.machine_type} uses {layout.host_nics} + {layout.gpu_nics} NICs "
+                    "for GPU traffic; remove nicCount",
                 )
             )
         if not config.gvnic:
             found.append(
                 Problem(
                     ("imageFamily",),
-                    "GPUDirect NICs need gVNIC, which this image lacks; "
-                    f"use {DEFAULT_IMAGE_FAMILY}",
+                    f"GPU NICs need gVNIC, which this image lacks; use {DEFAULT_IMAGE_FAMILY}",
                 )
             )
-    last = ipaddress.IPv4Network(config.subnet_cidr)
-    if int(last.network_address) + config.nics * last.num_addresses > 2**32:
-        found.append(
-            Problem(
-                ("subnetCidr",),
-                f"{config.nics} ranges of /{last.prefixlen} from "
-                f"{config.subnet_cidr} run past 255.255.255.255; pick a lower range",
+    if config.network == "multi-nic" and layout is None:
+        most = gpu_catalog.max_nics(config.machine_type)
+        if config.nics > most:
+            found.append(
+                Problem(
+                    ("nicCount",),
+                    f"{config.machine_type} has {gpu_catalog.vcpus(config.machine_type)} vCPUs "
+                    f"and takes at most {most} NICs (one per vCPU, 2 to "
+                    f"{gpu_catalog.MAX_VNICS}), not {config.nics}; set nicCount to at most "
+                    f"{most} or pick a larger machine type",
+                )
             )
-        )
+    found += _gpu_direct_problems(config, layout)
+    if config.network != "default":
+        subnet = ipaddress.IPv4Network(config.subnet_cidr)
+        low, high = SUBNET_PREFIXES
+        if not low <= subnet.prefixlen <= high:
+            found.append(
+                Problem(
+                    ("subnetCidr",),
+                    f"VM subnets take a /{low} to /{high}, not /{subnet.prefixlen}; resize "
+                    f"{config.subnet_cidr}",
+                )
+            )
+        elif int(subnet.network_address) + config.nics * subnet.num_addresses > 2**32:
+            found.append(
+                Problem(
+                    ("subnetCidr",),
+                    f"{config.nics} ranges of /{subnet.prefixlen} from "
+                    f"{config.subnet_cidr} run past 255.255.255.255; pick a lower range",
+                )
+            )
     return found
+
+
+def _gpu_direct_problems(
+    config: GpuClusterConfig, layout: gpu_catalog.GpuNicLayout | None
+) -> list[Problem]:
+    if not config.gpu_direct:
+        return []
+    if layout is None:
+        machines = ", ".join(gpu_catalog.GPU_NIC_LAYOUTS)
+        return [
+            Problem(
+                ("gpuDirect",),
+                f"{config.machine_type} has no GPU NICs; GPUDirect and RDMA are for {machines}; "
+                "remove gpuDirect",
+            )
+        ]
+    if config.network != "multi-nic":
+        return [
+            Problem(
+                ("gpuDirect",),
+                "needs the GPU NICs of network: multi-nic; set network: multi-nic",
+            )
+        ]
+    if layout.rdma and gpu_catalog.arm(config.machine_type):
+        return [
+            Problem(
+                ("gpuDirect",),
+                f"{config.machine_type} is Arm and no arm64 gIB package is pinned here; keep "
+                "its RDMA NICs, install the NCCL gIB plugin in your image and remove gpuDirect",
+            )
+        ]
+    if not layout.rdma and config.dlvm:
+        return [
+            Problem(
+                ("imageProject",),
+                f"GPUDirect-{layout.transport.upper()} needs a host image prepared for it (a "
+                "TCPX kernel, or the dmabuf import helper and aperture devices, plus docker and "
+                "the NVIDIA container toolkit), which Deep Learning VM images are not; build "
+                "one with Cluster Toolkit's A3 image steps and set image and imageProject, or "
+                "remove gpuDirect",
+            )
+        ]
+    return []
 
 
 def _metadata_problems(config: GpuClusterConfig) -> list[Problem]:
-    found = []
-    for key in config.metadata:
-        if key.lower() in RESERVED_METADATA:
-            found.append(
-                Problem(
-                    ("metadata", key),
-                    "is set by the program (OS Login, startup script, driver, Jupyter proxy); "
-                    "remove it, or use the cluster's own field for it",
-                )
-            )
-    if sum(len(k) + len(v) for k, v in config.metadata.items()) > 256 * 1024:
-        found.append(Problem(("metadata",), "exceeds Compute Engine's 256 KB; trim it"))
-    return found
-
-
-def _mount_problems(config: GpuClusterConfig, buckets: list[str]) -> list[Problem]:
-    found = []
-    paths: dict[str, tuple[str, int]] = {}
-    entries = [("gcsMounts", i, m.mount_path) for i, m in enumerate(config.gcs_mounts)] + [
-        ("nfsShares", i, s.mount_path) for i, s in enumerate(config.nfs_shares)
+    return [
+        Problem(
+            ("metadata", key),
+            "is set by the program (OS Login, startup script, driver, Jupyter proxy); "
+            "remove it, or use the cluster's own field for it",
+        )
+        for key in config.metadata
+        if key.lower() in RESERVED_METADATA
     ]
-    for key, i, path in entries:
+
+
+def _slurm_bucket(gcs: str, ctx: StackContext, slurm_bucket: str | None) -> bool:
+    """This stack's Slurm bucket, or one named as Slurm clusters name theirs in this project
+    (`<project>-<prefix>-slurm-<cluster>`, `SlurmConfig.bucket_name`)."""
+    return gcs == slurm_bucket or bool(re.fullmatch(rf"{re.escape(ctx.project)}-.+-slurm-.+", gcs))
+
+
+def _mount_problems(
+    config: GpuClusterConfig,
+    ctx: StackContext,
+    buckets: Mapping[str, str],
+    slurm_bucket: str | None,
+) -> list[Problem]:
+    found = []
+    paths: dict[str, str] = {}
+    entries: list[tuple[tuple[str | int, ...], str]] = []
+    if config.data_disk is not None:
+        entries.append((("dataDisk",), config.data_disk.mount_path))
+    entries += [(("gcsMounts", i), m.mount_path) for i, m in enumerate(config.gcs_mounts)]
+    entries += [(("nfsShares", i), s.mount_path) for i, s in enumerate(config.nfs_shares)]
+    for where, path in entries:
         bad = _mount_path_problem(path)
         if bad:
-            found.append(Problem((key, i, "mountPath"), bad))
+            found.append(Problem((*where, "mountPath"), bad))
             continue
-        for other, (other_key, j) in paths.items():
+        for other, label in paths.items():
             if path == other or path.startswith(other + "/") or other.startswith(path + "/"):
                 found.append(
                     Problem(
-                        (key, i, "mountPath"),
-                        f"'{path}' overlaps {other_key}[{j}].mountPath '{other}'; every mount "
+                        (*where, "mountPath"),
+                        f"'{path}' overlaps {label}.mountPath '{other}'; every mount "
                         "needs its own, unnested path",
                     )
                 )
                 break
         else:
-            paths[path] = (key, i)
+            paths[path] = "".join(f"[{p}]" if isinstance(p, int) else p for p in where)
     for i, mount in enumerate(config.gcs_mounts):
         if mount.bucket not in buckets and not BUCKET_NAME.fullmatch(mount.bucket):
             found.append(
@@ -199,6 +428,17 @@ def _mount_problems(config: GpuClusterConfig, buckets: list[str]) -> list[Proble
                     ("gcsMounts", i, "bucket"),
                     f"'{mount.bucket}' is neither a bucket of ai-infra:buckets "
                     f"({', '.join(buckets) or 'none'}) nor a GCS bucket name",
+                )
+            )
+            continue
+        gcs = buckets.get(mount.bucket, mount.bucket)
+        in_stack = mount.bucket in buckets
+        if not mount.read_only and not in_stack and _slurm_bucket(gcs, ctx, slurm_bucket):
+            found.append(
+                Problem(
+                    ("gcsMounts", i, "readOnly"),
+                    f"gs://{gcs} is a Slurm cluster's bucket, whose scripts its controller "
+                    "runs as root: VMs that can write it own that cluster; set readOnly: true",
                 )
             )
     for i, share in enumerate(config.nfs_shares):
@@ -216,5 +456,20 @@ def _mount_problems(config: GpuClusterConfig, buckets: list[str]) -> list[Proble
 
 def warnings(config: GpuClusterConfig) -> list[str]:
     """What is allowed but ill-advised, for `pulumi up` to print."""
+    found = []
     family = config.resolved_image_family
-    return [END_OF_LIFE_FAMILIES[family]] if family in END_OF_LIFE_FAMILIES else []
+    if family in END_OF_LIFE_FAMILIES:
+        found.append(END_OF_LIFE_FAMILIES[family])
+    layout = gpu_catalog.nic_layout(config.machine_type)
+    if layout is not None and config.instance_count > 1:
+        if config.network != "multi-nic":
+            found.append(
+                f"{config.machine_type} VMs talk to each other over one NIC here; set network: "
+                f"multi-nic for its {layout.gpu_nics} GPU NICs"
+            )
+        elif not config.gpu_direct:
+            found.append(
+                f"NCCL uses the {layout.gpu_nics} GPU NICs as plain sockets, a fraction of their "
+                "bandwidth, without gpuDirect"
+            )
+    return found

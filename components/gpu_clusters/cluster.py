@@ -1,8 +1,9 @@
 """GPU clusters as managed instance groups: the cluster Google's AI infra cluster provisioning
 tool stood up from environment variables, from one typed `ai-infra:gpuClusters` entry. A zonal
-MIG of private, shielded GPU VMs on a Deep Learning VM image, its own least-privilege service
-account, its network (the stack's, a new one, or one VPC per NIC), Filestore shares and a
-startup script rendered from typed steps. GPUs scheduled by Kubernetes are `ai-infra:gpuPools`.
+MIG of private, shielded GPU VMs that `pulumi up` waits for, its own least-privilege service
+account, its network (the stack's, a new one, one VPC per NIC, or host VPCs plus an RDMA VPC),
+Filestore shares, a GPU dashboard, and a startup script rendered from typed steps. GPUs
+scheduled by Kubernetes are `ai-infra:gpuPools`.
 """
 
 from __future__ import annotations
@@ -15,18 +16,30 @@ from components import gpu_catalog
 from components.base import Component, WiringModel, slug
 from components.buckets import BucketsHandle, grant_bucket_access
 from components.context import StackContext
-from components.gpu_clusters import boot
-from components.gpu_clusters.checks import account_id, warnings
+from components.gpu_clusters import boot, metadata, monitoring
+from components.gpu_clusters.checks import account_id, group_name, warnings
 from components.gpu_clusters.config import CLUSTER_LABEL, GpuClusterConfig, NfsShare
-from components.identity import Identity, grant_name, grant_opts, service_account
+from components.identity import Identity, grant_name, grant_opts, project_grant, service_account
 from components.network import (
-    ALL_INTERNAL,
     NetworkHandle,
     cloud_nat,
-    firewall_rule,
     iap_ssh_rule,
+    vpc_with_subnet,
 )
 from components.placement import compact_policy, workload_policy
+
+BOOT_DEVICE = "boot"
+RAY_DISCOVERY_PERMISSIONS = (
+    "compute.instanceGroupManagers.get",
+    "compute.instanceGroupManagers.list",
+)
+"""What the Ray head election calls: `gcloud compute instance-groups managed list-instances`
+(listManagedInstances) needs `compute.instanceGroupManagers.list` (its help text, gcloud
+578.0.0); `.get` reads the group itself. Neither reads instances or their metadata, unlike
+roles/compute.viewer's `compute.instances.get`, which shows every VM's startup script."""
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+"""The affinity key of a specific reservation (Cluster Toolkit v1.95.0
+modules/compute/vm-instance/main.tf:289-298)."""
 
 
 class GpuClusterArgs(WiringModel):
@@ -44,45 +57,79 @@ class GpuCluster(Component):
     filestore_ips: pulumi.Output[list[str]]
     jupyter_urls_command: str
     """Lists each VM with its Jupyter proxy URL once the VMs are up."""
+    errors_command: str
+    """Lists why the group could not create or repair VMs (stockouts, quota, a refused
+    config): what a failed `pulumi up` of the group points at."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ai-infra:gpu_clusters:GpuCluster", name, opts)
         ctx = args.context
         config = args.config
         zone = ctx.zone_of(config.zone)
-        base = ctx.name(config.name)
+        base = group_name(ctx, config.name)
+        self._name, self._base = name, base
         labels = {**ctx.labels, **config.labels, CLUSTER_LABEL: config.name}
         for warning in warnings(config):
             pulumi.log.warn(f"gpuClusters {config.name}: {warning}", self)
 
-        identity = self._identity(name, args)
-        networks, subnets, network_names = self._networks(name, args, base)
+        identity = self._identity(name, args, base)
+        nics, network_names = self._networks(name, args, base, zone)
         shares = self._shares(name, args, zone, base, labels, network_names[0])
         self.filestore_ips = pulumi.Output.all(*[ip for _, ip in shares])
-        script = self.filestore_ips.apply(lambda ips: boot.render(_steps(args, zone, ips)))
-
-        metadata: dict[str, pulumi.Input[str]] = {
-            **config.metadata,
-            "enable-oslogin": "TRUE",
-            "block-project-ssh-keys": "TRUE",
+        gcs_names = {m.bucket: args.buckets.gcs_name(m.bucket) for m in config.gcs_mounts}
+        script = self.filestore_ips.apply(
+            lambda ips: boot.render(
+                metadata.steps(
+                    config, group=base, zone=zone, gcs_names=gcs_names, filestore_ips=ips
+                )
+            )
+        )
+        vm_metadata: dict[str, pulumi.Input[str]] = {
+            **metadata.program_metadata(config),
             "startup-script": script,
         }
-        if config.dlvm:
-            metadata["install-nvidia-driver"] = "True"
-        if config.jupyter_proxy:
-            # Deep Learning VM's proxy agent: URLs for whoever holds editor on the project.
-            metadata["proxy-mode"] = "project_editors"
 
-        placement = gpu_catalog.group_placement(config.machine_type)
         compact = None
         workload = None
         where = {"project": ctx.project, "region": ctx.region, "name": f"{base}-placement"}
-        if config.instance_count > 1 and placement == "compact":
-            compact = compact_policy(self, f"{name}-placement", **where)
-        elif config.instance_count > 1 and placement == "workload":
-            workload = workload_policy(self, f"{name}-placement", **where)
+        if config.placement == "compact":
+            compact = compact_policy(
+                self,
+                f"{name}-placement",
+                **where,
+                max_distance=config.placement_max_distance,
+            )
+        elif config.placement == "workload":
+            capacity = gpu_catalog.series_capacity(config.machine_type)
+            workload = workload_policy(
+                self,
+                f"{name}-placement",
+                **where,
+                topology=capacity.accelerator_topology if capacity else None,
+            )
 
-        nic_type = "GVNIC" if config.gvnic else "VIRTIO_NET"
+        disks = [
+            gcp.compute.InstanceTemplateDiskArgs(
+                boot=True,
+                auto_delete=True,
+                device_name=BOOT_DEVICE,
+                source_image=config.image_ref,
+                disk_size_gb=config.disk_size_gb,
+                disk_type=config.disk_type,
+                labels=labels,
+            )
+        ]
+        if config.data_disk is not None:
+            disks.append(
+                gcp.compute.InstanceTemplateDiskArgs(
+                    boot=False,
+                    auto_delete=True,
+                    device_name=metadata.DATA_DEVICE,
+                    disk_size_gb=config.data_disk.size_gb,
+                    disk_type=config.data_disk.type or config.disk_type,
+                    labels=labels,
+                )
+            )
         template = gcp.compute.InstanceTemplate(
             f"{name}-template",
             project=ctx.project,
@@ -95,31 +142,10 @@ class GpuCluster(Component):
                     type=config.gpu_type, count=config.gpu_count
                 )
             ],
-            disks=[
-                gcp.compute.InstanceTemplateDiskArgs(
-                    boot=True,
-                    auto_delete=True,
-                    device_name=BOOT_DEVICE,
-                    source_image=config.image_ref,
-                    disk_size_gb=config.disk_size_gb,
-                    disk_type=config.disk_type,
-                    labels=labels,
-                )
-            ],
-            network_interfaces=[
-                gcp.compute.InstanceTemplateNetworkInterfaceArgs(
-                    network=network, subnetwork=subnet, nic_type=nic_type
-                )
-                for network, subnet in zip(networks, subnets, strict=True)
-            ],
-            scheduling=gcp.compute.InstanceTemplateSchedulingArgs(
-                # GPUs cannot live-migrate ("GPU machine types": host maintenance).
-                on_host_maintenance="TERMINATE",
-                automatic_restart=not config.spot,
-                preemptible=config.spot,
-                provisioning_model="SPOT" if config.spot else "STANDARD",
-                instance_termination_action="STOP" if config.spot else None,
-            ),
+            disks=disks,
+            network_interfaces=nics,
+            scheduling=_scheduling(config, compact=compact is not None),
+            reservation_affinity=_reservation_affinity(config),
             # Secure Boot stays off: it refuses unsigned kernel modules, and the driver the DLVM
             # builds from `install-nvidia-driver` is unsigned (NVIDIA, "precompiled and signed
             # drivers ... required when nodes are enabled with Secure Boot"). vTPM and integrity
@@ -132,7 +158,7 @@ class GpuCluster(Component):
                 # Access is decided by the account's IAM roles, not by scopes.
                 scopes=["cloud-platform"],
             ),
-            metadata=metadata,
+            metadata=vm_metadata,
             labels=labels,
             advanced_machine_features=(
                 gcp.compute.InstanceTemplateAdvancedMachineFeaturesArgs(
@@ -144,25 +170,86 @@ class GpuCluster(Component):
             resource_policies=compact.self_link if compact else None,
             opts=self.child_opts(depends_on=identity.ready),
         )
-        self.group = gcp.compute.InstanceGroupManager(
+        self.group = self._group(name, args, base, zone, template, workload)
+        self.instance_group = self.group.instance_group
+        if config.provisioning == "flex-start":
+            self._resize_request(name, args, base, zone)
+        if config.ops_agent:
+            gcp.monitoring.Dashboard(
+                f"{name}-dashboard",
+                project=ctx.project,
+                dashboard_json=monitoring.dashboard(
+                    f"GPU cluster {base}",
+                    {CLUSTER_LABEL: config.name, "ai-infra-stack": ctx.prefix},
+                ),
+                opts=self.child_opts(),
+            )
+        self.jupyter_urls_command = (
+            f"gcloud compute instances list --project={ctx.project} --zones={zone} "
+            f"--filter=labels.{CLUSTER_LABEL}={config.name} "
+            "--format='value(name,metadata.items.proxy-url)'"
+        )
+        self.errors_command = (
+            f"gcloud compute instance-groups managed list-errors {base} "
+            f"--project={ctx.project} --zone={zone}"
+        )
+        self.register_outputs(
+            {
+                "instanceGroup": self.instance_group,
+                "filestoreIps": self.filestore_ips,
+                "jupyterUrls": self.jupyter_urls_command,
+                "errors": self.errors_command,
+            }
+        )
+
+    def _group(
+        self,
+        name: str,
+        args: GpuClusterArgs,
+        base: str,
+        zone: str,
+        template: gcp.compute.InstanceTemplate,
+        workload: gcp.compute.ResourcePolicy | None,
+    ) -> gcp.compute.InstanceGroupManager:
+        """The group. It waits for its VMs: the provider polls until the group is stable and
+        fails `pulumi up` at the timeout when a VM cannot be created (stockout, quota, a
+        refused config), instead of reporting success with no VMs. The provider's update
+        waits with the create timeout (terraform-provider-google
+        resource_compute_instance_group_manager.go, computeIGMWaitForInstanceStatus), so both
+        are set alike. A flex-start group cannot wait: it sits at zero until its resize
+        request is served."""
+        ctx = args.context
+        config = args.config
+        flex = config.provisioning == "flex-start"
+        timeout = f"{config.ready_timeout_minutes}m"
+        return gcp.compute.InstanceGroupManager(
             f"{name}-mig",
             project=ctx.project,
             zone=zone,
             name=base,
             base_instance_name=base,
-            target_size=config.instance_count,
+            # A flex-start group's size is what its resize request adds; setting it here
+            # would shrink the group back on the next `pulumi up`.
+            target_size=None if flex else config.instance_count,
             versions=[
                 gcp.compute.InstanceGroupManagerVersionArgs(
                     name="default", instance_template=template.self_link
                 )
             ],
-            # The boot disk holds the users' environment, notebooks and checkpoints (2 TB by
-            # default): a repaired or recreated VM keeps it and its name.
-            stateful_disks=[
-                gcp.compute.InstanceGroupManagerStatefulDiskArgs(
-                    device_name=BOOT_DEVICE, delete_rule="ON_PERMANENT_INSTANCE_DELETION"
-                )
-            ],
+            # The boot disk is not stateful: a recreated VM boots the template's image (a
+            # stateful boot disk would keep the old image and driver for ever; Compute Engine,
+            # "Configuring stateful persistent disks": keep boot disks stateless). The data
+            # disk keeps the users' files across recreation.
+            stateful_disks=(
+                [
+                    gcp.compute.InstanceGroupManagerStatefulDiskArgs(
+                        device_name=metadata.DATA_DEVICE,
+                        delete_rule="ON_PERMANENT_INSTANCE_DELETION",
+                    )
+                ]
+                if config.data_disk is not None
+                else None
+            ),
             # A new template reaches running VMs only when they are recreated; nothing restarts
             # a training job behind its users' backs.
             update_policy=gcp.compute.InstanceGroupManagerUpdatePolicyArgs(
@@ -172,6 +259,15 @@ class GpuCluster(Component):
                 max_surge_fixed=0,
                 max_unavailable_fixed=1,
             ),
+            # As pulumi-gcp's own resize-request example: a flex-start VM that fails is not
+            # recreated behind the request's back.
+            instance_lifecycle_policy=(
+                gcp.compute.InstanceGroupManagerInstanceLifecyclePolicyArgs(
+                    default_action_on_failure="DO_NOTHING"
+                )
+                if flex
+                else None
+            ),
             resource_policies=(
                 gcp.compute.InstanceGroupManagerResourcePoliciesArgs(
                     workload_policy=workload.self_link
@@ -179,61 +275,96 @@ class GpuCluster(Component):
                 if workload
                 else None
             ),
-            wait_for_instances=False,
-            opts=self.child_opts(protect=ctx.protect),
-        )
-        self.instance_group = self.group.instance_group
-        self.jupyter_urls_command = (
-            f"gcloud compute instances list --project={ctx.project} --zones={zone} "
-            f"--filter=labels.{CLUSTER_LABEL}={config.name} "
-            "--format='value(name,metadata.items.proxy-url)'"
-        )
-        self.register_outputs(
-            {
-                "instanceGroup": self.instance_group,
-                "filestoreIps": self.filestore_ips,
-                "jupyterUrls": self.jupyter_urls_command,
-            }
+            wait_for_instances=not flex,
+            wait_for_instances_status=None if flex else "STABLE",
+            opts=self.child_opts(
+                protect=ctx.protect,
+                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
+                ignore_changes=["targetSize"] if flex else None,
+            ),
         )
 
-    def _identity(self, name: str, args: GpuClusterArgs) -> Identity:
-        """The VMs' own account: logs, metrics, the buckets it mounts, and (for Ray) reading
-        which VMs the group has."""
+    def _resize_request(self, name: str, args: GpuClusterArgs, base: str, zone: str) -> None:
+        """Flex-start capacity: one request for all the VMs, served at once when capacity
+        frees up; they run `maxRunHours` and are deleted. Requests are immutable: a new count
+        or duration replaces it, the old one cancelled first (the provider cancels a request
+        still CREATING or ACCEPTED before deleting it; VMs a served request created stay
+        until their run ends)."""
         ctx = args.context
         config = args.config
-        roles = ["roles/logging.logWriter", "roles/monitoring.metricWriter"]
-        if config.orchestrator == "ray":
-            # The startup script elects the Ray head by listing the cluster's VMs.
-            roles.append("roles/compute.viewer")
+        gcp.compute.ResizeRequest(
+            f"{name}-request",
+            project=ctx.project,
+            zone=zone,
+            name=f"{base}-request",
+            instance_group_manager=self.group.name,
+            resize_by=config.instance_count,
+            requested_run_duration=gcp.compute.ResizeRequestRequestedRunDurationArgs(
+                seconds=str(config.run_seconds)
+            ),
+            description=f"{config.instance_count} flex-start VMs of GPU cluster {config.name}",
+            opts=self.child_opts(delete_before_replace=True),
+        )
+
+    def _identity(self, name: str, args: GpuClusterArgs, base: str) -> Identity:
+        """The VMs' own account: logs, metrics, the buckets it mounts, and (for Ray) listing
+        the group's own members."""
+        ctx = args.context
+        config = args.config
         identity = service_account(
             self,
             name,
             project=ctx.project,
             account_id=account_id(ctx, config.name),
             display_name=f"GPU cluster {config.name} VMs",
-            roles=roles,
+            roles=["roles/logging.logWriter", "roles/monitoring.metricWriter"],
         )
+        if config.orchestrator == "ray":
+            # Role ids take letters, digits, '_' and '.'. A deleted role's id stays taken for
+            # a while; the provider undeletes it on create.
+            role_id = f"{base.replace('-', '_')}_ray"
+            role = gcp.projects.IAMCustomRole(
+                f"{name}-ray-discovery",
+                project=ctx.project,
+                role_id=role_id,
+                title=f"Ray discovery of GPU cluster {base}",
+                description="List the managed instances of a GPU cluster's group",
+                permissions=list(RAY_DISCOVERY_PERMISSIONS),
+                opts=self.child_opts(),
+            )
+            identity.grants.append(
+                project_grant(
+                    self,
+                    name,
+                    project=ctx.project,
+                    role=f"projects/{ctx.project}/roles/{role_id}",
+                    member=identity.member,
+                    depends_on=[identity.account, role],
+                )
+            )
         # One grant per bucket, with the widest access any of its mounts needs.
         access: dict[str, str] = {}
         for mount in config.gcs_mounts:
-            role = "roles/storage.objectViewer" if mount.read_only else "roles/storage.objectUser"
+            role_name = (
+                "roles/storage.objectViewer" if mount.read_only else "roles/storage.objectUser"
+            )
             if access.get(mount.bucket) != "roles/storage.objectUser":
-                access[mount.bucket] = role
-        for bucket, role in access.items():
+                access[mount.bucket] = role_name
+        for bucket, role_name in access.items():
             if bucket in args.buckets:
                 grant = grant_bucket_access(
                     self,
                     name,
                     args.buckets[bucket],
-                    role=role,
+                    role=role_name,
                     member=identity.member,
                     depends_on=[identity.account],
                 )
             else:
                 grant = gcp.storage.BucketIAMMember(
-                    grant_name(name, role, f"bucket-{slug(bucket)}"),
+                    grant_name(name, role_name, f"bucket-{slug(bucket)}"),
                     bucket=bucket,
-                    role=role,
+                    role=role_name,
                     member=identity.member,
                     opts=grant_opts(self, [identity.account]),
                 )
@@ -241,57 +372,119 @@ class GpuCluster(Component):
         return identity
 
     def _networks(
-        self, name: str, args: GpuClusterArgs, base: str
-    ) -> tuple[list[pulumi.Input[str]], list[pulumi.Input[str]], list[pulumi.Input[str]]]:
-        """Self links of the VPC and subnet behind each NIC, and the VPCs' names."""
-        ctx = args.context
+        self, name: str, args: GpuClusterArgs, base: str, zone: str
+    ) -> tuple[list[gcp.compute.InstanceTemplateNetworkInterfaceArgs], list[pulumi.Input[str]]]:
+        """The template's NICs and the names of the host VPCs behind them (the first one
+        carries NAT, IAP SSH and Filestore)."""
         config = args.config
+        nic_type = "GVNIC" if config.gvnic else "VIRTIO_NET"
         if config.network == "default":
             network = args.network
-            return [network.self_link], [network.subnet_self_link], [network.name]
+            return [
+                gcp.compute.InstanceTemplateNetworkInterfaceArgs(
+                    network=network.self_link,
+                    subnetwork=network.subnet_self_link,
+                    nic_type=nic_type,
+                )
+            ], [network.name]
         layout = config.nic_layout
-        networks: list[pulumi.Input[str]] = []
-        subnets: list[pulumi.Input[str]] = []
+        cidrs = config.nic_cidrs()
+        own_vpcs = layout.host_nics if layout is not None and layout.rdma else len(cidrs)
+        nics: list[gcp.compute.InstanceTemplateNetworkInterfaceArgs] = []
         names: list[pulumi.Input[str]] = []
-        for k, cidr in enumerate(config.nic_cidrs()):
+        for k, cidr in enumerate(cidrs[:own_vpcs]):
             mtu = None
             if layout is not None:
-                mtu = layout.host_mtu if k == 0 else layout.gpu_mtu
-            vpc = gcp.compute.Network(
-                f"{name}-net{k}",
-                project=ctx.project,
-                name=f"{base}-net{k}",
-                auto_create_subnetworks=False,
-                routing_mode="REGIONAL",
-                mtu=mtu,
-                opts=self.child_opts(),
+                mtu = layout.host_mtu if k < layout.host_nics else layout.gpu_mtu
+            vpc, subnet = self._vpc(name, args, base, k, cidr, mtu)
+            nics.append(
+                gcp.compute.InstanceTemplateNetworkInterfaceArgs(
+                    network=vpc.self_link, subnetwork=subnet.self_link, nic_type=nic_type
+                )
             )
-            subnet = gcp.compute.Subnetwork(
-                f"{name}-subnet{k}",
-                project=ctx.project,
-                region=ctx.region,
-                name=f"{base}-subnet{k}",
-                network=vpc.self_link,
-                ip_cidr_range=cidr,
-                private_ip_google_access=True,
-                opts=self.child_opts(),
-            )
-            firewall_rule(
-                self,
-                f"{name}-internal{k}",
-                project=ctx.project,
-                network=vpc.name,
-                name=f"{base}-internal{k}",
-                description=f"Traffic between the GPU cluster {config.name}'s VMs on NIC {k}",
-                source_ranges=[cidr],
-                allows=ALL_INTERNAL,
-            )
-            networks.append(vpc.self_link)
-            subnets.append(subnet.self_link)
             names.append(vpc.name)
             if k == 0:
                 self._egress(name, args, base, vpc, subnet)
-        return networks, subnets, names
+        if layout is not None and layout.rdma:
+            nics += self._rdma(args, zone, layout, cidrs[own_vpcs:])
+        return nics, names
+
+    def _network(
+        self, ctx: StackContext, suffix: str, mtu: int | None, profile: str | None = None
+    ) -> gcp.compute.Network:
+        """A custom-mode VPC `<base>-<suffix>` of the cluster."""
+        return gcp.compute.Network(
+            f"{self._name}-{suffix}",
+            project=ctx.project,
+            name=f"{self._base}-{suffix}",
+            auto_create_subnetworks=False,
+            routing_mode="REGIONAL",
+            mtu=mtu,
+            network_profile=profile,
+            opts=self.child_opts(),
+        )
+
+    def _subnet(
+        self,
+        ctx: StackContext,
+        suffix: str,
+        vpc: gcp.compute.Network,
+        cidr: str,
+        google_access: bool | None = None,
+    ) -> gcp.compute.Subnetwork:
+        return gcp.compute.Subnetwork(
+            f"{self._name}-{suffix}",
+            project=ctx.project,
+            region=ctx.region,
+            name=f"{self._base}-{suffix}",
+            network=vpc.self_link,
+            ip_cidr_range=cidr,
+            private_ip_google_access=google_access,
+            opts=self.child_opts(),
+        )
+
+    def _vpc(
+        self, name: str, args: GpuClusterArgs, base: str, k: int, cidr: str, mtu: int | None
+    ) -> tuple[gcp.compute.Network, gcp.compute.Subnetwork]:
+        """VPC `k` with its one subnet, and traffic allowed between the cluster's VMs on it."""
+        ctx = args.context
+        return vpc_with_subnet(
+            self,
+            project=ctx.project,
+            region=ctx.region,
+            cidr=cidr,
+            mtu=mtu,
+            description=f"Traffic between the GPU cluster {args.config.name}'s VMs on NIC {k}",
+            vpc=(f"{name}-net{k}", f"{base}-net{k}"),
+            subnet=(f"{name}-subnet{k}", f"{base}-subnet{k}"),
+            firewall=(f"{name}-internal{k}", f"{base}-internal{k}"),
+            private_google_access=True,
+        )
+
+    def _rdma(
+        self,
+        args: GpuClusterArgs,
+        zone: str,
+        layout: gpu_catalog.GpuNicLayout,
+        cidrs: list[str],
+    ) -> list[gcp.compute.InstanceTemplateNetworkInterfaceArgs]:
+        """The RDMA NICs: MRDMA NICs on one VPC with the zone's RoCE network profile, a
+        subnet each (Cluster Toolkit v1.95.0 modules/network/gpu-rdma-vpc: no firewall
+        rules; "Except for VPC networks that are created with an RDMA network profile, each
+        network interface must be assigned to a subnet in a unique VPC network", Compute
+        Engine, "Create VMs with multiple network interfaces")."""
+        ctx = args.context
+        vpc = self._network(
+            ctx, "rdma", layout.gpu_mtu, profile=gpu_catalog.roce_profile(ctx.project, zone)
+        )
+        return [
+            gcp.compute.InstanceTemplateNetworkInterfaceArgs(
+                network=vpc.self_link,
+                subnetwork=self._subnet(ctx, f"rdma-subnet{j}", vpc, cidr).self_link,
+                nic_type="MRDMA",
+            )
+            for j, cidr in enumerate(cidrs)
+        ]
 
     def _egress(
         self,
@@ -343,7 +536,7 @@ class GpuCluster(Component):
                 location=ctx.region if share.tier == "ENTERPRISE" else zone,
                 tier=share.tier,
                 file_shares=gcp.filestore.InstanceFileSharesArgs(
-                    name=NFS_SHARE, capacity_gb=share.size_gb
+                    name=metadata.NFS_SHARE, capacity_gb=share.size_gb
                 ),
                 networks=[
                     gcp.filestore.InstanceNetworkArgs(network=network_name, modes=["MODE_IPV4"])
@@ -356,28 +549,67 @@ class GpuCluster(Component):
         return shares
 
 
-BOOT_DEVICE = "boot"
-NFS_SHARE = "share"
-"""The one file share of each Filestore instance (Basic tiers allow 16 characters)."""
+def _scheduling(
+    config: GpuClusterConfig, *, compact: bool
+) -> gcp.compute.InstanceTemplateSchedulingArgs:
+    """How the VMs are had and what happens at host maintenance. GPUs cannot live-migrate
+    ("GPU machine types": host maintenance), so every VM terminates; automatic restart is off
+    with compact placement and for Spot and flex-start VMs, as both Google tools default
+    (cluster provisioning tool v0.6.0 aiinfra-compute/main.tf:46-49, Cluster Toolkit v1.95.0
+    vm-instance/main.tf:50-66)."""
+    provisioning = config.provisioning
+    restart = not compact and provisioning not in ("spot", "flex-start")
+    if provisioning == "spot":
+        return gcp.compute.InstanceTemplateSchedulingArgs(
+            on_host_maintenance="TERMINATE",
+            automatic_restart=False,
+            preemptible=True,
+            provisioning_model="SPOT",
+            instance_termination_action="STOP",
+        )
+    if provisioning == "flex-start":
+        # Slurm-GCP's flex-start template (Cluster Toolkit v1.95.0 partition.tf:76-77,
+        # resume.py update_props_dws): FLEX_START, deleted at the end of the run.
+        return gcp.compute.InstanceTemplateSchedulingArgs(
+            on_host_maintenance="TERMINATE",
+            automatic_restart=False,
+            provisioning_model="FLEX_START",
+            instance_termination_action="DELETE",
+            max_run_duration=gcp.compute.InstanceTemplateSchedulingMaxRunDurationArgs(
+                seconds=config.run_seconds
+            ),
+        )
+    if config.bound:
+        # "Create a MIG that uses the bulk mode", reservation-bound template: terminate on
+        # maintenance, delete at the reservation's end.
+        return gcp.compute.InstanceTemplateSchedulingArgs(
+            on_host_maintenance="TERMINATE",
+            automatic_restart=restart,
+            provisioning_model="RESERVATION_BOUND",
+            instance_termination_action="DELETE",
+        )
+    return gcp.compute.InstanceTemplateSchedulingArgs(
+        on_host_maintenance="TERMINATE",
+        automatic_restart=restart,
+        preemptible=False,
+        provisioning_model="STANDARD",
+    )
 
 
-def _steps(args: GpuClusterArgs, zone: str, ips: list[str]) -> list[boot.Step]:
-    """Ops Agent first (it runs alongside the rest), then mounts, Ray, and the user's command
-    last, so that it finds its data and its cluster."""
-    config = args.config
-    steps: list[boot.Step] = []
-    if config.ops_agent:
-        steps.append(boot.OpsAgent())
-    steps += [
-        boot.GcsMount(args.buckets.gcs_name(m.bucket), m.mount_path, m.read_only)
-        for m in config.gcs_mounts
-    ]
-    steps += [
-        boot.NfsMount(ip, NFS_SHARE, share.mount_path)
-        for share, ip in zip(config.nfs_shares, ips, strict=True)
-    ]
-    if config.orchestrator == "ray":
-        steps.append(boot.Ray(config.name, zone, config.gpu_count))
-    if config.startup_command:
-        steps.append(boot.Command(config.startup_command))
-    return steps
+def _reservation_affinity(
+    config: GpuClusterConfig,
+) -> gcp.compute.InstanceTemplateReservationAffinityArgs | None:
+    """A named reservation, any matching one, or none at all for flex-start (which must not
+    consume reservations; pulumi-gcp's resize-request example, Slurm-GCP's flex template)."""
+    if config.provisioning == "flex-start":
+        return gcp.compute.InstanceTemplateReservationAffinityArgs(type="NO_RESERVATION")
+    if config.provisioning != "reservation":
+        return None
+    if config.reservation is None:
+        return gcp.compute.InstanceTemplateReservationAffinityArgs(type="ANY_RESERVATION")
+    return gcp.compute.InstanceTemplateReservationAffinityArgs(
+        type="SPECIFIC_RESERVATION",
+        specific_reservation=gcp.compute.InstanceTemplateReservationAffinitySpecificReservationArgs(
+            key=RESERVATION_KEY, values=[config.reservation]
+        ),
+    )

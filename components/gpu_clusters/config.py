@@ -22,6 +22,7 @@ from components.types import (
     MachineType,
     MetadataKey,
     MountPath,
+    Reservation,
     Zone,
 )
 
@@ -64,11 +65,16 @@ FILESTORE_CAPACITY_GB: dict[str, tuple[int, int]] = {
 }
 """Capacity range per tier in GiB (Filestore "Service tiers": 1, 2.5, 10 and 1 TiB minimum;
 63.9, 63.9, 100 and 10 TiB maximum)."""
-MAX_INSTANCES = 150
-"""A compact placement policy holds at most 150 VMs (Compute Engine, placement policies)."""
-MAX_NICS = 8
-"""VMs take at most 8 NICs, fewer on small machines (Compute Engine, multiple network
-interfaces); the A3 GPUDirect layouts are fixed by the catalog instead."""
+MAX_INSTANCES = 1000
+"""A zonal managed instance group "can have up to 1000 VM instances" (Compute Engine API,
+instanceGroupManagers.insert); compact placement may allow fewer (`gpu_catalog.compact_limit`)."""
+MAX_NICS = gpu_catalog.MAX_VNICS
+"""VMs take at most 8 NICs, fewer on small machines (`gpu_catalog.max_nics`); the GPUDirect
+and RDMA layouts are fixed by the catalog instead."""
+DEFAULT_NICS = 5
+MAX_RUN_HOURS = 168
+"""Flex-start VMs run for 10 minutes to 7 days (Compute Engine, "About resize requests in a
+MIG": requestedRunDuration)."""
 PROTECTED_PATHS = (
     "/bin",
     "/boot",
@@ -116,6 +122,19 @@ class NfsShare(ConfigModel):
     HIGH_SCALE_SSD 10240, ENTERPRISE 1024."""
 
 
+class DataDisk(ConfigModel):
+    """A persistent disk per VM that the group keeps when it recreates the VM (a stateful
+    disk), formatted on first use and mounted on every boot: where users keep what must
+    outlive a new image."""
+
+    size_gb: int = Field(default=1000, ge=10, le=65536)
+    """Size in GiB."""
+    type: Literal["pd-ssd", "pd-balanced", "hyperdisk-balanced"] | None = None
+    """Disk type; defaults to the cluster's `diskType`, and must be one the machine takes."""
+    mount_path: MountPath = "/data"
+    """Where it is mounted; its root is world-writable with the sticky bit, like /tmp."""
+
+
 class GpuClusterConfig(ConfigModel):
     """One entry of `ai-infra:gpuClusters`: a managed instance group of GPU VMs. The defaults are
     the provisioning tool's default cluster: one a2-highgpu-2g with two A100s."""
@@ -125,9 +144,11 @@ class GpuClusterConfig(ConfigModel):
     resource (`<prefix>-<name>-...`); the service account `<prefix>-<name>-vm` must fit in 30
     characters."""
     instance_count: int = Field(default=1, ge=1, le=MAX_INSTANCES)
-    """VMs in the group."""
+    """VMs in the group (with `provisioning: flex-start`, the VMs its resize request asks
+    for)."""
     machine_type: MachineType = "a2-highgpu-2g"
-    """An a2, a3, a4, a4x or g2 machine type (GPUs built in) or n1 with attachable GPUs."""
+    """An a2, a3, a4, a4x, g2 or g4 machine type (GPUs built in) or n1 with attachable GPUs
+    (within the vCPUs its GPUs allow)."""
     gpu_type: str = "nvidia-tesla-a100"
     """`guest_accelerator` type; must match the machine's built-in GPUs."""
     gpu_count: int = Field(default=2, ge=1, le=16)
@@ -142,21 +163,33 @@ class GpuClusterConfig(ConfigModel):
     """Project of the image; Ray and the Jupyter proxy need a Deep Learning VM image
     (`deeplearning-platform-release` or `ml-images`)."""
     disk_size_gb: int = Field(default=2000, ge=50, le=65536)
-    """Boot disk size."""
+    """Boot disk size. The boot disk is rebuilt from the image whenever the group recreates a
+    VM; keep what must last on `dataDisk` or `nfsShares`."""
     disk_type: Literal["pd-ssd", "pd-balanced", "pd-standard", "hyperdisk-balanced"] = "pd-ssd"
     """Boot disk type; must be one the machine type boots from."""
+    data_disk: DataDisk | None = None
+    """A disk per VM kept across recreation (new image, repair), mounted at `/data` by
+    default."""
     zone: Zone | None = None
     """Zone of the VMs and Filestore shares; defaults to `gcp:zone`."""
     network: Literal["default", "new", "multi-nic"] = "default"
     """`default`: the stack's VPC (with its NAT, IAP SSH and internal firewall rules), not the
     project's auto-mode `default` VPC. `new`: a VPC, subnet, router and NAT of its own.
     `multi-nic`: one VPC per NIC (`nicCount`, 5 by default); a3-highgpu-8g and a3-megagpu-8g
-    get their GPUDirect layout (1 + 4 or 1 + 8 NICs, GPU VPCs at MTU 8244)."""
+    get their GPUDirect layout (1 + 4 or 1 + 8 NICs, GPU VPCs at MTU 8244), a3-ultragpu-8g,
+    a4-highgpu-8g and a4x-highgpu-4g their RDMA layout (2 host NICs + 8 or 4 MRDMA NICs on one
+    VPC with the zone's RoCE network profile)."""
     nic_count: int | None = Field(default=None, ge=2, le=MAX_NICS)
-    """NICs (and VPCs) with `network: multi-nic`; 5 unless the machine fixes it."""
+    """NICs (and VPCs) with `network: multi-nic`; 5 unless the machine fixes it, and at most
+    one per vCPU (`n1-standard-2` takes 2, `g2-standard-4` 4)."""
     subnet_cidr: Cidr = "10.130.0.0/20"
-    """The first subnet of `new` and `multi-nic`; further NICs take the following ranges of the
-    same size."""
+    """The first subnet of `new` and `multi-nic`, a /8 to /29; further NICs take the following
+    ranges of the same size."""
+    gpu_direct: bool = False
+    """NCCL over the GPU NICs of `network: multi-nic`: on a3-highgpu-8g and a3-megagpu-8g
+    Google's GPUDirect-TCPX / TCPXO receive daemon and NCCL plugin (the image must be one
+    prepared for them, not a Deep Learning VM image), on a3-ultragpu-8g and a4-highgpu-8g the
+    NCCL gIB plugin for RDMA."""
     metadata: dict[MetadataKey, Annotated[str, AfterValidator(_no_control_characters)]] = Field(
         default_factory=dict
     )
@@ -172,17 +205,39 @@ class GpuClusterConfig(ConfigModel):
     nfs_shares: list[NfsShare] = Field(default_factory=list)
     """A Filestore instance per entry, mounted on every VM."""
     orchestrator: str = "none"
-    """`none` or `ray` (head on the first VM, the others join it). For Kubernetes, use
-    `ai-infra:gpuPools`."""
+    """`none` or `ray`: a Ray cluster under systemd, its head elected among the group's
+    running VMs. For Kubernetes, use `ai-infra:gpuPools`."""
     ops_agent: bool = True
-    """Install the Ops Agent (logs, GPU metrics) with retries and random back-off; a failure
-    never blocks the rest of the startup script."""
-    jupyter_proxy: bool = True
-    """The Deep Learning VM's Jupyter proxy (`proxy-mode: project_editors`); the stack output
-    `gpuClusters.<name>.jupyterUrls` prints the command that lists the URLs."""
-    spot: bool = False
-    """Spot VMs: cheaper, preemptible at any time."""
-    threads_per_core: Literal[1, 2] | None = None
+    """Install the Ops Agent (logs, NVML and DCGM GPU metrics, the cluster's GPU dashboard)
+    with retries and random back-off; a failure never blocks the rest of the startup
+    script."""
+    jupyter_proxy: bool = False
+    """The Deep Learning VM's Jupyter proxy (`proxy-mode: project_editors`): every principal
+    with Editor (or Owner) on the project gets a notebook, and so a root-capable terminal, on
+    every VM, outside OS Login. The stack output `gpuClusters.<name>.jupyterUrls` prints the
+    command that lists the URLs."""
+    provisioning: gpu_catalog.Provisioning = "on-demand"
+    """`on-demand`, `spot` (preemptible at any time), `flex-start` (a resize request that
+    creates all VMs at once when capacity frees up, for at most `maxRunHours`) or `reservation`
+    (`reservation` names it; unset consumes any matching one); what the machine type is sold
+    under decides."""
+    reservation: Reservation | None = None
+    """The reservation `provisioning: reservation` consumes, by name or
+    `projects/P/reservations/R`."""
+    reservation_bound: bool | None = None
+    """Consume the reservation with the reservation-bound model, as calendar-mode and
+    capacity-block reservations need; A4X always does."""
+    max_run_hours: int | None = Field(default=None, ge=1, le=MAX_RUN_HOURS)
+    """With `flex-start`: how long the VMs run before Compute Engine deletes them; 168 (seven
+    days) by default."""
+    placement_max_distance: int | None = Field(default=None, ge=1, le=3)
+    """With a compact placement policy: 1 (same rack, up to 22 VMs, not on A3), 2 (up to 150,
+    256 on A3) or 3 (up to 1,500); unset places the VMs as close as capacity allows."""
+    ready_timeout_minutes: int = Field(default=30, ge=5, le=360)
+    """How long `pulumi up` waits for the group's VMs to be created (and for an update to
+    settle) before it fails; the group's errors say why (`gcloud compute instance-groups
+    managed list-errors`)."""
+    threads_per_core: int | None = Field(default=None, ge=1, le=2)
     """SMT: unset keeps the platform's default (two threads per core on the x86 GPU families,
     one on A4X's Arm cores); 1 turns SMT off, halving the vCPUs, for CPU-bound data loaders
     that suffer from sibling threads."""
@@ -217,8 +272,29 @@ class GpuClusterConfig(ConfigModel):
             return 1
         layout = self.nic_layout
         if layout is not None:
-            return 1 + layout.gpu_nics
-        return self.nic_count or 5
+            return layout.nics
+        return self.nic_count or DEFAULT_NICS
+
+    @property
+    def bound(self) -> bool:
+        """Whether the VMs consume their reservation with the reservation-bound model."""
+        if self.provisioning != "reservation":
+            return False
+        if self.reservation_bound is not None:
+            return self.reservation_bound
+        capacity = gpu_catalog.series_capacity(self.machine_type)
+        return capacity is not None and capacity.reservation_bound == "required"
+
+    @property
+    def placement(self) -> gpu_catalog.PlacementKind | None:
+        """The group's placement policy, if any: only groups of more than one VM get one."""
+        if self.instance_count < 2:
+            return None
+        return gpu_catalog.group_placement(self.machine_type, self.provisioning)
+
+    @property
+    def run_seconds(self) -> int:
+        return (self.max_run_hours or MAX_RUN_HOURS) * 3600
 
     def nic_cidrs(self) -> list[str]:
         first = ipaddress.IPv4Network(self.subnet_cidr)

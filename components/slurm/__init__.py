@@ -1,6 +1,6 @@
-"""Slurm on Cloud TPUs (`ai-infra:slurm`): a Slurm-GCP v6 cluster whose controller creates TPU
-VMs for jobs. `stacks/` builds it with `build()`, checks it with `problems()`, and the offline
-plan shows it with `describe()`.
+"""Slurm on Compute Engine and Cloud TPUs (`ai-infra:slurm`): a Slurm-GCP v6 cluster whose
+controller creates CPU and TPU VMs for jobs. `stacks/` builds it with `build()`, checks it with
+`problems()`, and the offline plan shows it with `describe()`.
 """
 
 from __future__ import annotations
@@ -9,10 +9,18 @@ import pulumi
 
 from components.base import PathPart, Source
 from components.context import StackContext
+from components.identity import service_account_email
 from components.network import NetworkHandle
-from components.slurm.checks import problems
-from components.slurm.cluster import SlurmCluster, SlurmClusterArgs, account_id
-from components.slurm.config import ACCOUNT_ROLES, SlurmConfig
+from components.slurm.checks import cpu_zones, problems
+from components.slurm.cluster import (
+    SlurmCluster,
+    SlurmClusterArgs,
+    controller_permissions,
+    login_names,
+    ssh_command,
+)
+from components.slurm.config import ACCOUNT_ROLES, SlurmConfig, account_id
+from components.slurm.scripts import TOOLKIT_RELEASE
 
 __all__ = [
     "SlurmCluster",
@@ -20,6 +28,7 @@ __all__ = [
     "account_claims",
     "build",
     "describe",
+    "node_accounts",
     "problems",
 ]
 
@@ -40,16 +49,70 @@ def build(
 
 
 def account_claims(context: StackContext) -> list[tuple[tuple[PathPart, ...], str]]:
-    """The cluster's controller, TPU node and login account ids."""
+    """The cluster's controller, TPU node, login and CPU node account ids."""
     return [(("slurm",), account_id(context, role)) for role in ACCOUNT_ROLES]
 
 
+def node_accounts(config: SlurmConfig) -> list[tuple[tuple[PathPart, ...], str]]:
+    """The accounts nodesets name to run as, by the path of their `serviceAccountEmail`; the
+    controller may act as each, so none may be another system's."""
+    found: list[tuple[tuple[PathPart, ...], str]] = []
+    for key, nodesets in (
+        ("tpuNodesets", config.tpu_nodesets),
+        ("cpuNodesets", config.cpu_nodesets),
+    ):
+        for i, nodeset in enumerate(nodesets):
+            if nodeset.service_account_email is not None:
+                found.append(
+                    (("slurm", key, i, "serviceAccountEmail"), nodeset.service_account_email)
+                )
+    return found
+
+
 def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list[str]]]:
-    """The plan's section: nodesets with their workers per slice, and partitions."""
+    """The plan's section: the controller, login groups with their SSH commands, /home,
+    nodesets (CPU machines; TPU workers per slice), partitions and the controller's role."""
+    zone = context.zone_of(config.controller.zone)
+    home = config.home
     lines = [
-        f"  cluster {config.cluster_name}: controller {config.controller.machine_type}, "
-        f"{config.login.count} x {config.login.machine_type} login"
+        f"  cluster {config.cluster_name}: controller {config.cluster_name}-controller "
+        f"({config.controller.machine_type}) in {zone}, Slurm-GCP scripts of Cluster Toolkit "
+        f"{TOOLKIT_RELEASE}" + (f" from {config.scripts_mirror}" if config.scripts_mirror else ""),
+        f"  bucket path gs://{config.bucket_name(context.project, context.prefix)}/"
+        f"{config.cluster_name}-files",
+        (
+            f"  /home: Filestore {home.tier} {home.capacity_gb} GiB "
+            f"{context.name('slurm', config.cluster_name, 'home')}"
+            if home.filestore
+            else "  /home: on the controller's boot disk (lost when the controller is replaced)"
+        ),
     ]
+    lines += [
+        f"  mount {s.local_mount}: {s.fs_type} {s.server_ip}:{s.remote_mount} on every VM"
+        for s in config.network_storage
+    ]
+    for group in config.login_groups:
+        lines.append(f"  login group {group.name}: {group.count} x {group.machine_type}")
+        lines += [
+            f"    ssh: {ssh_command(vm, zone, context.project)}"
+            for vm in login_names(config.cluster_name, group.name, group.count)
+        ]
+    for c in config.all_cpu_nodesets:
+        gpus = c.gpus()
+        flags = [
+            f
+            for f, on in (
+                (f"{gpus.count} x {gpus.type}" if gpus else "", gpus is not None),
+                ("spot", c.spot),
+                ("secure boot off", not c.shielded_secure_boot),
+            )
+            if on
+        ]
+        lines.append(
+            f"  nodeset {c.name}: {c.machine_type} in {', '.join(cpu_zones(c, context))}, "
+            f"{c.node_count_static} static + up to {c.node_count_dynamic_max} dynamic nodes"
+            f"{''.join(f', {f}' for f in flags)}"
+        )
     for n in config.tpu_nodesets:
         shape = n.node_type or (
             f"{n.accelerator_config.version} {n.accelerator_config.topology}"
@@ -60,12 +123,32 @@ def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list
         lines.append(
             f"  nodeset {n.name}: {shape} in {context.zone_of(n.zone)}, {n.workers_per_slice} "
             f"worker(s) per slice, {n.node_count_static} static + up to "
-            f"{n.node_count_dynamic_max} dynamic nodes, runtime tpu-vm-tf-{n.tf}"
+            f"{n.node_count_dynamic_max} dynamic nodes"
+            + (
+                f" ({(n.node_count_static + n.node_count_dynamic_max) // n.workers_per_slice}"
+                " slices)"
+                if n.workers_per_slice > 1
+                else ""
+            )
+            + f", runtime tpu-vm-tf-{n.tf}"
             f"{''.join(f', {f}' for f in flags)}"
         )
-    for p in config.partitions:
+    workers = {n.name: n.workers_per_slice for n in config.tpu_nodesets}
+    for p in config.all_partitions:
+        tpu = config.is_tpu_partition(p)
+        per_slice = max((workers.get(n, 1) for n in p.nodesets), default=1)
+        topology = (
+            f", tree topology: one leaf switch per slice of {per_slice} nodes"
+            if tpu and per_slice > 1
+            else ""
+        )
         lines.append(
             f"  partition {p.name}{' (default)' if p.default else ''}: "
-            f"{', '.join(p.nodesets)}{', exclusive' if p.exclusive else ''}"
+            f"{', '.join(p.nodesets)}{', exclusive' if p.exclusive or tpu else ''}{topology}"
         )
-    return [("Slurm (TPU nodesets, workers per slice, partitions)", lines)]
+    controller = service_account_email(account_id(context, "ctl"), context.project)
+    lines.append(
+        f"  controller {controller}: custom role with "
+        f"{len(controller_permissions(config))} permissions"
+    )
+    return [("Slurm (controller, login, nodesets, partitions)", lines)]

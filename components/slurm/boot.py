@@ -30,15 +30,18 @@ DOCKER_REGISTRIES = ("gcr.io", "us-docker.pkg.dev")
 
 @dataclass(frozen=True)
 class BootScript:
-    """One VM's boot: where things go, and how patiently to wait for the bucket."""
+    """One VM's boot: where things go, and how often to ask the bucket again."""
 
     kind: Literal["vm", "tpu"]
-    """`vm`: the controller or a login node; `tpu`: a TPU VM the controller creates."""
+    """`vm`: the controller, a login node or a CPU node; `tpu`: a TPU VM the controller
+    creates."""
     scripts_dir: str = "/slurm/scripts"
     flag_file: str = "/slurm/slurm_configured_do_not_remove"
     work_dir: str = "/tmp"
-    attempts: int = 120
     retry_seconds: int = 5
+    gcloud_gce_marker: str = "/root/.config/gcloud/gce"
+    """gcloud's cached answer to "am I on GCE?", which can be stuck at no; upstream's boot
+    deletes it before each retry (instance_template files/startup_sh_unlinted)."""
     install_tpu_script: bool = False
     """On the controller: install the TPU VMs' boot script as `<scripts_dir>/startup.sh`."""
     docker_config_dir: str = "/root/.docker"
@@ -70,20 +73,23 @@ def render(boot: BootScript) -> str:
         "esac",
         f"readonly ARCHIVE={_q(boot.work_dir)}/slurm-gcp-scripts.zip",
         'mkdir -p "$SCRIPTS"',
-        # The bucket's grants and objects may land a little after the VM boots.
-        f"for attempt in $(seq 1 {int(boot.attempts)}); do",
-        '  if gcloud storage cp "$BUCKET/$ZIP" "$ARCHIVE"; then break; fi',
-        f'  if [[ "$attempt" -eq {int(boot.attempts)} ]]; then',
-        '    echo "could not download $BUCKET/$ZIP" >&2; exit 1',
-        "  fi",
-        f"  sleep {int(boot.retry_seconds)}",
-        "done",
+        # Until the object is there and readable, however long that takes (a slow first
+        # `pulumi up`, grants still propagating): upstream's boot never gives up either, and
+        # a VM that stopped trying would stay down until someone reboots it.
+        "fetch() {",
+        '  until gcloud storage cp "$1" "$2"; do',
+        f'    echo "could not download $1; retrying in {int(boot.retry_seconds)} s" >&2',
+        f"    rm -f {_q(boot.gcloud_gce_marker)}",
+        f"    sleep {int(boot.retry_seconds)}",
+        "  done",
+        "}",
+        'fetch "$BUCKET/$ZIP" "$ARCHIVE"',
         'unzip -o -q "$ARCHIVE" -d "$SCRIPTS"',
         'rm -f "$ARCHIVE"',
     ]
     if boot.install_tpu_script:
         lines += [
-            f'gcloud storage cp "$BUCKET/{TPU_NODE_SCRIPT}" "$SCRIPTS/startup.sh"',
+            f'fetch "$BUCKET/{TPU_NODE_SCRIPT}" "$SCRIPTS/startup.sh"',
         ]
     lines += [
         # The TPU VM host has no slurm user; its slurmd runs in the container.

@@ -1,31 +1,46 @@
-"""The problems of `ai-infra:slurm`, with paths relative to it: each nodeset's TPU type,
-runtime, image, zone and counts against what Slurm-GCP v6 can create, the cluster's name and
-bucket, and how partitions use the nodesets.
+"""The problems of `ai-infra:slurm`, with paths relative to it: each nodeset's machine or TPU
+type, runtime, image, zones, disks and counts against what Slurm-GCP v6 can create, the
+cluster's name and bucket, the accounts nodes run as, shared storage, and how partitions use
+the nodesets.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
+from collections.abc import Sequence
 
-from components import tpu_catalog
-from components.base import Problem, duplicate_names
+from components import gpu_catalog, tpu_catalog
+from components.base import PathPart, Problem, duplicate_names
 from components.context import StackContext
+from components.identity import service_account_email
 from components.locations import zone_problem
 from components.network import subnet_name
 from components.slurm.boot import DOCKER_REGISTRIES
 from components.slurm.config import (
     CORES_PER_WORKER,
     DEFAULT_IMAGE_TF_VERSIONS,
+    FILESTORE_CAPACITY_GB,
     NODE_TYPES,
+    PROGRAM_PARTITION_KEYS,
     SINGLE_HOST_TYPES,
     SLURM_FAMILIES,
     TF_RUNTIMES,
     V2_V3_ZONES,
+    CpuNodesetConfig,
+    NetworkStorage,
     SlurmConfig,
     TpuNodesetConfig,
+    account_id,
 )
-from components.types import image_registry
+from components.types import disk_zone, image_registry
+
+HYPERDISK_ONLY = ("c4-", "c4a-", "c4d-", "n4-")
+"""Machine series whose boot disk must be Hyperdisk (Compute Engine "Machine series
+comparison": C4, C4A, C4D and N4 attach no Persistent Disk)."""
+NO_HYPERDISK = ("e2-", "n1-", "c2-")
+"""Series that attach no Hyperdisk."""
+NO_PD_STANDARD = ("c3-", "c3d-", "h3-")
+"""Toolkit's instance_validations: c3 and h3 refuse pd-standard (h3 also pd-ssd)."""
 
 
 def _family_sizes(family: str) -> tuple[int, ...]:
@@ -53,8 +68,7 @@ def _type_problems(nodeset: TpuNodesetConfig) -> list[Problem]:
             )
         ]
     if nodeset.node_type is not None:
-        match = re.fullmatch(r"(v[0-9a-z]+)-([0-9]{1,5})", nodeset.node_type)
-        family = match[1] if match else None
+        family, size = nodeset.node_type.split("-", 1)
         if family not in SLURM_FAMILIES:
             return [
                 Problem(
@@ -64,9 +78,8 @@ def _type_problems(nodeset: TpuNodesetConfig) -> list[Problem]:
                     "slice in ai-infra:tpuSlices",
                 )
             ]
-        assert match is not None
         sizes = _family_sizes(family)
-        if int(match[2]) not in sizes:
+        if int(size) not in sizes:
             shown = ", ".join(f"{family}-{s}" for s in sizes)
             return [
                 Problem(
@@ -131,37 +144,54 @@ def _runtime_problems(nodeset: TpuNodesetConfig) -> list[Problem]:
     if nodeset.docker_image is None and nodeset.tf not in DEFAULT_IMAGE_TF_VERSIONS:
         return [
             Problem(
-                (key,),
-                f"SchedMD publishes no slurmd image for TF {nodeset.tf}; use one of "
-                f"{', '.join(DEFAULT_IMAGE_TF_VERSIONS)} or set dockerImage to your own build",
+                ("dockerImage",),
+                f"TF {nodeset.tf} has a TPU runtime, but SchedMD publishes no slurm-gcp-6-9 "
+                f"slurmd image for it (published: {', '.join(DEFAULT_IMAGE_TF_VERSIONS)}); set "
+                "dockerImage to an image you built for it, or pick a published version",
             )
         ]
     return []
 
 
+def _storage_problems(storage: Sequence[NetworkStorage]) -> list[Problem]:
+    """Two entries of one list mounting at one place."""
+    first: dict[str, int] = {}
+    found = []
+    for i, entry in enumerate(storage):
+        if entry.local_mount in first:
+            found.append(
+                Problem(
+                    (i, "localMount"),
+                    f"{entry.local_mount} is already mounted by [{first[entry.local_mount]}]; "
+                    "mount each file system at its own path",
+                )
+            )
+        first.setdefault(entry.local_mount, i)
+        if "@" in entry.server_ip and entry.fs_type != "lustre":
+            found.append(
+                Problem(
+                    (i, "serverIp"),
+                    f"'{entry.server_ip}' is a Lustre network address (ADDRESS@NET); an "
+                    f"{entry.fs_type} server is a plain address or host name",
+                )
+            )
+    return found
+
+
 def nodeset_problems(
     nodeset: TpuNodesetConfig, *, zone: str, region: str, stack_subnet: str
 ) -> list[Problem]:
-    """Checks of one nodeset, given its resolved zone and the stack's region and subnet."""
+    """Checks of one TPU nodeset, given its resolved zone and the stack's region and subnet."""
     found = _type_problems(nodeset) + _runtime_problems(nodeset)
     if found[:1] and found[0].path[0] in ("nodeType", "acceleratorConfig"):
         return found
     workers = nodeset.workers_per_slice
-    if workers > 1:
-        found.append(
-            Problem(
-                ("nodeType" if nodeset.node_type else "acceleratorConfig",),
-                f"a {nodeset.cores}-TensorCore slice spans {workers} TPU VMs, and Slurm-GCP v6 "
-                "keeps a multi-host slice's workers together with a switch topology it writes "
-                "only when a CPU nodeset exists (conf.py TopologyPlugin), which this program "
-                "does not build; use a single-host type (v2-8, v3-8, v4-8) or a GKE slice in "
-                "ai-infra:tpuSlices",
-            )
-        )
     for key, count in (
         ("nodeCountStatic", nodeset.node_count_static),
         ("nodeCountDynamicMax", nodeset.node_count_dynamic_max),
     ):
+        # The topology chunks static and dynamic nodes apart into slices (conf.py
+        # add_tpu_nodeset_topology), so each count is whole slices.
         if count % workers:
             found.append(
                 Problem(
@@ -218,6 +248,16 @@ def nodeset_problems(
                 "those (gcp:region must hold it)",
             )
         )
+    for i, disk in enumerate(nodeset.data_disks):
+        if disk_zone(disk) != zone:
+            found.append(
+                Problem(
+                    ("dataDisks", i),
+                    f"the disk is in {disk_zone(disk)}, but the nodeset's TPU VMs are in "
+                    f"{zone}, and a VM attaches disks of its own zone only; use a disk in "
+                    f"{zone} or move the nodeset",
+                )
+            )
     if nodeset.subnetwork not in (None, stack_subnet) and not nodeset.enable_public_ips:
         found.append(
             Problem(
@@ -227,29 +267,223 @@ def nodeset_problems(
                 "enablePublicIps: true",
             )
         )
+    found += [p.under("networkStorage") for p in _storage_problems(nodeset.network_storage)]
     return found
+
+
+def _disk_problem(machine_type: str, disk_type: str) -> str | None:
+    if problem := gpu_catalog.boot_disk_problem(machine_type, disk_type):
+        return problem
+    if machine_type.startswith(HYPERDISK_ONLY) and disk_type != "hyperdisk-balanced":
+        return f"{machine_type} boots only from hyperdisk-balanced, not {disk_type}"
+    if machine_type.startswith(NO_HYPERDISK) and disk_type == "hyperdisk-balanced":
+        return f"{machine_type} attaches no Hyperdisk; use pd-balanced or pd-ssd"
+    if machine_type.startswith(NO_PD_STANDARD) and disk_type == "pd-standard":
+        return f"{machine_type} does not boot from pd-standard; use pd-balanced or pd-ssd"
+    if machine_type.startswith("h3-") and disk_type == "pd-ssd":
+        return f"{machine_type} does not boot from pd-ssd; use pd-balanced"
+    return None
+
+
+def cpu_nodeset_problems(
+    nodeset: CpuNodesetConfig, *, zones: list[str], region: str
+) -> list[Problem]:
+    """Checks of one CPU nodeset, given its resolved zones and the stack's region."""
+    found = []
+    if nodeset.node_count_static + nodeset.node_count_dynamic_max < 1:
+        # Toolkit's nodeset module: "at least one node" (outputs.tf precondition).
+        found.append(
+            Problem(
+                ("nodeCountDynamicMax",),
+                "the nodeset has no nodes; set nodeCountDynamicMax or nodeCountStatic to at "
+                "least 1",
+            )
+        )
+    for i, zone in enumerate(zones):
+        if problem := zone_problem(zone, region):
+            found.append(
+                Problem(("zones", i), f"{problem}; the nodes join the stack's subnet there")
+            )
+    repeated = [z for z, c in Counter(zones).items() if c > 1]
+    if repeated:
+        found.append(Problem(("zones",), f"lists {', '.join(repeated)} twice"))
+    if (nodeset.image.family is None) == (nodeset.image.name is None):
+        found.append(
+            Problem(
+                ("image",),
+                "give exactly one of family and name, e.g. {project: schedmd-slurm-public, "
+                "family: slurm-gcp-6-12-hpc-rocky-linux-8}",
+            )
+        )
+    machine = nodeset.machine_type
+    if nodeset.gpu is not None and (
+        problem := gpu_catalog.gpu_problem(machine, nodeset.gpu.type, nodeset.gpu.count)
+    ):
+        found.append(Problem(("gpu",), problem))
+    if gpu_catalog.fixed_gpus(machine) is not None and (
+        problem := _capacity_problem(machine, nodeset.spot)
+    ):
+        found.append(Problem(("machineType",), problem))
+    if problem := _disk_problem(machine, nodeset.disk_type):
+        found.append(Problem(("diskType",), problem))
+    if nodeset.secure_boot and nodeset.uses_schedmd_image:
+        reason = (
+            "its NVIDIA drivers"
+            if nodeset.gpus() is not None
+            else "the Lustre client"
+            if any(s.fs_type == "lustre" for s in nodeset.network_storage)
+            else None
+        )
+        if reason:
+            # slurm-gcp docs/images.md "Shielded VM Support": schedmd-slurm-public images
+            # support Secure Boot only without GPUs or Lustre, whose modules are unsigned.
+            found.append(
+                Problem(
+                    ("secureBoot",),
+                    f"SchedMD's image loads {reason} as unsigned kernel modules, which Secure "
+                    "Boot refuses; remove secureBoot (it is then off for this nodeset)",
+                )
+            )
+    found += [p.under("networkStorage") for p in _storage_problems(nodeset.network_storage)]
+    return found
+
+
+def _partition_conf_problems(conf: dict[str, str]) -> list[Problem]:
+    program = {k.lower(): k for k in PROGRAM_PARTITION_KEYS}
+    found = []
+    seen: dict[str, str] = {}
+    for key in conf:
+        lower = key.lower()
+        if lower in program:
+            hint = "set default: true instead" if lower == "default" else "remove it"
+            found.append(
+                Problem(
+                    ("partitionConf", key),
+                    f"{program[lower]} is decided by the program from the partition's "
+                    f"nodesets and flags (Slurm reads option names without case); {hint}",
+                )
+            )
+        elif lower in seen:
+            found.append(
+                Problem(
+                    ("partitionConf", key),
+                    f"repeats {seen[lower]} (Slurm reads option names without case); keep one",
+                )
+            )
+        seen.setdefault(lower, key)
+    return found
+
+
+def _account_problems(
+    path: tuple[PathPart, ...], email: str | None, own: dict[str, str]
+) -> list[Problem]:
+    if email in own:
+        return [
+            Problem(
+                (*path, "serviceAccountEmail"),
+                f"is the cluster's {own[email]} account; nodes running as it could act as the "
+                "controller (the controller may attach every node account); remove it or name "
+                "an account of the nodes' own",
+            )
+        ]
+    return []
 
 
 def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> list[Problem]:
     """Cross-checks of `ai-infra:slurm`, with paths relative to it."""
     region = ctx.region
     stack_subnet = subnet_name(ctx.prefix)
+    cpu = config.all_cpu_nodesets
+    own = {
+        service_account_email(account_id(ctx, role), ctx.project): title
+        for role, title in (("ctl", "controller"), ("lgn", "login"))
+    }
     found = [
         p.under("tpuNodesets")
         for p in duplicate_names([n.name for n in config.tpu_nodesets], "tpuNodesets")
     ]
     found += [
+        p.under("cpuNodesets")
+        for p in duplicate_names([n.name for n in config.cpu_nodesets], "cpuNodesets")
+    ]
+    cpu_names = {n.name for n in config.cpu_nodesets}
+    for i, nodeset in enumerate(config.tpu_nodesets):
+        if nodeset.name in cpu_names:
+            found.append(
+                Problem(
+                    ("tpuNodesets", i, "name"),
+                    f"'{nodeset.name}' is also a CPU nodeset; nodeset names are unique across "
+                    "cpuNodesets and tpuNodesets (Slurm-GCP names nodes by them)",
+                )
+            )
+    found += [
         p.under("partitions")
         for p in duplicate_names([p.name for p in config.partitions], "partitions")
     ]
+    found += [
+        p.under("loginGroups")
+        for p in duplicate_names([g.name for g in config.login_groups], "loginGroups")
+    ]
+    if config.debug_partition:
+        for key, names in (
+            ("cpuNodesets", [n.name for n in config.cpu_nodesets]),
+            ("tpuNodesets", [n.name for n in config.tpu_nodesets]),
+            ("partitions", [p.name for p in config.partitions]),
+        ):
+            if "debug" in names:
+                found.append(
+                    Problem(
+                        (key, names.index("debug"), "name"),
+                        "debugPartition adds a nodeset and partition named debug; rename "
+                        "this one or remove debugPartition",
+                    )
+                )
+    node_names = cpu_names | {n.name for n in config.tpu_nodesets}
+    for i, group in enumerate(config.login_groups):
+        if group.name in node_names | ({"debug"} if config.debug_partition else set()):
+            # Login VMs `<cluster>-<group>-<i>` would be named like the nodeset's nodes, and
+            # conf.py would take them for its nodes.
+            found.append(
+                Problem(
+                    ("loginGroups", i, "name"),
+                    f"'{group.name}' is also a nodeset, whose nodes are named like this "
+                    "group's VMs; rename the group",
+                )
+            )
+        found += [
+            p.under("loginGroups", i, "networkStorage")
+            for p in _storage_problems(group.network_storage)
+        ]
     valid: dict[str, TpuNodesetConfig] = {}
     for i, nodeset in enumerate(config.tpu_nodesets):
-        own = nodeset_problems(
+        own_problems = nodeset_problems(
             nodeset, zone=ctx.zone_of(nodeset.zone), region=region, stack_subnet=stack_subnet
         )
-        found += [p.under("tpuNodesets", i) for p in own]
-        if not own:
+        own_problems += _account_problems((), nodeset.service_account_email, own)
+        found += [p.under("tpuNodesets", i) for p in own_problems]
+        if not own_problems:
             valid[nodeset.name] = nodeset
+    for i, nodeset in enumerate(config.cpu_nodesets):
+        own_problems = cpu_nodeset_problems(nodeset, zones=cpu_zones(nodeset, ctx), region=region)
+        own_problems += _account_problems((), nodeset.service_account_email, own)
+        found += [p.under("cpuNodesets", i) for p in own_problems]
+    if not cpu:
+        for i, nodeset in enumerate(config.tpu_nodesets):
+            if nodeset.name in valid and nodeset.workers_per_slice > 1:
+                found.append(
+                    Problem(
+                        (
+                            "tpuNodesets",
+                            i,
+                            "nodeType" if nodeset.node_type else "acceleratorConfig",
+                        ),
+                        f"multi-host TPU nodeset {nodeset.name} ({nodeset.workers_per_slice} "
+                        "workers per slice) needs at least one CPU nodeset: Slurm-GCP writes "
+                        "the network topology that keeps a slice's workers together only when "
+                        "one exists (conf.py); add one under cpuNodesets, or set "
+                        "debugPartition: true",
+                    )
+                )
     if problem := zone_problem(ctx.zone_of(config.controller.zone), region):
         found.append(Problem(("controller", "zone"), problem))
     bucket = config.bucket_name(ctx.project, ctx.prefix)
@@ -262,12 +496,6 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
                 "'google'; shorten clusterName (or ai-infra:prefix)",
             )
         )
-    if config.cluster_name.endswith("-"):
-        # The name ends the bucket's name and is the cluster's network tag; GCS and Compute
-        # Engine both want those to end in a letter or digit.
-        found.append(
-            Problem(("clusterName",), "must not end with '-'; end it with a letter or digit")
-        )
     if config.bucket_key in buckets:
         found.append(
             Problem(
@@ -276,8 +504,60 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
                 f"'{config.bucket_key}'; rename one",
             )
         )
-    names = {n.name for n in config.tpu_nodesets}
+    found += _home_problems(config)
+    found += [p.under("networkStorage") for p in _storage_problems(config.network_storage)]
+    for key, scripts in (
+        ("prologScripts", config.prolog_scripts),
+        ("epilogScripts", config.epilog_scripts),
+    ):
+        found += [p.under(key) for p in duplicate_names([s.name for s in scripts], key)]
+    found += _partition_problems(config, valid)
+    return found
+
+
+def cpu_zones(nodeset: CpuNodesetConfig, ctx: StackContext) -> list[str]:
+    """The zones a CPU nodeset's nodes may be created in: its own, or `gcp:zone`."""
+    return list(nodeset.zones) or [ctx.zone]
+
+
+def _home_problems(config: SlurmConfig) -> list[Problem]:
+    home = config.home
+    found = []
+    if home.filestore:
+        low, high = FILESTORE_CAPACITY_GB[home.tier]
+        if not low <= home.capacity_gb <= high:
+            found.append(
+                Problem(
+                    ("home", "capacityGb"),
+                    f"a {home.tier} share holds {low} to {high} GiB, not {home.capacity_gb}",
+                )
+            )
+        for i, entry in enumerate(config.network_storage):
+            if entry.local_mount == "/home":
+                found.append(
+                    Problem(
+                        ("networkStorage", i, "localMount"),
+                        "/home is the Filestore share of home.filestore; set home.filestore: "
+                        "false to mount your own /home",
+                    )
+                )
+    elif home.model_fields_set - {"filestore"}:
+        found.append(
+            Problem(
+                ("home",),
+                "tier and capacityGb size the Filestore share, and home.filestore is false; "
+                "remove them",
+            )
+        )
+    return found
+
+
+def _partition_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig]) -> list[Problem]:
+    cpu = {n.name: n for n in config.all_cpu_nodesets}
+    tpu_names = {n.name for n in config.tpu_nodesets}
+    names = set(cpu) | tpu_names
     used: set[str] = set()
+    found: list[Problem] = []
     for i, partition in enumerate(config.partitions):
         for j, name in enumerate(partition.nodesets):
             used.add(name)
@@ -285,7 +565,7 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
                 found.append(
                     Problem(
                         ("partitions", i, "nodesets", j),
-                        f"no TPU nodeset named '{name}'; known: "
+                        f"no CPU or TPU nodeset named '{name}'; known: "
                         f"{', '.join(sorted(names)) or 'none'}",
                     )
                 )
@@ -294,9 +574,23 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
             found.append(
                 Problem(("partitions", i, "nodesets"), f"lists {', '.join(repeated)} twice")
             )
+        kinds = {("cpu" if n in cpu else "tpu") for n in partition.nodesets if n in names}
+        if len(kinds) > 1:
+            found.append(
+                Problem(
+                    ("partitions", i, "nodesets"),
+                    "mixes CPU and TPU nodesets; Slurm-GCP treats a partition with any TPU "
+                    "nodeset as a TPU partition (exclusive, node counts in slices), so put "
+                    "them in partitions of their own",
+                )
+            )
+        found += [
+            p.under("partitions", i) for p in _partition_conf_problems(partition.partition_conf)
+        ]
         members = [valid[n] for n in partition.nodesets if n in valid]
         if partition.exclusive:
-            static = [n.name for n in members if n.node_count_static]
+            static = [n for n in partition.nodesets if n in valid and valid[n].node_count_static]
+            static += [n for n in partition.nodesets if n in cpu and cpu[n].node_count_static]
             if static:
                 found.append(
                     Problem(
@@ -322,15 +616,38 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
                 f"partitions[{defaults[0]}] is already the default; keep one",
             )
         )
-    for i, nodeset in enumerate(config.tpu_nodesets):
-        if nodeset.name not in used:
-            found.append(
-                Problem(
-                    ("tpuNodesets", i, "name"),
-                    f"no partition lists '{nodeset.name}', so no job could reach it; add it to "
-                    "a partition's nodesets",
+    if config.debug_partition:
+        used.add("debug")
+    for key, entries in (
+        ("tpuNodesets", config.tpu_nodesets),
+        ("cpuNodesets", config.cpu_nodesets),
+    ):
+        for i, nodeset in enumerate(entries):
+            if nodeset.name not in used:
+                found.append(
+                    Problem(
+                        (key, i, "name"),
+                        f"no partition lists '{nodeset.name}', so no job could reach it; add "
+                        "it to a partition's nodesets",
+                    )
                 )
-            )
-    if config.tpu_nodesets and not config.partitions:
+    if (config.tpu_nodesets or config.cpu_nodesets) and not config.partitions:
         found.append(Problem(("partitions",), "add a partition, e.g. {name: tpu, nodesets: [...]}"))
     return found
+
+
+def _capacity_problem(machine_type: str, spot: bool) -> str | None:
+    """Why a nodeset's VMs of this machine type cannot be had: a nodeset asks for on-demand or
+    Spot VMs only (no reservation or flex-start keys), so a series sold otherwise (the
+    catalog's SERIES) belongs in a GKE pool or a GPU cluster."""
+    provisioning = "spot" if spot else "on-demand"
+    if gpu_catalog.capacity_problem(machine_type, provisioning) is None:
+        return None
+    capacity = gpu_catalog.series_capacity(machine_type)
+    if not spot and capacity is not None and "spot" in capacity.provisioning:
+        return f"{machine_type} is not offered on demand; set spot: true"
+    return (
+        f"{machine_type} is not offered {provisioning}; a nodeset takes on-demand or Spot VMs "
+        "only, so use a GKE pool (ai-infra:gpuPools) or a GPU cluster (ai-infra:gpuClusters) "
+        "with a reservation or flex-start"
+    )

@@ -1,12 +1,18 @@
-"""`ai-infra:slurm`: a Slurm-GCP v6 cluster whose TPU nodesets the controller turns into Cloud
-TPU VMs on demand, after Cluster Toolkit's `schedmd-slurm-gcp-v6-nodeset-tpu`, `-partition` and
-`-controller` modules: the cluster's service accounts and grants, the Slurm bucket with the
-files the controller reads (`files.py`), the firewall, the cleanup of the TPU VMs the
-controller creates, and the controller and login VMs (`vms.py`). Only TPU nodesets: CPU and GPU
-nodesets, accounting databases and high-availability controllers are not built here.
+"""`ai-infra:slurm`: a Slurm-GCP v6 cluster whose CPU and TPU nodesets the controller turns
+into Compute Engine and Cloud TPU VMs on demand, after Cluster Toolkit's
+`schedmd-slurm-gcp-v6-nodeset`, `-nodeset-tpu`, `-partition` and `-controller` modules: the
+cluster's service accounts and grants, the Slurm bucket with the files the controller reads
+(`files.py`), the CPU nodesets' instance templates, the /home share, the firewall, the cleanup
+of the VMs the controller creates, and the controller and login VMs (`vms.py`). Accounting
+databases, dynamic nodesets and high-availability controllers are not built here.
 """
 
 from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
@@ -15,7 +21,14 @@ from pydantic import InstanceOf, SkipValidation
 from components.base import Component, WiringModel, slug
 from components.buckets import Bucket, BucketArgs, BucketConfig, grant_bucket_access
 from components.context import StackContext
-from components.identity import Identity, account_grant, service_account
+from components.identity import (
+    Identity,
+    account_grant,
+    project_grant,
+    service_account,
+    service_account_email,
+)
+from components.locations import ZONES
 from components.network import (
     ALL_INTERNAL,
     NetworkHandle,
@@ -24,49 +37,112 @@ from components.network import (
     subnet_of,
 )
 from components.slurm import boot
-from components.slurm.cleanup import TpuCleanup, TpuCleanupProvider
-from components.slurm.config import ACCOUNT_ROLES, SlurmConfig
+from components.slurm.checks import cpu_zones
+from components.slurm.cleanup import (
+    ComputeCleanup,
+    ComputeCleanupProvider,
+    TpuCleanup,
+    TpuCleanupProvider,
+)
+from components.slurm.config import (
+    CpuNodesetConfig,
+    SlurmConfig,
+    account_id,
+)
 from components.slurm.files import (
     FILES_DIR,
-    LOGIN_GROUP,
+    UNIVERSE_DOMAIN,
     _dump,
     cluster_document,
+    cpu_nodeset_document,
+    login_group_document,
     nodeset_document,
     partition_document,
+    script_object,
+    storage_document,
 )
 from components.slurm.scripts import ScriptsProvider, SlurmScripts
-from components.slurm.vms import controller_and_logins
+from components.slurm.vms import controller_and_logins, shielded
 
-CONTROLLER_ROLES = (
-    "roles/tpu.admin",
-    "roles/compute.instanceAdmin.v1",
-    "roles/logging.logWriter",
-    "roles/monitoring.metricWriter",
-)
-"""The controller creates, stops and deletes TPU VMs (resume.py, suspend.py) and tags them;
-`iam.serviceAccountUser` it gets on the TPU node account alone."""
 NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 BUCKET_READER_ROLES = ("roles/storage.objectViewer", "roles/storage.legacyBucketReader")
 """Every VM lists and reads the cluster's files (util.py `blob_list`, `download_as_text`)."""
-ACCOUNT_TITLES = {"ctl": "controller", "tpu": "TPU nodes", "lgn": "login nodes"}
+ACCOUNT_TITLES = {"ctl": "controller", "tpu": "TPU nodes", "lgn": "login nodes", "cpu": "CPU nodes"}
 SERVICE_ACCOUNT_USER = "roles/iam.serviceAccountUser"
+ALWAYS_PERMISSIONS = ("compute.instances.list",)
+"""slurmsync.py lists the cluster's VMs on every run (util.py `instances`,
+instances.aggregatedList), with or without CPU nodesets."""
+TPU_PERMISSIONS = (
+    "tpu.acceleratorTypes.get",
+    "tpu.nodes.create",
+    "tpu.nodes.delete",
+    "tpu.nodes.get",
+    "tpu.nodes.list",
+    "tpu.nodes.start",
+    "tpu.nodes.stop",
+    "tpu.operations.get",
+)
+"""What tpu.py calls (get_accelerator_type, list/get/create/delete/start/stop_node, and the
+operations it waits on), where `roles/tpu.admin` grants all of Cloud TPU."""
+CPU_PERMISSIONS = (
+    "compute.disks.create",
+    "compute.disks.setLabels",
+    "compute.globalOperations.get",
+    "compute.instanceTemplates.get",
+    "compute.instanceTemplates.useReadOnly",
+    "compute.instances.create",
+    "compute.instances.delete",
+    "compute.instances.get",
+    "compute.instances.setLabels",
+    "compute.instances.setMetadata",
+    "compute.instances.setScheduling",
+    "compute.instances.setServiceAccount",
+    "compute.instances.setTags",
+    "compute.instances.start",
+    "compute.machineTypes.get",
+    "compute.machineTypes.list",
+    "compute.regionOperations.get",
+    "compute.resourcePolicies.list",
+    "compute.subnetworks.use",
+    "compute.zoneOperations.get",
+)
+"""What resume.py, suspend.py and slurmsync.py call for CPU nodesets (instances.bulkInsert
+from the nodeset's template, with its disk, labels, tags, metadata and account;
+instances.delete and start; instanceTemplates.get and machineTypes.aggregatedList to size
+nodes; resourcePolicies.list; operations they wait on), where `roles/compute.instanceAdmin.v1`
+also covers images, snapshots, instance groups and every other instance change."""
+PUBLIC_IP_PERMISSIONS = ("compute.subnetworks.useExternalIp",)
+"""Only when a CPU nodeset gives its nodes external IPs."""
 
 
-def account_id(ctx: StackContext, role: str) -> str:
-    """The id of the cluster's controller (`ctl`), TPU node (`tpu`) or login (`lgn`)
-    service account; one Slurm cluster per stack, so the prefix keeps them unique."""
-    return ctx.name("slurm", role)
+def controller_permissions(config: SlurmConfig) -> list[str]:
+    """The controller's custom role, from what the scripts call for the nodesets configured."""
+    found = set(ALWAYS_PERMISSIONS)
+    if config.tpu_nodesets:
+        found |= set(TPU_PERMISSIONS)
+    cpu = config.all_cpu_nodesets
+    if cpu:
+        found |= set(CPU_PERMISSIONS)
+    if any(n.enable_public_ips for n in cpu):
+        found |= set(PUBLIC_IP_PERMISSIONS)
+    return sorted(found)
+
+
+def controller_role_id(ctx: StackContext) -> str:
+    """IAM custom role ids take letters, digits, '_' and '.' (3 to 64)."""
+    return account_id(ctx, "ctl").replace("-", "_")
 
 
 class SlurmClusterArgs(WiringModel):
     context: InstanceOf[StackContext]
     network: InstanceOf[NetworkHandle]
-    """The stack's network: the VMs join its subnet, and the TPU cleanup runs before any of
-    it is deleted."""
+    """The stack's network: the VMs join its subnet, and the cleanups run before any of it
+    is deleted."""
     config: SlurmConfig
     scripts_provider: SkipValidation[ScriptsProvider] | None = None
     """Tests pass a provider with a fake fetcher; `pulumi up` uses the real one."""
     cleanup_provider: SkipValidation[TpuCleanupProvider] | None = None
+    compute_cleanup_provider: SkipValidation[ComputeCleanupProvider] | None = None
 
 
 class SlurmCluster(Component):
@@ -77,7 +153,11 @@ class SlurmCluster(Component):
     config_object: gcp.storage.BucketObject
     """`config.yaml`, written after every other object."""
     controller: gcp.compute.Instance
-    logins: list[gcp.compute.Instance]
+    logins: dict[str, list[gcp.compute.Instance]]
+    """Login VMs by group."""
+    templates: dict[str, gcp.compute.InstanceTemplate]
+    """CPU nodesets' instance templates by nodeset."""
+    home: gcp.filestore.Instance | None
 
     def __init__(
         self, name: str, args: SlurmClusterArgs, opts: pulumi.ResourceOptions | None = None
@@ -86,7 +166,15 @@ class SlurmCluster(Component):
         ctx = args.context
         config = args.config
         cluster = config.cluster_name
-        project_roles = {"ctl": CONTROLLER_ROLES, "tpu": NODE_ROLES, "lgn": NODE_ROLES}
+        self.config = config
+        self.context = ctx
+        cpu_nodesets = config.all_cpu_nodesets
+        # A node account exists while a nodeset runs as it.
+        roles = ["ctl", "lgn"]
+        if any(n.service_account_email is None for n in config.tpu_nodesets):
+            roles.insert(1, "tpu")
+        if any(n.service_account_email is None for n in cpu_nodesets):
+            roles.append("cpu")
         self.identities = {
             role: service_account(
                 self,
@@ -94,24 +182,47 @@ class SlurmCluster(Component):
                 project=ctx.project,
                 account_id=account_id(ctx, role),
                 display_name=f"Slurm {cluster} {ACCOUNT_TITLES[role]}",
-                roles=project_roles[role],
+                roles=NODE_ROLES,
             )
-            for role in ACCOUNT_ROLES
+            for role in roles
         }
         controller = self.identities["ctl"]
-        # The controller attaches the TPU node account to the TPU VMs it creates, and may act
-        # as that account alone.
+        self.controller_role = gcp.projects.IAMCustomRole(
+            f"{name}-ctl-role",
+            project=ctx.project,
+            role_id=controller_role_id(ctx),
+            title=f"Slurm {cluster} controller",
+            description="What Slurm-GCP's scripts call for this cluster's nodesets (ai-infra)",
+            permissions=controller_permissions(config),
+            stage="GA",
+            opts=self.child_opts(),
+        )
         controller.grants.append(
-            account_grant(
+            project_grant(
                 self,
                 controller.owner,
-                account=self.identities["tpu"].email,
-                role=SERVICE_ACCOUNT_USER,
+                project=ctx.project,
+                role=f"projects/{ctx.project}/roles/{controller_role_id(ctx)}",
                 member=controller.member,
-                scope="tpu",
-                depends_on=[controller.account, self.identities["tpu"].account],
+                depends_on=[controller.account, self.controller_role],
             )
         )
+        # The controller attaches the node accounts to the VMs it creates, and may act as
+        # those accounts alone.
+        for role in ("tpu", "cpu"):
+            if role in self.identities:
+                node = self.identities[role]
+                controller.grants.append(
+                    account_grant(
+                        self,
+                        controller.owner,
+                        account=node.email,
+                        role=SERVICE_ACCOUNT_USER,
+                        member=controller.member,
+                        scope=role,
+                        depends_on=[controller.account, node.account],
+                    )
+                )
         self.bucket = Bucket(
             f"{name}-bucket",
             BucketArgs(
@@ -124,16 +235,25 @@ class SlurmCluster(Component):
         )
         self._bucket_readers(name, config)
         files = FILES_DIR.format(cluster=cluster)
+        self.bucket_path = f"gs://{self.bucket.name_}/{files}"
         objects: list[gcp.storage.BucketObject] = []
 
-        def put(resource: str, path: str, content: str) -> gcp.storage.BucketObject:
+        def put(
+            resource: str,
+            path: str,
+            content: pulumi.Input[str],
+            aliases: Sequence[str] = (),
+        ) -> gcp.storage.BucketObject:
             found = gcp.storage.BucketObject(
                 f"{name}-{resource}",
                 bucket=self.bucket.name_,
                 name=f"{files}/{path}",
                 content=content,
                 content_type="text/plain",
-                opts=self.child_opts(depends_on=[self.bucket.bucket]),
+                opts=self.child_opts(
+                    depends_on=[self.bucket.bucket],
+                    aliases=[pulumi.Alias(name=f"{name}-{a}") for a in aliases],
+                ),
             )
             objects.append(found)
             return found
@@ -144,64 +264,125 @@ class SlurmCluster(Component):
                 project=ctx.project,
                 zone=ctx.zone_of(nodeset.zone),
                 subnetwork=subnet_of(ctx.prefix, nodeset.subnetwork),
-                email=nodeset.service_account_email or self.identities["tpu"].email,
+                email=nodeset.service_account_email
+                or service_account_email(account_id(ctx, "tpu"), ctx.project),
             )
             put(
                 f"nodeset-{nodeset.name}",
                 f"nodeset_tpu_configs/{nodeset.name}.yaml",
                 _dump(document),
             )
+        self.templates = {}
+        for nodeset in cpu_nodesets:
+            template = self._template(name, nodeset, args.network)
+            self.templates[nodeset.name] = template
+            zones = cpu_zones(nodeset, ctx)
+            content = pulumi.Output.all(template.self_link, args.network.subnet_self_link).apply(
+                lambda links, n=nodeset, z=zones: _dump(
+                    cpu_nodeset_document(
+                        n,
+                        template=links[0],
+                        subnetwork=links[1],
+                        zones=z,
+                        region_zones=[f"{ctx.region}-{x}" for x in ZONES.get(ctx.region, "")],
+                    )
+                )
+            )
+            put(f"nodeset-{nodeset.name}", f"nodeset_configs/{nodeset.name}.yaml", content)
+        # setup.py runs `slurm-<role>-script-*` on the VMs of the role (util.py
+        # install_custom_scripts): a nodeset's on its nodes (inside the slurmd container on
+        # TPU VMs), a login group's on its VMs, the controller's on the controller.
+        for nodeset in [*config.tpu_nodesets, *cpu_nodesets]:
             if nodeset.startup_script:
-                # setup.py runs `slurm-nodeset-<nodeset>-script-*` on the nodeset's VMs.
                 put(
                     f"nodeset-{nodeset.name}-script",
-                    f"slurm-nodeset-{nodeset.name}-script-startup_sh",
+                    script_object(f"nodeset-{nodeset.name}", "startup.sh"),
                     nodeset.startup_script,
                 )
-        for partition in config.partitions:
+        if config.controller.startup_script:
+            put(
+                "controller-script",
+                script_object("controller", "startup.sh"),
+                config.controller.startup_script,
+            )
+        cpu = config.cpu_names
+        for partition in config.all_partitions:
             put(
                 f"partition-{partition.name}",
                 f"partition_configs/{partition.name}.yaml",
-                _dump(partition_document(partition)),
+                _dump(partition_document(partition, cpu=cpu)),
             )
         # A login VM refuses to set up unless its group's file exists (util.py).
-        put(
-            "login-group",
-            f"login_group_configs/{LOGIN_GROUP}.yaml",
-            _dump({"group_name": LOGIN_GROUP}),
-        )
+        for group in config.login_groups:
+            put(
+                f"login-group-{group.name}",
+                f"login_group_configs/{group.name}.yaml",
+                _dump(login_group_document(group)),
+                aliases=["login-group"] if group.name == "login" else (),
+            )
+            if group.startup_script:
+                put(
+                    f"login-script-{group.name}",
+                    script_object(f"login-{group.name}", "startup.sh"),
+                    group.startup_script,
+                )
+        for kind, job_scripts in (
+            ("prolog", config.prolog_scripts),
+            ("epilog", config.epilog_scripts),
+        ):
+            for script in job_scripts:
+                put(
+                    f"{kind}-{script.name}",
+                    script_object(kind, script.name),
+                    script.content,
+                )
         # The controller installs this as the boot script of every TPU VM it creates.
         put(
             "tpu-boot",
             boot.TPU_NODE_SCRIPT,
             boot.render(boot.BootScript(kind="tpu")),
         )
-        # The zips the controller and the TPU VMs download at boot, fetched and verified at
+        # The zips the controller and the nodes download at boot, fetched and verified at
         # `pulumi up`; the image's own copies predate this bucket layout.
         self.scripts = SlurmScripts(
             f"{name}-scripts",
             bucket=self.bucket.name_,
             prefix=files,
+            mirror=config.scripts_mirror,
             provider=args.scripts_provider,
             opts=self.child_opts(depends_on=[self.bucket.bucket]),
         )
         self.objects = objects
+        self.home = self._home(name, args.network) if config.home.filestore else None
+        storage = storage_document(config.network_storage)
+        if self.home is not None:
+            ip = self.home.networks.apply(lambda n: (n[0].ip_addresses or [""])[0] if n else "")
+            network_storage: pulumi.Output[list[dict[str, str]]] = ip.apply(
+                lambda address: [_home_mount(address), *storage]
+            )
+        else:
+            network_storage = pulumi.Output.from_input(storage)
         # setup.py waits for config.yaml and then reads the rest: writing it last makes it
         # the signal that everything else is in place (slurm_files main.tf `config`).
         self.config_object = gcp.storage.BucketObject(
             f"{name}-config",
             bucket=self.bucket.name_,
             name=f"{files}/config.yaml",
-            content=_dump(cluster_document(config, project=ctx.project, bucket=self.bucket.name_)),
+            content=network_storage.apply(
+                lambda mounts: _dump(
+                    cluster_document(
+                        config, project=ctx.project, bucket=self.bucket.name_, storage=mounts
+                    )
+                )
+            ),
             content_type="text/plain",
             opts=self.child_opts(depends_on=[self.bucket.bucket, self.scripts, *objects]),
         )
-        self.bucket_path = f"gs://{self.bucket.name_}/{files}"
 
         self.firewalls = self._firewalls(name, ctx, cluster, args.network)
-        # Pulumi deletes dependents first: the controller (which depends on this) stops
-        # creating TPU VMs, then this deletes those left, then the subnet and the TPU node
-        # account go.
+        # Pulumi deletes dependents first: the controller (which depends on these) stops
+        # creating VMs, then these delete those left, then the subnet and the node accounts
+        # go.
         self.cleanup = TpuCleanup(
             f"{name}-tpu-cleanup",
             project=ctx.project,
@@ -209,9 +390,34 @@ class SlurmCluster(Component):
             nodesets=[{"name": n.name, "zone": ctx.zone_of(n.zone)} for n in config.tpu_nodesets],
             provider=args.cleanup_provider,
             opts=self.child_opts(
-                depends_on=[args.network.component, self.identities["tpu"].account]
+                depends_on=[
+                    args.network.component,
+                    *(i.account for r, i in self.identities.items() if r == "tpu"),
+                ]
             ),
         )
+        cleanups: list[pulumi.Resource] = [self.cleanup]
+        self.compute_cleanup = None
+        if cpu_nodesets:
+            self.compute_cleanup = ComputeCleanup(
+                f"{name}-compute-cleanup",
+                project=ctx.project,
+                cluster=cluster,
+                nodesets=[
+                    {"name": n.name, "zone": zone}
+                    for n in cpu_nodesets
+                    for zone in cpu_zones(n, ctx)
+                ],
+                provider=args.compute_cleanup_provider,
+                opts=self.child_opts(
+                    depends_on=[
+                        args.network.component,
+                        *(i.account for r, i in self.identities.items() if r == "cpu"),
+                        *self.templates.values(),
+                    ]
+                ),
+            )
+            cleanups.append(self.compute_cleanup)
         self.controller, self.logins = controller_and_logins(
             self,
             name,
@@ -220,14 +426,155 @@ class SlurmCluster(Component):
             network=args.network,
             bucket_path=self.bucket_path,
             identities=self.identities,
-            controller_after=[self.cleanup],
+            controller_after=cleanups,
+            files_ready=[self.scripts, self.config_object],
         )
         self.register_outputs({"bucketPath": self.bucket_path, "controller": self.controller.name})
+
+    @property
+    def exports(self) -> dict[str, Any]:
+        """The stack output `slurm`: where to log in, the controller, the bucket path and
+        the partitions."""
+        ctx, config = self.context, self.config
+        zone = ctx.zone_of(config.controller.zone)
+        return {
+            "controller": {"name": f"{config.cluster_name}-controller", "zone": zone},
+            "bucketPath": self.bucket_path,
+            "partitions": [p.name for p in config.all_partitions],
+            "login": {
+                vm: ssh_command(vm, zone, ctx.project)
+                for group in config.login_groups
+                for vm in login_names(config.cluster_name, group.name, group.count)
+            },
+        }
+
+    def _template(
+        self, name: str, nodeset: CpuNodesetConfig, network: NetworkHandle
+    ) -> gcp.compute.InstanceTemplate:
+        """The nodes' template. Slurm-GCP caches a template's properties by its name for as
+        long as the controller runs (util.py `template_info`, file_cache), so every change
+        gets a new name: the properties' hash ends it."""
+        ctx, config = self.context, self.config
+        cluster = config.cluster_name
+        identity = self.identities.get("cpu")
+        email = nodeset.service_account_email or (identity.email if identity else "")
+        gpus = nodeset.gpus()
+        labels = {
+            **ctx.labels,
+            "slurm_cluster_name": cluster,
+            "slurm_instance_role": "compute",
+            "slurm_nodeset": nodeset.name,
+        }
+        metadata = {
+            "slurm_bucket_path": self.bucket_path,
+            "slurm_cluster_name": cluster,
+            "slurm_instance_role": "compute",
+            "universe_domain": UNIVERSE_DOMAIN,
+            "enable-oslogin": "TRUE",
+            "block-project-ssh-keys": "TRUE",
+            "startup-script": boot.render(boot.BootScript(kind="vm")),
+        }
+        # Everything the template is made of, and nothing else (counts, zones and scripts
+        # live in the nodeset's YAML): a change to any of it, and only that, renames it.
+        properties = {
+            "machine_type": nodeset.machine_type,
+            "gpus": gpus.model_dump() if gpus else None,
+            "disk": [nodeset.disk_type, nodeset.disk_size_gb, nodeset.image.path],
+            "spot": nodeset.spot,
+            "account": [email, list(nodeset.service_account_scopes)],
+            "public_ip": nodeset.enable_public_ips,
+            "secure_boot": nodeset.shielded_secure_boot,
+            "labels": labels,
+            "metadata": metadata,
+            "subnet": network.subnet_name,
+            "project": ctx.project,
+        }
+        digest = hashlib.sha256(json.dumps(properties, sort_keys=True).encode()).hexdigest()
+        # GPUs and Spot VMs cannot migrate live (Compute Engine "Host events").
+        scheduling = gcp.compute.InstanceTemplateSchedulingArgs(
+            on_host_maintenance="TERMINATE",
+            automatic_restart=not nodeset.spot,
+            preemptible=nodeset.spot,
+            provisioning_model="SPOT" if nodeset.spot else "STANDARD",
+            instance_termination_action="DELETE" if nodeset.spot else None,
+        )
+        return gcp.compute.InstanceTemplate(
+            f"{name}-template-{nodeset.name}",
+            project=ctx.project,
+            name=f"{cluster}-{nodeset.name}-{digest[:10]}",
+            machine_type=nodeset.machine_type,
+            disks=[
+                gcp.compute.InstanceTemplateDiskArgs(
+                    source_image=nodeset.image.path,
+                    disk_type=nodeset.disk_type,
+                    disk_size_gb=nodeset.disk_size_gb,
+                    boot=True,
+                    auto_delete=True,
+                    labels={"slurm_cluster_name": cluster, "slurm_instance_role": "compute"},
+                )
+            ],
+            guest_accelerators=(
+                [gcp.compute.InstanceTemplateGuestAcceleratorArgs(type=gpus.type, count=gpus.count)]
+                if gpus is not None
+                else []
+            ),
+            network_interfaces=[
+                gcp.compute.InstanceTemplateNetworkInterfaceArgs(
+                    subnetwork=network.subnet_self_link,
+                    access_configs=(
+                        [gcp.compute.InstanceTemplateNetworkInterfaceAccessConfigArgs()]
+                        if nodeset.enable_public_ips
+                        else []
+                    ),
+                )
+            ],
+            service_account=gcp.compute.InstanceTemplateServiceAccountArgs(
+                email=email, scopes=list(nodeset.service_account_scopes)
+            ),
+            scheduling=scheduling,
+            shielded_instance_config=gcp.compute.InstanceTemplateShieldedInstanceConfigArgs(
+                **shielded(nodeset.shielded_secure_boot)
+            ),
+            # Threads per core 1, as Toolkit's nodeset (advanced_machine_features): one
+            # Slurm CPU per core.
+            advanced_machine_features=gcp.compute.InstanceTemplateAdvancedMachineFeaturesArgs(
+                threads_per_core=1
+            ),
+            metadata=metadata,
+            labels=labels,
+            tags=[cluster],
+            opts=self.child_opts(
+                depends_on=[identity.account]
+                if identity and not nodeset.service_account_email
+                else []
+            ),
+        )
+
+    def _home(self, name: str, network: NetworkHandle) -> gcp.filestore.Instance:
+        """The /home share every VM mounts (Toolkit's filestore module, `nfsshare`)."""
+        ctx, config = self.context, self.config
+        return gcp.filestore.Instance(
+            f"{name}-home",
+            project=ctx.project,
+            name=ctx.name("slurm", config.cluster_name, "home"),
+            location=ctx.zone_of(config.controller.zone),
+            tier=config.home.tier,
+            file_shares=gcp.filestore.InstanceFileSharesArgs(
+                name=HOME_SHARE, capacity_gb=config.home.capacity_gb
+            ),
+            networks=[
+                gcp.filestore.InstanceNetworkArgs(
+                    network=network.name, modes=["MODE_IPV4"], connect_mode="DIRECT_PEERING"
+                )
+            ],
+            labels=ctx.labels,
+            opts=self.child_opts(depends_on=[network.component], protect=ctx.protect),
+        )
 
     def _bucket_readers(self, name: str, config: SlurmConfig) -> None:
         """Every VM lists and reads the cluster's files. A nodeset may run as an account of
         the team's own: it reads the bucket too, and the controller must be able to attach it
-        to the TPU VMs it creates. Keyed by email, so nodesets sharing an account share one
+        to the VMs it creates. Keyed by email, so nodesets sharing an account share one
         grant."""
         controller = self.identities["ctl"]
         readers = {
@@ -235,8 +582,9 @@ class SlurmCluster(Component):
             for identity in self.identities.values()
         }
         own = {identity.email for identity in self.identities.values()}
+        nodesets = [*config.tpu_nodesets, *config.all_cpu_nodesets]
         for email in sorted(
-            {n.service_account_email for n in config.tpu_nodesets if n.service_account_email} - own
+            {n.service_account_email for n in nodesets if n.service_account_email} - own
         ):
             readers[f"{name}-{slug(email)}"] = (f"serviceAccount:{email}", [])
             controller.grants.append(
@@ -271,7 +619,7 @@ class SlurmCluster(Component):
                 project=ctx.project,
                 network=network.self_link,
                 name=ctx.name("slurm", cluster, "internal"),
-                description=f"Slurm {cluster}: controller, login and TPU VMs to each other",
+                description=f"Slurm {cluster}: controller, login and node VMs to each other",
                 source_tags=[cluster],
                 target_tags=[cluster],
                 allows=ALL_INTERNAL,
@@ -286,3 +634,29 @@ class SlurmCluster(Component):
                 target_tags=[cluster],
             ),
         ]
+
+
+HOME_SHARE = "nfsshare"
+"""The share's name in Toolkit's filestore module (`filestore_share_name`)."""
+
+
+def _home_mount(address: str) -> dict[str, str]:
+    """The /home entry of `network_storage`, as Toolkit's filestore module outputs it."""
+    return {
+        "server_ip": address,
+        "remote_mount": f"/{HOME_SHARE}",
+        "local_mount": "/home",
+        "fs_type": "nfs",
+        "mount_options": "defaults,_netdev",
+    }
+
+
+def login_names(cluster: str, group: str, count: int) -> list[str]:
+    """Login VMs `<cluster>-<group>-<index>`."""
+    return [f"{cluster}-{group}-{i}" for i in range(count)]
+
+
+def ssh_command(vm: str, zone: str, project: str) -> str:
+    """The cluster's VMs have no external IP, so SSH goes through IAP (the firewall admits
+    IAP's range only) and OS Login decides who may."""
+    return f"gcloud compute ssh {vm} --zone {zone} --project {project} --tunnel-through-iap"

@@ -1,5 +1,6 @@
-"""What the user writes for `ai-infra:slurm`: the cluster's name, controller and login VMs,
-TPU nodesets and partitions, after Cluster Toolkit's `schedmd-slurm-gcp-v6-*` modules.
+"""What the user writes for `ai-infra:slurm`: the cluster's name, controller and login groups,
+CPU and TPU nodesets, partitions, shared storage and the Slurm knobs Cluster Toolkit exposes,
+after its `schedmd-slurm-gcp-v6-*` modules.
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ from pydantic import AfterValidator, Field, StringConstraints
 from components import tpu_catalog
 from components.base import ConfigModel, matching
 from components.buckets import BucketConfig
+from components.context import StackContext
+from components.gpu_catalog import fixed_gpus
+from components.slurm import scripts
 from components.types import (
     DiskPath,
     GceName,
+    ImageProject,
     ImageReference,
     MachineType,
     MountPath,
@@ -23,11 +28,17 @@ from components.types import (
     image_has_tag_or_digest,
 )
 
-CLUSTER_NAME = r"[a-z][-a-z0-9]{0,9}"
+CLUSTER_NAME = r"[a-z](?:[-a-z0-9]{0,18}[a-z0-9])?"
+"""Slurm-GCP's rule (`^[a-z]([-a-z0-9]{0,19})$`, controller variables.tf), without a trailing
+'-': the name is every VM's network tag, which must end in a letter or digit."""
 NODESET_NAME = r"[a-z][a-z0-9]{0,14}"
-"""The controller names TPU VMs `<cluster>-<nodeset>-<index>`; Toolkit strips anything but
-`[a-z0-9]` from a nodeset name and keeps 14 characters (nodeset-tpu main.tf)."""
+"""The controller names nodes `<cluster>-<nodeset>-<index>`; Toolkit strips anything but
+`[a-z0-9]` from a nodeset name and keeps 14 characters (nodeset-tpu main.tf), and util.py
+splits a node name at its last '-'."""
 PARTITION_NAME = r"[a-z][a-z0-9-]{0,29}"
+LOGIN_GROUP_NAME = NODESET_NAME
+"""Login VMs are `<cluster>-<group>-<index>`; util.py turns each '-' of a group's script
+name into a folder, so a group name has none."""
 
 SLURM_FAMILIES = ("v2", "v3", "v4")
 """Slurm-GCP v6 creates TPU VMs of these generations only (slurm_files/scripts/tpu.py maps
@@ -56,6 +67,10 @@ V2_V3_ZONES: dict[str, tuple[str, ...]] = {
 """Cloud TPU "TPU regions and zones", North America rows: v2-32 to v2-512 (`v2-pod`) in
 us-central1-a; larger v3 types are listed only in Europe, whose zones could not be read."""
 TF_RUNTIMES = (
+    "2.10.0",
+    "2.10.1",
+    "2.11.0",
+    "2.11.1",
     "2.12.0",
     "2.12.1",
     "2.13.0",
@@ -63,23 +78,65 @@ TF_RUNTIMES = (
     "2.14.0",
     "2.14.1",
 )
-"""TensorFlow versions with a TPU VM runtime named `tpu-vm-tf-<version>`, the only name the
-controller requests (tpu.py). From TF 2.15 the runtimes carry `-pjrt` or `-se` (Cloud TPU
-"TPU software versions"), which the controller cannot ask for. Older runtimes have no
-SchedMD image."""
+"""TensorFlow versions with a TPU VM runtime named `tpu-vm-tf-<version>` (Cloud TPU "TPU
+software versions"), the only name the controller requests (tpu.py). From TF 2.15 the
+runtimes carry `-pjrt` or `-se`, which the controller cannot ask for."""
 DEFAULT_IMAGE_TF_VERSIONS = ("2.12.1", "2.13.0", "2.13.1", "2.14.0", "2.14.1")
 """TF versions of SchedMD's published `tpu:slurm-gcp-6-9-tf-<version>` images (slurm-gcp
-docs/images.md) that also have a `tpu-vm-tf-` runtime."""
+docs/images.md; it also lists 2.15.0, which has no runtime here) that have a runtime."""
 DEFAULT_TF_VERSION = "2.14.0"
 DEFAULT_DOCKER_IMAGE = "us-docker.pkg.dev/schedmd-slurm-public/tpu/slurm-gcp-6-9:tf-{tf}"
 """Toolkit's default slurmd image for TPU VMs (internal/slurm-gcp/nodeset_tpu)."""
 DEFAULT_SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 TPU_PARTITION_CONF = {"SuspendTime": "300", "SuspendTimeout": "240", "ResumeTimeout": "600"}
 """Partition defaults for TPU partitions: TPU VMs take minutes to create and delete, longer
-than Slurm's default timeouts (Toolkit's TPU examples)."""
+than Slurm's default timeouts (Toolkit's schedmd-slurm-gcp-v6-partition)."""
+CPU_PARTITION_CONF = {"SuspendTime": "300", "SuspendTimeout": "120", "ResumeTimeout": "300"}
+"""The same module's defaults for partitions of Compute Engine VMs."""
+PROGRAM_PARTITION_KEYS = (
+    "PartitionName",
+    "Nodes",
+    "State",
+    "Default",
+    "OverSubscribe",
+    "PowerDownOnIdle",
+    "Topology",
+)
+"""Partition options the program decides (Slurm-GCP conf.py `partitionlines` writes them, and
+`partitionConf` would be spread over them); Slurm reads option names without case."""
 MAX_NODES_PER_NODESET = 1024
 """A bound of this program's, so that a typo in a count is refused before anything is made."""
-ACCOUNT_ROLES = ("ctl", "tpu", "lgn")
+ACCOUNT_ROLES = ("ctl", "tpu", "lgn", "cpu")
+"""The cluster's accounts: controller, TPU nodes, login nodes, CPU nodes (the last made only
+when a CPU nodeset runs as it)."""
+FILESTORE_CAPACITY_GB: dict[str, tuple[int, int]] = {
+    "BASIC_HDD": (1024, 65229),
+    "BASIC_SSD": (2560, 65229),
+    "ZONAL": (1024, 102400),
+}
+"""Capacity range per Filestore tier in GiB (Filestore "Service tiers")."""
+SCRIPT_TIMEOUT_MAX = 3600
+RESERVED_MOUNTS = (
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib64",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/slurm",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/var",
+)
+"""Where a network file system would hide the OS, Slurm's scripts (/slurm) or its state
+(/var/spool/slurm): no mount at or under these."""
+SCHEDMD_IMAGE_PROJECT = scripts.IMAGE_PROJECT
 
 
 def _pattern(pattern: str, what: str) -> AfterValidator:
@@ -89,7 +146,9 @@ def _pattern(pattern: str, what: str) -> AfterValidator:
 ClusterName = Annotated[
     str,
     _pattern(
-        CLUSTER_NAME, "a Slurm cluster name: a lowercase letter, then up to 9 letters, digits, '-'"
+        CLUSTER_NAME,
+        "a Slurm cluster name: a lowercase letter, then up to 19 lowercase letters, digits or "
+        "'-', ending with a letter or digit (Slurm-GCP's rule; it is every VM's network tag)",
     ),
 ]
 NodesetName = Annotated[
@@ -99,11 +158,26 @@ NodesetName = Annotated[
         "a nodeset name: a lowercase letter, then up to 14 lowercase letters or digits (no '-')",
     ),
 ]
+LoginGroupName = Annotated[
+    str,
+    _pattern(
+        LOGIN_GROUP_NAME,
+        "a login group name: a lowercase letter, then up to 14 lowercase letters or digits "
+        "(no '-')",
+    ),
+]
 PartitionName = Annotated[
     str,
     _pattern(
         PARTITION_NAME,
         "a partition name: a lowercase letter, then up to 29 lowercase letters, digits, '-'",
+    ),
+]
+NodeType = Annotated[
+    str,
+    _pattern(
+        r"v[0-9a-z]+-[1-9][0-9]{0,4}",
+        "a TPU type as the TPU API spells it: lowercase, no leading zeros, e.g. v4-8, v2-32",
     ),
 ]
 Topology = Annotated[
@@ -128,6 +202,7 @@ ConfValue = Annotated[
     ),
 ]
 """One slurm.conf value: no spaces, quotes or newlines, so a value cannot add a line."""
+ScriptText = Annotated[str, StringConstraints(max_length=65536)]
 
 
 def _tagged(image: str) -> str:
@@ -137,6 +212,36 @@ def _tagged(image: str) -> str:
             "us-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG"
         )
     return image
+
+
+def _no_climbing(path: str) -> str:
+    if ".." in path.split("/") or "//" in path:
+        raise ValueError(
+            f"'{path}' climbs out of the export with '..' or has an empty segment; write the "
+            "export path as the server names it, e.g. /export/home"
+        )
+    return path
+
+
+def _not_reserved(path: str) -> str:
+    for reserved in RESERVED_MOUNTS:
+        if path == reserved or (reserved != "/" and path.startswith(reserved + "/")):
+            raise ValueError(
+                f"'{path}' would hide {reserved} of the VMs' system or Slurm's own files; "
+                "mount under another directory, e.g. /shared or /data"
+            )
+    return path
+
+
+ScriptsMirror = Annotated[
+    str,
+    _pattern(
+        r"gs://[a-z0-9][-_.a-z0-9]{1,61}[a-z0-9](/[A-Za-z0-9._-]+)*|/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*",
+        "a mirror of the scripts: a Cloud Storage folder such as gs://my-bucket/slurm-scripts, "
+        "or an absolute local folder such as /srv/slurm-scripts",
+    ),
+    AfterValidator(_no_climbing),
+]
 
 
 class AcceleratorConfig(ConfigModel):
@@ -156,21 +261,25 @@ class AcceleratorConfig(ConfigModel):
 
 
 class NetworkStorage(ConfigModel):
-    """A file system every TPU VM of the nodeset mounts (Slurm-GCP `network_storage`)."""
+    """A file system the VMs mount (Slurm-GCP `network_storage`)."""
 
     server_ip: Annotated[
         str,
         _pattern(
-            r"[A-Za-z0-9](?:[-A-Za-z0-9.]{0,251}[A-Za-z0-9])?", "a server address or hostname"
+            r"[A-Za-z0-9](?:[-A-Za-z0-9.]{0,251}[A-Za-z0-9])?(?:@[a-z0-9]{1,16})?",
+            "a server address or hostname (Lustre: ADDRESS@tcp)",
         ),
     ]
     """The file server's address or host name (for gcsfuse, unused: the bucket is `remoteMount`)."""
     remote_mount: Annotated[
-        str, _pattern(r"[A-Za-z0-9._/-]{1,255}", "an export path or bucket name")
+        str,
+        _pattern(r"[A-Za-z0-9._/-]{1,255}", "an export path or bucket name"),
+        AfterValidator(_no_climbing),
     ]
     """The export path on the server, or the bucket name for gcsfuse."""
-    local_mount: MountPath
-    """Where it is mounted on each TPU VM, an absolute path."""
+    local_mount: Annotated[MountPath, AfterValidator(_not_reserved)]
+    """Where it is mounted on each VM: an absolute path outside the system's and Slurm's
+    directories."""
     fs_type: Literal["nfs", "lustre", "gcsfuse", "cifs"]
     """The file system type: `nfs`, `lustre`, `gcsfuse` or `cifs`."""
     mount_options: Annotated[
@@ -179,18 +288,24 @@ class NetworkStorage(ConfigModel):
     """Comma-separated mount options, e.g. `defaults,_netdev`."""
 
 
+def needs_unsigned_modules(storage: list[NetworkStorage]) -> bool:
+    """Lustre's client is a kernel module SchedMD's image does not sign for Secure Boot."""
+    return any(s.fs_type == "lustre" for s in storage)
+
+
 class TpuNodesetConfig(ConfigModel):
     """One entry of `ai-infra:slurm.tpuNodesets`: TPU VMs the controller creates on demand."""
 
     name: NodesetName
     """Nodes are named `<clusterName>-<name>-<index>`."""
-    node_type: str | None = None
-    """Accelerator type, e.g. `v2-8`, `v3-8`, `v4-8`; or give `acceleratorConfig`."""
+    node_type: NodeType | None = None
+    """Accelerator type, e.g. `v2-8`, `v3-8`, `v4-8`, `v4-16`; or give `acceleratorConfig`."""
     accelerator_config: AcceleratorConfig | None = None
     """Generation and topology instead of `nodeType`."""
     tf_version: str | None = None
-    """TensorFlow version of the TPU runtime `tpu-vm-tf-<tfVersion>` (default 2.14.0); TF
-    2.15 and later have no runtime of that name."""
+    """TensorFlow version of the TPU runtime `tpu-vm-tf-<tfVersion>` (default 2.14.0);
+    2.10.0 to 2.14.1. SchedMD publishes slurmd images for 2.12.1 to 2.14.1 only: other
+    versions need `dockerImage`."""
     runtime_version: str | None = None
     """The TPU runtime by its name, `tpu-vm-tf-<version>`, instead of `tfVersion`."""
     docker_image: Annotated[ImageReference, AfterValidator(_tagged)] | None = None
@@ -210,17 +325,18 @@ class TpuNodesetConfig(ConfigModel):
     node_count_dynamic_max: int = Field(default=0, ge=0, le=MAX_NODES_PER_NODESET)
     """Slurm nodes created on demand at most (a multiple of the workers per slice)."""
     data_disks: list[DiskPath] = Field(default_factory=list, max_length=16)
-    """Existing disks to attach to each TPU VM."""
+    """Existing disks to attach to each TPU VM, in the nodeset's zone."""
     network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
-    """File systems to mount on each TPU VM."""
+    """File systems to mount in each TPU VM's slurmd container, beside the cluster's."""
     service_account_email: ServiceAccountEmail | None = None
     """Defaults to the cluster's dedicated TPU node account."""
     service_account_scopes: list[Scope] = Field(
         default_factory=lambda: list(DEFAULT_SCOPES), min_length=1, max_length=20
     )
     """OAuth scopes of the TPU VMs' account; `cloud-platform` leaves access to IAM."""
-    startup_script: Annotated[str, StringConstraints(max_length=65536)] = ""
-    """Shell run on each TPU VM after Slurm-GCP's setup."""
+    startup_script: ScriptText = ""
+    """Shell Slurm-GCP's setup runs as root inside each TPU VM's slurmd container, before
+    slurmd starts (within 300 s); not on the TPU VM host."""
     zone: Zone | None = None
     """One zone per nodeset; defaults to `gcp:zone`; must be in `gcp:region` and offer the
     family."""
@@ -234,6 +350,11 @@ class TpuNodesetConfig(ConfigModel):
         if self.runtime_version is not None:
             return self.runtime_version.removeprefix("tpu-vm-tf-")
         return self.tf_version or DEFAULT_TF_VERSION
+
+    @property
+    def runtime(self) -> str:
+        """The TPU runtime the controller asks for (tpu.py names it after the TF version)."""
+        return f"tpu-vm-tf-{self.tf}"
 
     @property
     def image(self) -> str:
@@ -259,7 +380,102 @@ class TpuNodesetConfig(ConfigModel):
 
     @property
     def workers_per_slice(self) -> int:
+        """TPU VMs per slice: tpu.py `vmcount`, the topology's chips over four per VM."""
         return max(1, self.cores // CORES_PER_WORKER)
+
+
+class GuestAccelerator(ConfigModel):
+    """GPUs on each VM of a CPU nodeset (Toolkit's `guest_accelerator`, one entry)."""
+
+    type: Annotated[str, _pattern(r"nvidia-[a-z0-9-]{2,40}", "a GPU type such as nvidia-tesla-t4")]
+    """The Compute Engine accelerator type, e.g. `nvidia-tesla-t4`, `nvidia-l4`."""
+    count: int = Field(ge=1, le=16)
+    """GPUs per VM."""
+
+
+class NodeImage(ConfigModel):
+    """A boot image for a nodeset's VMs, by family or by name: one that runs Slurm-GCP v6
+    (SchedMD's, or one built from it)."""
+
+    project: ImageProject = SCHEDMD_IMAGE_PROJECT
+    """The project publishing the image."""
+    family: GceName | None = None
+    """The image family; the newest image of it is used when a VM is created."""
+    name: GceName | None = None
+    """One image by name, instead of `family`."""
+
+    @property
+    def path(self) -> str:
+        if self.name is not None:
+            return f"projects/{self.project}/global/images/{self.name}"
+        return f"projects/{self.project}/global/images/family/{self.family}"
+
+
+class CpuNodesetConfig(ConfigModel):
+    """One entry of `ai-infra:slurm.cpuNodesets`: Compute Engine VMs the controller creates on
+    demand from an instance template (Toolkit's `schedmd-slurm-gcp-v6-nodeset`)."""
+
+    name: NodesetName
+    """Nodes are named `<clusterName>-<name>-<index>`; unique across CPU and TPU nodesets."""
+    machine_type: MachineType = "c2-standard-60"
+    """Machine type of the nodes (Toolkit's default `c2-standard-60`). Machine types with
+    built-in GPUs (a2, a3, g2) carry them without `gpu`."""
+    gpu: GuestAccelerator | None = None
+    """GPUs to attach, e.g. `{type: nvidia-tesla-t4, count: 1}` on n1; must match a machine
+    type that has them built in."""
+    node_count_static: int = Field(default=0, ge=0, le=MAX_NODES_PER_NODESET)
+    """Nodes kept up at all times."""
+    node_count_dynamic_max: int = Field(default=10, ge=0, le=MAX_NODES_PER_NODESET)
+    """Nodes created on demand at most (Toolkit's default 10); together with the static ones
+    at least one."""
+    disk_type: Literal["pd-standard", "pd-balanced", "pd-ssd", "hyperdisk-balanced"] = "pd-balanced"
+    """Boot disk type. Toolkit's default `pd-standard` is refused by c3 and h3 VMs."""
+    disk_size_gb: int = Field(default=50, ge=50, le=65536)
+    """Boot disk size; SchedMD's image needs 50 GB."""
+    image: NodeImage = Field(default_factory=lambda: NodeImage(family=scripts.IMAGE_FAMILY))
+    """Boot image; defaults to the family the pinned scripts pair with,
+    `schedmd-slurm-public/slurm-gcp-6-12-hpc-rocky-linux-8`."""
+    spot: bool = False
+    """Spot VMs: cheaper, but Compute Engine may reclaim them at any time."""
+    zones: list[Zone] = Field(default_factory=list, max_length=8)
+    """Zones the controller may create nodes in (`zone_policy_allow`); defaults to
+    `gcp:zone`. All in `gcp:region`."""
+    zone_target_shape: Literal["ANY", "ANY_SINGLE_ZONE", "BALANCED"] = "ANY_SINGLE_ZONE"
+    """How one resume spreads its nodes over `zones`."""
+    service_account_email: ServiceAccountEmail | None = None
+    """Defaults to the cluster's dedicated CPU node account `<prefix>-slurm-cpu`."""
+    service_account_scopes: list[Scope] = Field(
+        default_factory=lambda: list(DEFAULT_SCOPES), min_length=1, max_length=20
+    )
+    """OAuth scopes of the nodes' account; `cloud-platform` leaves access to IAM."""
+    enable_public_ips: bool = False
+    """Give each node an external IP. Off: Private Google Access and Cloud NAT."""
+    secure_boot: bool | None = None
+    """Shielded VM Secure Boot. Unset: on, except where SchedMD's image must load unsigned
+    kernel modules (NVIDIA drivers on GPU nodes, Lustre's client)."""
+    startup_script: ScriptText = ""
+    """Shell Slurm-GCP's setup runs as root on each node before slurmd starts (within 300 s)."""
+    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
+    """File systems to mount on each node, beside the cluster's."""
+
+    @property
+    def uses_schedmd_image(self) -> bool:
+        return self.image.project == SCHEDMD_IMAGE_PROJECT
+
+    def gpus(self) -> GuestAccelerator | None:
+        """The GPUs each node has: `gpu`, or the machine type's own."""
+        if self.gpu is not None:
+            return self.gpu
+        fixed = fixed_gpus(self.machine_type)
+        if fixed is None:
+            return None
+        return GuestAccelerator(type=fixed.gpu_type, count=fixed.gpu_count)
+
+    @property
+    def shielded_secure_boot(self) -> bool:
+        if self.secure_boot is not None:
+            return self.secure_boot
+        return self.gpus() is None and not needs_unsigned_modules(self.network_storage)
 
 
 class PartitionConfig(ConfigModel):
@@ -268,19 +484,20 @@ class PartitionConfig(ConfigModel):
     name: PartitionName
     """The partition's name, `sbatch -p <name>`."""
     nodesets: list[NodesetName] = Field(min_length=1, max_length=32)
-    """TPU nodesets (by name) whose nodes the partition schedules."""
+    """Nodesets (by name) whose nodes the partition schedules: all CPU or all TPU."""
     exclusive: bool = True
     """One job per node (`enable_job_exclusive`); Slurm-GCP powers exclusive nodes down when
-    the job ends."""
+    the job ends. TPU partitions are always exclusive."""
     default: bool = False
     """The partition jobs go to without `-p`."""
     partition_conf: dict[ConfKey, ConfValue] = Field(default_factory=dict, max_length=50)
-    """Extra partition options for slurm.conf, over the TPU defaults SuspendTime=300,
-    SuspendTimeout=240, ResumeTimeout=600."""
+    """Extra partition options for slurm.conf (e.g. `MaxTime`), over the defaults
+    SuspendTime=300 and, for TPU partitions, SuspendTimeout=240, ResumeTimeout=600 (CPU:
+    120, 300). The options the program decides (PartitionName, Nodes, State, Default,
+    OverSubscribe, PowerDownOnIdle, Topology) are refused."""
 
-    @property
-    def conf(self) -> dict[str, str]:
-        found = dict(TPU_PARTITION_CONF)
+    def conf(self, *, tpu: bool) -> dict[str, str]:
+        found = dict(TPU_PARTITION_CONF if tpu else CPU_PARTITION_CONF)
         found.update(self.partition_conf)
         if self.default:
             found["Default"] = "YES"
@@ -309,32 +526,155 @@ class ControllerConfig(ConfigModel):
     """The persistent disk holding slurmctld's state, kept across controller replacement."""
     zone: Zone | None = None
     """Defaults to `gcp:zone`; must be in `gcp:region`, beside the subnet."""
+    startup_script: ScriptText = ""
+    """Shell Slurm-GCP's setup runs as root on the controller after it writes the Slurm
+    configs and before slurmctld starts."""
 
 
-class LoginConfig(ConfigModel):
-    """Login VMs `<clusterName>-login-<index>`, where users run `sbatch`."""
+class LoginGroupConfig(ConfigModel):
+    """One entry of `ai-infra:slurm.loginGroups`: login VMs `<clusterName>-<name>-<index>`,
+    where users run `sbatch`."""
 
+    name: LoginGroupName = "login"
+    """The group's name; VMs are `<clusterName>-<name>-<index>`."""
     count: int = Field(default=1, ge=0, le=8)
     """How many login VMs."""
     machine_type: MachineType = "n2-standard-2"
     """Machine type of the login VMs."""
     disk_size_gb: int = Field(default=50, ge=50, le=2048)
     """Boot disk of each login VM; the Slurm image needs at least 50 GB."""
+    startup_script: ScriptText = ""
+    """Shell Slurm-GCP's setup runs as root on each of the group's VMs."""
+    startup_scripts_timeout: int = Field(default=300, ge=0, le=SCRIPT_TIMEOUT_MAX)
+    """Seconds the startup script may run (0: no limit)."""
+    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
+    """File systems to mount on the group's VMs, beside the cluster's."""
+
+
+class HomeConfig(ConfigModel):
+    """Where `/home` lives: a Filestore share every VM mounts (as Toolkit's examples do), or
+    the controller's boot disk, exported over NFS and lost with it."""
+
+    filestore: bool = True
+    """A Filestore instance `<prefix>-slurm-<clusterName>-home` in the controller's zone.
+    `false`: /home is on the controller's boot disk, which a new image or machine type
+    replaces, and everything in /home with it (slurmctld's state disk keeps only the
+    scheduler's state)."""
+    tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL"] = "BASIC_HDD"
+    """Filestore tier (Toolkit's filestore module defaults to BASIC_SSD)."""
+    capacity_gb: int = Field(default=1024, ge=1024, le=102400)
+    """Size in GiB: BASIC_HDD and ZONAL from 1024, BASIC_SSD from 2560."""
+
+
+class CloudParameters(ConfigModel):
+    """Slurm-wide options Toolkit exposes as `cloud_parameters` (Slurm-GCP conf.py writes them
+    into cloud.conf); an unset key keeps Slurm-GCP's default."""
+
+    resume_rate: int | None = Field(default=None, ge=0, le=10000)
+    """Nodes resumed per minute at most (`ResumeRate`; default 0, unlimited)."""
+    resume_timeout: int | None = Field(default=None, ge=60, le=86400)
+    """Seconds a node may take to boot and register (`ResumeTimeout`; default 300);
+    partitions override it."""
+    suspend_rate: int | None = Field(default=None, ge=0, le=10000)
+    """Nodes suspended per minute at most (`SuspendRate`; default 0, unlimited)."""
+    suspend_timeout: int | None = Field(default=None, ge=30, le=86400)
+    """Seconds a node may take to power down (`SuspendTimeout`; default 300)."""
+    slurmd_timeout: int | None = Field(default=None, ge=10, le=86400)
+    """`SlurmdTimeout` (default 300)."""
+    unkillable_step_timeout: int | None = Field(default=None, ge=10, le=86400)
+    """`UnkillableStepTimeout` (default 300)."""
+    scheduler_parameters: (
+        list[
+            Annotated[
+                str,
+                _pattern(
+                    r"[a-z][a-z0-9_]{1,40}(=[A-Za-z0-9_.:-]{1,40})?",
+                    "a SchedulerParameters option such as bf_continue or bf_window=2880",
+                ),
+            ]
+        ]
+        | None
+    ) = Field(default=None, max_length=40)
+    """`SchedulerParameters`, e.g. `[bf_continue, bf_window=2880]` (default bf_continue,
+    salloc_wait_nodes, ignore_prefer_validation)."""
+    tree_width: int | None = Field(default=None, ge=1, le=65533)
+    """`TreeWidth` (default 128)."""
+    prolog_flags: (
+        list[
+            Literal[
+                "Alloc", "Contain", "DeferBatch", "ForceRequeueOnFail", "NoHold", "RunInJob", "X11"
+            ]
+        ]
+        | None
+    ) = None
+    """`PrologFlags`, e.g. `[Alloc, Contain]`."""
+    private_data: (
+        list[
+            Literal[
+                "accounts",
+                "events",
+                "jobs",
+                "nodes",
+                "partitions",
+                "reservations",
+                "usage",
+                "users",
+            ]
+        ]
+        | None
+    ) = None
+    """`PrivateData`: what users other than the owner may not see."""
+
+
+class JobScript(ConfigModel):
+    """A script Slurm runs around every job, on the job's nodes."""
+
+    name: Annotated[
+        str,
+        _pattern(
+            r"[a-z0-9][-_a-z0-9]{0,40}\.[a-z0-9]{1,8}",
+            "a script file name with one extension, e.g. gpu-check.sh",
+        ),
+    ]
+    """File name; Slurm runs the scripts in name order."""
+    content: Annotated[ScriptText, StringConstraints(min_length=2)]
+    """The script, starting with its `#!` line."""
 
 
 class SlurmConfig(ConfigModel):
-    """`ai-infra:slurm`: a Slurm-GCP v6 cluster with TPU nodesets."""
+    """`ai-infra:slurm`: a Slurm-GCP v6 cluster with CPU and TPU nodesets."""
 
     cluster_name: ClusterName
-    """Names the controller, login and TPU VMs; unique in the project."""
+    """Names the controller, login and node VMs; unique in the project."""
     controller: ControllerConfig = Field(default_factory=ControllerConfig)
     """The controller VM `<clusterName>-controller` and its state disk."""
-    login: LoginConfig = Field(default_factory=LoginConfig)
-    """Login VMs `<clusterName>-login-<index>`, where users run `sbatch`."""
+    login_groups: list[LoginGroupConfig] = Field(
+        default_factory=lambda: [LoginGroupConfig()], max_length=8
+    )
+    """Login VM groups; by default one group `login` of one `n2-standard-2`."""
+    cpu_nodesets: list[CpuNodesetConfig] = Field(default_factory=list, max_length=32)
+    """Compute Engine nodesets; a multi-host TPU nodeset needs at least one."""
     tpu_nodesets: list[TpuNodesetConfig] = Field(default_factory=list, max_length=32)
     """TPU nodesets; Slurm-GCP v6 supports v2, v3 and v4."""
     partitions: list[PartitionConfig] = Field(default_factory=list, max_length=32)
     """Partitions over the nodesets; at most one `default`."""
+    debug_partition: bool = False
+    """Add Toolkit's example `debug` partition: nodeset `debug` of up to 4 dynamic
+    n2-standard-2 VMs, shared (not exclusive), the default unless another partition is."""
+    home: HomeConfig = Field(default_factory=HomeConfig)
+    """Where `/home` lives (default a Filestore share)."""
+    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
+    """File systems every VM of the cluster mounts: controller, login and every nodeset."""
+    cloud_parameters: CloudParameters = Field(default_factory=CloudParameters)
+    """Slurm-wide timeouts, rates and scheduler options (Toolkit's `cloud_parameters`)."""
+    prolog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)
+    """Scripts slurmd runs before each job on its nodes (`Prolog`)."""
+    epilog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)
+    """Scripts slurmd runs after each job on its nodes (`Epilog`)."""
+    scripts_mirror: ScriptsMirror | None = None
+    """Where `pulumi up` reads the pinned Slurm-GCP scripts instead of GitHub: a Cloud
+    Storage folder `gs://BUCKET/PATH` or a local folder, laid out as the scripts folder of
+    Cluster Toolkit v1.95.0; every file must still match its pinned sha256."""
 
     @property
     def bucket_key(self) -> str:
@@ -344,6 +684,50 @@ class SlurmConfig(ConfigModel):
     def bucket_name(self, project: str, prefix: str) -> str:
         # Unvalidated: the checks that use it report a bad cluster name themselves.
         return BucketConfig.model_construct(name=self.bucket_key).bucket_name(project, prefix)
+
+    @property
+    def all_cpu_nodesets(self) -> list[CpuNodesetConfig]:
+        """The CPU nodesets, with Toolkit's debug nodeset when asked for."""
+        if not self.debug_partition:
+            return list(self.cpu_nodesets)
+        return [*self.cpu_nodesets, DEBUG_NODESET]
+
+    @property
+    def all_partitions(self) -> list[PartitionConfig]:
+        """The partitions, with Toolkit's debug partition when asked for."""
+        if not self.debug_partition:
+            return list(self.partitions)
+        debug = DEBUG_PARTITION.model_copy(
+            update={"default": not any(p.default for p in self.partitions)}
+        )
+        return [*self.partitions, debug]
+
+    @property
+    def cpu_names(self) -> set[str]:
+        return {n.name for n in self.all_cpu_nodesets}
+
+    def is_tpu_partition(self, partition: PartitionConfig) -> bool:
+        return not (set(partition.nodesets) & self.cpu_names)
+
+    @property
+    def mounts_lustre(self) -> bool:
+        """Whether the controller and login VMs mount Lustre (then Secure Boot is off)."""
+        return needs_unsigned_modules(self.network_storage)
+
+
+DEBUG_NODESET = CpuNodesetConfig.model_validate(
+    {"name": "debug", "machineType": "n2-standard-2", "nodeCountDynamicMax": 4}
+)
+"""Toolkit's hpc-slurm example: `debug_nodeset`, 4 dynamic n2-standard-2."""
+DEBUG_PARTITION = PartitionConfig.model_validate(
+    {"name": "debug", "nodesets": ["debug"], "exclusive": False}
+)
+
+
+def account_id(ctx: StackContext, role: str) -> str:
+    """The id of one of the cluster's accounts (`ACCOUNT_ROLES`); one Slurm cluster per
+    stack, so the prefix keeps them unique."""
+    return ctx.name("slurm", role)
 
 
 def _cores_per_chip(family: str) -> int:

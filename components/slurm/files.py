@@ -1,6 +1,7 @@
 """The objects the Slurm-GCP v6 controller reads from the Slurm bucket, rendered from the
-config: each nodeset's and partition's YAML, the login group, and `config.yaml` with the conf
-templates (slurm_files main.tf at the pinned Cluster Toolkit release).
+config: each nodeset's and partition's YAML, the login groups, the scripts setup runs, and
+`config.yaml` with the conf templates (slurm_files main.tf at the pinned Cluster Toolkit
+release).
 """
 
 from __future__ import annotations
@@ -9,7 +10,14 @@ from typing import Any
 
 import yaml
 
-from components.slurm.config import PartitionConfig, SlurmConfig, TpuNodesetConfig
+from components.slurm.config import (
+    CpuNodesetConfig,
+    LoginGroupConfig,
+    NetworkStorage,
+    PartitionConfig,
+    SlurmConfig,
+    TpuNodesetConfig,
+)
 
 FILES_DIR = "{cluster}-files"
 """The controller reads everything under `<bucket>/<cluster>-files/` (slurm_files main.tf
@@ -35,7 +43,6 @@ NODE_CONF: dict[str, dict[str, int]] = {
 """The host each TPU VM is, as slurm.conf node options (internal/slurm-gcp/nodeset_tpu
 `node_conf_mappings`: v2 and v3 hosts are alike)."""
 NODE_CONF["v3"] = NODE_CONF["v2"]
-LOGIN_GROUP = "login"
 UNIVERSE_DOMAIN = "googleapis.com"
 """util.py builds API endpoints from the `universe_domain` metadata key."""
 SLURM_CONF_TEMPLATE = """\
@@ -46,7 +53,10 @@ SlurmctldPort={control_host_port}
 SlurmdPort=6818
 SlurmUser=slurm
 AuthType=auth/{auth_key}
+AuthInfo=cred_expire=120
+AuthAltTypes=auth/jwt
 CredType=cred/{auth_key}
+MessageTimeout=60
 StateSaveLocation={state_save}
 SlurmdSpoolDir=/var/spool/slurmd
 SlurmctldPidFile=/var/run/slurm/slurmctld.pid
@@ -67,11 +77,15 @@ AccountingStorageHost={accounting_storage_host}
 include cloud.conf
 """
 """slurm.conf; conf.py fills the `{...}` fields and writes the nodes and partitions to
-cloud.conf."""
+cloud.conf. `auth/jwt` beside munge is what `scontrol token` and slurmrestd authenticate
+with; slurmctld reads the key setup.py writes to `StateSaveLocation/jwt_hs256.key`, the
+default location (Slurm "JSON Web Tokens"; Toolkit's etc/slurm.conf.tpl does the same)."""
 SLURMDBD_CONF_TEMPLATE = """\
 # Rendered on the controller by Slurm-GCP's conf.py from ai-infra's template.
 {dbd_host_str}
 AuthType=auth/{auth_key}
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key={state_save}/jwt_hs256.key
 SlurmUser=slurm
 LogFile={slurmlog}/slurmdbd.log
 PidFile=/var/run/slurm/slurmdbd.pid
@@ -107,6 +121,20 @@ def _dump(document: dict[str, Any]) -> str:
     return yaml.dump(document, Dumper=_Dumper, sort_keys=True, default_flow_style=False)
 
 
+def storage_document(storage: list[NetworkStorage]) -> list[dict[str, str]]:
+    """`network_storage` entries as setup_network_storage.py reads them."""
+    return [
+        {
+            "server_ip": s.server_ip,
+            "remote_mount": s.remote_mount,
+            "local_mount": s.local_mount,
+            "fs_type": s.fs_type,
+            "mount_options": s.mount_options,
+        }
+        for s in storage
+    ]
+
+
 def nodeset_document(
     nodeset: TpuNodesetConfig, *, project: str, zone: str, subnetwork: str, email: str
 ) -> dict[str, Any]:
@@ -139,47 +167,129 @@ def nodeset_document(
         "docker_image": nodeset.image,
         # The TPU API takes the subnetwork's name (Toolkit writes the subnetwork's `name`).
         "subnetwork": subnetwork,
-        "network_storage": [
-            {
-                "server_ip": s.server_ip,
-                "remote_mount": s.remote_mount,
-                "local_mount": s.local_mount,
-                "fs_type": s.fs_type,
-                "mount_options": s.mount_options,
-            }
-            for s in nodeset.network_storage
-        ],
+        "network_storage": storage_document(nodeset.network_storage),
     }
     if nodeset.node_type is not None:
         document["node_type"] = nodeset.node_type
     return document
 
 
-def partition_document(partition: PartitionConfig) -> dict[str, Any]:
-    """`partition_configs/<name>.yaml` (the controller's `partitions` variable)."""
+DWS_FLEX_OFF = {
+    "enabled": False,
+    "max_run_duration": 604800,
+    "use_job_duration": False,
+    "use_bulk_insert": False,
+}
+"""The nodeset module's `dws_flex` default with its optional fields filled."""
+
+
+def cpu_nodeset_document(
+    nodeset: CpuNodesetConfig,
+    *,
+    template: str,
+    subnetwork: str,
+    zones: list[str],
+    region_zones: list[str],
+) -> dict[str, Any]:
+    """`nodeset_configs/<name>.yaml`: every key Toolkit's controller writes for a nodeset
+    (partition.tf `nodesets`, plus the `instance_properties` slurm_files main.tf decodes),
+    with the values the nodeset module gives what this program does not set. `template` and
+    `subnetwork` are self links."""
+    return {
+        "nodeset_name": nodeset.name,
+        "node_conf": {},
+        "dws_flex": dict(DWS_FLEX_OFF),
+        "instance_template": template,
+        "node_count_dynamic_max": nodeset.node_count_dynamic_max,
+        "node_count_static": nodeset.node_count_static,
+        "subnetwork": subnetwork,
+        "reservation_name": "",
+        "future_reservation": "",
+        "maintenance_interval": None,
+        "instance_properties_json": "null",
+        "instance_properties": None,
+        "enable_placement": False,
+        "placement_max_distance": None,
+        "network_storage": storage_document(nodeset.network_storage),
+        "zone_target_shape": nodeset.zone_target_shape,
+        "zone_policy_allow": sorted(zones),
+        "zone_policy_deny": sorted(set(region_zones) - set(zones)),
+        "enable_maintenance_reservation": False,
+        "enable_opportunistic_maintenance": False,
+        "accelerator_topology": None,
+    }
+
+
+def partition_document(partition: PartitionConfig, *, cpu: set[str]) -> dict[str, Any]:
+    """`partition_configs/<name>.yaml` (the controller's `partitions` variable). A partition
+    holds CPU nodesets or TPU nodesets (`cpu`: the CPU nodesets' names)."""
+    tpu = not (set(partition.nodesets) & cpu)
     return {
         "partition_name": partition.name,
-        "partition_conf": partition.conf,
-        "partition_nodeset": [],
+        "partition_conf": partition.conf(tpu=tpu),
+        "partition_nodeset": [] if tpu else list(partition.nodesets),
         "partition_nodeset_dyn": [],
-        "partition_nodeset_tpu": list(partition.nodesets),
+        "partition_nodeset_tpu": list(partition.nodesets) if tpu else [],
         "enable_job_exclusive": partition.exclusive,
     }
 
 
-def cluster_document(config: SlurmConfig, *, project: str, bucket: str) -> dict[str, Any]:
-    """`config.yaml`, the controller's readiness signal (slurm_files main.tf `config`), with
-    only the keys this cluster sets: util.py reads a missing key as empty."""
+def login_group_document(group: LoginGroupConfig) -> dict[str, Any]:
+    """`login_group_configs/<name>.yaml` (internal/slurm-gcp/login main.tf)."""
     return {
+        "group_name": group.name,
+        "startup_scripts_timeout": group.startup_scripts_timeout,
+        "network_storage": storage_document(group.network_storage),
+    }
+
+
+def script_object(role: str, filename: str) -> str:
+    """The object name under which setup.py finds a script for `role` (`controller`,
+    `login-<group>`, `nodeset-<nodeset>`, `prolog`, `epilog`), and installs it as
+    `<role folders>/<filename>`: it splits the name at the last '_' back into a file name
+    (util.py install_custom_scripts), so a name has one '.'."""
+    stem, _, extension = filename.rpartition(".")
+    return f"slurm-{role}-script-{stem}_{extension}"
+
+
+def cloud_parameters_document(config: SlurmConfig) -> dict[str, Any]:
+    """`cloud_parameters`: the keys the user set, with Toolkit's snake_case names; conf.py
+    keeps its default for any other."""
+    parameters = config.cloud_parameters
+    return {
+        key: value
+        for key in sorted(parameters.model_fields_set)
+        if (value := getattr(parameters, key)) is not None
+    }
+
+
+def cluster_document(
+    config: SlurmConfig, *, project: str, bucket: str, storage: list[dict[str, str]]
+) -> dict[str, Any]:
+    """`config.yaml`, the controller's readiness signal (slurm_files main.tf `config`), with
+    only the keys this cluster sets: util.py reads a missing key as empty. `storage` is the
+    cluster's `network_storage`, the /home share first."""
+    document: dict[str, Any] = {
         "slurm_cluster_name": config.cluster_name,
         "project": project,
         "bucket_path": f"gs://{bucket}/{FILES_DIR.format(cluster=config.cluster_name)}",
         "enable_slurm_auth": False,
         "controller_state_disk": {"device_name": state_disk_name(config.cluster_name)},
+        "network_storage": storage,
+        "cloud_parameters": cloud_parameters_document(config),
+        "prolog_scripts": [
+            script_object("prolog", s.name).removeprefix("slurm-prolog-script-")
+            for s in config.prolog_scripts
+        ],
+        "epilog_scripts": [
+            script_object("epilog", s.name).removeprefix("slurm-epilog-script-")
+            for s in config.epilog_scripts
+        ],
         "slurm_conf_tpl": SLURM_CONF_TEMPLATE,
         "slurmdbd_conf_tpl": SLURMDBD_CONF_TEMPLATE,
         "cgroup_conf_tpl": CGROUP_CONF_TEMPLATE,
     }
+    return document
 
 
 def state_disk_name(cluster: str) -> str:

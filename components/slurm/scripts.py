@@ -1,6 +1,8 @@
 """The Slurm-GCP v6 runtime scripts, pinned: which Cluster Toolkit release they come from, the
-image family that release pairs with, every file's sha256, and the deploy-time step that
-fetches them, verifies every hash and uploads the two zips the VMs download at boot.
+image family that release pairs with, every file's sha256, the one addition this program makes
+to them, and the deploy-time step that fetches them (from GitHub, or from a mirror: a Cloud
+Storage folder or a local one), verifies every hash and uploads the two zips the VMs download
+at boot.
 
 No upstream code is kept in this repository. The fetch happens only in the dynamic provider,
 at `pulumi up`; tests drive the provider with a fake fetcher and a fake bucket.
@@ -72,6 +74,34 @@ MANIFEST: dict[str, str] = {
 }
 """sha256 of each script at TOOLKIT_COMMIT, computed from the fetched files
 (`git show <commit>:<path> | sha256sum`)."""
+TPU_TREE_TOPOLOGY = """
+
+# Added by ai-infra (components/slurm/scripts.py TPU_TREE_TOPOLOGY). A partition without CPU
+# nodesets is a TPU partition: give it the tree topology, whose leaf switches hold one slice
+# each and which job_submit.lua's --switches needs, rather than the block topology meant for
+# A4X nodesets that all() of no nodesets would pick.
+_ai_infra_has_block_topology = Lookup.has_block_topology
+
+
+def _ai_infra_no_block_for_tpu(self, partition):
+    if not partition.partition_nodeset:
+        return False
+    return _ai_infra_has_block_topology(self, partition)
+
+
+Lookup.has_block_topology = _ai_infra_no_block_for_tpu
+"""
+"""On Slurm 25.05 and later conf.py gives each partition `Topology=` by `has_block_topology`,
+which is `all(...)` over the partition's CPU nodesets (util.py), so True for a TPU partition:
+the multi-host slices' workers would be placed by blocks of 18 VMs instead of by the leaf
+switches `add_tpu_nodeset_topology` makes one per slice. Appended to util.py, after the
+pinned file's own hash is verified."""
+ADDITIONS: dict[str, str] = {"util.py": TPU_TREE_TOPOLOGY}
+"""path -> text this program appends to the verified file."""
+PATCHED: dict[str, str] = {
+    "util.py": "511847a64561be28fd1e0ff21052a78ba1dc287f0c4dc3603812caa8278f3365",
+}
+"""path -> sha256 of the pinned file with its addition, checked before it is zipped."""
 CONTROLLER_ONLY = (
     "load_bq.py",
     "resume_wrapper.sh",
@@ -107,7 +137,10 @@ class ScriptHashError(RuntimeError):
     """A fetched script is not the file the manifest pins."""
 
 
-def source_url(path: str, commit: str = TOOLKIT_COMMIT) -> str:
+def source_url(path: str, commit: str = TOOLKIT_COMMIT, mirror: str | None = None) -> str:
+    """Where a script is read: GitHub at `commit`, or `<mirror>/<path>`."""
+    if mirror is not None:
+        return f"{mirror.rstrip('/')}/{path}"
     return SOURCE_URL.format(commit=commit, path=f"{SCRIPTS_DIR}/{path}")
 
 
@@ -118,19 +151,66 @@ def fetch_over_https(url: str) -> bytes:
         return response.read()
 
 
-def fetch_verified(fetch: Fetch, manifest: Mapping[str, str], commit: str) -> dict[str, bytes]:
-    """Every file of the manifest, each checked against its pinned sha256."""
+def fetch_from_gcs(url: str) -> bytes:
+    """An object `gs://BUCKET/NAME`, with the deployer's credentials."""
+    from google.cloud import storage
+
+    bucket, _, name = url.removeprefix("gs://").partition("/")
+    return storage.Client().bucket(bucket).blob(name).download_as_bytes()
+
+
+def fetch_from_folder(path: str) -> bytes:
+    """A file of a local mirror; `path` is absolute."""
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def fetch_any(url: str) -> bytes:
+    """GitHub over https, a Cloud Storage mirror or a local one, by the address's form."""
+    if url.startswith("gs://"):
+        return fetch_from_gcs(url)
+    if url.startswith("/"):
+        return fetch_from_folder(url)
+    return fetch_over_https(url)
+
+
+def fetch_verified(
+    fetch: Fetch,
+    manifest: Mapping[str, str],
+    commit: str,
+    mirror: str | None = None,
+    patched_hashes: Mapping[str, str] | None = None,
+) -> dict[str, bytes]:
+    """Every file of the manifest, each checked against its pinned sha256, wherever it was
+    read from, then with this program's additions checked against `patched_hashes`."""
     files = {}
+    where = f"{mirror} (mirror of {commit})" if mirror else commit
     for path, expected in sorted(manifest.items()):
-        data = fetch(source_url(path, commit))
+        data = fetch(source_url(path, commit, mirror))
         actual = hashlib.sha256(data).hexdigest()
         if actual != expected:
             raise ScriptHashError(
-                f"{path} at {commit} has sha256 {actual}, but the manifest pins {expected}; "
+                f"{path} at {where} has sha256 {actual}, but the manifest pins {expected}; "
                 "refusing to upload it (re-pin only after reading the upstream change)"
             )
-        files[path] = data
+        files[path] = patched(path, data, (patched_hashes or PATCHED).get(path))
     return files
+
+
+def patched(path: str, data: bytes, expected: str | None = None) -> bytes:
+    """A verified script with this program's addition, if it has one, checked against the
+    result's own pin (by default `PATCHED`)."""
+    if path not in ADDITIONS:
+        return data
+    expected = expected or PATCHED[path]
+    result = data + ADDITIONS[path].encode()
+    actual = hashlib.sha256(result).hexdigest()
+    if actual != expected:
+        raise ScriptHashError(
+            f"{path} with ai-infra's addition has sha256 {actual}, but {expected} is pinned; "
+            "re-pin PATCHED only after checking the addition against the pinned file"
+        )
+    return result
 
 
 def build_zip(files: Mapping[str, bytes], names: tuple[str, ...]) -> bytes:
@@ -183,14 +263,20 @@ class ScriptsProvider(ResourceProvider):
 
     @property
     def fetch(self) -> Fetch:
-        return self._fetch or fetch_over_https
+        return self._fetch or fetch_any
 
     @property
     def bucket(self) -> Bucket:
         return self._bucket or GcsBucket()
 
     def _put(self, props: dict[str, Any]) -> dict[str, Any]:
-        files = fetch_verified(self.fetch, props["manifest"], props["commit"])
+        files = fetch_verified(
+            self.fetch,
+            props["manifest"],
+            props["commit"],
+            props.get("mirror") or None,
+            props.get("patched") or PATCHED,
+        )
         hashes = {}
         for zip_name, names in sorted(props["zips"].items()):
             data = build_zip(files, tuple(names))
@@ -203,7 +289,9 @@ class ScriptsProvider(ResourceProvider):
         return CreateResult(id_=f"{props['bucket']}/{props['prefix']}", outs=outputs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        keys = ("bucket", "prefix", "commit", "manifest", "zips")
+        # The mirror is where the files are read, not what they are: changing it changes
+        # nothing in the bucket.
+        keys = ("bucket", "prefix", "commit", "manifest", "patched", "zips")
         changed = [k for k in keys if olds.get(k) != news.get(k)]
         return DiffResult(
             changes=bool(changed),
@@ -238,6 +326,7 @@ class SlurmScripts(Resource, module="slurm", name="RuntimeScripts"):
         *,
         bucket: str,
         prefix: str,
+        mirror: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
         provider: ScriptsProvider | None = None,
     ) -> None:
@@ -249,6 +338,8 @@ class SlurmScripts(Resource, module="slurm", name="RuntimeScripts"):
                 "prefix": prefix,
                 "commit": TOOLKIT_COMMIT,
                 "manifest": dict(MANIFEST),
+                "patched": dict(PATCHED),
+                "mirror": mirror,
                 "zips": {k: list(v) for k, v in ZIPS.items()},
                 "md5": None,
             },

@@ -1,10 +1,13 @@
 """The Slurm controller (with the persistent disk that holds slurmctld's state) and the login
-VMs: private, shielded, OS Login, on SchedMD's image pinned beside the runtime scripts, each
-booting with the script `boot.py` renders. TPU VMs are the controller's to create.
+VMs of each group: private, shielded, OS Login, on SchedMD's image pinned beside the runtime
+scripts, each booting with the script `boot.py` renders. Node VMs are the controller's to
+create.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 
 import pulumi
@@ -15,8 +18,29 @@ from components.context import StackContext
 from components.identity import Identity
 from components.network import NetworkHandle
 from components.slurm import boot, scripts
-from components.slurm.config import DEFAULT_SCOPES, SlurmConfig
-from components.slurm.files import LOGIN_GROUP, UNIVERSE_DOMAIN, state_disk_name
+from components.slurm.config import (
+    DEFAULT_SCOPES,
+    SlurmConfig,
+    needs_unsigned_modules,
+)
+from components.slurm.files import UNIVERSE_DOMAIN, state_disk_name
+
+CONTROLLER_ID_KEY = "ai_infra_controller_id"
+"""Login VMs carry the controller's identity, and are replaced when it changes: a new
+controller serves /opt/apps (and, without Filestore, /home) afresh, which a login VM mounts
+only at setup (Toolkit's login.tf `replace_triggered_by` the controller). The value is the
+hash of the controller inputs whose change replaces it (known before `pulumi up`, so the
+offline plan shows the logins' replacement) and its instance id (new with any replacement)."""
+
+
+def shielded(secure_boot: bool) -> dict[str, bool]:
+    """Shielded VM options: vTPM and integrity monitoring always; Secure Boot where the image
+    loads no unsigned kernel modules (slurm-gcp docs/images.md, "Shielded VM Support")."""
+    return {
+        "enable_secure_boot": secure_boot,
+        "enable_vtpm": True,
+        "enable_integrity_monitoring": True,
+    }
 
 
 def controller_and_logins(
@@ -29,10 +53,12 @@ def controller_and_logins(
     bucket_path: str,
     identities: Mapping[str, Identity],
     controller_after: Sequence[pulumi.Resource],
-) -> tuple[gcp.compute.Instance, list[gcp.compute.Instance]]:
-    """The controller with its state disk, and the login nodes. They need not wait for the
-    bucket: their boot retries until the zips are there, and setup.py until config.yaml is.
-    The controller starts after `controller_after` and its grants."""
+    files_ready: Sequence[pulumi.Resource],
+) -> tuple[gcp.compute.Instance, dict[str, list[gcp.compute.Instance]]]:
+    """The controller with its state disk, and the login groups' VMs. Both start once the
+    bucket holds the script zips and `config.yaml` (`files_ready`): their boot would wait for
+    them anyway, retrying, but a VM need not run before it can set up. The controller also
+    starts after `controller_after` and its grants."""
     cluster = config.cluster_name
     zone = ctx.zone_of(config.controller.zone)
     state_disk = gcp.compute.Disk(
@@ -54,10 +80,12 @@ def controller_and_logins(
         machine_type: str,
         disk_type: str,
         disk_size_gb: int,
-        metadata: dict[str, str],
+        metadata: Mapping[str, pulumi.Input[str]],
         attached: list[gcp.compute.InstanceAttachedDiskArgs],
         depends_on: list[pulumi.Resource],
         protect: bool,
+        secure_boot: bool,
+        **options: object,
     ) -> gcp.compute.Instance:
         return gcp.compute.Instance(
             f"{name}-{resource}",
@@ -80,9 +108,7 @@ def controller_and_logins(
                 email=identity.email, scopes=list(DEFAULT_SCOPES)
             ),
             shielded_instance_config=gcp.compute.InstanceShieldedInstanceConfigArgs(
-                enable_secure_boot=True,
-                enable_vtpm=True,
-                enable_integrity_monitoring=True,
+                **shielded(secure_boot)
             ),
             metadata={
                 "slurm_bucket_path": bucket_path,
@@ -102,7 +128,9 @@ def controller_and_logins(
             labels={**ctx.labels, "slurm_cluster_name": cluster, "slurm_instance_role": role},
             tags=[cluster],
             allow_stopping_for_update=True,
-            opts=parent.child_opts(depends_on=[identity.account, *depends_on], protect=protect),
+            opts=parent.child_opts(
+                depends_on=[identity.account, *depends_on], protect=protect, **options
+            ),
         )
 
     controller = vm(
@@ -123,23 +151,42 @@ def controller_and_logins(
         # setup.py reads the bucket, and asks the TPU API about each nodeset while it writes
         # the Slurm configs (conf.py topology -> tpu.py), without retrying: the controller
         # starts after its grants.
-        [state_disk, *controller_after, *identities["ctl"].grants],
+        [state_disk, *controller_after, *identities["ctl"].grants, *files_ready],
         ctx.protect,
+        not config.mounts_lustre,
     )
-    logins = [
-        vm(
-            f"login-{i}",
-            f"{cluster}-login-{i}",
-            "login",
-            identities["lgn"],
-            config.login.machine_type,
-            "pd-balanced",
-            config.login.disk_size_gb,
-            {"slurm_login_group": LOGIN_GROUP},
-            [],
-            identities["lgn"].grants,
-            False,
-        )
-        for i in range(config.login.count)
-    ]
+    generation = hashlib.sha256(
+        json.dumps(
+            [
+                f"{cluster}-controller",
+                zone,
+                scripts.IMAGE,
+                config.controller.disk_type,
+                config.controller.disk_size_gb,
+            ]
+        ).encode()
+    ).hexdigest()[:12]
+    controller_id = controller.instance_id.apply(lambda i: f"{generation}-{i}")
+    logins: dict[str, list[gcp.compute.Instance]] = {}
+    for group in config.login_groups:
+        secure_boot = not (config.mounts_lustre or needs_unsigned_modules(group.network_storage))
+        logins[group.name] = [
+            vm(
+                f"login-{group.name}-{i}",
+                f"{cluster}-{group.name}-{i}",
+                "login",
+                identities["lgn"],
+                group.machine_type,
+                "pd-balanced",
+                group.disk_size_gb,
+                {"slurm_login_group": group.name, CONTROLLER_ID_KEY: controller_id},
+                [],
+                [*identities["lgn"].grants, *files_ready],
+                False,
+                secure_boot,
+                replace_on_changes=[f"metadata.{CONTROLLER_ID_KEY}"],
+                aliases=([pulumi.Alias(name=f"{name}-login-{i}")] if group.name == "login" else []),
+            )
+            for i in range(group.count)
+        ]
     return controller, logins

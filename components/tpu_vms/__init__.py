@@ -1,6 +1,6 @@
 """TPU VM slices through Cloud TPU queued resources (`ai-infra:tpuVms`). `stacks/` builds them
-with `build()`, checks them with `problems()` and `subnet_problems()`, and the offline plan
-shows them with `describe()`.
+with `build()`, checks them with `problems()`, `stack_problems()` and `subnet_problems()`, and
+the offline plan shows them with `describe()`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from components.base import PathPart, Source
 from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.network import NetworkHandle
-from components.tpu_vms.checks import problems, subnet_problems
+from components.tpu_vms.checks import problems, stack_problems, subnet_problems
 from components.tpu_vms.config import TpuVmConfig
 from components.tpu_vms.vms import TpuVms, TpuVmsArgs
 
@@ -22,6 +22,7 @@ __all__ = [
     "build",
     "describe",
     "problems",
+    "stack_problems",
     "subnet_problems",
 ]
 
@@ -59,10 +60,44 @@ def account_claims(
 
 
 def describe(entries: list[TpuVmConfig], context: StackContext) -> list[tuple[str, list[str]]]:
-    """The plan's section: each queued resource with its slices and chips."""
-    lines = [
-        f"  {e.name}: {e.node_count} x {e.shape.accelerator} = {e.chips} chips in "
-        f"{context.zone_of(e.zone)}, {e.provisioning}, TPU VMs {', '.join(e.node_names)}"
-        for e in entries
-    ]
+    """The plan's section: each queued resource with its slices and chips, how it is asked
+    for, how it is reached, and what `pulumi up` does once it is preempted."""
+    lines = []
+    for e in entries:
+        lines.append(
+            f"  {e.name}: {e.node_count} x {e.shape.accelerator} = {e.chips} chips in "
+            f"{context.zone_of(e.zone)}, {e.provisioning}, TPU VMs {', '.join(e.node_names)}"
+        )
+        lines.append(
+            f"    request: TPU API {e.api_version}; `pulumi up` waits {e.timeout_minutes} min "
+            f"for ACTIVE, else deletes it; queue window: {_window(e)}"
+        )
+        networks = [e.network.network if e.network else "the stack's VPC"]
+        networks += [n.network for n in e.additional_networks]
+        access = "public IPs" if e.enable_public_ips else "no public IPs (IAP or --internal-ip)"
+        lines.append(
+            f"    SSH: OS Login only, project SSH keys blocked; {access}; networks: "
+            f"{', '.join(networks)}"
+            + (f"; boot disk {_boot_disk(e)}" if e.boot_disk_config else "")
+        )
+        lines.append(
+            "    a SUSPENDED (preempted) or FAILED request, or one deleted outside the stack, "
+            "is replaced by the next `pulumi up`"
+        )
     return [("TPU VMs (queued resources)", lines)] if lines else []
+
+
+def _window(entry: TpuVmConfig) -> str:
+    """When the request may start, as `<from> to <until>` (`+` counts from the request)."""
+    q = entry.queueing
+    after = q and (q.valid_after_time or (q.valid_after_duration and f"+{q.valid_after_duration}"))
+    until = q and (q.valid_until_time or (q.valid_until_duration and f"+{q.valid_until_duration}"))
+    return f"{after or 'now'} to {until or f'+{entry.timeout_minutes}m'}"
+
+
+def _boot_disk(entry: TpuVmConfig) -> str:
+    config = entry.boot_disk_config
+    parts = [f"CMEK {config['kmsKeyName']}"] if "kmsKeyName" in config else []
+    if config.get("confidentialCompute"):
+        parts.append("Confidential mode")
+    return ", ".join(parts)

@@ -1,22 +1,35 @@
 """The problems of `ai-infra:tpuVms` entries, each at `[i].<field>`: the accelerator against
-the catalog, runtime, zone, capacity type, names, disks, metadata, labels and grants, and how
-many addresses the stack's subnet has for the VMs.
+the catalog, runtime, zone, capacity type, names, networks, queueing, disks, metadata, labels
+and grants; how many addresses the stack's subnet has for the VMs; and what other systems of
+the stack own (their service accounts, the TPU VM names Slurm creates and deletes).
 """
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from components import tpu_catalog
-from components.base import Problem, duplicate_names, under
+from components.base import PathPart, Problem, duplicate_names, relative_path, under
 from components.buckets import unknown_buckets as unknown_bucket_problems
 from components.context import StackContext, label_problems
-from components.identity import account_id_problems, duplicate_roles
+from components.identity import account_id_problems, duplicate_roles, service_account_email
 from components.locations import zone_problem
-from components.tpu_vms.config import SUBNETWORK_PATH, TpuVmConfig
-from components.tpu_vms.vms import METADATA_BYTES_MAX, NODE_ROLES, STARTUP_SCRIPT_KEY, node_metadata
+from components.tpu_vms.config import (
+    SUBNETWORK_PATH,
+    TpuVmConfig,
+    TpuVmNetworkConfig,
+    duration_seconds,
+)
+from components.tpu_vms.vms import (
+    METADATA_BYTES_MAX,
+    NODE_ROLES,
+    RESERVED_METADATA,
+    STARTUP_SCRIPT_KEY,
+    node_metadata,
+)
 from components.types import disk_zone
 
 
@@ -25,6 +38,8 @@ def _accelerator_problems(config: TpuVmConfig) -> list[Problem]:
         shape = config.shape
     except tpu_catalog.CatalogError as error:
         return [Problem(("accelerator",), str(error))]
+    if spelling := tpu_catalog.spelling_problem(config.accelerator):
+        return [Problem(("accelerator",), spelling)]
     family = shape.family
     if not family.tpu_vm_runtimes:
         return [
@@ -35,9 +50,19 @@ def _accelerator_problems(config: TpuVmConfig) -> list[Problem]:
             )
         ]
     found = []
-    if config.runtime_version is not None:
-        why = tpu_catalog.runtime_problem(family, config.runtime_version)
-        if why:
+    runtime = config.runtime_version
+    if runtime is None and config.allow_unlisted_runtime:
+        found.append(
+            Problem(
+                ("allowUnlistedRuntime",),
+                "has no runtimeVersion to allow; set runtimeVersion or remove it",
+            )
+        )
+    elif runtime is not None:
+        why = tpu_catalog.runtime_problem(family, runtime)
+        # An unlisted version may be allowed; one listed for another family is still wrong.
+        unlisted = not tpu_catalog.runtime_families(runtime)
+        if why and not (config.allow_unlisted_runtime and unlisted):
             found.append(Problem(("runtimeVersion",), why))
     if config.node_count > 1 and family.prefix in ("v2", "v3"):
         # tpu/docs/multislice-introduction: slices of a multislice are v4 or later.
@@ -68,9 +93,10 @@ def _capacity_problems(config: TpuVmConfig) -> list[Problem]:
         return [
             Problem(
                 ("provisioning",),
-                "flex-start TPU VMs need a provisioning model and run duration that "
-                "google-cloud-tpu's queued resource API (v2alpha1) does not have; use "
-                "on-demand, reserved, spot or best-effort, or a flex-start ai-infra:tpuSlices",
+                "flex-start TPU VMs need QueuedResource.provisioningModel and runDuration, "
+                "which only the Cloud TPU v2alpha1 REST API has: google-cloud-tpu 1.28.0, the "
+                "newest release, has neither. Use on-demand, reserved, spot or best-effort, "
+                "or a flex-start ai-infra:tpuSlices entry",
             )
         ]
     if config.reservation is None:
@@ -84,6 +110,99 @@ def _capacity_problems(config: TpuVmConfig) -> list[Problem]:
             )
         ]
     return []
+
+
+def _network_path(path: str) -> str:
+    """A network path without the self-link host, to compare two spellings."""
+    return path.removeprefix("https://www.googleapis.com/compute/v1/")
+
+
+def _network_problems(config: TpuVmConfig, ctx: StackContext) -> list[Problem]:
+    found = []
+    interfaces: list[tuple[tuple[PathPart, ...], TpuVmNetworkConfig]] = [
+        (("additionalNetworks", n), net) for n, net in enumerate(config.additional_networks)
+    ]
+    if config.network is not None:
+        interfaces.insert(0, (("network",), config.network))
+    for path, net in interfaces:
+        subnet = SUBNETWORK_PATH.fullmatch(net.subnetwork)
+        if subnet and subnet["region"] != ctx.region:
+            found.append(
+                Problem(
+                    (*path, "subnetwork"),
+                    f"the subnetwork is in {subnet['region']}, the TPU VMs in {ctx.region}; use "
+                    "a subnetwork of the entry's region",
+                )
+            )
+    stack_vpc = f"projects/{ctx.project}/global/networks/{ctx.name('vpc')}"
+    seen = {} if config.network else {stack_vpc: "the stack's network, the first interface's"}
+    for path, net in interfaces:
+        network = _network_path(net.network)
+        if network in seen:
+            found.append(
+                Problem(
+                    (*path, "network"),
+                    f"is also {seen[network]}; each network interface of a VM is in a VPC of "
+                    "its own (vpc/docs/multiple-interfaces-concepts), so use another network",
+                )
+            )
+        seen.setdefault(network, relative_path(path))
+    return found
+
+
+def _queueing_problems(config: TpuVmConfig) -> list[Problem]:
+    q = config.queueing
+    if q is None:
+        return []
+    found = []
+    for bound in ("After", "Until"):
+        if getattr(q, f"valid_{bound.lower()}_duration") and getattr(
+            q, f"valid_{bound.lower()}_time"
+        ):
+            found.append(
+                Problem(
+                    ("queueing", f"valid{bound}Time"),
+                    f"set valid{bound}Duration or valid{bound}Time, not both",
+                )
+            )
+    wait = config.timeout_minutes * 60
+    after = duration_seconds(q.valid_after_duration) if q.valid_after_duration else None
+    until = duration_seconds(q.valid_until_duration) if q.valid_until_duration else None
+    if after is not None and after >= wait:
+        found.append(
+            Problem(
+                ("queueing", "validAfterDuration"),
+                f"the request may not start before {q.valid_after_duration}, but `pulumi up` "
+                f"waits {config.timeout_minutes} minutes for it (timeoutMinutes); raise "
+                "timeoutMinutes above it or shorten validAfterDuration",
+            )
+        )
+    if until is not None and until > wait:
+        found.append(
+            Problem(
+                ("queueing", "validUntilDuration"),
+                f"`pulumi up` deletes the request after {config.timeout_minutes} minutes "
+                f"(timeoutMinutes), before {q.valid_until_duration}; raise timeoutMinutes to "
+                "cover it or shorten validUntilDuration",
+            )
+        )
+    if after is not None and until is not None and after >= until:
+        found.append(
+            Problem(
+                ("queueing", "validUntilDuration"),
+                "must be later than validAfterDuration, or the request can never start",
+            )
+        )
+    if q.valid_after_time and q.valid_until_time:
+        start = datetime.datetime.fromisoformat(q.valid_after_time)
+        if start >= datetime.datetime.fromisoformat(q.valid_until_time):
+            found.append(
+                Problem(
+                    ("queueing", "validUntilTime"),
+                    "must be later than validAfterTime, or the request can never start",
+                )
+            )
+    return found
 
 
 def _disk_and_metadata_problems(config: TpuVmConfig, zone: str) -> list[Problem]:
@@ -105,13 +224,19 @@ def _disk_and_metadata_problems(config: TpuVmConfig, zone: str) -> list[Problem]
                     f"{config.node_count * config.shape.hosts}; use READ_ONLY",
                 )
             )
-    if config.startup_script is not None and STARTUP_SCRIPT_KEY in config.metadata:
-        found.append(
-            Problem(
-                ("metadata", STARTUP_SCRIPT_KEY),
-                "set the startup script in startupScript or in metadata, not both",
+    for key in config.metadata:
+        if key.lower() == STARTUP_SCRIPT_KEY:
+            found.append(
+                Problem(("metadata", key), "set the startup script in startupScript instead")
             )
-        )
+        elif key.lower() in RESERVED_METADATA:
+            found.append(
+                Problem(
+                    ("metadata", key),
+                    "is set by the program: TPU VMs take SSH through OS Login only, with "
+                    "project SSH keys blocked and no serial console; remove it",
+                )
+            )
     size = sum(len(k) + len(v.encode()) for k, v in node_metadata(config).items())
     if size > METADATA_BYTES_MAX:
         found.append(
@@ -122,6 +247,24 @@ def _disk_and_metadata_problems(config: TpuVmConfig, zone: str) -> list[Problem]
             )
         )
     return found
+
+
+def _label_problems(config: TpuVmConfig, ctx: StackContext) -> list[Problem]:
+    found = [
+        Problem(
+            (key,),
+            f"is set stack-wide by ai-infra:labels ('{ctx.stack_labels[key]}'); change it there "
+            "or choose another key",
+        )
+        for key in config.labels
+        if key in ctx.stack_labels
+    ]
+    return found + label_problems(
+        {k: v for k, v in config.labels.items() if k not in ctx.stack_labels},
+        beside=len(ctx.stack_labels),
+        # The queued resource is the TPU API client's, not pulumi-gcp's.
+        by_pulumi_gcp=False,
+    )
 
 
 def _overlapping_prefixes(entries: list[TpuVmConfig]) -> list[Problem]:
@@ -159,24 +302,16 @@ def problems(
         own: list[Problem] = []
         if entry.zone is not None and (problem := zone_problem(entry.zone, region)):
             own.append(Problem(("zone",), problem))
-        subnet = SUBNETWORK_PATH.fullmatch(entry.network.subnetwork) if entry.network else None
-        if subnet and subnet["region"] != region:
-            own.append(
-                Problem(
-                    ("network", "subnetwork"),
-                    f"the subnetwork is in {subnet['region']}, the TPU VMs in {region}; use a "
-                    "subnetwork of the entry's region",
-                )
-            )
+        own += _network_problems(entry, ctx)
         accelerator = _accelerator_problems(entry)
         own += accelerator
         zone_ok = not any(p.path == ("zone",) for p in own)
-        if not accelerator and zone_ok and not entry.allow_unlisted_zone:
-            family = tpu_catalog.resolve(entry.accelerator).family
-            if problem := tpu_catalog.zone_problem(family, zone):
-                inherited = "" if entry.zone else f"the entry inherits gcp:zone {zone}: "
-                own.append(Problem(("zone",), inherited + problem))
+        checks_zone = not accelerator and zone_ok and not entry.allow_unlisted_zone
+        if checks_zone and (problem := tpu_catalog.tpu_vm_zone_problem(entry.shape, zone)):
+            inherited = "" if entry.zone else f"the entry inherits gcp:zone {zone}: "
+            own.append(Problem(("zone",), inherited + problem))
         own += _capacity_problems(entry)
+        own += _queueing_problems(entry)
         if not accelerator:
             own += _names(entry)
             own += _disk_and_metadata_problems(entry, zone)
@@ -190,15 +325,7 @@ def problems(
                     f"{entry.service_account} yourself, or unset serviceAccount",
                 )
             )
-        own += under(
-            "labels",
-            label_problems(
-                {k: v for k, v in entry.labels.items() if k not in ctx.stack_labels},
-                beside=len(ctx.stack_labels),
-                # The queued resource is the TPU API client's, not pulumi-gcp's.
-                by_pulumi_gcp=False,
-            ),
-        )
+        own += under("labels", _label_problems(entry, ctx))
         # The account already holds NODE_ROLES; listing one again would grant it twice
         # under one resource name.
         own += duplicate_roles(entry.roles, granted=NODE_ROLES)
@@ -206,6 +333,47 @@ def problems(
         found += [p.under(i) for p in own]
     if not found:
         found += _overlapping_prefixes(entries)
+    return found
+
+
+def stack_problems(
+    entries: list[TpuVmConfig],
+    ctx: StackContext,
+    *,
+    accounts: Sequence[tuple[tuple[PathPart, ...], str]],
+    slurm_nodesets: Sequence[str] = (),
+) -> list[Problem]:
+    """Checks against what other systems of the stack own. `accounts`: every service account
+    id the program creates, with the config path that claims it. `slurm_nodesets`: the
+    `<clusterName>-<nodeset>` prefixes under which Slurm's controller creates TPU VMs
+    `<prefix>-<index>` and deletes them when it suspends them (Slurm-GCP names its TPU nodes
+    so; see `components/slurm/config.py` NODESET_NAME)."""
+    found = []
+    emails = {service_account_email(account, ctx.project): path for path, account in accounts}
+    for i, entry in enumerate(entries):
+        owner = emails.get(entry.service_account or "")
+        if entry.service_account is not None and owner is not None:
+            found.append(
+                Problem(
+                    (i, "serviceAccount"),
+                    f"is the account the program creates for ai-infra:{relative_path(owner)}: "
+                    "the TPU VMs would hold its grants and break when it goes; unset "
+                    "serviceAccount for a dedicated one",
+                )
+            )
+        for prefix in slurm_nodesets:
+            pattern = re.compile(re.escape(prefix) + r"-[0-9]+")
+            clash = next((n for n in entry.node_names if pattern.fullmatch(n)), None)
+            if clash is not None:
+                found.append(
+                    Problem(
+                        (i, "nodePrefix" if entry.node_prefix else "name"),
+                        f"TPU VM {clash} is a name of Slurm nodeset {prefix} ({prefix}-<n>), "
+                        "whose controller deletes its nodes by name when it suspends them; "
+                        "choose another prefix",
+                    )
+                )
+                break
     return found
 
 

@@ -1,7 +1,7 @@
 """TPU VM slices through Cloud TPU queued resources (`ai-infra:tpuVms`), for workflows that run
 on TPU VMs directly, such as MaxText's `multihost_runner.py`. Each entry is one queued resource
-holding `nodeCount` identical slices, with its own least-privilege service account. GKE slices
-are `tpuSlices`; queued resource start and end times are not offered yet.
+holding `nodeCount` identical slices, with its own least-privilege service account and OS Login.
+GKE slices are `tpuSlices`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from components.context import StackContext
 from components.identity import service_account
 from components.network import NetworkHandle
 from components.tpu_vms.config import TpuVmConfig
-from components.tpu_vms.provider import QueuedResource
+from components.tpu_vms.provider import REPLACE_KEYS, QueuedResource
 from components.types import reservation_parts
 
 NODE_ROLES: tuple[str, ...] = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
@@ -23,8 +23,29 @@ NODE_ROLES: tuple[str, ...] = ("roles/logging.logWriter", "roles/monitoring.metr
 come only from an entry's `buckets` and `roles`."""
 STARTUP_SCRIPT_KEY = "startup-script"
 """The metadata key TPU VMs run at boot, as Compute Engine VMs do."""
+OS_LOGIN_METADATA = {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
+"""SSH through OS Login only, as on GPU clusters: gcloud's `tpu-vm ssh` reads the node's
+`enable-oslogin` and then imports the user's key to their OS Login profile instead of writing
+it into the node's `ssh-keys` (googlecloudsdk command_lib/compute/tpus/tpu_vm/ssh.py), and with
+OS Login on, Compute Engine accepts no keys from metadata (compute/docs/instances/
+managing-instance-access)."""
+RESERVED_METADATA = frozenset(
+    {*OS_LOGIN_METADATA, "ssh-keys", "sshkeys", "serial-port-enable", STARTUP_SCRIPT_KEY}
+)
+"""Metadata keys (compared in lower case) an entry's `metadata` may not set: OS Login's, the
+SSH keys it would bypass, the interactive serial console, and the startup script, which is
+`startupScript`."""
 METADATA_BYTES_MAX = 512 * 1024
 """Compute Engine's limit on all metadata of one VM (compute/docs/metadata/overview)."""
+
+
+_NESTED_INPUTS = frozenset({"metadata", "labels", "dataDisks", "additionalNetworks", "bootDisk"})
+
+
+def replace_paths() -> list[str]:
+    """The queued resource's replacing inputs as `replace_on_changes` paths; a map or list of
+    objects is replaced on any change below it too (`<key>.*`)."""
+    return [f"{key}.*" if key in _NESTED_INPUTS else key for key in REPLACE_KEYS]
 
 
 def reservation_name(reservation: str, project: str, zone: str) -> str:
@@ -34,10 +55,10 @@ def reservation_name(reservation: str, project: str, zone: str) -> str:
 
 
 def node_metadata(config: TpuVmConfig) -> dict[str, str]:
-    """The metadata of every TPU VM: the entry's, with `startupScript` under its key."""
-    if config.startup_script is None:
-        return dict(config.metadata)
-    return {**config.metadata, STARTUP_SCRIPT_KEY: config.startup_script}
+    """The metadata of every TPU VM: the entry's, `startupScript` under its key, and OS Login
+    on, set last so that nothing overrides it."""
+    script = {} if config.startup_script is None else {STARTUP_SCRIPT_KEY: config.startup_script}
+    return {**config.metadata, **script, **OS_LOGIN_METADATA}
 
 
 class TpuVmsArgs(WiringModel):
@@ -58,7 +79,11 @@ class TpuVms(Component):
     service_account_email: str
     node_names: list[str]
     ssh_commands: dict[str, str]
-    """TPU VM name -> the gcloud command that opens a shell on its worker 0."""
+    """TPU VM name -> the gcloud command that opens a shell on its worker 0 (from inside the
+    VPC when the VMs have no public IPs)."""
+    iap_ssh_commands: dict[str, str]
+    """TPU VM name -> the same through Identity-Aware Proxy, from anywhere: only gcloud's
+    alpha `tpu-vm ssh` has `--tunnel-through-iap` (the GA command has none)."""
 
     def __init__(self, name: str, args: TpuVmsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ai-infra:tpu_vms:TpuVms", name, opts)
@@ -110,12 +135,20 @@ class TpuVms(Component):
                 config.network.subnetwork if config.network else args.network.subnet_self_link
             ),
             "enableExternalIps": config.enable_public_ips,
+            "queueCount": config.queue_count or 0,
+            "additionalNetworks": [
+                {"network": n.network, "subnetwork": n.subnetwork, "queueCount": n.queue_count or 0}
+                for n in config.additional_networks
+            ],
             "secureBoot": config.secure_boot,
+            "bootDisk": config.boot_disk_config,
             "metadata": node_metadata(config),
             "labels": {**ctx.labels, **config.labels},
             "tags": list(config.tags),
             "dataDisks": [{"sourceDisk": d.source_disk, "mode": d.mode} for d in config.data_disks],
             "timeoutSeconds": config.timeout_minutes * 60,
+            "queueingPolicy": config.queueing_policy,
+            "apiVersion": config.api_version,
         }
         self.queued_resource = QueuedResource(
             f"{name}-qr",
@@ -123,16 +156,22 @@ class TpuVms(Component):
             self.child_opts(
                 depends_on=[*waits_for, args.network.component],
                 delete_before_replace=True,
+                # What the provider's diff replaces on, for the offline plan. In `pulumi up`
+                # the provider's own diff decides: it reports no changed keys, so the engine
+                # has none to hold against this list.
+                replace_on_changes=replace_paths(),
                 protect=ctx.protect,
             ),
         )
         self.node_names = config.node_names
         internal = "" if config.enable_public_ips else " --internal-ip"
+        where = f"--zone={zone} --project={ctx.project} --worker=0"
         self.ssh_commands = {
-            node: (
-                f"gcloud compute tpus tpu-vm ssh {node} --zone={zone} "
-                f"--project={ctx.project} --worker=0{internal}"
-            )
+            node: f"gcloud compute tpus tpu-vm ssh {node} {where}{internal}"
+            for node in self.node_names
+        }
+        self.iap_ssh_commands = {
+            node: f"gcloud alpha compute tpus tpu-vm ssh {node} {where} --tunnel-through-iap"
             for node in self.node_names
         }
         self.register_outputs(
@@ -141,5 +180,6 @@ class TpuVms(Component):
                 "chips": config.chips,
                 "nodeNames": self.node_names,
                 "sshCommands": self.ssh_commands,
+                "iapSshCommands": self.iap_ssh_commands,
             }
         )

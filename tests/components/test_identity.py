@@ -30,7 +30,7 @@ def test_grant_names_are_owner_scope_and_role_key():
 @pytest.fixture(scope="module")
 def every_system() -> Graph:
     """A stack with every system that makes accounts or grants."""
-    config = stack(login={"count": 1})
+    config = stack(loginGroups=[{"name": "login", "count": 1}])
     config |= {
         "ai-infra:cluster": {"releaseChannel": "NONE"},
         "ai-infra:buckets": [

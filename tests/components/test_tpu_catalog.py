@@ -150,3 +150,15 @@ XPK_V5P = (
 def test_v5p_defaults_agree_with_xpk(topology):
     chips = math.prod(int(d) for d in topology.split("x"))
     assert resolve(f"v5p-{2 * chips}").topology == topology
+
+
+def test_flex_start_zones_are_zones_of_the_family():
+    # A flex-start zone the general zone check refused could never be used.
+    for family in tpu_catalog.FAMILIES:
+        assert set(family.flex_start_zones) <= set(family.zones), family.prefix
+    offered = {f.prefix: f.flex_start_zones for f in tpu_catalog.FAMILIES if f.flex_start}
+    assert offered == {
+        "v5litepod": ("us-west4-a",),
+        "v5p": ("us-east5-a",),
+        "v6e": ("asia-northeast1-b", "us-east5-a", "us-east5-b"),
+    }

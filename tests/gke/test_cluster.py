@@ -83,13 +83,22 @@ def test_defaults_are_regional_dataplane_v2_fuse_and_image_streaming(build):
     assert cluster["defaultMaxPodsPerNode"] == 110
 
 
-def test_no_release_channel_turns_node_auto_upgrade_off(build):
+def test_no_release_channel_turns_auto_upgrade_off_on_tpu_pools_only(build):
     graph = build(
-        cluster={"releaseChannel": "NONE"}, tpuSlices=[{"name": "s", "accelerator": "v5p-16"}]
+        cluster={"releaseChannel": "NONE"},
+        tpuSlices=[
+            {"name": "s", "accelerator": "v5p-16"},
+            {"name": "one", "accelerator": "v5p-8", "count": 2},
+        ],
+        gpuPools=[{"name": "l4", "machineType": "g2-standard-8", "acceleratorType": "nvidia-l4"}],
     )
     assert graph.named("gke-cluster").inputs["releaseChannel"] == {"channel": "UNSPECIFIED"}
-    for pool in graph.of_type("gcp:container/nodePool:NodePool"):
-        assert pool.inputs["management"]["autoUpgrade"] is False, pool.urn
+    upgraded = {
+        pool.inputs["name"]: pool.inputs["management"]["autoUpgrade"]
+        for pool in graph.of_type("gcp:container/nodePool:NodePool")
+    }
+    # The CPU pool runs the controllers and system pods: it keeps getting upgrades.
+    assert upgraded == {"cpu": True, "s-0": False, "one": False, "l4": True}
 
 
 def test_cpu_pool_sizing(build):
@@ -123,7 +132,9 @@ def test_kubeconfig_uses_the_gke_auth_plugin_and_is_secret():
     def program():
         from stacks import environment, loading
 
-        kubeconfig = environment.build(loading.load()).gke.cluster.kubeconfig
+        gke = environment.build(loading.load()).gke
+        assert gke is not None
+        kubeconfig = gke.cluster.kubeconfig
         kubeconfig.apply(lambda text: captured.setdefault("kubeconfig", text))
         captured["secret"] = asyncio.ensure_future(kubeconfig.is_secret())
 

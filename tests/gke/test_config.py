@@ -136,3 +136,79 @@ def test_grants_for_similar_members_do_not_collide():
         if r.inputs["role"] == "roles/container.clusterViewer"
     }
     assert viewers == {"group:ml@example.com", "group:ml@example.org"}
+
+
+def test_flex_start_slices_must_be_in_a_zone_gke_lists_for_flex_start():
+    # v6e is offered on demand in us-central1-b, but GKE's flex-start page does not list it.
+    found = problems(
+        **{"gcp:region": "us-central1", "gcp:zone": "us-central1-a"},
+        tpuSlices=[
+            {
+                "name": "flex",
+                "accelerator": "v6e-16",
+                "zone": "us-central1-b",
+                "provisioning": "flex-start",
+            },
+            {"name": "ondemand", "accelerator": "v6e-16", "zone": "us-central1-b"},
+        ],
+    )
+    assert list(found) == ["ai-infra:tpuSlices[0].zone"]
+    assert found["ai-infra:tpuSlices[0].zone"].startswith(
+        "GKE offers flex-start v6e in asia-northeast1-b, us-east5-a, us-east5-b, not us-central1-b"
+    )
+    assert "allowUnlistedZone: true" in found["ai-infra:tpuSlices[0].zone"]
+
+
+def test_an_inherited_flex_start_zone_says_it_is_inherited():
+    found = problems(
+        **{"gcp:region": "us-west4", "gcp:zone": "us-west4-b"},
+        tpuSlices=[{"name": "f", "accelerator": "v5litepod-16", "provisioning": "flex-start"}],
+    )
+    message = found["ai-infra:tpuSlices[0].zone"]
+    assert message.startswith("the slice inherits gcp:zone us-west4-b: ")
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "zone"),
+    [("v6e-16", "us-east5-b"), ("v5p-16", "us-east5-a"), ("v6e-16", "us-east5-a")],
+)
+def test_flex_start_slices_in_a_listed_zone_are_accepted(accelerator: str, zone: str):
+    slice_ = {"name": "f", "accelerator": accelerator, "zone": zone, "provisioning": "flex-start"}
+    config = parse(with_config(tpuSlices=[slice_]), "test")
+    assert config.tpu_slices[0].provisioning == "flex-start"
+
+
+def test_the_escape_hatch_accepts_an_unlisted_flex_start_zone():
+    slice_ = {
+        "name": "f",
+        "accelerator": "v6e-16",
+        "zone": "us-central1-b",
+        "provisioning": "flex-start",
+        "allowUnlistedZone": True,
+    }
+    raw = with_config(**{"gcp:region": "us-central1", "gcp:zone": "us-central1-a"})
+    raw["ai-infra:tpuSlices"] = [slice_]
+    assert parse(raw, "test").tpu_slices[0].zone == "us-central1-b"
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "region", "zone"),
+    [("tpu7x-8", "us-central1", "us-central1-c"), ("v4-8", "us-central2", "us-central2-b")],
+)
+def test_families_without_flex_start_are_refused_even_with_the_escape_hatch(
+    accelerator: str, region: str, zone: str
+):
+    found = problems(
+        **{"gcp:region": region, "gcp:zone": zone},
+        tpuSlices=[
+            {
+                "name": "f",
+                "accelerator": accelerator,
+                "provisioning": "flex-start",
+                "allowUnlistedZone": True,
+            }
+        ],
+    )
+    message = found["ai-infra:tpuSlices[0].provisioning"]
+    assert "GKE offers no flex-start for" in message
+    assert message.endswith("(v5litepod, v5p, v6e)")

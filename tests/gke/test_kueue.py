@@ -22,16 +22,19 @@ MIXED = {
 }
 MIXED |= dict(
     tpuSlices=[
-        {"name": "big", "accelerator": "v5p-32", "count": 2},
-        {"name": "big2", "accelerator": "v5p-32", "provisioning": "spot"},
+        {"name": "big", "accelerator": "v5p-32", "count": 4},
+        {"name": "big2", "accelerator": "v5p-32", "provisioning": "spot", "count": 3},
         {
             "name": "flex",
             "accelerator": "v6e-16",
             "provisioning": "flex-start",
             "count": 2,
             "zone": "us-central1-b",
+            # GKE lists no us-central1 zone for flex-start v6e; the escape hatch keeps every
+            # family in one region here.
+            "allowUnlistedZone": True,
         },
-        {"name": "iron", "accelerator": "tpu7x-16", "zone": "us-central1-c"},
+        {"name": "iron", "accelerator": "tpu7x-16", "zone": "us-central1-c", "count": 2},
         {"name": "idle", "accelerator": "v5litepod-16", "count": 0},
     ],
     gpuPools=[
@@ -153,7 +156,7 @@ def test_each_slice_pool_is_selected_by_exactly_its_flavor(mixed):
         for p in mixed.of_type("gcp:container/nodePool:NodePool")
         if "ai-infra/slice" in p.inputs["nodeConfig"]["labels"]
     ]
-    assert len(pools) == 6
+    assert len(pools) == 11  # big 4, big2 3, flex 2, iron 2
     for pool in pools:
         labels = dict(pool.inputs["nodeConfig"]["labels"])
         slice_ = slices[labels["ai-infra/slice"]]
@@ -177,9 +180,9 @@ def test_quota_of_each_flavor_across_queues_equals_the_chips_of_its_slices(mixed
     for pool in config.gpu_pools:
         expected[f"gpu-{pool.name}"] = pool.max_nodes * pool.accelerator_count
     assert expected == {
-        "v5p-32": 48,
+        "v5p-32": 112,
         "v6e-16-flex-start": 32,
-        "tpu7x-16": 8,
+        "tpu7x-16": 16,
         "v5litepod-16": 0,
         "gpu-l4": 6,
     }
@@ -189,13 +192,17 @@ def test_quota_of_each_flavor_across_queues_equals_the_chips_of_its_slices(mixed
         total = sum(nominal(q)[flavor][resource] for q in queues.values())
         total += nominal(cohort)[flavor][resource]
         assert total == chips, flavor
-    # big (32 chips): alpha 16, the other 16 split by beta and gamma; big2 (16) split 3 ways.
-    assert nominal(queues["alpha"])["v5p-32"]["google.com/tpu"] == 16 + 6
+    # In whole 16-chip slices: big (4 slices) gives alpha 1, beta and gamma 1 each, and the
+    # cohort the fourth; big2 (3 slices) one to each team.
+    assert nominal(queues["alpha"])["v5p-32"]["google.com/tpu"] == 16 + 16
     assert nominal(queues["alpha"])["v6e-16-flex-start"]["google.com/tpu"] == 16
     assert nominal(queues["beta"])["gpu-l4"]["nvidia.com/gpu"] == 3
-    # gamma names nothing: it gets an even split of what others did not claim.
-    assert nominal(queues["gamma"])["v5p-32"]["google.com/tpu"] == 8 + 5
-    assert nominal(queues["gamma"])["tpu7x-16"]["google.com/tpu"] == 2  # 8 = 3 + 3 + 2
+    # gamma names nothing: it gets an even split, in whole slices, of what others did not.
+    assert nominal(queues["gamma"])["v5p-32"]["google.com/tpu"] == 16 + 16
+    assert nominal(cohort)["v5p-32"]["google.com/tpu"] == 16
+    # Two 8-chip tpu7x-16 slices do not divide three ways: the cohort holds both.
+    assert nominal(queues["gamma"])["tpu7x-16"]["google.com/tpu"] == 0
+    assert nominal(cohort)["tpu7x-16"]["google.com/tpu"] == 16
 
 
 def test_count_zero_keeps_the_flavor_with_zero_quota(mixed):

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from plan.engine import run_program
 from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
+from tests.gke.netpol import Pod, connects, egress_allowed
 
 TEAMS = dict(
     cluster={"rbacSecurityGroup": "gke-security-groups@example.com"},
@@ -165,3 +167,73 @@ def test_a_quota_key_with_markers_is_reported_at_its_own_path():
     found = problems(teams=[{"name": "a", "quota": {"@@s@@x": 1, "a.b": 1}}])
     assert "no TPU slice or GPU pool named '@@s@@x'" in found['ai-infra:teams[0].quota["@@s@@x"]']
     assert "no TPU slice or GPU pool named 'a.b'" in found['ai-infra:teams[0].quota["a.b"]']
+
+
+# Isolation between teams: one default-deny NetworkPolicy per team namespace.
+
+KUBE_DNS = Pod("kube-system", {"k8s-app": "kube-dns"})
+WORKER = Pod("vision", {"jobset.sigs.k8s.io/jobset-name": "train"})
+LEADER = Pod("vision", {"jobset.sigs.k8s.io/jobset-name": "train", "role": "leader"})
+OTHER_TEAM = Pod("speech", {"jobset.sigs.k8s.io/jobset-name": "asr"})
+KUEUE = Pod("kueue-system", {"control-plane": "controller-manager"})
+
+
+def test_team_pods_talk_to_each_other_on_any_port(graph):
+    for port, protocol in [(8471, "TCP"), (8080, "TCP"), (1234, "UDP"), (9999, "TCP")]:
+        assert connects(graph, WORKER, LEADER, port, protocol), (port, protocol)
+        assert connects(graph, LEADER, WORKER, port, protocol), (port, protocol)
+
+
+def test_teams_cannot_reach_each_other(graph):
+    assert not connects(graph, WORKER, OTHER_TEAM, 8471)
+    assert not connects(graph, OTHER_TEAM, WORKER, 8471)
+    # Nor can a pod of an unpoliced namespace reach in.
+    assert not connects(graph, KUEUE, WORKER, 8080)
+
+
+def test_team_pods_resolve_names_through_kube_dns_only(graph):
+    assert egress_allowed(graph, WORKER, KUBE_DNS, 53, "UDP")
+    assert egress_allowed(graph, WORKER, KUBE_DNS, 53, "TCP")
+    assert not egress_allowed(graph, WORKER, Pod("kube-system", {"k8s-app": "other"}), 53, "UDP")
+    assert not egress_allowed(graph, WORKER, "8.8.8.8", 53, "UDP")
+    assert not egress_allowed(graph, WORKER, KUBE_DNS, 10055)
+
+
+def test_team_pods_reach_the_metadata_server_and_https_only(graph):
+    assert egress_allowed(graph, WORKER, "169.254.169.254", 80)
+    assert egress_allowed(graph, WORKER, "169.254.169.252", 988)
+    # Cloud Storage and other Google APIs, by public address or Private Google Access.
+    assert egress_allowed(graph, WORKER, "142.250.1.207", 443)
+    assert egress_allowed(graph, WORKER, "199.36.153.8", 443)
+    assert not egress_allowed(graph, WORKER, "142.250.1.207", 80)
+    assert not egress_allowed(graph, WORKER, "10.0.0.5", 22)
+    assert not egress_allowed(graph, WORKER, "169.254.169.254", 22)
+
+
+def test_every_team_namespace_has_exactly_one_policy_selecting_every_pod(graph):
+    policies = graph.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+    assert sorted(p.inputs["metadata"]["namespace"] for p in policies) == ["speech", "vision"]
+    for policy in policies:
+        spec = policy.inputs["spec"]
+        assert spec["podSelector"] == {"matchLabels": {}}, policy.urn
+        assert spec["policyTypes"] == ["Ingress", "Egress"], policy.urn
+        assert graph.named(f"team-{policy.inputs['metadata']['namespace']}-namespace").urn in (
+            policy.dependencies
+        )
+
+
+# Kueue manages every job of a team namespace.
+
+
+def test_jobs_without_a_queue_name_are_queued_in_the_teams_default_queue(graph):
+    release = graph.named("batch-kueue").inputs
+    config = yaml.safe_load(release["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["manageJobsWithoutQueueName"] is True
+    assert config["managedJobsNamespaceSelector"] == {
+        "matchLabels": {"ai-infra/kueue-managed": "true"}
+    }
+    for team in ("vision", "speech"):
+        default = graph.named(f"team-{team}-default-queue")
+        assert default.inputs["metadata"] == {"name": "default", "namespace": team}
+        assert default.inputs["spec"] == {"clusterQueue": team}
+        assert graph.named(f"team-{team}-cluster-queue").urn in default.dependencies

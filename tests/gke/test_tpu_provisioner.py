@@ -13,6 +13,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from components import gke
 from components.gke.config import TpuProvisionerConfig
 from components.tpu_catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, resolve
 from components.types import is_digest_pinned
@@ -29,6 +30,7 @@ DIGEST = "sha256:" + "ab" * 32
 IMAGE = f"us-docker.pkg.dev/test-project/images/tpu-provisioner@{DIGEST}"
 TAGGED = "us-docker.pkg.dev/test-project/images/tpu-provisioner:v0.1.0"
 NODES = "ai-test-nodes@test-project.iam.gserviceaccount.com"
+KMS_KEY = "projects/kms-project/locations/us-central1/keyRings/tpu/cryptoKeys/boot"
 PROVISIONER = "ai-test-tpu-prov@test-project.iam.gserviceaccount.com"
 EXAMPLE = REPO_ROOT / "examples" / "provisioned-jobset.yaml"
 
@@ -205,10 +207,15 @@ def test_provisioner_nodes_count_against_the_pods_range():
     overrides = enabled(quota={"v5p-128": 8})
     overrides["cluster"]["maxPodsPerNode"] = 110
     found = problems(**overrides)
-    # 3 CPU nodes in each of 3 zones and 8 slices of 16 hosts, each a /24 at 110 pods:
-    # 137 x 256 addresses against the /20's 4,096.
-    assert "grow to need 35072" in found["ai-infra:network.podsCidr"]
-    assert "the TPU provisioner's pools" in found["ai-infra:network.podsCidr"]
+    # 3 CPU nodes in each of 3 zones at the cluster's 110 pods (a /24 each), and 8 slices of
+    # 16 hosts at the provisioner's own 15 pods (a /27 each, gke.go maxPodsPerNode):
+    # 9 x 256 + 128 x 32 addresses against the /20's 4,096.
+    message = found["ai-infra:network.podsCidr"]
+    assert "grow to need 6400" in message
+    assert "'the TPU provisioner's pools' at 15 pods per node" in message
+    # The cluster's default does not change what the provisioner's nodes take.
+    overrides["cluster"]["maxPodsPerNode"] = 32
+    assert "grow to need 4672" in problems(**overrides)["ai-infra:network.podsCidr"]
 
 
 def test_bad_config_registers_nothing_and_reports_every_problem():
@@ -281,7 +288,8 @@ def test_config_map_carries_every_setting_from_the_stack(graph):
         "GCP_NODE_SERVICE_ACCOUNT": NODES,
         "GCP_NODE_SECURE_BOOT": "true",
         "GCP_NODE_DISK_TYPE": "pd-balanced",
-        "GCP_FORCE_ON_DEMAND": "false",
+        # On by default: otherwise a pod's selectors buy Spot or spend reservations.
+        "GCP_FORCE_ON_DEMAND": "true",
         "NODE_MIN_LIFESPAN": "10s",
         "NODEPOOL_DELETION_DELAY": "30s",
         "CONCURRENCY": "3",
@@ -297,10 +305,17 @@ def test_config_map_follows_every_setting(build):
             nodeServiceAccount="tpu-nodes@other-project.iam.gserviceaccount.com",
             nodeTags=["tpu", "no-egress"],
             podToNodeLabels=["team", "example.com/run"],
-            forceOnDemand=True,
+            forceOnDemand=False,
             concurrency=8,
             nodeMinLifespan="1m",
             nodePoolDeletionDelay="2m30s",
+            secondaryBootDisk="projects/images-project/global/images/jax-preload",
+            additionalNodeNetworks=[
+                {"network": "dcn-1", "subnetwork": "dcn-1-sub"},
+                {"network": "dcn-2", "subnetwork": "dcn-2-sub"},
+            ],
+            bootDiskKmsKey=KMS_KEY,
+            confidentialStorage=True,
             quota={"tpu7x-128": 2},
         ),
     )
@@ -314,7 +329,11 @@ def test_config_map_follows_every_setting(build):
         "GCP_POD_TO_NODE_LABELS": "team,example.com/run",
         "GCP_NODE_SECURE_BOOT": "true",
         "GCP_NODE_DISK_TYPE": "hyperdisk-balanced",
-        "GCP_FORCE_ON_DEMAND": "true",
+        "GCP_FORCE_ON_DEMAND": "false",
+        "GCP_NODE_SECONDARY_DISK": "projects/images-project/global/images/jax-preload",
+        "GCP_NODE_ADDITIONAL_NETWORKS": "dcn-1:dcn-1-sub,dcn-2:dcn-2-sub",
+        "GCP_NODE_BOOT_DISK_KMS_KEY": KMS_KEY,
+        "GCP_NODE_CONFIDENTIAL_STORAGE": "true",
         "NODE_MIN_LIFESPAN": "1m",
         "NODEPOOL_DELETION_DELAY": "2m30s",
         "CONCURRENCY": "8",
@@ -325,6 +344,21 @@ def test_config_map_follows_every_setting(build):
     assert grant["serviceAccountId"] == (
         "projects/other-project/serviceAccounts/tpu-nodes@other-project.iam.gserviceaccount.com"
     )
+    # ... and has what the cluster's node account has, image streaming included.
+    node_roles = {
+        r.inputs["role"]
+        for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
+        if r.inputs["member"] == "serviceAccount:tpu-nodes@other-project.iam.gserviceaccount.com"
+    }
+    assert node_roles == {
+        "roles/container.defaultNodeServiceAccount",
+        "roles/artifactregistry.reader",
+        "roles/serviceusage.serviceUsageConsumer",
+    }
+    for grant_name in node_roles:
+        key = grant_name.removeprefix("roles/")
+        urn = graph.named(f"tpu-provisioner-nodes-{key}").urn
+        assert urn in graph.named("tpu-provisioner-deployment").dependencies
     # tpu7x pools are placed by the workload policy the controller names after the topology.
     (policy,) = graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
     assert policy.inputs["name"] == "tpu-provisioner-4x4x4"
@@ -388,11 +422,36 @@ def test_leader_election_is_confined_to_its_namespace(graph):
 def test_identity_grants(graph):
     gsa = graph.named("tpu-provisioner-identity-sa")
     assert gsa.inputs["accountId"] == "ai-test-tpu-prov"
-    admin = graph.named("tpu-provisioner-identity-container.clusterAdmin").inputs
-    assert (admin["role"], admin["member"]) == (
-        "roles/container.clusterAdmin",
+    # Exactly what the controller calls (gke_service.go, gke.go), not container.clusterAdmin.
+    role = graph.named("tpu-provisioner-role").inputs
+    assert (role["project"], role["roleId"], role["stage"]) == (
+        "test-project",
+        "ai_test_tpu_provisioner",
+        "GA",
+    )
+    assert sorted(role["permissions"]) == [
+        "container.clusters.get",
+        "container.clusters.update",
+        "container.operations.get",
+    ]
+    grant = graph.named("tpu-provisioner-projects-test-project-roles-ai-test-tpu-provisioner")
+    assert (grant.inputs["role"], grant.inputs["member"]) == (
+        "projects/test-project/roles/ai_test_tpu_provisioner",
         f"serviceAccount:{PROVISIONER}",
     )
+    assert graph.named("tpu-provisioner-role").urn in grant.dependencies
+    assert not [
+        r
+        for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
+        if r.inputs["role"].startswith("roles/container.")
+        and r.inputs["member"] == f"serviceAccount:{PROVISIONER}"
+    ]
+    # The cluster's own node account needs no grants from the provisioner.
+    assert not [
+        r
+        for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
+        if r.name.startswith("tpu-provisioner-nodes-")
+    ]
     binding = graph.named("tpu-provisioner-identity-iam.workloadIdentityUser").inputs
     assert binding["role"] == "roles/iam.workloadIdentityUser"
     assert binding["member"] == (
@@ -441,7 +500,7 @@ def test_controller_starts_after_jobset_and_its_permissions_not_kueue(graph):
         "tpu-provisioner-leader-election-rolebinding",
         "tpu-provisioner-identity-service-account",
         "tpu-provisioner-identity-iam.workloadIdentityUser",
-        "tpu-provisioner-identity-container.clusterAdmin",
+        "tpu-provisioner-projects-test-project-roles-ai-test-tpu-provisioner",
         "tpu-provisioner-nodes-iam.serviceAccountUser",
     ):
         assert graph.named(name).urn in deps, (deployment.urn, name)
@@ -485,17 +544,18 @@ def test_provisioner_capacity_joins_the_flavor_of_its_shape(graph):
     assert sorted(flavors) == ["cpu", "v5p-32"]
     assert flavors["v5p-32"]["spec"]["nodeLabels"] == resolve("v5p-32").node_labels
     queues = objects_of(graph, "ClusterQueue")
-    # One fixed v5p-32 slice (16 chips) and up to four provisioned ones (64), split evenly.
-    assert nominal(queues["research"])["v5p-32"][TPU_RESOURCE] == 40
-    assert nominal(queues["applied"])["v5p-32"][TPU_RESOURCE] == 40
-    assert nominal(objects_of(graph, "Cohort")["ai-infra"])["v5p-32"][TPU_RESOURCE] == 0
+    # Up to four provisioned slices (64 chips) split evenly, two each; the one fixed v5p-32
+    # slice (16 chips) does not divide in two, so the cohort holds it.
+    assert nominal(queues["research"])["v5p-32"][TPU_RESOURCE] == 32
+    assert nominal(queues["applied"])["v5p-32"][TPU_RESOURCE] == 32
+    assert nominal(objects_of(graph, "Cohort")["ai-infra"])["v5p-32"][TPU_RESOURCE] == 16
 
 
 def test_a_shape_only_the_provisioner_creates_gets_its_flavor(build):
     graph = build(
         **enabled(quota={"v6e-16": 2}),
         teams=[
-            {"name": "research", "quota": {"tpuProvisioner.v6e-16": 24}},
+            {"name": "research", "quota": {"tpuProvisioner.v6e-16": 16}},
             {"name": "applied"},
         ],
     )
@@ -508,20 +568,34 @@ def test_a_shape_only_the_provisioner_creates_gets_its_flavor(build):
         {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
     ]
     queues = objects_of(graph, "ClusterQueue")
-    assert nominal(queues["research"])["v6e-16"][TPU_RESOURCE] == 24
-    assert nominal(queues["applied"])["v6e-16"][TPU_RESOURCE] == 8
+    # One of the two 16-chip slices named, the other to applied.
+    assert nominal(queues["research"])["v6e-16"][TPU_RESOURCE] == 16
+    assert nominal(queues["applied"])["v6e-16"][TPU_RESOURCE] == 16
     assert not graph.of_type("gcp:container/nodePool:NodePool")[1:], "only the CPU pool"
 
 
-def test_flex_start_slices_of_the_shape_keep_their_own_flavor(build):
-    graph = build(
+def test_flex_start_tpu_slices_are_refused_beside_the_provisioner():
+    # The controller would copy a pending flex-start pod's selectors onto an on-demand pool.
+    found = problems(
         **enabled(quota={"v6e-16": 1}),
-        tpuSlices=[{"name": "flex", "accelerator": "v6e-16", "provisioning": "flex-start"}],
-        teams=[{"name": "research"}],
+        tpuSlices=[
+            {"name": "flex", "accelerator": "v6e-16", "provisioning": "flex-start"},
+            {"name": "spot", "accelerator": "v6e-16", "provisioning": "spot"},
+        ],
+        gpuPools=[
+            {
+                "name": "l4",
+                "machineType": "g2-standard-8",
+                "acceleratorType": "nvidia-l4",
+                "provisioning": "flex-start",
+            }
+        ],
     )
-    queue = nominal(objects_of(graph, "ClusterQueue")["research"])
-    assert queue["v6e-16-flex-start"][TPU_RESOURCE] == 16
-    assert queue["v6e-16"][TPU_RESOURCE] == 16
+    assert list(found) == ["ai-infra:tpuSlices[0].provisioning"]
+    assert (
+        "cannot share a cluster with the TPU provisioner"
+        in found["ai-infra:tpuSlices[0].provisioning"]
+    )
 
 
 # The example JobSet a team submits.
@@ -587,7 +661,8 @@ def test_enabling_the_provisioner_adds_only_its_own_resources():
         "tpu-provisioner",
         "tpu-provisioner-identity",
         "tpu-provisioner-identity-sa",
-        "tpu-provisioner-identity-container.clusterAdmin",
+        "tpu-provisioner-role",
+        "tpu-provisioner-projects-test-project-roles-ai-test-tpu-provisioner",
         "tpu-provisioner-identity-iam.workloadIdentityUser",
         "tpu-provisioner-identity-service-account",
         "tpu-provisioner-namespace",
@@ -639,3 +714,197 @@ def test_provisioner_quota_changes_only_the_queues():
     }
     queue = nominal(objects_of(after, "ClusterQueue")["research"])
     assert queue["v5p-32"][TPU_RESOURCE] == 16 + 2 * 16
+
+
+# Bad input the controller or GKE would trip on, refused before anything registers.
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("nodeMinLifespan", "", "not a duration"),
+        ("nodePoolDeletionDelay", "", "not a duration"),
+        ("nodeMinLifespan", "99999999999999999999h", "longer than Go's longest duration"),
+        ("nodePoolDeletionDelay", "2562048h", "longer than Go's longest duration"),
+        ("nodePoolDeletionDelay", "2562047h60m", "longer than Go's longest duration"),
+        ("secondaryBootDisk", "projects/p-1234/global/images/family/jax", "not a disk image"),
+        ("secondaryBootDisk", "jax-preload", "not a disk image"),
+        ("bootDiskKmsKey", "projects/kms-project/keyRings/r/cryptoKeys/k", "not a Cloud KMS key"),
+        ("additionalNodeNetworks", [{"network": "Bad_Net", "subnetwork": "s"}], "Compute Engine"),
+        ("additionalNodeNetworks", [{"network": "n:x", "subnetwork": "s"}], "Compute Engine"),
+        ("additionalNodeNetworks", [{"network": "n"}], "required"),
+    ],
+)
+def test_new_field_shapes_are_checked_at_their_path(field, value, message):
+    found = problems(**enabled(**{field: value}))
+    paths = [p for p in found if p.startswith(f"ai-infra:tpuProvisioner.{field}")]
+    assert paths, found
+    assert message in found[paths[0]], found[paths[0]]
+
+
+def test_the_longest_go_duration_is_accepted():
+    config = TpuProvisionerConfig.model_validate({"nodePoolDeletionDelay": "2562047h"})
+    assert config.node_pool_deletion_delay == "2562047h"
+
+
+def test_more_additional_networks_than_a_vm_has_interfaces_are_refused():
+    networks = [{"network": f"n{i}", "subnetwork": f"s{i}"} for i in range(8)]
+    found = problems(**enabled(additionalNodeNetworks=networks))
+    assert "at most 7 items" in found["ai-infra:tpuProvisioner.additionalNodeNetworks"]
+
+
+def test_each_additional_network_is_a_vpc_of_its_own_and_not_the_clusters():
+    found = problems(
+        **enabled(
+            additionalNodeNetworks=[
+                {"network": "dcn", "subnetwork": "a"},
+                {"network": "dcn", "subnetwork": "b"},
+                {"network": "ai-test-vpc", "subnetwork": "c"},
+            ]
+        )
+    )
+    assert (
+        "a VM has one interface per VPC"
+        in found["ai-infra:tpuProvisioner.additionalNodeNetworks[1].network"]
+    )
+    assert (
+        "the cluster's own VPC"
+        in found["ai-infra:tpuProvisioner.additionalNodeNetworks[2].network"]
+    )
+    assert not [p for p in found if "[0]" in p]
+
+
+@pytest.mark.parametrize("accelerator", ["v5litepod-8", "v6e-8"])
+def test_shapes_the_provisioner_would_bill_double_are_refused(accelerator):
+    # 2x4 topology: ceil(8 / 4) = 2 nodes of the 8-chip machine type the pod requests.
+    found = problems(**enabled(quota={accelerator: 1}))
+    message = found[f"ai-infra:tpuProvisioner.quota.{accelerator}"]
+    assert "= 2 nodes of the requested machine type" in message
+    assert "would bill 16 chips" in message
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "zone"),
+    [
+        ("v6e-1", "us-east5-a"),
+        ("v6e-4", "us-east5-a"),
+        ("v6e-16", "us-east5-a"),
+        ("v5p-8", "us-east5-a"),
+        ("v5p-32", "us-east5-a"),
+    ],
+)
+def test_shapes_the_provisioner_sizes_right_are_accepted(accelerator, zone):
+    config = parse(with_config(**enabled(quota={accelerator: 1}, zone=zone)), "test")
+    (shape,) = config.tpu_provisioner.shapes().values()
+    assert -(-shape.chips // 4) * shape.chips_per_host == shape.chips
+
+
+def test_confidential_storage_needs_a_key_and_hyperdisk_shapes():
+    found = problems(**enabled(confidentialStorage=True, quota={"v6e-16": 1}))
+    assert "need bootDiskKmsKey" in found["ai-infra:tpuProvisioner.confidentialStorage"]
+    found = problems(
+        **enabled(confidentialStorage=True, bootDiskKmsKey=KMS_KEY, quota={"v5p-32": 1})
+    )
+    assert "v5p-32 boot from pd-balanced" in found["ai-infra:tpuProvisioner.confidentialStorage"]
+    config = parse(
+        with_config(
+            **enabled(confidentialStorage=True, bootDiskKmsKey=KMS_KEY, quota={"v6e-16": 1})
+        ),
+        "test",
+    )
+    assert config.tpu_provisioner.confidential_storage
+
+
+@pytest.mark.parametrize(
+    ("account", "owner"),
+    [
+        ("ai-test-tpu-prov@test-project.iam.gserviceaccount.com", "the provisioner's own account"),
+        ("ai-test-research@test-project.iam.gserviceaccount.com", "the account of teams[0]"),
+        (
+            "ai-test-jobs@test-project.iam.gserviceaccount.com",
+            "the account of workloadIdentities[0]",
+        ),
+        ("ai-test-vm@test-project.iam.gserviceaccount.com", "the account of tpuVms[0]"),
+    ],
+)
+def test_nodes_must_not_run_as_another_systems_account(account, owner):
+    found = problems(
+        **enabled(nodeServiceAccount=account),
+        teams=[{"name": "research"}],
+        workloadIdentities=[{"name": "jobs", "namespace": "jobs", "serviceAccount": "runner"}],
+        tpuVms=[{"name": "vm", "accelerator": "v5p-8", "zone": "us-east5-a"}],
+    )
+    message = found["ai-infra:tpuProvisioner.nodeServiceAccount"]
+    assert message.startswith(f"'{account}' is {owner}; nodes must not run as it")
+
+
+def test_the_clusters_node_account_named_explicitly_is_fine():
+    config = parse(with_config(**enabled(nodeServiceAccount=NODES)), "test")
+    assert config.gke.provisioner_node_service_account == NODES
+
+
+def test_workload_policies_can_be_left_to_another_stack(build):
+    graph = build(
+        **{"gcp:region": "us-central1", "gcp:zone": "us-central1-c"},
+        **enabled(quota={"tpu7x-128": 1}, createWorkloadPolicies=False),
+    )
+    assert not graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    data = graph.named("tpu-provisioner-config").inputs["data"]
+    assert data["GCP_ZONE"] == "us-central1-c"
+
+
+def test_a_slice_policy_named_like_the_provisioners_is_refused():
+    found = problems(
+        **{"gcp:region": "us-central1", "gcp:zone": "us-central1-c", "ai-infra:prefix": "tpu"},
+        **enabled(quota={"tpu7x-128": 1}),
+        tpuSlices=[{"name": "provisioner-4x4x4", "accelerator": "tpu7x-128"}],
+    )
+    assert "also tpuSlices[0]'s own policy name" in found["ai-infra:tpuProvisioner.quota.tpu7x-128"]
+
+
+def test_the_plan_says_what_the_provisioner_may_create_and_whose_policies_it_uses():
+    config = parse(
+        with_config(
+            **{"gcp:region": "us-central1", "gcp:zone": "us-central1-c"},
+            **enabled(quota={"tpu7x-128": 2}, createWorkloadPolicies=False),
+        ),
+        "test",
+    )
+    sections = dict(gke.describe(config.gke))
+    assert sections["TPU provisioner"] == [
+        f"  zone us-central1-c, nodes run as {NODES}, 15 pods per node, forceOnDemand true",
+        "  up to 2 x tpu7x-128 (16 x tpu7x-standard-4t, 64 chips) = 128 chips",
+        "  workload policies tpu-provisioner-<topology>: another stack's in this project and "
+        "region (createWorkloadPolicies: false)",
+    ]
+    assert "TPU provisioner" not in dict(gke.describe(parse(with_config(), "test").gke))
+
+
+def test_additional_node_networks_need_dataplane_v2():
+    overrides = enabled(additionalNodeNetworks=[{"network": "dcn", "subnetwork": "dcn-sub"}])
+    overrides["cluster"]["dataplaneV2"] = False
+    found = problems(**overrides)
+    assert "needs Dataplane V2" in found["ai-infra:tpuProvisioner.additionalNodeNetworks"]
+
+
+def test_provisioner_pools_attach_to_the_stacks_node_networks_unless_it_names_its_own(build):
+    network = {"additionalNodeNetworks": [{"name": "dcn-1", "subnetCidr": "10.200.0.0/24"}]}
+    provisioner = {
+        "enabled": True,
+        "image": "us-docker.pkg.dev/p/i/tpu-provisioner@sha256:" + "a" * 64,
+        "zone": "us-east5-b",
+        "quota": {"v6e-16": 1},
+    }
+    cluster = {"releaseChannel": "NONE"}
+    graph = build(network=network, cluster=cluster, tpuProvisioner=provisioner)
+    (config_map,) = graph.of_type("kubernetes:core/v1:ConfigMap")
+    assert config_map.inputs["data"]["GCP_NODE_ADDITIONAL_NETWORKS"] == (
+        "ai-test-dcn-1-vpc:ai-test-dcn-1-subnet"
+    ), config_map.urn
+    deployment = graph.named("tpu-provisioner-deployment")
+    # The controller starts once the subnet its pools attach to exists.
+    assert graph.named("network-dcn-1-subnet").urn in deployment.dependencies, deployment.urn
+    own = {"additionalNodeNetworks": [{"network": "other-vpc", "subnetwork": "other-subnet"}]}
+    graph = build(network=network, cluster=cluster, tpuProvisioner={**provisioner, **own})
+    (config_map,) = graph.of_type("kubernetes:core/v1:ConfigMap")
+    assert config_map.inputs["data"]["GCP_NODE_ADDITIONAL_NETWORKS"] == "other-vpc:other-subnet"

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from components import gke
 from components.tpu_catalog import resolve
+from plan.diff import Op, diff
+from stacks.loading import parse
+from tests.conftest import with_config
 
 POOL = "gcp:container/nodePool:NodePool"
+NETWORKING = "networking.gke.io/v1"
+NO_NETWORKS: dict[str, list[str]] = {"additionalNodeNetworks": []}
 CENTRAL = {"gcp:region": "us-central1", "gcp:zone": "us-central1-a"}
 """us-central1 offers every family GKE runs: v5p and v5e in -a, v6e in -b, tpu7x in -c."""
 
@@ -182,3 +188,178 @@ def test_release_channel_pools_hold_upgrades_until_end_of_support(build):
     (pool,) = slice_pools(off_channel, "s")
     assert "maintenancePolicies" not in pool.inputs
     assert pool.inputs["management"]["autoUpgrade"] is False
+
+
+# Additional node networks and host maintenance.
+
+DCN = {
+    "additionalNodeNetworks": [
+        {"name": "dcn-1", "subnetCidr": "10.200.0.0/24"},
+        {"name": "dcn-2", "subnetCidr": "10.201.0.0/24"},
+    ]
+}
+
+
+def extra_nics(pool):
+    configs = (pool.inputs.get("networkConfig") or {}).get("additionalNodeNetworkConfigs") or []
+    return [(c["network"], c["subnetwork"]) for c in configs]
+
+
+def test_v6e_and_tpu7x_hosts_take_a_nic_in_every_node_network_by_default(build):
+    graph = build(
+        **CENTRAL,
+        network=DCN,
+        tpuSlices=[
+            {"name": "trillium", "accelerator": "v6e-64", "count": 2, "zone": "us-central1-b"},
+            {"name": "iron", "accelerator": "tpu7x-128", "zone": "us-central1-c"},
+            {"name": "serve", "accelerator": "v6e-8", "zone": "us-central1-b"},
+        ],
+    )
+    nics = [("ai-test-dcn-1-vpc", "ai-test-dcn-1-subnet")]
+    nics += [("ai-test-dcn-2-vpc", "ai-test-dcn-2-subnet")]
+    for name in ("trillium", "iron", "serve"):
+        for pool in slice_pools(graph, name):
+            assert extra_nics(pool) == nics, pool.urn
+            # The pool waits for the VPCs and subnets its NICs are in.
+            for network in ("dcn-1", "dcn-2"):
+                assert graph.named(f"network-{network}-subnet").urn in pool.dependencies
+    assert graph.named("gke-cluster").inputs["enableMultiNetworking"] is True
+
+
+def test_families_without_evidence_take_no_node_network_and_slices_can_opt_out(build):
+    graph = build(
+        **CENTRAL,
+        network=DCN,
+        tpuSlices=[
+            {"name": "v5p", "accelerator": "v5p-32"},
+            {"name": "v5e", "accelerator": "v5litepod-16"},
+            {"name": "out", "accelerator": "v6e-16", "zone": "us-central1-b", **NO_NETWORKS},
+            {
+                "name": "one",
+                "accelerator": "v6e-16",
+                "zone": "us-central1-b",
+                "additionalNodeNetworks": ["dcn-2"],
+            },
+        ],
+    )
+    for name in ("v5p", "v5e", "out"):
+        for pool in slice_pools(graph, name):
+            assert "networkConfig" not in pool.inputs, pool.urn
+    (one,) = slice_pools(graph, "one")
+    assert extra_nics(one) == [("ai-test-dcn-2-vpc", "ai-test-dcn-2-subnet")]
+
+
+def test_without_node_networks_in_use_the_cluster_is_left_as_it_was(build):
+    for graph in (
+        build(tpuSlices=[{"name": "s", "accelerator": "v6e-16", "zone": "us-east5-b"}]),
+        build(network=DCN, tpuSlices=[{"name": "s", "accelerator": "v5p-16"}]),
+    ):
+        assert "enableMultiNetworking" not in graph.named("gke-cluster").inputs
+        assert not graph.of_type(f"kubernetes:{NETWORKING}:Network")
+
+
+def test_gke_network_objects_name_each_vpc_and_subnet_for_device_mode_pods(build):
+    graph = build(
+        network=DCN,
+        tpuSlices=[
+            {
+                "name": "s",
+                "accelerator": "v6e-16",
+                "zone": "us-east5-b",
+                "additionalNodeNetworks": ["dcn-1"],
+            }
+        ],
+    )
+    (params,) = graph.of_type(f"kubernetes:{NETWORKING}:GKENetworkParamSet")
+    (network,) = graph.of_type(f"kubernetes:{NETWORKING}:Network")
+    # Only the network a pool uses; dcn-2 has no node to take a NIC in it.
+    assert params.inputs["metadata"] == {"name": "dcn-1"}
+    assert params.inputs["spec"] == {
+        "vpc": "ai-test-dcn-1-vpc",
+        "vpcSubnet": "ai-test-dcn-1-subnet",
+        "deviceMode": "NetDevice",
+    }
+    assert network.inputs["metadata"] == {"name": "dcn-1"}
+    assert network.inputs["spec"] == {
+        "type": "Device",
+        "parametersRef": {
+            "group": "networking.gke.io",
+            "kind": "GKENetworkParamSet",
+            "name": "dcn-1",
+        },
+    }
+    # Facts of kubernetes/cloud-provider-gcp crd/config/crds (networking.gke.io v1): both
+    # kinds are cluster-scoped; these are the spec fields and enums the CRDs define.
+    assert set(params.inputs["spec"]) <= {"vpc", "vpcSubnet", "deviceMode", "podIPv4Ranges"}
+    assert params.inputs["spec"]["deviceMode"] in ("DPDK-VFIO", "NetDevice")
+    assert network.inputs["spec"]["type"] in ("L2", "L3", "Device")
+    assert params.urn in network.dependencies
+    assert graph.named("gke-cluster").urn in params.dependencies
+    assert graph.named("network-dcn-1-subnet").urn in params.dependencies
+
+
+def test_every_tpu_pool_carries_its_host_maintenance_interval_and_no_other_pool_does(build):
+    graph = build(
+        tpuSlices=[
+            {"name": "a", "accelerator": "v5p-16"},
+            {"name": "b", "accelerator": "v6e-8", "zone": "us-east5-b"},
+            {
+                "name": "c",
+                "accelerator": "v5p-16",
+                "provisioning": "reservation",
+                "reservation": "periodic-res",
+                "hostMaintenanceInterval": "PERIODIC",
+            },
+        ],
+        gpuPools=[{"name": "g", "machineType": "g2-standard-8", "acceleratorType": "nvidia-l4"}],
+    )
+    intervals = {
+        name: pool.inputs["nodeConfig"]["hostMaintenancePolicy"]["maintenanceInterval"]
+        for name in "abc"
+        for pool in slice_pools(graph, name)
+    }
+    assert intervals == {"a": "AS_NEEDED", "b": "AS_NEEDED", "c": "PERIODIC"}
+    for other in ("gke-cpu", "gpu-g-pool"):
+        assert "hostMaintenancePolicy" not in graph.named(other).inputs["nodeConfig"]
+
+
+def test_a_switch_between_none_and_a_channel_replaces_every_tpu_pool(build):
+    # The provider sends the hold only on create: the switch must replace the slices' pools,
+    # and the offline diff says so. The CPU and GPU pools keep upgrading and are untouched.
+    config = dict(
+        tpuSlices=[
+            {"name": "multi", "accelerator": "v5p-16"},
+            {"name": "single", "accelerator": "v5p-8", "count": 2},
+        ],
+        gpuPools=[{"name": "l4", "machineType": "g2-standard-8", "acceleratorType": "nvidia-l4"}],
+    )
+    none = build(cluster={"releaseChannel": "NONE"}, **config)
+    regular = build(cluster={"releaseChannel": "REGULAR"}, **config)
+    for before, after in ((none, regular), (regular, none)):
+        changes = {c.resource.name: c for c in diff(before, after) if not c.is_component}
+        replaced = {name for name, c in changes.items() if c.op is Op.REPLACE}
+        assert replaced == {"tpu-multi-0", "tpu-single-pool"}
+        for name in replaced:
+            hold = [c for c in changes[name].changes if c.path[0] == "maintenancePolicies"]
+            assert hold and all(c.replaces for c in hold), name
+            assert after.named(name).delete_before_replace, name
+        assert set(changes) == replaced | {"gke-cluster"}
+        assert changes["gke-cluster"].op is Op.UPDATE
+
+
+def test_the_plan_says_how_tpu_pools_upgrade_and_what_a_switch_does():
+    for channel, expected in (
+        ("STABLE", "on channel STABLE, TPU pools hold upgrades until end of support"),
+        ("NONE", "releaseChannel NONE: TPU pools never auto-upgrade (CPU and GPU pools do)"),
+    ):
+        config = parse(
+            with_config(
+                cluster={"releaseChannel": channel},
+                tpuSlices=[{"name": "s", "accelerator": "v5p-16"}],
+            ),
+            "test",
+        )
+        (slices,) = [lines for title, lines in gke.describe(config.gke) if title == "TPU slices"]
+        (line,) = [line for line in slices if line.startswith("  upgrades: ")]
+        assert expected in line
+        assert "replaces every TPU pool" in line

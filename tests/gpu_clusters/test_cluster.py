@@ -3,6 +3,8 @@ every bad entry refused at its path before anything is registered."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
@@ -49,6 +51,7 @@ def test_the_default_entry_is_the_tools_default_cluster():
     assert i["scheduling"]["onHostMaintenance"] == "TERMINATE"
     assert i["scheduling"]["automaticRestart"] is True
     assert i["scheduling"]["provisioningModel"] == "STANDARD"
+    assert "reservationAffinity" not in i
     assert i["shieldedInstanceConfig"]["enableVtpm"] is True
     assert i["shieldedInstanceConfig"]["enableIntegrityMonitoring"] is True
     (nic,) = i["networkInterfaces"]
@@ -58,14 +61,20 @@ def test_the_default_entry_is_the_tools_default_cluster():
     metadata = i["metadata"]
     assert metadata["enable-oslogin"] == "TRUE"
     assert metadata["install-nvidia-driver"] == "True"
-    assert metadata["proxy-mode"] == "project_editors"
+    # The Jupyter proxy would let every project Editor in outside OS Login: off unless asked.
+    assert "proxy-mode" not in metadata
     assert "install_ops_agent" in metadata["startup-script"]
     assert i["serviceAccount"]["email"] == "ai-test-demo-vm@test-project.iam.gserviceaccount.com"
     (mig,) = graph.of_type(MIG)
     assert (mig.inputs["targetSize"], mig.inputs["zone"]) == (1, "us-east5-a")
-    assert mig.inputs["statefulDisks"] == [
-        {"deviceName": "boot", "deleteRule": "ON_PERMANENT_INSTANCE_DELETION"}
-    ]
+    # The boot disk is not stateful, so a recreated VM boots the template's (new) image.
+    assert not mig.inputs.get("statefulDisks"), mig.urn
+    # `pulumi up` waits for the VMs, create and update alike, and fails when they do not come.
+    assert (mig.inputs["waitForInstances"], mig.inputs["waitForInstancesStatus"]) == (
+        True,
+        "STABLE",
+    )
+    assert mig.custom_timeouts == {"create": "30m", "update": "30m"}, mig.urn
     assert template.urn in mig.dependencies or any(template.name in d for d in mig.dependencies), (
         mig.urn
     )
@@ -124,10 +133,27 @@ def test_a_bucket_is_granted_once_with_the_widest_access_its_mounts_need(read_on
 
 def test_ray_adds_only_the_read_access_its_head_election_needs():
     graph = cluster_graph(orchestrator="ray", instanceCount=2)
-    roles = {r.inputs["role"] for r in children(graph) if r.type.endswith("IAMMember")}
-    assert "roles/compute.viewer" in roles
+    (role,) = graph.of_type("gcp:projects/iAMCustomRole:IAMCustomRole")
+    assert role.inputs["roleId"] == "ai_test_demo_ray"
+    assert sorted(role.inputs["permissions"]) == [
+        "compute.instanceGroupManagers.get",
+        "compute.instanceGroupManagers.list",
+    ]
+    grants = {
+        r.inputs["role"]: r for r in children(graph) if r.type == "gcp:projects/iAMMember:IAMMember"
+    }
+    assert set(grants) == {
+        "roles/logging.logWriter",
+        "roles/monitoring.metricWriter",
+        "projects/test-project/roles/ai_test_demo_ray",
+    }
+    grant = grants["projects/test-project/roles/ai_test_demo_ray"]
+    assert role.urn in grant.dependencies, grant.urn
+    assert grant.urn in graph.of_type(TEMPLATE)[0].dependencies
+    assert not any(r.inputs.get("role") == "roles/compute.viewer" for r in graph)
     script = graph.of_type(TEMPLATE)[0].inputs["metadata"]["startup-script"]
-    assert "start_ray 2.60.0 6379 2 demo us-east5-a" in script
+    # The election lists this stack's group, by the name that carries the stack's prefix.
+    assert "group=ai-test-demo" in script and "list-instances" in script
 
 
 def test_every_labelled_resource_carries_the_cluster_label():
@@ -179,21 +205,28 @@ def test_multi_nic_makes_five_vpcs_by_default():
 def test_a3_gets_its_gpudirect_nic_layout(machine, gpus, gpu_nics):
     gpu = gpu_catalog.fixed_gpus(machine)
     assert gpu is not None
-    graph = cluster_graph(
-        network="multi-nic",
-        machineType=machine,
-        gpuType=gpu.gpu_type,
-        gpuCount=gpus,
-        instanceCount=2,
-    )
+    entry = {
+        "network": "multi-nic",
+        "machineType": machine,
+        "gpuType": gpu.gpu_type,
+        "gpuCount": gpus,
+        "instanceCount": 2,
+    }
+    graph = cluster_graph(**entry)
     mtus = [r.inputs.get("mtu") for r in children(graph) if r.type == "gcp:compute/network:Network"]
     assert mtus == [8896] + [8244] * gpu_nics
-    assert len(graph.of_type(TEMPLATE)[0].inputs["networkInterfaces"]) == 1 + gpu_nics
-    # Clustered A3 MIGs are placed by a workload policy on the group, not a compact policy.
+    nics = graph.of_type(TEMPLATE)[0].inputs["networkInterfaces"]
+    assert len(nics) == 1 + gpu_nics and all(n["nicType"] == "GVNIC" for n in nics)
+    # On demand, neither a workload nor a compact policy is documented for A3 8-GPU groups.
+    assert not graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert "resourcePolicies" not in graph.of_type(MIG)[0].inputs
+    # Spot (or a reservation) groups are placed by a workload policy on the group.
+    graph = cluster_graph(**entry, provisioning="spot")
     (policy,) = graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
     assert policy.inputs["workloadPolicy"] == {"type": "HIGH_THROUGHPUT"}
     (mig,) = graph.of_type(MIG)
     assert mig.inputs["resourcePolicies"]["workloadPolicy"].endswith("ai-test-demo-placement")
+    assert "resourcePolicies" not in graph.of_type(TEMPLATE)[0].inputs
 
 
 def test_compact_placement_only_with_more_than_one_vm_of_a_family_that_supports_it():
@@ -202,6 +235,11 @@ def test_compact_placement_only_with_more_than_one_vm_of_a_family_that_supports_
     assert policy.inputs["groupPlacementPolicy"] == {"collocation": "COLLOCATED"}
     template = graph.of_type(TEMPLATE)[0]
     assert template.inputs["resourcePolicies"].endswith("ai-test-demo-placement")
+    # Both Google tools turn automatic restart off with compact placement.
+    assert template.inputs["scheduling"]["automaticRestart"] is False
+    near = cluster_graph(instanceCount=20, placementMaxDistance=1)
+    (policy,) = near.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert policy.inputs["groupPlacementPolicy"] == {"collocation": "COLLOCATED", "maxDistance": 1}
     assert graph.of_type(MIG)[0].inputs["targetSize"] == 4
     n1 = cluster_graph(
         machineType="n1-standard-16", gpuType="nvidia-tesla-t4", gpuCount=4, instanceCount=4
@@ -230,10 +268,11 @@ def test_filestore_shares_are_in_the_zone_on_the_clusters_network_and_mounted():
 
 def test_spot_and_the_end_of_life_image():
     graph = cluster_graph(
-        spot=True, imageFamily="pytorch-1-12-gpu-debian-10", imageProject="ml-images"
+        provisioning="spot", imageFamily="pytorch-1-12-gpu-debian-10", imageProject="ml-images"
     )
     i = graph.of_type(TEMPLATE)[0].inputs
     assert i["scheduling"]["provisioningModel"] == "SPOT"
+    assert i["scheduling"]["instanceTerminationAction"] == "STOP"
     assert i["scheduling"]["automaticRestart"] is False
     # Debian 10 has no gVNIC driver.
     assert i["networkInterfaces"][0]["nicType"] == "VIRTIO_NET"
@@ -249,6 +288,29 @@ def test_two_clusters_have_distinct_names_everywhere():
     ]
     assert len(names) == len(set(names))
 
+
+A4X = {
+    "machineType": "a4x-highgpu-4g",
+    "gpuType": "nvidia-gb200",
+    "gpuCount": 4,
+    "diskType": "hyperdisk-balanced",
+    "imageFamily": "ubuntu-accelerator-2404-arm64-with-nvidia-580",
+    "imageProject": "ubuntu-os-accelerator-images",
+}
+A3_ULTRA = {
+    "machineType": "a3-ultragpu-8g",
+    "gpuType": "nvidia-h200-141gb",
+    "gpuCount": 8,
+    "diskType": "hyperdisk-balanced",
+}
+A3_HIGH = {"machineType": "a3-highgpu-8g", "gpuType": "nvidia-h100-80gb", "gpuCount": 8}
+A3_HIGH_4G = {
+    "machineType": "a3-highgpu-4g",
+    "gpuType": "nvidia-h100-80gb",
+    "gpuCount": 4,
+    "provisioning": "spot",
+}
+V100 = {"machineType": "n1-standard-8", "gpuType": "nvidia-tesla-v100", "gpuCount": 1}
 
 # Every validation: config, path, a word of the fix; and nothing registered.
 CASES = [
@@ -270,20 +332,10 @@ CASES = [
     ),
     (
         {"machineType": "a3-highgpu-2g", "gpuType": "nvidia-h100-80gb", "gpuCount": 2},
-        "gpuClusters[0].machineType",
-        "spot: true",
+        "gpuClusters[0].provisioning",
+        "spot or flex-start",
     ),
-    (
-        {
-            "machineType": "a4x-highgpu-4g",
-            "gpuType": "nvidia-gb200",
-            "gpuCount": 4,
-            "diskType": "hyperdisk-balanced",
-            "spot": True,
-        },
-        "gpuClusters[0].machineType",
-        "reservation",
-    ),
+    ({**A4X, "provisioning": "spot"}, "gpuClusters[0].provisioning", "reservation"),
     ({"image": "x", "imageFamily": "y"}, "gpuClusters[0].image", "not both"),
     ({"imageFamily": "Bad_Family"}, "gpuClusters[0].imageFamily", "Compute Engine resource name"),
     ({"zone": "us-central1-a"}, "gpuClusters[0].zone", "us-east5"),
@@ -294,9 +346,13 @@ CASES = [
         "gpuClusters[0].imageProject",
         "Deep Learning VM",
     ),
-    ({"imageProject": "my-images-proj"}, "gpuClusters[0].imageProject", "jupyterProxy"),
+    (
+        {"imageProject": "my-images-proj", "jupyterProxy": True},
+        "gpuClusters[0].imageProject",
+        "jupyterProxy",
+    ),
     ({"instanceCount": 0}, "gpuClusters[0].instanceCount", "at least 1"),
-    ({"instanceCount": 151}, "gpuClusters[0].instanceCount", "150"),
+    ({"instanceCount": 1001}, "gpuClusters[0].instanceCount", "1000"),
     ({"name": "a-very-long-cluster-name"}, "gpuClusters[0].name", "shorten"),
     ({"name": "Demo"}, "gpuClusters[0].name", "lowercase"),
     ({"metadata": {"enable-oslogin": "FALSE"}}, "gpuClusters[0].metadata.enable-oslogin", "remove"),
@@ -397,8 +453,149 @@ CASES = [
         "lower range",
     ),
     ({"startupCommand": "echo \x00"}, "gpuClusters[0].startupCommand", "control"),
-    ({"spot": "sometimes"}, "gpuClusters[0].spot", "true or false"),
+    ({"opsAgent": "sometimes"}, "gpuClusters[0].opsAgent", "true or false"),
+    ({"spot": True}, "gpuClusters[0].spot", "valid fields"),
     ({"unknown": 1}, "gpuClusters[0].unknown", "valid fields"),
+    # N1 vCPUs are limited by the GPUs attached.
+    ({**V100, "machineType": "n1-standard-96"}, "gpuClusters[0].machineType", "at most 12"),
+    # NICs within what the machine's vCPUs allow.
+    (
+        {
+            "machineType": "n1-standard-2",
+            "gpuType": "nvidia-tesla-t4",
+            "gpuCount": 1,
+            "network": "multi-nic",
+            "nicCount": 8,
+        },
+        "gpuClusters[0].nicCount",
+        "at most 2",
+    ),
+    (
+        {
+            "machineType": "g2-standard-4",
+            "gpuType": "nvidia-l4",
+            "gpuCount": 1,
+            "network": "multi-nic",
+        },
+        "gpuClusters[0].nicCount",
+        "at most 4",
+    ),
+    # Capacity types a family is not sold under, and reservation fields that do not fit.
+    ({**A3_ULTRA}, "gpuClusters[0].provisioning", "reservation"),
+    ({**A4X, "provisioning": "reservation"}, "gpuClusters[0].reservation", "name it"),
+    (
+        {**A4X, "provisioning": "reservation", "reservation": "r", "reservationBound": False},
+        "gpuClusters[0].reservationBound",
+        "remove",
+    ),
+    (
+        {"provisioning": "reservation", "reservationBound": True, "reservation": "r"},
+        "gpuClusters[0].reservationBound",
+        "capacity-block",
+    ),
+    ({"reservation": "r"}, "gpuClusters[0].reservation", "provisioning: reservation"),
+    ({"reservation": "Bad Name"}, "gpuClusters[0].reservation", "reservation"),
+    ({"maxRunHours": 24}, "gpuClusters[0].maxRunHours", "flex-start"),
+    (
+        {**A3_ULTRA, "provisioning": "flex-start", "maxRunHours": 200},
+        "gpuClusters[0].maxRunHours",
+        "168",
+    ),
+    (
+        {**A3_ULTRA, "provisioning": "flex-start", "dataDisk": {}},
+        "gpuClusters[0].dataDisk",
+        "nfsShares",
+    ),
+    ({"provisioning": "flex-start"}, "gpuClusters[0].provisioning", "on-demand or spot"),
+    # Compact placement: where it applies, and its VM limit per max distance.
+    (
+        {**V100, "instanceCount": 4, "placementMaxDistance": 2},
+        "gpuClusters[0].placementMaxDistance",
+        "only used",
+    ),
+    (
+        {**A3_HIGH_4G, "instanceCount": 4, "placementMaxDistance": 1},
+        "gpuClusters[0].placementMaxDistance",
+        "A3",
+    ),
+    ({"instanceCount": 23, "placementMaxDistance": 1}, "gpuClusters[0].instanceCount", "22"),
+    ({"instanceCount": 151, "placementMaxDistance": 2}, "gpuClusters[0].instanceCount", "150"),
+    ({"placementMaxDistance": 4}, "gpuClusters[0].placementMaxDistance", "3"),
+    # YAML 1.1 booleans (`on`, `yes`) are not numbers.
+    ({"threadsPerCore": True}, "gpuClusters[0].threadsPerCore", "whole number"),
+    ({"instanceCount": True}, "gpuClusters[0].instanceCount", "whole number"),
+    ({"gpuCount": "2"}, "gpuClusters[0].gpuCount", "whole number"),
+    ({"placementMaxDistance": True}, "gpuClusters[0].placementMaxDistance", "whole number"),
+    ({"readyTimeoutMinutes": 2}, "gpuClusters[0].readyTimeoutMinutes", "5"),
+    # Subnets no VM network can use.
+    ({"network": "new", "subnetCidr": "10.0.0.0/30"}, "gpuClusters[0].subnetCidr", "/29"),
+    ({"network": "new", "subnetCidr": "10.0.0.0/7"}, "gpuClusters[0].subnetCidr", "/8"),
+    # Names another system derives names from.
+    ({"name": "allow"}, "gpuClusters[0].name", "firewall"),
+    ({"name": "allow-iap"}, "gpuClusters[0].name", "firewall"),
+    ({"name": "slurm-tpu"}, "gpuClusters[0].name", "Slurm"),
+    # Metadata in bytes, with the program's own keys and the rendered script.
+    ({"metadata": {"notes": "é" * 140_000}}, "gpuClusters[0].metadata.notes", "262144"),
+    (
+        {"metadata": {f"k{n}": "x" * 200_000 for n in range(3)}},
+        "gpuClusters[0].metadata",
+        "524288",
+    ),
+    ({"startupCommand": "x" * 270_000}, "gpuClusters[0].startupCommand", "bucket"),
+    # GPUDirect only where it can work.
+    (
+        {**A3_HIGH, "network": "multi-nic", "gpuDirect": True},
+        "gpuClusters[0].imageProject",
+        "prepared",
+    ),
+    ({**A3_HIGH, "gpuDirect": True}, "gpuClusters[0].gpuDirect", "multi-nic"),
+    ({"gpuDirect": True}, "gpuClusters[0].gpuDirect", "no GPU NICs"),
+    (
+        {
+            **A4X,
+            "provisioning": "reservation",
+            "reservation": "r",
+            "network": "multi-nic",
+            "gpuDirect": True,
+        },
+        "gpuClusters[0].gpuDirect",
+        "arm64",
+    ),
+    # A4X runs Arm; A4X Max is bare metal with IPv6-only RDMA.
+    (
+        {
+            **A4X,
+            "imageFamily": None,
+            "imageProject": "deeplearning-platform-release",
+            "provisioning": "reservation",
+            "reservation": "r",
+        },
+        "gpuClusters[0].imageFamily",
+        "arm64",
+    ),
+    (
+        {
+            **A4X,
+            "machineType": "a4x-maxgpu-4g-metal",
+            "gpuType": "nvidia-gb300",
+            "provisioning": "reservation",
+            "reservation": "r",
+        },
+        "gpuClusters[0].machineType",
+        "bare metal",
+    ),
+    # Data disks.
+    (
+        {**A3_ULTRA, "provisioning": "spot", "dataDisk": {"type": "pd-ssd"}},
+        "gpuClusters[0].dataDisk.type",
+        "hyperdisk-balanced",
+    ),
+    (
+        {"dataDisk": {}, "gcsMounts": [{"bucket": "data", "mountPath": "/data/gcs"}]},
+        "gpuClusters[0].gcsMounts[0].mountPath",
+        "dataDisk",
+    ),
+    ({"dataDisk": {"mountPath": "/usr/data"}}, "gpuClusters[0].dataDisk.mountPath", "/mnt"),
 ]
 
 
@@ -451,7 +648,10 @@ def test_threads_per_core_turns_smt_off_and_a4x_refuses_two():
                         "gpuCount": 4,
                         "diskType": "hyperdisk-balanced",
                         "threadsPerCore": 2,
-                        "spot": True,
+                        "provisioning": "reservation",
+                        "reservation": "gb200",
+                        "imageFamily": "ubuntu-accelerator-2404-arm64-with-nvidia-580",
+                        "imageProject": "ubuntu-os-accelerator-images",
                     }
                 ]
             ),
@@ -502,6 +702,7 @@ def test_outputs_name_the_group_shares_and_the_jupyter_url_command():
         cluster = environment.build(loading.load()).gpu_clusters["demo"]
         cluster.filestore_ips.apply(lambda ips: seen.setdefault("ips", ips))
         seen["command"] = cluster.jupyter_urls_command
+        seen["errors"] = cluster.errors_command
 
     config = with_config(gpuClusters=[{"name": "demo", "nfsShares": [{"mountPath": "/nfs/home"}]}])
     graph, raised = record_program(config, program=program)
@@ -511,6 +712,10 @@ def test_outputs_name_the_group_shares_and_the_jupyter_url_command():
     assert seen["command"] == (
         "gcloud compute instances list --project=test-project --zones=us-east5-a "
         "--filter=labels.aiinfra-cluster=demo --format='value(name,metadata.items.proxy-url)'"
+    )
+    assert seen["errors"] == (
+        "gcloud compute instance-groups managed list-errors ai-test-demo "
+        "--project=test-project --zone=us-east5-a"
     )
 
 
@@ -529,3 +734,292 @@ def test_resizing_a_cluster_changes_only_its_group_size():
     after = cluster_graph(instanceCount=3)
     changed = [r.name for r in after if before.by_urn(r.urn).inputs != r.inputs]
     assert changed == ["gpucluster-demo-mig"]
+
+
+def test_a3_ultra_gets_rdma_nics_on_a_roce_vpc():
+    graph = cluster_graph(
+        **A3_ULTRA,
+        provisioning="reservation",
+        reservation="h200-block",
+        network="multi-nic",
+        instanceCount=2,
+    )
+    vpcs = {
+        r.inputs["name"]: r.inputs
+        for r in children(graph)
+        if r.type == "gcp:compute/network:Network"
+    }
+    assert set(vpcs) == {"ai-test-demo-net0", "ai-test-demo-net1", "ai-test-demo-rdma"}
+    assert vpcs["ai-test-demo-net0"]["mtu"] == vpcs["ai-test-demo-net1"]["mtu"] == 8896
+    rdma = vpcs["ai-test-demo-rdma"]
+    assert (
+        rdma["networkProfile"] == "projects/test-project/global/networkProfiles/us-east5-a-vpc-roce"
+    )
+    assert rdma["mtu"] == 8896
+    subnets = [r.inputs for r in children(graph) if r.type.endswith("Subnetwork")]
+    rdma_subnets = [s for s in subnets if s["name"].startswith("ai-test-demo-rdma-subnet")]
+    assert len(rdma_subnets) == 8
+    assert len({s["ipCidrRange"] for s in subnets}) == 10, "every subnet has its own range"
+    nics = graph.of_type(TEMPLATE)[0].inputs["networkInterfaces"]
+    assert [n["nicType"] for n in nics] == ["GVNIC"] * 2 + ["MRDMA"] * 8
+    assert all(n["network"].endswith("ai-test-demo-rdma") for n in nics[2:])
+    # No firewall rules on the RoCE VPC; NAT and IAP SSH only on the first host VPC.
+    rules = [r.inputs["network"] for r in children(graph) if r.type.endswith("Firewall")]
+    assert "ai-test-demo-rdma" not in rules
+    assert len([r for r in children(graph) if r.type.endswith("RouterNat")]) == 1
+
+
+def test_flex_start_asks_for_all_vms_with_one_resize_request():
+    graph = cluster_graph(**A3_ULTRA, provisioning="flex-start", instanceCount=2, maxRunHours=24)
+    scheduling = graph.of_type(TEMPLATE)[0].inputs["scheduling"]
+    assert scheduling["provisioningModel"] == "FLEX_START"
+    assert scheduling["instanceTerminationAction"] == "DELETE"
+    assert scheduling["maxRunDuration"] == {"seconds": 86400}
+    assert scheduling["automaticRestart"] is False
+    template = graph.of_type(TEMPLATE)[0].inputs
+    assert template["reservationAffinity"] == {"type": "NO_RESERVATION"}
+    (mig,) = graph.of_type(MIG)
+    # The group waits for its request, not for VMs, and keeps the size the request gave it.
+    assert "targetSize" not in mig.inputs and "targetSize" in mig.ignore_changes
+    assert mig.inputs["waitForInstances"] is False
+    assert mig.inputs["instanceLifecyclePolicy"] == {"defaultActionOnFailure": "DO_NOTHING"}
+    (request,) = graph.of_type("gcp:compute/resizeRequest:ResizeRequest")
+    assert request.inputs["resizeBy"] == 2
+    assert request.inputs["requestedRunDuration"] == {"seconds": "86400"}
+    assert request.inputs["instanceGroupManager"] == "ai-test-demo"
+    assert request.delete_before_replace, "a new request cancels the old one first"
+    assert mig.urn in request.dependencies
+    # A3 Ultra takes a workload policy under flex-start.
+    (policy,) = graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert policy.inputs["workloadPolicy"] == {"type": "HIGH_THROUGHPUT"}
+
+
+def test_a_flex_start_group_resized_changes_only_its_request():
+    before = cluster_graph(**A3_ULTRA, provisioning="flex-start", instanceCount=2)
+    after = cluster_graph(**A3_ULTRA, provisioning="flex-start", instanceCount=3)
+    changed = [r.name for r in after if before.by_urn(r.urn).inputs != r.inputs]
+    assert changed == ["gpucluster-demo-request"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "affinity", "model"),
+    [
+        (
+            {"provisioning": "reservation", "reservation": "a100-pool"},
+            {
+                "type": "SPECIFIC_RESERVATION",
+                "specificReservation": {
+                    "key": "compute.googleapis.com/reservation-name",
+                    "values": ["a100-pool"],
+                },
+            },
+            "STANDARD",
+        ),
+        ({"provisioning": "reservation"}, {"type": "ANY_RESERVATION"}, "STANDARD"),
+        (
+            {
+                **A3_ULTRA,
+                "provisioning": "reservation",
+                "reservation": "projects/shared-capacity/reservations/h200-block",
+                "reservationBound": True,
+            },
+            {
+                "type": "SPECIFIC_RESERVATION",
+                "specificReservation": {
+                    "key": "compute.googleapis.com/reservation-name",
+                    "values": ["projects/shared-capacity/reservations/h200-block"],
+                },
+            },
+            "RESERVATION_BOUND",
+        ),
+    ],
+)
+def test_reservations_are_consumed_as_named(entry, affinity, model):
+    template = cluster_graph(**entry).of_type(TEMPLATE)[0].inputs
+    assert template["reservationAffinity"] == affinity
+    assert template["scheduling"]["provisioningModel"] == model
+    if model == "RESERVATION_BOUND":
+        assert template["scheduling"]["instanceTerminationAction"] == "DELETE"
+
+
+def test_a4x_is_reservation_bound_with_its_nvlink_topology():
+    graph = cluster_graph(**A4X, provisioning="reservation", reservation="gb200", instanceCount=18)
+    template = graph.of_type(TEMPLATE)[0].inputs
+    assert template["scheduling"]["provisioningModel"] == "RESERVATION_BOUND"
+    (policy,) = graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert policy.inputs["workloadPolicy"] == {
+        "type": "HIGH_THROUGHPUT",
+        "acceleratorTopology": "1x72",
+    }
+    assert graph.of_type(MIG)[0].inputs["resourcePolicies"]["workloadPolicy"]
+
+
+def test_data_lives_on_a_stateful_data_disk_and_the_boot_disk_moves_with_the_image():
+    graph = cluster_graph(dataDisk={"sizeGb": 500})
+    disks = graph.of_type(TEMPLATE)[0].inputs["disks"]
+    assert [(d["deviceName"], d.get("boot", False)) for d in disks] == [
+        ("boot", True),
+        ("data", False),
+    ]
+    assert (disks[1]["diskSizeGb"], disks[1]["diskType"]) == (500, "pd-ssd")
+    (mig,) = graph.of_type(MIG)
+    assert mig.inputs["statefulDisks"] == [
+        {"deviceName": "data", "deleteRule": "ON_PERMANENT_INSTANCE_DELETION"}
+    ]
+    script = graph.of_type(TEMPLATE)[0].inputs["metadata"]["startup-script"]
+    assert "mount_data_disk data /data" in script
+    # The boot disk names an image family: a recreated VM boots the family's newest image.
+    assert "/family/" in disks[0]["sourceImage"]
+
+
+def test_each_cluster_gets_a_gpu_dashboard_of_its_own_vms():
+    from components.gpu_clusters import monitoring
+
+    graph = cluster_graph()
+    (dashboard,) = graph.of_type("gcp:monitoring/dashboard:Dashboard")
+    layout = json.loads(dashboard.inputs["dashboardJson"])
+    assert layout["displayName"] == "GPU cluster ai-test-demo"
+    tiles = layout["mosaicLayout"]["tiles"]
+    assert [t["widget"]["title"] for t in tiles] == [c.title for c in monitoring.CHARTS]
+    for tile, chart in zip(tiles, monitoring.CHARTS, strict=True):
+        query = tile["widget"]["xyChart"]["dataSets"][0]["timeSeriesQuery"]["timeSeriesFilter"]
+        assert f'metric.type="{chart.metric}"' in query["filter"]
+        # This stack's VMs of this cluster: two stacks with a cluster "demo" stay apart.
+        assert 'metadata.user_labels."aiinfra-cluster"="demo"' in query["filter"]
+        assert 'metadata.user_labels."ai-infra-stack"="ai-test"' in query["filter"]
+        kind = monitoring.METRICS[chart.metric].kind
+        aligner = query["aggregation"]["perSeriesAligner"]
+        assert aligner == ("ALIGN_RATE" if kind == "CUMULATIVE" else "ALIGN_MEAN")
+    # Tiles do not overlap.
+    corners = {(t["xPos"], t["yPos"]) for t in tiles}
+    assert len(corners) == len(tiles)
+    # Every DCGM chart reads a metric the agent's receiver exports.
+    assert any(c.metric in monitoring.DCGM_METRICS for c in monitoring.CHARTS)
+    assert not cluster_graph(opsAgent=False).of_type("gcp:monitoring/dashboard:Dashboard")
+
+
+def test_rdma_clusters_install_the_gib_plugin_and_a3_high_its_gpudirect_stack():
+    a4 = cluster_graph(
+        machineType="a4-highgpu-8g",
+        gpuType="nvidia-b200",
+        gpuCount=8,
+        diskType="hyperdisk-balanced",
+        provisioning="spot",
+        network="multi-nic",
+        gpuDirect=True,
+    )
+    script = a4.of_type(TEMPLATE)[0].inputs["metadata"]["startup-script"]
+    assert "install_gib 1.1.0" in script and "if install_gpudirect" not in script
+    prepared = cluster_graph(
+        **A3_HIGH,
+        network="multi-nic",
+        gpuDirect=True,
+        image="a3-high-tcpx-2026-08",
+        imageProject="my-images-proj",
+    )
+    script = prepared.of_type(TEMPLATE)[0].inputs["metadata"]["startup-script"]
+    from components.gpu_clusters.gpudirect import STACKS
+
+    tcpx = STACKS["tcpx"]
+    assert f"if install_gpudirect {tcpx.host_file} {tcpx.plugin_image}" in script
+    assert STACKS["tcpx"].rxdm_image in script
+    # The prepared image is used as it is: no driver from metadata.
+    assert "install-nvidia-driver" not in prepared.of_type(TEMPLATE)[0].inputs["metadata"]
+
+
+def test_a3_without_its_gpu_nics_or_gpudirect_is_accepted_with_a_warning():
+    config = parse(with_config(gpuClusters=[{"name": "a", **A3_HIGH, "instanceCount": 2}]), "test")
+    (warning,) = warnings(config.gpu_clusters[0])
+    assert "multi-nic" in warning
+    config = parse(
+        with_config(
+            gpuClusters=[{"name": "a", **A3_HIGH, "instanceCount": 2, "network": "multi-nic"}]
+        ),
+        "test",
+    )
+    (warning,) = warnings(config.gpu_clusters[0])
+    assert "gpuDirect" in warning
+
+
+def _slurm(**gpu_entry: Any) -> dict[str, Any]:
+    return with_config(
+        **{"gcp:region": "us-central2", "gcp:zone": "us-central2-b"},
+        slurm={
+            "clusterName": "tpu",
+            "tpuNodesets": [{"name": "v4", "nodeType": "v4-8", "nodeCountDynamicMax": 2}],
+            "partitions": [{"name": "tpu", "nodesets": ["v4"], "default": True}],
+        },
+        gpuClusters=[{"name": "demo", **gpu_entry}],
+    )
+
+
+@pytest.mark.parametrize(
+    "bucket", ["test-project-ai-test-slurm-tpu", "test-project-ai-prod-slurm-other"]
+)
+def test_a_slurm_bucket_is_mounted_read_only_or_not_at_all(bucket):
+    mounts = [{"bucket": bucket, "mountPath": "/gcs/slurm"}]
+    with pytest.raises(ConfigError) as error:
+        parse(_slurm(gcsMounts=mounts), "test")
+    rendered = dict(error.value.rendered)
+    assert "readOnly: true" in rendered["ai-infra:gpuClusters[0].gcsMounts[0].readOnly"]
+    graph, raised = record_program(_slurm(gcsMounts=mounts), stack="test")
+    assert isinstance(raised, ConfigError) and len(graph) == 0
+    parse(_slurm(gcsMounts=[{**mounts[0], "readOnly": True}]), "test")
+
+
+def test_labels_count_the_stacks_own_beside_the_clusters():
+    stack_labels = {f"s{n}": "x" for n in range(10)}
+    config = with_config(
+        labels=stack_labels,
+        gpuClusters=[{"name": "demo", "labels": {f"l{n}": "x" for n in range(51)}}],
+    )
+    with pytest.raises(ConfigError) as error:
+        parse(config, "test")
+    assert "keep at most 50" in dict(error.value.rendered)["ai-infra:gpuClusters[0].labels"]
+
+
+def test_metadata_just_under_the_limits_is_accepted():
+    # 131,000 two-byte characters: 262,000 bytes, under 262,144.
+    parse(with_config(gpuClusters=[{"name": "a", "metadata": {"notes": "é" * 131_000}}]), "test")
+
+
+TOOL_VARIABLES = (
+    "ACTION PROJECT_ID REGION NAME_PREFIX ZONE INSTANCE_COUNT GPU_COUNT VM_TYPE ACCELERATOR_TYPE "
+    "IMAGE_FAMILY_NAME IMAGE_NAME IMAGE_PROJECT DISK_SIZE_GB DISK_TYPE TERRAFORM_GCS_PATH "
+    "VM_LOCALFILE_DEST_PATH METADATA LABELS STARTUP_COMMAND ORCHESTRATOR_TYPE "
+    "SLURM_NODE_COUNT_STATIC SLURM_NODE_COUNT_DYNAMIC_MAX GKE_NODE_POOL_COUNT "
+    "GKE_NODE_COUNT_PER_NODE_POOL GKE_ENABLE_COMPACT_PLACEMENT GKE_VERSION CUSTOM_NODE_POOL "
+    "KUBERNETES_SETUP_CONFIG GCS_MOUNT_LIST NFS_FILESTORE_LIST SHOW_PROXY_URL "
+    "MINIMIZE_TERRAFORM_LOGGING NETWORK_CONFIG ENABLE_OPS_AGENT ENABLE_NOTEBOOK"
+).split()
+"""The tool's variables (GoogleCloudPlatform/ai-infra-cluster-provisioning v0.6.0 README and
+scripts/_env_var_util.sh)."""
+
+
+def test_the_tools_variables_table_maps_every_variable_to_keys_that_exist():
+    from pathlib import Path
+
+    from components.gpu_clusters.config import GpuClusterConfig
+
+    text = (Path(__file__).parents[2] / "docs/gpu-clusters.md").read_text()
+    table = text[text.index("| Tool environment variable |") : text.index("What differs")]
+    rows = [line.split(" | ") for line in table.splitlines()[2:] if line.startswith("|")]
+    mapped = " ".join(row[0] for row in rows)
+    assert [v for v in TOOL_VARIABLES if f"`{v}" not in mapped] == []
+
+    def keys(model: type[Any]) -> set[str]:
+        found = set()
+        for name, info in model.model_fields.items():
+            found.add(info.alias or name)
+            nested = getattr(info.annotation, "__args__", (info.annotation,))
+            for inner in nested:
+                if isinstance(inner, type) and hasattr(inner, "model_fields"):
+                    found |= keys(inner)
+        return found
+
+    fields = keys(GpuClusterConfig)
+    for row in rows:
+        if "ai-infra:" in row[1] or "gcp:" in row[1] or "pulumi" in row[1]:
+            continue
+        for key in re.findall(r"`([a-z][A-Za-z]*)`", row[1]):
+            assert key in fields, f"{row[0]}: {key} is no gpuClusters field"

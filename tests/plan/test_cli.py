@@ -28,7 +28,9 @@ def test_dev_plan_shows_what_a_reviewer_checks(capsys):
     assert "roles/iam.workloadIdentityUser -> serviceAccount:ml-platform-dev.svc.id.goog" in out
     assert "v5e-dev: 1 x v5litepod-4 topology 2x2" in out
     assert "total: 4 TPU chips" in out
-    assert re.search(r"research/research: v5litepod-4=2 google.com/tpu", out)
+    # One 4-chip slice does not divide between two teams: the cohort holds it.
+    assert re.search(r"research/research: v5litepod-4=0 google.com/tpu", out)
+    assert "cohort ai-infra holds: v5litepod-4=4 google.com/tpu" in out
     assert "runs as applied/training -> ai-dev-applied@ml-platform-dev.iam" in out
     assert re.search(r"^\s+2\s+kubernetes:helm.sh/v3:Release$", out, re.M)
 
@@ -49,7 +51,7 @@ def test_children_in_registration_order_and_components_with_their_config_key(cap
     lines = capsys.readouterr().out.splitlines()
     start = lines.index("# Network network  (network)")
     # The order components/network.py constructs them in (not by type, not by name).
-    assert [line.split()[2] for line in lines[start + 1 : start + 8]] == [
+    assert [line.split()[2] for line in lines[start + 1 : start + 11]] == [
         "network-vpc",
         "network-subnet",
         "network-router",
@@ -57,11 +59,14 @@ def test_children_in_registration_order_and_components_with_their_config_key(cap
         "network-allow-internal",
         "network-allow-iap-ssh",
         "network-allow-webhooks",
+        "network-dcn-1-vpc",
+        "network-dcn-1-subnet",
+        "network-dcn-1-allow-dcn",
     ]
     # The network and buckets every system shares come first; the systems follow.
-    assert lines[start + 8].startswith("# Bucket bucket-checkpoints  (buckets[0])")
-    assert lines[start + 10].startswith("# GkeCluster gke  (cluster)")
-    assert "# TpuSlice tpu-v6e-flex  (tpuSlices[2])" in lines
+    assert lines[start + 11].startswith("# Bucket bucket-checkpoints  (buckets[0])")
+    assert lines[start + 13].startswith("# GkeCluster gke  (cluster)")
+    assert "# TpuSlice tpu-v6e-eval  (tpuSlices[2])" in lines
     assert "# GpuPool gpu-l4-eval  (gpuPools[0])" in lines
     assert any(re.fullmatch(r"# \w+ services  \(gcp:project\)", line) for line in lines)
     assert "  # WorkloadIdentity team-research-identity" in lines  # nested: no key of its own
@@ -120,7 +125,7 @@ def test_a_key_written_twice_is_refused_like_the_pulumi_cli_does(tmp_path, capsy
 
 def test_the_plan_says_release_channel_slices_hold_their_upgrades(capsys):
     assert main(["prod"]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.split("Resources by type:")[0]  # the tree, not the cost
     pools = [line for line in out.splitlines() if "NodePool tpu-v5p-train-" in line]
     assert pools and all("upgrades=held-until-end-of-support" in line for line in pools)
     assert "upgrades=held" not in next(
@@ -156,19 +161,29 @@ def test_plan_lists_each_gpu_cluster(tmp_path, capsys):
     assert main([str(stack)]) == 0
     out = capsys.readouterr().out
     assert (
-        "demo: 2 x a2-highgpu-2g with 2 x nvidia-tesla-a100 = 4 GPUs in us-east5-a, network "
-        "multi-nic (5 NIC(s)), mounts: gs://test-project-ai-gpu-data -> /gcs/data, "
-        "BASIC_SSD 2560GiB -> /nfs/home, orchestrator ray"
+        "demo: 2 x a2-highgpu-2g with 2 x nvidia-tesla-a100 = 4 GPUs in us-east5-a, on-demand, "
+        "placement compact, network multi-nic (5 NIC(s)), mounts: gs://test-project-ai-gpu-data "
+        "-> /gcs/data, BASIC_SSD 2560GiB -> /nfs/home, orchestrator ray"
     ) in out
     assert "InstanceTemplate gpucluster-demo-template  machine=a2-highgpu-2g" in out
     assert "gpu=2xnvidia-tesla-a100 nics=5" in out
-    assert "InstanceGroupManager gpucluster-demo-mig  name=ai-gpu-demo vms=2 zone=us-east5-a" in out
+    assert (
+        "InstanceGroupManager gpucluster-demo-mig  name=ai-gpu-demo vms=2 zone=us-east5-a "
+        "waits=STABLE:30m"
+    ) in out
     assert "placement=COLLOCATED" in out
+    assert (
+        "IAMCustomRole gpucluster-demo-ray-discovery  id=ai_gpu_demo_ray "
+        "permissions=compute.instanceGroupManagers.get,compute.instanceGroupManagers.list"
+    ) in out
+    assert "Dashboard gpucluster-demo-dashboard  'GPU cluster ai-gpu-demo' charts=10" in out
     assert "BASIC_SSD 2560GiB in us-east5-a" in out
     # GCP assigns the Filestore address at create time: the plan does not pass off the mock's.
     outputs = out.split("Outputs (`pulumi stack output`):")[1]
     assert '"filestoreIps": ["(known after pulumi up)"]' in outputs
-    assert "    GPU clusters: ai-gpu-demo 2 x a2-highgpu-2g with 2 x nvidia-tesla-a100 = 4 GPUs" in out
+    assert (
+        "    GPU clusters: ai-gpu-demo 2 x a2-highgpu-2g with 2 x nvidia-tesla-a100 = 4 GPUs" in out
+    )
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,8 @@ from components.gke.kueue import CHARTS
 from plan.cli import main, report, run
 from plan.diff import SHOWN_SECRETS, Op, diff
 from plan.engine import REPO_ROOT, load_stack_config, record_program
+from plan.render import render_diff
+from plan.replacements import Effect
 from tests.conftest import BASE_CONFIG
 from tests.test_docs import examples
 
@@ -93,7 +95,9 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_diff_against_a_git_ref_prints_what_preview_would(history: Path):
     # In the order the program constructs them; deletions last, in the old program's order.
-    lines = run(str(history), "HEAD~1", as_json=False).splitlines()
+    # The resources; the cost change after them is tests/prices' to check.
+    text = run(str(history), "HEAD~1", as_json=False).split("\n\nCost change")[0]
+    lines = text.splitlines()
     assert lines[0] == (
         "Changes to stack 'edit' (Pulumi.edit.yaml) since HEAD~1:Pulumi.edit.yaml (no program "
         "there: built with this checkout's code):"
@@ -188,7 +192,9 @@ def test_urns_are_shaped_as_pulumi_state_holds_them_for_pulumi_up_target():
 def test_an_unchanged_stack_prints_no_resources(tmp_path: Path, capsys):
     base = write(tmp_path / "Pulumi.same.yaml", BEFORE)
     assert main([str(base), "--base", str(base)]) == 0
-    assert capsys.readouterr().out.splitlines()[1:] == [
+    out, cost = capsys.readouterr().out.split("\n\nCost change")
+    assert "  No change." in cost.splitlines()
+    assert out.splitlines()[1:] == [
         "",
         "No changes.",
         "",
@@ -284,19 +290,53 @@ def test_max_pods_per_node_replaces_a_running_slice_pool(tmp_path: Path):
     assert "    maxPodsPerNode: 16 → 32  (forces replacement)" in text
 
 
-def test_an_update_the_provider_never_applies_says_so(tmp_path: Path):
+def test_lifting_the_upgrade_hold_replaces_the_slice_pool(tmp_path: Path):
     """Dropping the release channel turns node auto-upgrade off (an update) and lifts the
-    slices' upgrade hold, which nodePoolUpdate cannot change on an existing pool."""
+    slices' upgrade hold, which nodePoolUpdate cannot change on an existing pool: the program
+    replaces the pool for it (replace_on_changes), and the diff says so and why."""
     before = examples()["minimal"].config
     after = copy.deepcopy(before)
     after["ai-infra:cluster"]["releaseChannel"] = "NONE"
     document, text = edit(tmp_path, before, after)
     entry = resource(document, "tpu-train-0")
-    assert entry["op"] == "update"
-    effects = {c["path"]: c["effect"] for c in entry["changes"]}
-    assert effects == {"maintenancePolicies": "no-op", "management.autoUpgrade": "update"}
-    assert "    ! not applied: no update path" in text
-    assert document["diff"]["summary"] == counts(update=3)
+    assert entry["op"] == "replace"
+    notes = {c["path"]: (c["effect"], c["note"]) for c in entry["changes"]}
+    assert notes == {
+        "maintenancePolicies": ("replace", "the resource's replace_on_changes option"),
+        "management.autoUpgrade": ("update", None),
+    }
+    assert "[deleted before its replacement is created]" in text
+    assert document["diff"]["summary"] == counts(update=1, replace=1)
+
+
+def test_an_update_the_provider_never_applies_says_so():
+    """A pool's maintenance policy is read only when the pool is created (nodePoolUpdate has
+    no code for it): without replace_on_changes, `pulumi up` would report an update and change
+    nothing."""
+
+    def program(side: int) -> None:
+        exclusion = gcp.container.NodePoolMaintenancePolicyArgs(
+            exclusion_until_end_of_supports=[
+                gcp.container.NodePoolMaintenancePolicyExclusionUntilEndOfSupportArgs(enabled=True)
+            ]
+        )
+        gcp.container.NodePool(
+            "pool",
+            gcp.container.NodePoolArgs(
+                cluster="c", node_count=1, maintenance_policies=(None, [exclusion])[side]
+            ),
+        )
+
+    graphs = [
+        record_program(BASE_CONFIG, program=lambda side=side: program(side))[0] for side in (0, 1)
+    ]
+    changes = diff(graphs[0], graphs[1])
+    (change,) = changes
+    assert change.op is Op.UPDATE
+    assert [(c.rendered_path, c.effect) for c in change.changes] == [
+        ("maintenancePolicies", Effect.NO_OP)
+    ]
+    assert "    ! not applied: no update path" in render_diff(changes, {}, "Changes:")
 
 
 def test_a_protected_replace_is_refused_and_shows_its_blast_radius(tmp_path: Path):
@@ -380,11 +420,11 @@ def test_team_quotas_are_shown_by_flavor_before_and_after(tmp_path: Path):
     now = tmp_path / "Pulumi.prod.yaml"
     now.write_text(prod.replace("v5p-train: 100%", "v5p-train: 50%"))
     text = run(str(now), str(base), as_json=False)
-    # Two v5p-512 slices are 512 chips: the half pretrain gives up is split between the two
-    # teams that name no share of it.
+    # Two v5p-512 slices are 512 chips: the half pretrain gives up is one whole slice, which
+    # goes to the cohort (borrowable by every team), not to teams that name no share of it.
     assert "  quota pretrain: v5p-512 google.com/tpu 512 → 256" in text
-    assert "  quota finetune: v5p-512 google.com/tpu 0 → 128" in text
-    assert "  quota research: v5p-512 google.com/tpu 0 → 128" in text
+    assert "  quota cohort ai-infra: v5p-512 google.com/tpu 0 → 256" in text
+    assert "quota finetune" not in text and "quota research" not in text
     # And on the queue itself, by flavor, not by list index.
     pretrain = text.split("~ ClusterQueue team-pretrain-cluster-queue  (teams[0])\n")[1]
     assert pretrain.startswith("    quota v5p-512 google.com/tpu: 512 → 256\n")
@@ -410,7 +450,8 @@ def _two_programs(make: Any) -> tuple[Any, ...]:
 
 
 def test_a_network_mtu_changes_in_place():
-    """No config key sets the shared network's MTU yet; the rule is for the one that will."""
+    """`network.mtu` updates the VPC in place (not ForceNew); the VMs' notice is the
+    stack's to add (tests/stacks)."""
 
     def program(side: int) -> None:
         gcp.compute.Network("net", gcp.compute.NetworkArgs(name="net", mtu=(1460, 8896)[side]))
@@ -482,7 +523,7 @@ def test_ignore_changes_hides_what_the_engine_ignores():
 # --- the base built from a ref's code ---------------------------------------------------------
 
 PROGRAM = ("__main__.py", "Pulumi.yaml", "pyproject.toml", "uv.lock")
-PACKAGES = ("components/", "stacks/", "plan/")
+PACKAGES = ("components/", "stacks/", "plan/", "prices/")
 
 
 @pytest.fixture(scope="module")

@@ -20,11 +20,16 @@ url="${@: -1}"; key="${url#*/instance/}"; file="$STUB_META/${key//\\//_}"
 [[ -f "$file" ]] || exit 22
 cat "$file"
 """,
+    # Each object is unreadable for its first STUB_FAILS copies, and each failure leaves
+    # gcloud's "not on GCE" marker behind, as a confused gcloud would.
     "gcloud": """#!/bin/bash
 echo "gcloud $*" >> "$STUB_LOG"
 [[ "$1 $2" == "storage cp" ]] || exit 2
-count=$(grep -c '^gcloud storage cp' "$STUB_LOG")
-(( count > ${STUB_FAILS:-0} )) || exit 1
+if [[ -e "$STUB_MARKER" ]]; then echo "stale gce marker seen" >> "$STUB_LOG"; fi
+count=$(grep -c -F "gcloud storage cp $3 " "$STUB_LOG")
+if (( count <= ${STUB_FAILS:-0} )); then
+  mkdir -p "${STUB_MARKER%/*}"; touch "$STUB_MARKER"; exit 1
+fi
 cp "$STUB_BUCKET/${3#gs://bucket/files/}" "$4"
 """,
     "unzip": f"""#!/bin/bash
@@ -56,6 +61,7 @@ class Vm:
             (self.meta / key.replace("/", "_")).write_text(value)
         self.bucket = root / "bucket"
         self.bucket.mkdir()
+        self.marker = root / "gcloud/gce"
         setup = '#!/bin/bash\necho "setup.py as $(basename "$0")" >> "$STUB_LOG"\n'
         for name in ("slurm-gcp-devel-controller.zip", "slurm-gcp-devel.zip"):
             with zipfile.ZipFile(self.bucket / name, "w") as archive:
@@ -67,6 +73,7 @@ class Vm:
             "STUB_LOG": str(self.log),
             "STUB_META": str(self.meta),
             "STUB_BUCKET": str(self.bucket),
+            "STUB_MARKER": str(self.marker),
         }
 
     def boot(self, boot: BootScript, **env: str) -> subprocess.CompletedProcess[str]:
@@ -78,6 +85,7 @@ class Vm:
             docker_config_dir=str(self.root / "docker"),
             cgroup_dir=str(self.root / "cgroup"),
             systemd_dir=str(self.root / "systemd"),
+            gcloud_gce_marker=str(self.marker),
         )
         script = self.root / "boot.sh"
         script.write_text(render(boot))
@@ -86,7 +94,7 @@ class Vm:
             env={**self.env, **env},
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=120,
             check=False,
         )
 
@@ -131,13 +139,43 @@ def test_the_download_is_retried_until_the_bucket_is_ready(controller: Vm):
     result = controller.boot(BootScript(kind="vm"), STUB_FAILS="3")
     assert result.returncode == 0, result.stderr
     assert controller.calls.count("sleep 5") == 3
+    assert controller.calls[-1] == "setup.py as setup.py"
 
 
-def test_a_bucket_that_never_comes_fails_the_boot_without_running_setup(controller: Vm):
-    result = controller.boot(BootScript(kind="vm", attempts=4), STUB_FAILS="99")
-    assert result.returncode == 1
+def test_a_slow_bucket_is_waited_for_however_long_it_takes(controller: Vm):
+    # Upstream retries forever; the old boot gave up after 120 tries (ten minutes).
+    result = controller.boot(BootScript(kind="vm"), STUB_FAILS="130")
+    assert result.returncode == 0, result.stderr
+    assert controller.calls.count("sleep 5") == 130
     assert "could not download gs://bucket/files/slurm-gcp-devel-controller.zip" in result.stderr
-    assert not any(c.startswith("setup.py") for c in controller.calls)
+    assert controller.calls[-1] == "setup.py as setup.py"
+
+
+def test_the_controller_waits_for_the_tpu_boot_script_too(controller: Vm):
+    result = controller.boot(BootScript(kind="vm", install_tpu_script=True), STUB_FAILS="2")
+    assert result.returncode == 0, result.stderr
+    assert controller.calls.count("sleep 5") == 4  # two objects, two failures each
+    assert (controller.root / "slurm/scripts/startup.sh").read_text() == "# tpu boot\n"
+    assert controller.calls[-1] == "setup.py as setup.py"
+
+
+def test_each_retry_clears_gcloud_s_cached_not_on_gce_answer(controller: Vm):
+    result = controller.boot(BootScript(kind="vm"), STUB_FAILS="5")
+    assert result.returncode == 0, result.stderr
+    # Every failure left the marker; every retry found it gone.
+    assert "stale gce marker seen" not in controller.calls
+    assert not controller.marker.exists()
+
+
+def test_a_reboot_fetches_the_scripts_again_but_does_not_set_up_twice(controller: Vm):
+    assert controller.boot(BootScript(kind="vm")).returncode == 0
+    (controller.root / "slurm/scripts/util.py").write_text("# stale\n")
+    again = controller.boot(BootScript(kind="vm"), STUB_FAILS="2")
+    assert again.returncode == 0, again.stderr
+    assert (controller.root / "slurm/scripts/util.py").read_text() == (
+        "# from slurm-gcp-devel-controller.zip\n"
+    )
+    assert [c for c in controller.calls if c.startswith("setup.py")] == ["setup.py as setup.py"]
 
 
 def test_missing_metadata_fails_the_boot(tmp_path: Path):

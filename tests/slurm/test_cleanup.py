@@ -1,6 +1,7 @@
-"""Cleanup of the TPU VMs a Slurm controller creates at run time, driven with a fake TPU client:
-only the cluster's own nodes go, destroy waits until they are gone, and the graph orders it
-between the controller and the network."""
+"""Cleanup of the TPU and Compute Engine VMs a Slurm controller creates at run time, driven
+with fake clients built on the libraries' own types: only the cluster's own nodes go, destroy
+waits until they are gone through transient errors, busy VMs and late arrivals, and the graph
+orders it between the controller and the network."""
 
 from __future__ import annotations
 
@@ -8,9 +9,17 @@ from typing import Any
 
 import pytest
 from google.api_core import exceptions as api_exceptions
+from google.cloud import compute_v1 as compute
 from google.cloud import tpu_v2 as tpu
 
-from components.slurm.cleanup import CALL_TIMEOUT_SECONDS, TpuCleanupProvider, owned
+from components.slurm.cleanup import (
+    CALL_TIMEOUT_SECONDS,
+    REASK_SECONDS,
+    ComputeCleanupProvider,
+    TpuCleanupProvider,
+    owned,
+    owned_instances,
+)
 from tests.conftest import build_graph
 from tests.slurm.test_config import stack
 
@@ -130,3 +139,162 @@ def test_cleanup_runs_after_the_controller_goes_and_before_the_network_does():
     assert cleanup.urn in graph.named("slurm-controller").dependencies, cleanup.urn
     assert graph.named("network-subnet").urn in cleanup.dependencies, cleanup.urn
     assert graph.named("slurm-tpu-sa").urn in cleanup.dependencies, cleanup.urn
+
+
+# Compute Engine VMs of CPU nodesets
+
+
+def instance(name: str, cluster: str = "tpu", role: str = "compute") -> compute.Instance:
+    return compute.Instance(
+        name=name,
+        zone=f"https://www.googleapis.com/compute/v1/projects/p/zones/{ZONE}",
+        labels={"slurm_cluster_name": cluster, "slurm_instance_role": role},
+    )
+
+
+class FakeInstancesClient:
+    """`compute_v1.InstancesClient` as cleanup calls it. VMs disappear `lag` listings after
+    their delete is accepted; `busy` VMs refuse their first delete (still being created);
+    `flaky` listings fail with 503 first; `late` VMs appear after the first listing (a
+    resume in flight)."""
+
+    def __init__(
+        self,
+        instances: list[compute.Instance],
+        *,
+        lag: int = 0,
+        busy: tuple[str, ...] = (),
+        gone: tuple[str, ...] = (),
+        flaky: int = 0,
+        late: tuple[compute.Instance, ...] = (),
+    ) -> None:
+        self.instances = {(ZONE, i.name): i for i in instances}
+        self.deleted: list[str] = []
+        self.pending: dict[tuple[str, str], int] = {}
+        self.lag, self.busy, self.gone, self.flaky = lag, set(busy), gone, flaky
+        self.late = list(late)
+        self.listings = 0
+
+    def list(self, *, project: str, zone: str, timeout: float) -> list[compute.Instance]:
+        assert (project, timeout) == ("p", CALL_TIMEOUT_SECONDS)
+        self.listings += 1
+        if self.flaky:
+            self.flaky -= 1
+            raise api_exceptions.ServiceUnavailable("try again")
+        if zone == "us-central2-d":
+            raise api_exceptions.NotFound(f"zone {zone}")
+        for key in list(self.pending):
+            self.pending[key] -= 1
+            if self.pending[key] < 0:
+                del self.pending[key], self.instances[key]
+        found = [i for (z, _), i in self.instances.items() if z == zone]
+        while self.late:
+            late = self.late.pop()
+            self.instances[(ZONE, late.name)] = late
+        return found
+
+    def delete(self, *, project: str, zone: str, instance: str, timeout: float) -> Any:
+        assert (project, timeout) == ("p", CALL_TIMEOUT_SECONDS)
+        self.deleted.append(instance)
+        if instance in self.gone:
+            self.instances.pop((zone, instance), None)
+            raise api_exceptions.NotFound(instance)
+        if instance in self.busy:
+            self.busy.discard(instance)
+            raise api_exceptions.BadRequest("The resource is not ready (resourceNotReady)")
+        self.pending[(zone, instance)] = self.lag
+        return object()  # an ExtendedOperation, which cleanup does not await
+
+
+def compute_provider(
+    api: FakeInstancesClient, sleep: Any = lambda _: None, **kwargs: Any
+) -> ComputeCleanupProvider:
+    return ComputeCleanupProvider(client_factory=lambda: api, sleep=sleep, **kwargs)
+
+
+def test_only_the_cluster_s_own_nodes_of_a_cpu_nodeset_are_owned():
+    instances = [
+        instance("tpu-debug-0"),
+        instance("tpu-debug-11"),
+        instance("tpu-debug-1", role="login"),  # a login group named like the nodeset
+        instance("tpu-debug-2", cluster="other"),
+        instance("tpu-debugx-0"),
+        instance("tpu-controller", role="controller"),
+    ]
+    assert owned_instances(instances, "tpu", "debug") == ["tpu-debug-0", "tpu-debug-11"]
+
+
+def test_destroy_deletes_the_cluster_s_cpu_vms_and_waits_for_them():
+    api = FakeInstancesClient(
+        [instance("tpu-debug-0"), instance("tpu-debug-1"), instance("keep-me")], lag=2
+    )
+    sleeps: list[float] = []
+    compute_provider(api, sleeps.append).delete("p/tpu", props("debug"))
+    assert sorted(api.deleted) == ["tpu-debug-0", "tpu-debug-1"]
+    assert [name for _, name in api.instances] == ["keep-me"]
+    assert len(sleeps) == 3
+
+
+def test_a_transient_listing_error_is_waited_out():
+    api = FakeInstancesClient([instance("tpu-debug-0")], flaky=2)
+    compute_provider(api).delete("p/tpu", props("debug"))
+    assert api.deleted == ["tpu-debug-0"] and api.instances == {}
+
+
+def test_a_busy_vm_is_asked_again_until_it_goes():
+    api = FakeInstancesClient([instance("tpu-debug-0")], busy=("tpu-debug-0",))
+    sleeps: list[float] = []
+    compute_provider(api, sleeps.append).delete("p/tpu", props("debug"))
+    assert api.deleted == ["tpu-debug-0", "tpu-debug-0"]
+    assert sum(sleeps) >= REASK_SECONDS
+
+
+def test_a_vm_created_during_cleanup_is_deleted_too():
+    api = FakeInstancesClient([instance("tpu-debug-0")], late=(instance("tpu-debug-1"),))
+    compute_provider(api).delete("p/tpu", props("debug"))
+    assert sorted(api.deleted) == ["tpu-debug-0", "tpu-debug-1"] and api.instances == {}
+
+
+def test_vms_and_zones_already_gone_are_not_errors():
+    api = FakeInstancesClient(
+        [instance("tpu-debug-0"), instance("tpu-debug-1")], gone=("tpu-debug-0",)
+    )
+    nodesets = props("debug")
+    nodesets["nodesets"].append({"name": "debug", "zone": "us-central2-d"})
+    compute_provider(api).delete("p/tpu", nodesets)
+    assert sorted(api.deleted) == ["tpu-debug-0", "tpu-debug-1"] and api.instances == {}
+
+
+def test_cpu_cleanup_gives_up_loudly_and_names_what_is_left():
+    api = FakeInstancesClient([instance("tpu-debug-0")], lag=10**6)
+    with pytest.raises(TimeoutError, match=r"Compute Engine VMs .* tpu-debug-0"):
+        compute_provider(api, wait_seconds=30).delete("p/tpu", props("debug"))
+
+
+def test_dropping_a_cpu_nodeset_cleans_it_but_dropping_a_zone_leaves_its_nodes_to_slurm():
+    api = FakeInstancesClient([instance("tpu-a-0"), instance("tpu-b-0")])
+    cleanup = compute_provider(api)
+    two_zones = {**props("a"), "nodesets": [*props("a")["nodesets"], {"name": "a", "zone": "z2"}]}
+    cleanup.update("p/tpu", two_zones, props("a"))
+    assert api.deleted == []
+    cleanup.update("p/tpu", props("a", "b"), props("a"))
+    assert api.deleted == ["tpu-b-0"]
+
+
+def test_the_cpu_cleanup_exists_only_with_cpu_nodesets_and_runs_between_controller_and_network():
+    assert not [r for r in build_graph(stack()) if r.name == "slurm-compute-cleanup"]
+    graph = build_graph(
+        stack(
+            cpuNodesets=[{"name": "cpu", "zones": ["us-central2-b", "us-central2-c"]}],
+            partitions=[{"name": "tpu", "nodesets": ["v4"]}, {"name": "cpu", "nodesets": ["cpu"]}],
+        )
+    )
+    cleanup = graph.named("slurm-compute-cleanup")
+    assert cleanup.type == "pulumi-python:dynamic/slurm:ComputeCleanup", cleanup.urn
+    assert cleanup.inputs["nodesets"] == [
+        {"name": "cpu", "zone": "us-central2-b"},
+        {"name": "cpu", "zone": "us-central2-c"},
+    ]
+    assert cleanup.urn in graph.named("slurm-controller").dependencies, cleanup.urn
+    for before in ("network-subnet", "slurm-cpu-sa", "slurm-template-cpu"):
+        assert graph.named(before).urn in cleanup.dependencies, before

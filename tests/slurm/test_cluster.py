@@ -3,6 +3,8 @@ reads, `config.yaml` last, least-privilege accounts and the cluster's firewall."
 
 from __future__ import annotations
 
+import re
+import zlib
 from typing import Any
 
 import yaml
@@ -134,7 +136,9 @@ def test_partition_and_login_group_yaml():
         "enable_job_exclusive": True,
     }
     assert yaml.safe_load(content(found["tpu-files/login_group_configs/login.yaml"])) == {
-        "group_name": "login"
+        "group_name": "login",
+        "startup_scripts_timeout": 300,
+        "network_storage": [],
     }
 
 
@@ -147,6 +151,19 @@ def test_config_yaml_carries_the_cluster_and_its_own_conf_templates():
         "bucket_path": f"gs://{PROJECT}-ai-test-slurm-tpu/tpu-files",
         "enable_slurm_auth": False,
         "controller_state_disk": {"device_name": "tpu-controller-save"},
+        # The Filestore /home, at the address the mock engine gives the instance.
+        "network_storage": [
+            {
+                "server_ip": "192.0.2.2",
+                "remote_mount": "/nfsshare",
+                "local_mount": "/home",
+                "fs_type": "nfs",
+                "mount_options": "defaults,_netdev",
+            }
+        ],
+        "cloud_parameters": {},
+        "prolog_scripts": [],
+        "epilog_scripts": [],
     }
     # conf.py fills these fields with str.format; a stray brace would break the render.
     fields = {
@@ -168,6 +185,12 @@ def test_config_yaml_carries_the_cluster_and_its_own_conf_templates():
     }
     slurm_conf = document["slurm_conf_tpl"].format(**fields)
     assert "ClusterName=tpu\nSlurmctldHost=tpu-controller\n" in slurm_conf
+    # JWT beside munge, for `scontrol token` and slurmrestd, as Toolkit's template has it.
+    assert "\nAuthAltTypes=auth/jwt\n" in slurm_conf
+    assert "AuthAltParameters" not in slurm_conf  # slurmctld's key is StateSaveLocation's
+    slurmdbd = document["slurmdbd_conf_tpl"].format(**fields)
+    assert "\nAuthAltTypes=auth/jwt\n" in slurmdbd
+    assert "\nAuthAltParameters=jwt_key=/var/spool/slurm/jwt_hs256.key\n" in slurmdbd
     assert slurm_conf.rstrip().endswith("include cloud.conf")
     assert "StorageLoc=slurm_acct_db" in document["slurmdbd_conf_tpl"].format(**fields)
     assert "ConstrainDevices=yes" in document["cgroup_conf_tpl"]
@@ -221,9 +244,27 @@ def test_accounts_get_least_privilege_and_read_only_the_slurm_bucket():
         for r in graph.of_type("gcp:projects/iAMMember:IAMMember")
         if "slurm" in r.inputs["member"]
     }
+    role = graph.named("slurm-ctl-role")
+    assert role.inputs["roleId"] == "ai_test_slurm_ctl"
+    # A TPU-only cluster: what tpu.py calls, and the VM listing slurmsync.py does.
+    assert role.inputs["permissions"] == [
+        "compute.instances.list",
+        "tpu.acceleratorTypes.get",
+        "tpu.nodes.create",
+        "tpu.nodes.delete",
+        "tpu.nodes.get",
+        "tpu.nodes.list",
+        "tpu.nodes.start",
+        "tpu.nodes.stop",
+        "tpu.operations.get",
+    ]
+    custom = f"projects/{PROJECT}/roles/ai_test_slurm_ctl"
+    [grant] = [
+        r for r in graph.of_type("gcp:projects/iAMMember:IAMMember") if r.inputs["role"] == custom
+    ]
+    assert role.urn in grant.dependencies, grant.urn
     assert project_roles == {
-        (CTL, "roles/tpu.admin"),
-        (CTL, "roles/compute.instanceAdmin.v1"),
+        (CTL, custom),
         (CTL, "roles/logging.logWriter"),
         (CTL, "roles/monitoring.metricWriter"),
         (TPU, "roles/logging.logWriter"),
@@ -259,9 +300,14 @@ def test_a_team_node_account_reads_the_bucket_and_the_controller_may_attach_it()
     nodeset = {"nodeType": "v4-8", "nodeCountDynamicMax": 1, "serviceAccountEmail": email}
     graph = build_graph(
         stack(
-            # A nodeset named like one of the cluster's roles, and two sharing one account.
-            tpuNodesets=[{"name": "tpu", **nodeset}, {"name": "b", **nodeset}],
-            partitions=[{"name": "tpu", "nodesets": ["tpu", "b"]}],
+            # A nodeset named like one of the cluster's roles, two sharing one account, and
+            # one on the cluster's TPU node account.
+            tpuNodesets=[
+                {"name": "tpu", **nodeset},
+                {"name": "b", **nodeset},
+                {"name": "c", "nodeType": "v4-8", "nodeCountDynamicMax": 1},
+            ],
+            partitions=[{"name": "tpu", "nodesets": ["tpu", "b", "c"]}],
         )
     )
     grants = [
@@ -357,22 +403,61 @@ def test_the_controller_is_private_shielded_and_boots_with_the_v6_metadata():
     ctl_grants = [
         r.urn for r in graph if r.type.endswith("IAMMember") and r.inputs.get("member") == CTL
     ]
-    assert len(ctl_grants) == 7
+    assert len(ctl_grants) == 6
     assert set(ctl_grants) <= set(controller.dependencies)
+    # It boots once the zips and config.yaml are in the bucket.
+    assert graph.named("slurm-scripts").urn in controller.dependencies
+    assert graph.named("slurm-config").urn in controller.dependencies
 
 
-def test_login_nodes_join_the_login_group_with_their_own_account():
-    graph = build_graph(stack(login={"count": 2, "machineType": "n2-standard-4"}))
-    logins = [graph.named(f"slurm-login-{i}") for i in range(2)]
-    for i, login in enumerate(logins):
-        assert login.inputs["name"] == f"tpu-login-{i}"
-        assert login.inputs["machineType"] == "n2-standard-4"
+def test_login_nodes_join_their_group_with_their_own_account():
+    graph = build_graph(
+        stack(
+            loginGroups=[
+                {"name": "login", "count": 2, "machineType": "n2-standard-4"},
+                {"name": "big", "machineType": "n2-highmem-8", "startupScript": "echo hi"},
+            ]
+        )
+    )
+    logins = {
+        (group, i): graph.named(f"slurm-login-{group}-{i}")
+        for group, i in (("login", 0), ("login", 1), ("big", 0))
+    }
+    controller = graph.named("slurm-controller")
+    for (group, i), login in logins.items():
+        assert login.inputs["name"] == f"tpu-{group}-{i}"
         assert login.inputs["serviceAccount"]["email"] == LGN.removeprefix("serviceAccount:")
         assert login.inputs["metadata"]["slurm_instance_role"] == "login"
-        assert login.inputs["metadata"]["slurm_login_group"] == "login"
+        assert login.inputs["metadata"]["slurm_login_group"] == group
         assert "ai-infra-tpu-startup.sh" not in login.inputs["metadata"]["startup-script"]
         reads = graph.named("slurm-lgn-bucket-slurm-tpu-storage.objectViewer").urn
         assert reads in login.dependencies, login.urn
+        assert graph.named("slurm-config").urn in login.dependencies, login.urn
+        # A new controller replaces the login VMs, which mount its exports only at setup:
+        # its replacing inputs' hash and its instance id (new with every replacement).
+        generation, instance_id = login.inputs["metadata"]["ai_infra_controller_id"].split("-")
+        assert re.fullmatch(r"[0-9a-f]{12}", generation)
+        assert instance_id == str(zlib.crc32(b"tpu-controller"))
+        assert login.replace_on_changes == ("metadata.ai_infra_controller_id",)
+        assert controller.urn in login.dependencies
+    assert logins[("big", 0)].inputs["machineType"] == "n2-highmem-8"
+    # The default group keeps the resource names it had before there were groups.
+    assert logins[("login", 0)].aliases and not logins[("big", 0)].aliases
+    found = objects(graph)
+    assert content(found["tpu-files/slurm-login-big-script-startup_sh"]) == "echo hi"
+    assert (
+        yaml.safe_load(content(found["tpu-files/login_group_configs/big.yaml"]))["group_name"]
+        == "big"
+    )
+
+
+def test_replacing_the_controller_replaces_the_login_vms_and_nothing_else():
+    from plan.diff import Op, diff
+
+    before = build_graph(stack())
+    after = build_graph(stack(controller={"diskType": "pd-balanced"}))
+    changes = {c.resource.name: c.op for c in diff(before, after) if not c.is_component}
+    assert changes == {"slurm-controller": Op.REPLACE, "slurm-login-login-0": Op.REPLACE}
 
 
 def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
@@ -383,22 +468,78 @@ def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
     assert boot.urn in found["tpu-files/config.yaml"].dependencies
 
 
-def test_the_docs_slurm_example_builds_and_the_plan_shows_it():
+def slurm_plan(example: str) -> list[str]:
     from plan.render import render
     from stacks.loading import parse
     from tests.test_docs import examples
 
-    raw = examples()["slurm"].config
-    graph = build_graph(raw, stack="slurm")
-    assert graph.named("slurm-controller").inputs["name"] == "tpu-controller"
-    plan = render(graph, parse(raw, "slurm"), "slurm")
-    slurm_part = plan.split("Slurm (TPU nodesets, workers per slice, partitions):\n", 1)[1]
-    assert slurm_part.split("\n\n", 1)[0].splitlines() == [
-        "  cluster tpu: controller c2-standard-4, 1 x n2-standard-2 login",
+    raw = examples()[example].config
+    graph = build_graph(raw, stack=example)
+    plan = render(graph, parse(raw, example), example)
+    part = plan.split("Slurm (controller, login, nodesets, partitions):\n", 1)[1]
+    return part.split("\n\n", 1)[0].splitlines()
+
+
+def test_the_docs_slurm_example_builds_and_the_plan_shows_it():
+    assert slurm_plan("slurm") == [
+        "  cluster tpu: controller tpu-controller (c2-standard-4) in us-central2-b, Slurm-GCP "
+        "scripts of Cluster Toolkit v1.95.0",
+        "  bucket path gs://my-ml-project-ai-slurm-slurm-tpu/tpu-files",
+        "  /home: Filestore BASIC_HDD 1024 GiB ai-slurm-slurm-tpu-home",
+        "  login group login: 1 x n2-standard-2",
+        "    ssh: gcloud compute ssh tpu-login-0 --zone us-central2-b --project my-ml-project "
+        "--tunnel-through-iap",
         "  nodeset v4: v4-8 in us-central2-b, 1 worker(s) per slice, 0 static + up to 4 "
         "dynamic nodes, runtime tpu-vm-tf-2.14.0",
         "  partition tpu (default): v4, exclusive",
+        "  controller ai-slurm-slurm-ctl@my-ml-project.iam.gserviceaccount.com: custom role "
+        "with 9 permissions",
     ]
+
+
+def test_the_plan_shows_a_multi_host_partition_s_slices_on_their_leaf_switches():
+    lines = slurm_plan("slurm-multihost")
+    assert "  nodeset debug: n2-standard-2 in us-central2-b, 0 static + up to 4 dynamic nodes" in (
+        lines
+    )
+    assert (
+        "  nodeset v4x16: v4-16 in us-central2-b, 2 worker(s) per slice, 0 static + up to 4 "
+        "dynamic nodes (2 slices), runtime tpu-vm-tf-2.14.0"
+    ) in lines
+    assert (
+        "  partition tpu: v4x16, exclusive, tree topology: one leaf switch per slice of 2 nodes"
+    ) in lines
+    assert "  partition debug (default): debug" in lines
+
+
+def test_the_stack_outputs_say_where_to_log_in_and_what_runs():
+    from unittest import mock
+
+    import pulumi
+
+    from plan.engine import run_program
+    from stacks import environment, loading
+
+    exported: dict[str, Any] = {}
+
+    def program() -> None:
+        env = environment.build(loading.load())
+        with mock.patch.object(pulumi, "export", exported.__setitem__):
+            environment.export(env)
+
+    run_program(
+        stack(loginGroups=[{"name": "login", "count": 2}], debugPartition=True), program=program
+    )
+    assert exported["slurm"] == {
+        "controller": {"name": "tpu-controller", "zone": "us-central2-b"},
+        "bucketPath": f"gs://{PROJECT}-ai-test-slurm-tpu/tpu-files",
+        "partitions": ["tpu", "debug"],
+        "login": {
+            f"tpu-login-{i}": f"gcloud compute ssh tpu-login-{i} --zone us-central2-b "
+            f"--project {PROJECT} --tunnel-through-iap"
+            for i in range(2)
+        },
+    }
 
 
 def test_adding_a_nodeset_adds_its_files_and_touches_only_the_cleanup():
@@ -447,3 +588,23 @@ def test_the_environment_records_where_the_slurm_cluster_comes_from():
     assert env.slurm is not None and env.slurm.bucket_path == (
         f"gs://{PROJECT}-ai-test-slurm-tpu/tpu-files"
     )
+
+
+def test_node_accounts_exist_only_while_a_nodeset_runs_as_them():
+    email = "trainer@test-project.iam.gserviceaccount.com"
+    graph = build_graph(
+        stack(
+            tpuNodesets=[
+                {
+                    "name": "v4",
+                    "nodeType": "v4-8",
+                    "nodeCountDynamicMax": 1,
+                    "serviceAccountEmail": email,
+                }
+            ]
+        )
+    )
+    accounts = {r.inputs["accountId"] for r in graph.of_type("gcp:serviceaccount/account:Account")}
+    assert {a for a in accounts if "slurm" in a} == {"ai-test-slurm-ctl", "ai-test-slurm-lgn"}
+    [acts_as] = graph.of_type("gcp:serviceaccount/iAMMember:IAMMember")
+    assert acts_as.inputs["serviceAccountId"].endswith(email)

@@ -35,9 +35,23 @@ def partition(**fields: Any) -> dict[str, Any]:
     return stack(partitions=[{"name": "tpu", "nodesets": ["v4"], **fields}])
 
 
+CPU_NODESET: dict[str, Any] = {"name": "cpu", "machineType": "n2-standard-2"}
+
+
+def cpu(**fields: Any) -> dict[str, Any]:
+    return stack(
+        cpuNodesets=[{**CPU_NODESET, **fields}],
+        partitions=[
+            {"name": "tpu", "nodesets": ["v4"], "default": True},
+            {"name": "cpu", "nodesets": ["cpu"]},
+        ],
+    )
+
+
+C0 = "ai-infra:slurm.cpuNodesets[0]"
 N0 = "ai-infra:slurm.tpuNodesets[0]"
 CASES: list[tuple[str, dict[str, Any], str, str]] = [
-    ("cluster name too long", stack(clusterName="abcdefghijk"), "ai-infra:slurm.clusterName", "9"),
+    ("cluster name too long", stack(clusterName="a" * 21), "ai-infra:slurm.clusterName", "19"),
     (
         "cluster name with newline",
         stack(clusterName="tpu\n"),
@@ -96,11 +110,28 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "3 axes",
     ),
     (
-        "multi-host slice",
+        "multi-host slice without a CPU nodeset",
         nodeset(nodeType="v4-32", nodeCountDynamicMax=4),
         f"{N0}.nodeType",
-        "single-host",
+        "needs at least one CPU nodeset",
     ),
+    (
+        "multi-host slice by accelerator config without a CPU nodeset",
+        stack(
+            tpuNodesets=[
+                {
+                    "name": "v4",
+                    "acceleratorConfig": {"version": "V4", "topology": "2x2x2"},
+                    "nodeCountDynamicMax": 2,
+                }
+            ]
+        ),
+        f"{N0}.acceleratorConfig",
+        "debugPartition: true",
+    ),
+    ("node type with a leading zero", nodeset(nodeType="v4-08"), f"{N0}.nodeType", "v4-8"),
+    ("node type in capitals", nodeset(nodeType="V4-8"), f"{N0}.nodeType", "lowercase"),
+    ("node type with a space", nodeset(nodeType="v4-8 "), f"{N0}.nodeType", "as the TPU API"),
     (
         "dynamic count not a multiple of the workers",
         nodeset(nodeType="v4-32", nodeCountDynamicMax=6),
@@ -133,7 +164,153 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         f"{N0}.runtimeVersion",
         "not both",
     ),
-    ("no SchedMD image for TF", nodeset(tfVersion="2.12.0"), f"{N0}.tfVersion", "dockerImage"),
+    (
+        "no SchedMD image for TF",
+        nodeset(tfVersion="2.12.0"),
+        f"{N0}.dockerImage",
+        "set dockerImage to an image you built",
+    ),
+    (
+        "TF 2.10 without an image",
+        nodeset(tfVersion="2.10.0"),
+        f"{N0}.dockerImage",
+        "published: 2.12.1, 2.13.0",
+    ),
+    ("TF version as major.minor", nodeset(tfVersion="2.10"), f"{N0}.tfVersion", "2.10.0, 2.10.1"),
+    (
+        "data disk in another zone",
+        nodeset(dataDisks=["projects/p-123456/zones/us-central2-a/disks/data"]),
+        f"{N0}.dataDisks[0]",
+        "use a disk in us-central2-b",
+    ),
+    (
+        "remote mount that climbs out",
+        nodeset(
+            networkStorage=[
+                {
+                    "serverIp": "10.0.0.2",
+                    "remoteMount": "/export/../etc",
+                    "fsType": "nfs",
+                    "localMount": "/data",
+                }
+            ]
+        ),
+        f"{N0}.networkStorage[0].remoteMount",
+        "'..'",
+    ),
+    (
+        "mount over Slurm's state",
+        nodeset(
+            networkStorage=[
+                {
+                    "serverIp": "10.0.0.2",
+                    "remoteMount": "/export",
+                    "fsType": "nfs",
+                    "localMount": "/var/spool/slurm",
+                }
+            ]
+        ),
+        f"{N0}.networkStorage[0].localMount",
+        "would hide /var",
+    ),
+    (
+        "mount over Slurm's scripts",
+        stack(
+            networkStorage=[
+                {
+                    "serverIp": "10.0.0.2",
+                    "remoteMount": "/export",
+                    "fsType": "nfs",
+                    "localMount": "/slurm/scripts",
+                }
+            ]
+        ),
+        "ai-infra:slurm.networkStorage[0].localMount",
+        "/slurm",
+    ),
+    (
+        "two mounts at one path",
+        stack(
+            home={"filestore": False},
+            networkStorage=[
+                {"serverIp": "10.0.0.2", "remoteMount": "/a", "fsType": "nfs", "localMount": "/d"},
+                {"serverIp": "10.0.0.3", "remoteMount": "/b", "fsType": "nfs", "localMount": "/d"},
+            ],
+        ),
+        "ai-infra:slurm.networkStorage[1].localMount",
+        "already mounted by [0]",
+    ),
+    (
+        "a mount at /home beside the Filestore /home",
+        stack(
+            networkStorage=[
+                {
+                    "serverIp": "10.0.0.2",
+                    "remoteMount": "/h",
+                    "fsType": "nfs",
+                    "localMount": "/home",
+                }
+            ]
+        ),
+        "ai-infra:slurm.networkStorage[0].localMount",
+        "home.filestore: false",
+    ),
+    (
+        "a Basic SSD share below its minimum",
+        stack(home={"tier": "BASIC_SSD"}),
+        "ai-infra:slurm.home.capacityGb",
+        "2560 to",
+    ),
+    (
+        "Filestore sizing without Filestore",
+        stack(home={"filestore": False, "tier": "ZONAL"}),
+        "ai-infra:slurm.home",
+        "remove them",
+    ),
+    (
+        "nodeset running as the controller",
+        nodeset(serviceAccountEmail="ai-test-slurm-ctl@test-project.iam.gserviceaccount.com"),
+        f"{N0}.serviceAccountEmail",
+        "cluster's controller account",
+    ),
+    (
+        "nodeset running as the login nodes",
+        nodeset(serviceAccountEmail="ai-test-slurm-lgn@test-project.iam.gserviceaccount.com"),
+        f"{N0}.serviceAccountEmail",
+        "cluster's login account",
+    ),
+    (
+        "nodeset running as the GKE nodes",
+        nodeset(serviceAccountEmail="ai-test-nodes@test-project.iam.gserviceaccount.com"),
+        f"{N0}.serviceAccountEmail",
+        "is the account of cluster",
+    ),
+    (
+        "nodeset running as a team",
+        {
+            **nodeset(serviceAccountEmail="ai-test-research@test-project.iam.gserviceaccount.com"),
+            "ai-infra:teams": [{"name": "research"}],
+        },
+        f"{N0}.serviceAccountEmail",
+        "is the account of teams[0]",
+    ),
+    (
+        "CPU nodeset running as a TPU VM entry",
+        {
+            **stack(
+                cpuNodesets=[
+                    {
+                        "name": "c",
+                        "serviceAccountEmail": "ai-test-vm@test-project.iam.gserviceaccount.com",
+                    }
+                ],
+                partitions=[{"name": "tpu", "nodesets": ["v4"]}, {"name": "c", "nodesets": ["c"]}],
+            ),
+            "ai-infra:tpuVms": [{"name": "vm", "accelerator": "v4-8"}],
+        },
+        "ai-infra:slurm.cpuNodesets[0].serviceAccountEmail",
+        "is the account of tpuVms[0]",
+    ),
     (
         "image with a space",
         nodeset(dockerImage="us-docker.pkg.dev/p/r/i:tag; rm -rf /"),
@@ -336,6 +513,33 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         'ai-infra:slurm.partitions[0].partitionConf["Max Time"]',
         "MaxTime",
     ),
+    *[
+        (
+            f"partitionConf overriding {key}",
+            partition(partitionConf={key: "YES"}),
+            f"ai-infra:slurm.partitions[0].partitionConf.{key}",
+            "decided by the program",
+        )
+        for key in ("Default", "Nodes", "PowerDownOnIdle", "PartitionName", "State", "Topology")
+    ],
+    (
+        "partitionConf overriding Default in capitals",
+        partition(partitionConf={"DEFAULT": "YES"}),
+        "ai-infra:slurm.partitions[0].partitionConf.DEFAULT",
+        "set default: true instead",
+    ),
+    (
+        "partitionConf overriding OverSubscribe spelt as conf.py does",
+        partition(partitionConf={"Oversubscribe": "NO"}),
+        "ai-infra:slurm.partitions[0].partitionConf.Oversubscribe",
+        "OverSubscribe is decided",
+    ),
+    (
+        "partitionConf with one option twice",
+        partition(partitionConf={"MaxTime": "60", "MAXTIME": "90"}),
+        "ai-infra:slurm.partitions[0].partitionConf.MAXTIME",
+        "repeats MaxTime",
+    ),
     (
         "partition name with capitals",
         partition(name="TPU"),
@@ -364,6 +568,171 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         ),
         "ai-infra:slurm.clusterName",
         "63 characters",
+    ),
+    (
+        "CPU nodeset image by family and name",
+        cpu(image={"family": "f", "name": "n"}),
+        f"{C0}.image",
+        "exactly one of family and name",
+    ),
+    ("CPU nodeset image by neither", cpu(image={"project": "p-123456"}), f"{C0}.image", "family"),
+    (
+        "a Lustre address for an NFS server",
+        stack(
+            networkStorage=[
+                {
+                    "serverIp": "10.0.0.2@tcp",
+                    "remoteMount": "/x",
+                    "fsType": "nfs",
+                    "localMount": "/x",
+                }
+            ]
+        ),
+        "ai-infra:slurm.networkStorage[0].serverIp",
+        "plain address",
+    ),
+    ("CPU nodeset without nodes", cpu(nodeCountDynamicMax=0), f"{C0}.nodeCountDynamicMax", "1"),
+    ("CPU nodeset zone outside the region", cpu(zones=["us-east1-b"]), f"{C0}.zones[0]", "region"),
+    (
+        "CPU nodeset zone twice",
+        cpu(zones=["us-central2-b", "us-central2-b"]),
+        f"{C0}.zones",
+        "twice",
+    ),
+    (
+        "GPU count an a2 does not have",
+        cpu(machineType="a2-highgpu-2g", gpu={"type": "nvidia-tesla-a100", "count": 1}),
+        f"{C0}.gpu",
+        "comes with 2 x nvidia-tesla-a100",
+    ),
+    (
+        "GPU on a machine type that attaches none",
+        cpu(machineType="n2-standard-8", gpu={"type": "nvidia-tesla-t4", "count": 1}),
+        f"{C0}.gpu",
+        "GPU machine type",
+    ),
+    (
+        "A3 High 1g on demand",
+        cpu(machineType="a3-highgpu-1g"),
+        f"{C0}.machineType",
+        "spot: true",
+    ),
+    (
+        "pd-standard on c3",
+        cpu(machineType="c3-standard-4", diskType="pd-standard"),
+        f"{C0}.diskType",
+        "pd-balanced",
+    ),
+    (
+        "Hyperdisk on n1",
+        cpu(machineType="n1-standard-4", diskType="hyperdisk-balanced"),
+        f"{C0}.diskType",
+        "no Hyperdisk",
+    ),
+    ("PD on c4", cpu(machineType="c4-standard-4"), f"{C0}.diskType", "hyperdisk-balanced"),
+    (
+        "Secure Boot with GPUs on SchedMD's image",
+        cpu(machineType="g2-standard-4", secureBoot=True),
+        f"{C0}.secureBoot",
+        "unsigned",
+    ),
+    (
+        "Secure Boot with a Lustre mount",
+        cpu(
+            secureBoot=True,
+            networkStorage=[
+                {
+                    "serverIp": "10.0.0.2@tcp",
+                    "remoteMount": "/lustrefs",
+                    "fsType": "lustre",
+                    "localMount": "/lustre",
+                }
+            ],
+        ),
+        f"{C0}.secureBoot",
+        "Lustre",
+    ),
+    (
+        "CPU and TPU nodesets of one name",
+        stack(
+            cpuNodesets=[{**CPU_NODESET, "name": "v4"}],
+            partitions=[{"name": "tpu", "nodesets": ["v4"]}],
+        ),
+        f"{N0}.name",
+        "unique across",
+    ),
+    (
+        "partition mixing CPU and TPU nodesets",
+        stack(cpuNodesets=[CPU_NODESET], partitions=[{"name": "tpu", "nodesets": ["v4", "cpu"]}]),
+        "ai-infra:slurm.partitions[0].nodesets",
+        "partitions of their own",
+    ),
+    ("CPU nodeset in no partition", stack(cpuNodesets=[CPU_NODESET]), f"{C0}.name", "add it to"),
+    (
+        "debug partition beside a partition named debug",
+        stack(debugPartition=True, partitions=[{"name": "debug", "nodesets": ["v4"]}]),
+        "ai-infra:slurm.partitions[0].name",
+        "remove debugPartition",
+    ),
+    (
+        "login group named like a nodeset",
+        stack(loginGroups=[{"name": "v4"}]),
+        "ai-infra:slurm.loginGroups[0].name",
+        "rename the group",
+    ),
+    (
+        "login group with a dash",
+        stack(loginGroups=[{"name": "a-b"}]),
+        "ai-infra:slurm.loginGroups[0].name",
+        "no '-'",
+    ),
+    (
+        "two login groups of one name",
+        stack(loginGroups=[{"name": "login"}, {"name": "login"}]),
+        "ai-infra:slurm.loginGroups[1].name",
+        "unique",
+    ),
+    (
+        "prolog without an extension",
+        stack(prologScripts=[{"name": "check", "content": "#!/bin/sh\n"}]),
+        "ai-infra:slurm.prologScripts[0].name",
+        "one extension",
+    ),
+    (
+        "two epilogs of one name",
+        stack(epilogScripts=[{"name": "a.sh", "content": "#!/bin/sh\n"}] * 2),
+        "ai-infra:slurm.epilogScripts[1].name",
+        "unique",
+    ),
+    (
+        "TreeWidth above Slurm's maximum",
+        stack(cloudParameters={"treeWidth": 70000}),
+        "ai-infra:slurm.cloudParameters.treeWidth",
+        "65533",
+    ),
+    (
+        "a SchedulerParameters entry adding another",
+        stack(cloudParameters={"schedulerParameters": ["bf_continue,evil"]}),
+        "ai-infra:slurm.cloudParameters.schedulerParameters[0]",
+        "SchedulerParameters option",
+    ),
+    (
+        "the topology plugin, which the program decides",
+        stack(cloudParameters={"topologyPlugin": "topology/flat"}),
+        "ai-infra:slurm.cloudParameters.topologyPlugin",
+        "unknown field",
+    ),
+    (
+        "a mirror over plain http",
+        stack(scriptsMirror="http://mirror.example.com/scripts"),
+        "ai-infra:slurm.scriptsMirror",
+        "gs://my-bucket",
+    ),
+    (
+        "the old single login key",
+        stack(login={"count": 2}),
+        "ai-infra:slurm.login",
+        "loginGroups",
     ),
     (
         "controller outside the region",
@@ -434,7 +803,7 @@ def test_a_minimal_cluster_takes_the_documented_defaults():
         "pd-ssd",
         50,
     )
-    assert config.partitions[0].conf == {
+    assert config.partitions[0].conf(tpu=True) == {
         "SuspendTime": "300",
         "SuspendTimeout": "240",
         "ResumeTimeout": "600",
@@ -480,3 +849,83 @@ def test_v2_and_v3_single_hosts_are_accepted_where_cloud_tpu_offers_them():
     config = parse(raw, "test").slurm
     assert config is not None
     assert [n.family for n in config.tpu_nodesets] == ["v2", "v3"]
+
+
+def test_the_seed_example_is_writable_with_its_own_image():
+    """Toolkit's nodeset-tpu README example: v2-8, TF 2.10.0, preemptible; TF 2.10 has a TPU
+    runtime, and the slurmd image is the user's (SchedMD publishes none for it)."""
+    raw = with_config(
+        **{"gcp:region": "us-central1", "gcp:zone": "us-central1-b"},
+        slurm={
+            "clusterName": "seed",
+            "tpuNodesets": [
+                {
+                    "name": "v2x8",
+                    "nodeType": "v2-8",
+                    "tfVersion": "2.10.0",
+                    "preemptible": True,
+                    "dockerImage": "us-docker.pkg.dev/my-project/slurm/slurmd:tf-2.10.0",
+                    "nodeCountDynamicMax": 2,
+                }
+            ],
+            "partitions": [{"name": "tpu", "nodesets": ["v2x8"], "default": True}],
+        },
+    )
+    config = parse(raw, "test").slurm
+    assert config is not None
+    nodeset = config.tpu_nodesets[0]
+    assert (nodeset.tf, nodeset.preemptible) == ("2.10.0", True)
+
+
+def test_a_multi_host_slice_is_accepted_beside_a_cpu_nodeset():
+    config = parse(
+        stack(
+            debugPartition=True,
+            tpuNodesets=[{"name": "v4x16", "nodeType": "v4-16", "nodeCountDynamicMax": 4}],
+            partitions=[{"name": "tpu", "nodesets": ["v4x16"]}],
+        ),
+        "test",
+    ).slurm
+    assert config is not None
+    assert config.tpu_nodesets[0].workers_per_slice == 2
+    # The debug partition is Toolkit's: 4 dynamic n2-standard-2, shared, the default.
+    [debug] = config.all_cpu_nodesets
+    assert (debug.name, debug.machine_type, debug.node_count_dynamic_max) == (
+        "debug",
+        "n2-standard-2",
+        4,
+    )
+    assert [(p.name, p.default, p.exclusive) for p in config.all_partitions] == [
+        ("tpu", False, True),
+        ("debug", True, False),
+    ]
+
+
+def test_a_twenty_character_cluster_name_is_slurm_gcp_s_own_limit():
+    config = parse(stack(clusterName="a" * 19 + "1"), "test").slurm
+    assert config is not None and len(config.cluster_name) == 20
+
+
+def test_secure_boot_is_off_only_where_schedmd_s_image_loads_unsigned_modules():
+    config = parse(
+        stack(
+            cpuNodesets=[
+                CPU_NODESET,
+                {"name": "g2", "machineType": "g2-standard-4"},
+                {
+                    "name": "t4",
+                    "machineType": "n1-standard-4",
+                    "gpu": {"type": "nvidia-tesla-t4", "count": 1},
+                },
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4"]},
+                {"name": "cpu", "nodesets": ["cpu", "g2", "t4"]},
+            ],
+        ),
+        "test",
+    ).slurm
+    assert config is not None
+    assert [n.shielded_secure_boot for n in config.cpu_nodesets] == [True, False, False]
+    gpus = config.cpu_nodesets[1].gpus()
+    assert gpus is not None and gpus.model_dump() == {"type": "nvidia-l4", "count": 1}

@@ -12,6 +12,7 @@ import pytest
 
 from components.slurm import scripts as slurm_scripts
 from components.slurm.scripts import (
+    ADDITIONS,
     COMPUTE_ZIP,
     CONTROLLER_ZIP,
     MANIFEST,
@@ -30,6 +31,10 @@ def fake_file(path: str) -> bytes:
 
 
 FAKE_MANIFEST = {path: hashlib.sha256(fake_file(path)).hexdigest() for path in MANIFEST}
+FAKE_PATCHED = {
+    path: hashlib.sha256(fake_file(path) + addition.encode()).hexdigest()
+    for path, addition in ADDITIONS.items()
+}
 
 
 class FakeFetcher:
@@ -64,6 +69,8 @@ def props(**overrides: object) -> dict:
         "prefix": "tpu-files",
         "commit": TOOLKIT_COMMIT,
         "manifest": FAKE_MANIFEST,
+        "patched": FAKE_PATCHED,
+        "mirror": None,
         "zips": {k: list(v) for k, v in ZIPS.items()},
     }
     return found | overrides
@@ -115,9 +122,10 @@ def test_create_verifies_every_file_and_uploads_both_zips():
         assert result.outs["md5"][zip_name] == md5_base64(data)
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             assert sorted(archive.namelist()) == sorted(names)
-            assert archive.read("util.py" if "util.py" in names else names[0]) == fake_file(
-                "util.py" if "util.py" in names else names[0]
-            )
+            assert archive.read("tpu.py") == fake_file("tpu.py")
+            # util.py carries this program's one addition, after the pinned file.
+            util = archive.read("util.py")
+            assert util == fake_file("util.py") + ADDITIONS["util.py"].encode()
 
 
 def test_a_wrong_hash_fails_the_deploy_step_and_uploads_nothing():
@@ -151,6 +159,8 @@ def test_diff_read_update_delete():
     moved = provider.diff("b/tpu-files", olds, props(commit="0" * 40))
     assert moved.changes is True and moved.replaces == []
     assert provider.diff("b/tpu-files", olds, props(prefix="x-files")).replaces == ["prefix"]
+    # Reading the same files from a mirror changes nothing in the bucket.
+    assert provider.diff("b/tpu-files", olds, props(mirror="/srv/mirror")).changes is False
 
     read = provider.read("b/tpu-files", olds).outs
     assert read is not None and read["md5"] == olds["md5"]
@@ -175,18 +185,21 @@ def test_the_providers_deserialize_where_pulumi_runs_them(tmp_path):
 
     from pulumi.dynamic.dynamic import serialize_provider
 
-    from components.slurm.cleanup import TpuCleanupProvider
+    from components.slurm.cleanup import ComputeCleanupProvider, TpuCleanupProvider
     from plan.engine import REPO_ROOT
 
     (tmp_path / "scripts").write_text(serialize_provider(ScriptsProvider()))
     (tmp_path / "cleanup").write_text(serialize_provider(TpuCleanupProvider()))
+    (tmp_path / "compute").write_text(serialize_provider(ComputeCleanupProvider()))
     check = (
         "import base64, dill, sys\n"
         "load = lambda p: dill.loads(base64.b64decode(open(p).read()))\n"
         f"scripts = load({str(tmp_path / 'scripts')!r})\n"
         f"cleanup = load({str(tmp_path / 'cleanup')!r})\n"
+        f"compute = load({str(tmp_path / 'compute')!r})\n"
         "print(scripts.fetch.__name__, type(scripts.bucket).__name__,\n"
-        "      cleanup._client_factory.__name__, cleanup._sleep.__name__)\n"
+        "      cleanup._client_factory.__name__, cleanup._sleep.__name__,\n"
+        "      compute._client_factory.__name__)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", check],
@@ -197,4 +210,75 @@ def test_the_providers_deserialize_where_pulumi_runs_them(tmp_path):
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["fetch_over_https", "GcsBucket", "_default_client", "sleep"]
+    assert result.stdout.split() == [
+        "fetch_any",
+        "GcsBucket",
+        "_default_client",
+        "sleep",
+        "_default_compute_client",
+    ]
+
+
+def write_mirror(root, tamper: str | None = None) -> None:
+    for path in MANIFEST:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(fake_file(path) + (b"evil\n" if path == tamper else b""))
+
+
+def test_a_local_mirror_is_read_instead_of_github_with_the_same_pins(tmp_path):
+    write_mirror(tmp_path)
+    bucket = FakeBucket()
+    result = ScriptsProvider(bucket=bucket).create(props(mirror=str(tmp_path)))
+    assert result.outs is not None and len(bucket.objects) == 2
+    data = bucket.objects[("b", f"tpu-files/{COMPUTE_ZIP}")]
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert archive.read("tools/gpu-test") == fake_file("tools/gpu-test")
+
+
+def test_a_mirror_holding_another_file_is_refused(tmp_path):
+    write_mirror(tmp_path, tamper="setup.py")
+    bucket = FakeBucket()
+    with pytest.raises(ScriptHashError, match=r"setup\.py at .*\(mirror of [0-9a-f]{40}\)"):
+        ScriptsProvider(bucket=bucket).create(props(mirror=str(tmp_path)))
+    assert bucket.objects == {}
+
+
+def test_a_bucket_mirror_is_read_from_cloud_storage(monkeypatch):
+    read: list[str] = []
+
+    def fake_gcs(url: str) -> bytes:
+        read.append(url)
+        return fake_file(url.removeprefix("gs://m/slurm/"))
+
+    monkeypatch.setattr(slurm_scripts, "fetch_from_gcs", fake_gcs)
+    bucket = FakeBucket()
+    ScriptsProvider(bucket=bucket).create(props(mirror="gs://m/slurm"))
+    assert sorted(read) == sorted(f"gs://m/slurm/{path}" for path in MANIFEST)
+    assert len(bucket.objects) == 2
+
+
+def test_the_addition_is_checked_against_its_own_pin():
+    with pytest.raises(ScriptHashError, match=r"util\.py with ai-infra's addition"):
+        ScriptsProvider(FakeFetcher(), FakeBucket()).create(props(patched={"util.py": "0" * 64}))
+
+
+def test_the_addition_only_overrides_the_block_topology_of_partitions_without_cpu_nodesets():
+    """The appended text under the scripts' own Python semantics: a stand-in Lookup whose
+    has_block_topology is upstream's all(...) over the partition's CPU nodesets."""
+    namespace: dict = {}
+    exec(
+        "class Lookup:\n"
+        "    def has_block_topology(self, partition):\n"
+        "        return all(n == 'a4x' for n in partition.partition_nodeset)\n",
+        namespace,
+    )
+    exec(ADDITIONS["util.py"], namespace)
+
+    class Partition:
+        def __init__(self, nodesets: list[str]) -> None:
+            self.partition_nodeset = nodesets
+
+    lookup = namespace["Lookup"]()
+    assert lookup.has_block_topology(Partition([])) is False  # a TPU partition: tree
+    assert lookup.has_block_topology(Partition(["a4x"])) is True  # upstream's own answer
+    assert lookup.has_block_topology(Partition(["debug"])) is False

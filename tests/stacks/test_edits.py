@@ -91,12 +91,16 @@ def test_adding_a_team_creates_only_that_teams_resources():
         "team-green-identity-iam.workloadIdentityUser",
         "team-green-identity-service-account",
         "team-green-edit",
+        "team-green-batch-user",
+        "team-green-network-policy",
         "team-green-cluster-queue",
         "team-green-local-queue",
+        "team-green-default-queue",
         "team-groups-green-example.com-container.clusterViewer",
     }
-    # The shared slice b is divided three ways now: the other queues' quotas shrink.
-    assert names(d.changed) == {"team-red-cluster-queue", "team-blue-cluster-queue"}
+    # Quota comes in whole slices: slice b, one v6e-16, divides neither between red and
+    # blue nor three ways, so the cohort keeps it and no other queue changes.
+    assert not d.changed
 
 
 def test_removing_a_team_removes_only_its_resources():
@@ -112,8 +116,11 @@ def test_removing_a_team_removes_only_its_resources():
         "team-blue-identity-service-account",
         "team-blue-identity-bucket-data-storage.objectUser",
         "team-blue-edit",
+        "team-blue-batch-user",
+        "team-blue-network-policy",
         "team-blue-cluster-queue",
         "team-blue-local-queue",
+        "team-blue-default-queue",
         "team-groups-blue-example.com-container.clusterViewer",
     }
 

@@ -11,7 +11,10 @@ import pytest
 import yaml
 
 from components import tpu_catalog
+from components.tpu_vms.provider import REPLACE_KEYS
+from components.tpu_vms.vms import replace_paths
 from plan import cli as plan_main
+from plan.diff import Op, diff
 from plan.engine import Graph, record_program
 from stacks import environment, loading
 from stacks.messages import ConfigError
@@ -115,7 +118,7 @@ def rejected(config: dict[str, Any]) -> dict[str, str]:
         (
             {"tpuVms": [vm(startupScript="x", metadata={"startup-script": "y"})]},
             "tpuVms[0].metadata.startup-script",
-            "not both",
+            "in startupScript instead",
         ),
         ({"tpuVms": [vm(startupScript="x" * 600_000)]}, "tpuVms[0].metadata", "512"),
         (
@@ -258,7 +261,7 @@ def test_an_existing_account_is_used_as_given_and_none_is_created():
     ("accelerator", "zone", "runtime", "chips"),
     [
         ("v2-8", "us-central1-b", "tpu-ubuntu2204-base", 4),
-        ("v3-32", "us-central1-a", "tpu-ubuntu2204-base", 16),
+        ("v3-32", "europe-west4-a", "tpu-ubuntu2204-base", 16),
         ("v4-16", "us-central2-b", "tpu-ubuntu2204-base", 8),
         ("v5litepod-16", "us-central1-a", "v2-alpha-tpuv5-lite", 16),
         ("v5p-32", "us-central1-a", "v2-alpha-tpuv5", 16),
@@ -307,7 +310,12 @@ def test_capacity_reservation_network_and_vm_settings_reach_the_queued_resource(
         True,
     )
     assert spot["labels"]["team"] == "research" and spot["tags"] == ["tpu"]
-    assert spot["metadata"] == {"env": "dev", "startup-script": "echo ready"}
+    assert spot["metadata"] == {
+        "env": "dev",
+        "startup-script": "echo ready",
+        "enable-oslogin": "TRUE",
+        "block-project-ssh-keys": "TRUE",
+    }
     assert spot["timeoutSeconds"] == 300
     assert queued_resource(graph, "held").inputs["reservationName"] == (
         "projects/test-project/locations/us-central2-b/reservations/v4-res"
@@ -339,6 +347,11 @@ def test_outputs_name_every_tpu_vm_and_the_ssh_command_for_worker_0():
     assert seed.ssh_commands["maxtext-1"] == (
         "gcloud compute tpus tpu-vm ssh maxtext-1 --zone=us-central2-b --project=test-project "
         "--worker=0 --internal-ip"
+    )
+    # From outside the VPC: only the alpha command tunnels through IAP.
+    assert seed.iap_ssh_commands["maxtext-1"] == (
+        "gcloud alpha compute tpus tpu-vm ssh maxtext-1 --zone=us-central2-b "
+        "--project=test-project --worker=0 --tunnel-through-iap"
     )
     # multihost_runner.py --TPU_PREFIX=one takes the VM named exactly `one`.
     assert env.tpu_vms["solo"].node_names == ["one"]
@@ -451,3 +464,143 @@ def test_an_entry_may_fill_every_label_the_tpu_api_has_room_for():
     assert len(qr.inputs["labels"]) == 64, qr.urn
     problems = rejected(stack(tpuVms=[vm(labels={**labels, "l62": "x"})]))
     assert "keep at most 62" in problems["ai-infra:tpuVms[0].labels"], problems
+
+
+def test_os_login_is_enforced_on_every_tpu_vm_whatever_else_the_metadata_holds():
+    graph = built(vm(metadata={"env": "dev", "enable-oslogin-2fa": "TRUE"}), vm(name="bare"))
+    for name in ("exp", "bare"):
+        metadata = queued_resource(graph, name).inputs["metadata"]
+        assert metadata["enable-oslogin"] == "TRUE", name
+        assert metadata["block-project-ssh-keys"] == "TRUE", name
+        assert "ssh-keys" not in metadata and "sshKeys" not in metadata
+    assert queued_resource(graph, "exp").inputs["metadata"]["enable-oslogin-2fa"] == "TRUE"
+
+
+def test_the_stack_network_lets_iap_reach_the_tpu_vms_on_port_22():
+    graph = built(vm())
+    rule = graph.named("network-allow-iap-ssh")
+    assert rule.inputs["sourceRanges"] == ["35.235.240.0/20"]
+    assert rule.inputs["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
+    # No target tags: it covers every VM of the network, TPU VMs included.
+    assert "targetTags" not in rule.inputs
+    # The mock engine's self links end in the resource name.
+    assert queued_resource(graph, "exp").inputs["network"].endswith("/" + rule.inputs["network"])
+
+
+@pytest.mark.parametrize(
+    ("entry", "api"),
+    [
+        (vm(), "v2"),
+        (vm(provisioning="spot"), "v2"),
+        (vm(provisioning="reserved"), "v2"),
+        (vm(provisioning="best-effort"), "v2alpha1"),
+        (
+            vm(
+                bootDisk={
+                    "kmsKey": "projects/test-project/locations/us-central2/keyRings/r/cryptoKeys/k"
+                }
+            ),
+            "v2alpha1",
+        ),
+        (vm(bootDisk={}), "v2"),
+    ],
+)
+def test_the_ga_api_serves_every_entry_but_what_only_v2alpha1_has(entry, api):
+    assert queued_resource(built(entry), "exp").inputs["apiVersion"] == api
+
+
+def test_queueing_networks_and_boot_disk_reach_the_queued_resource():
+    extra = {
+        "network": "projects/test-project/global/networks/dcn",
+        "subnetwork": "projects/test-project/regions/us-central2/subnetworks/dcn",
+        "queueCount": 8,
+    }
+    key = "projects/test-project/locations/us-central2/keyRings/r/cryptoKeys/k"
+    entry = vm(
+        timeoutMinutes=240,
+        queueing={"validAfterDuration": "1h30m", "validUntilTime": "2026-12-01T02:00:00Z"},
+        queueCount=4,
+        additionalNetworks=[extra],
+        bootDisk={"kmsKey": key, "confidentialCompute": True},
+    )
+    i = queued_resource(built(entry), "exp").inputs
+    assert i["queueingPolicy"] == {
+        "validAfterSeconds": 5400,
+        "validUntilTime": "2026-12-01T02:00:00Z",
+    }
+    assert i["queueCount"] == 4
+    assert i["additionalNetworks"] == [extra]
+    assert i["bootDisk"] == {"kmsKeyName": key, "confidentialCompute": True}
+    plain = queued_resource(built(vm()), "exp").inputs
+    assert (plain["queueingPolicy"], plain["queueCount"], plain["bootDisk"]) == ({}, 0, {})
+    assert plain["additionalNetworks"] == []
+
+
+def _edit(before: dict[str, Any], after: dict[str, Any]) -> tuple[Op, list[str]]:
+    (change,) = [c for c in diff(built(before), built(after)) if c.resource.type == QR]
+    return change.op, [c.rendered_path for c in change.changes]
+
+
+@pytest.mark.parametrize(
+    ("edit", "op"),
+    [
+        ({"startupScript": "echo new"}, Op.REPLACE),
+        ({"labels": {"team": "a"}}, Op.REPLACE),
+        (
+            {
+                "dataDisks": [
+                    {
+                        "sourceDisk": "projects/test-project/zones/us-central2-b/disks/d",
+                        "mode": "READ_WRITE",
+                    }
+                ]
+            },
+            Op.REPLACE,
+        ),
+        ({"provisioning": "spot"}, Op.REPLACE),
+        ({"queueCount": 2}, Op.REPLACE),
+        ({"timeoutMinutes": 120}, Op.UPDATE),
+        ({"queueing": {"validUntilDuration": "30m"}}, Op.UPDATE),
+    ],
+)
+def test_the_plan_says_which_edits_replace_the_tpu_vms(edit, op):
+    also = queued_resource(built(vm()), "exp").replace_on_changes
+    assert also == tuple(replace_paths())
+    assert [p.removesuffix(".*") for p in also] == list(REPLACE_KEYS)
+    changed_op, paths = _edit(vm(), vm(**edit))
+    assert changed_op == op, paths
+
+
+def test_the_offline_plan_tells_how_the_request_waits_is_reached_and_comes_back(tmp_path):
+    path = tmp_path / "Pulumi.vms.yaml"
+    entries = [
+        SEED,
+        vm(
+            name="spot",
+            provisioning="spot",
+            timeoutMinutes=120,
+            queueing={"validAfterDuration": "30m"},
+            additionalNetworks=[
+                {
+                    "network": "projects/test-project/global/networks/dcn",
+                    "subnetwork": "projects/test-project/regions/us-central2/subnetworks/dcn",
+                }
+            ],
+        ),
+    ]
+    path.write_text(yaml.safe_dump({"config": stack(tpuVms=entries)}))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert plan_main.main([str(path)]) == 0
+    text = out.getvalue()
+    section = text[text.index("TPU VMs (queued resources):") :].split("\n\n")[0]
+    assert (
+        "request: TPU API v2; `pulumi up` waits 60 min for ACTIVE, else deletes it; queue "
+        "window: now to +60m" in section
+    )
+    assert "waits 120 min for ACTIVE, else deletes it; queue window: +30m to +120m" in section
+    assert "SSH: OS Login only, project SSH keys blocked; no public IPs (IAP or --internal-ip)" in (
+        section
+    )
+    assert "networks: the stack's VPC, projects/test-project/global/networks/dcn" in section
+    assert section.count("a SUSPENDED (preempted) or FAILED request") == 2

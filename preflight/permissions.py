@@ -1,0 +1,309 @@
+"""The deploying identity holds what `pulumi up` needs for this plan: the permissions of every
+resource type the plan registers, tested on the project with `testIamPermissions`.
+
+The map below holds the create (and read-back) permissions of each type; every name in it is
+in a predefined role of darkbitio/gcp-iam-role-permissions @8ab2a6ff (2026-08-22), since one
+permission the API does not know fails the whole call with 400. Which companion permissions a
+create checks (`*.get`, `networks.updatePolicy`, `subnetworks.use`) comes from the REST
+references' IAM sections as summarised by research, not read here.
+
+Some answers on the project can be "no" while `pulumi up` would still succeed, and are warnings:
+Kubernetes objects (RBAC in the cluster may grant them), bucket and object permissions (Owner
+and Editor reach buckets through legacy bucket roles, not these), and acting as a service
+account (often granted on the account, not the project).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from preflight.live import CannotCheck, InvalidRequest, Live
+from preflight.needs import Needs
+from preflight.report import Finding, fail, ok, warn
+
+NAME = "permissions"
+MEANING = (
+    "the deploying identity holds the IAM permissions the plan's resource types need "
+    "(testIamPermissions on the project)"
+)
+
+_COMPUTE_VM = ("compute.disks.create", "compute.subnetworks.use", "compute.images.useReadOnly")
+PERMISSIONS: dict[str, tuple[str, ...]] = {
+    "gcp:projects/service:Service": ("serviceusage.services.enable", "serviceusage.services.get"),
+    "gcp:compute/network:Network": ("compute.networks.create", "compute.networks.get"),
+    "gcp:compute/subnetwork:Subnetwork": (
+        "compute.subnetworks.create",
+        "compute.subnetworks.get",
+        "compute.networks.updatePolicy",
+    ),
+    "gcp:compute/router:Router": ("compute.routers.create", "compute.routers.get"),
+    "gcp:compute/routerNat:RouterNat": ("compute.routers.update", "compute.routers.get"),
+    "gcp:compute/firewall:Firewall": (
+        "compute.firewalls.create",
+        "compute.firewalls.get",
+        "compute.networks.updatePolicy",
+    ),
+    "gcp:compute/resourcePolicy:ResourcePolicy": (
+        "compute.resourcePolicies.create",
+        "compute.resourcePolicies.get",
+    ),
+    "gcp:compute/instanceTemplate:InstanceTemplate": (
+        "compute.instanceTemplates.create",
+        "compute.instanceTemplates.get",
+        "compute.images.useReadOnly",
+        "compute.subnetworks.use",
+    ),
+    "gcp:compute/instanceGroupManager:InstanceGroupManager": (
+        "compute.instanceGroupManagers.create",
+        "compute.instanceGroupManagers.get",
+        "compute.instanceTemplates.useReadOnly",
+        "compute.instances.create",
+        *_COMPUTE_VM,
+    ),
+    "gcp:compute/instance:Instance": (
+        "compute.instances.create",
+        "compute.instances.get",
+        "compute.instances.setMetadata",
+        "compute.instances.setServiceAccount",
+        "compute.disks.use",
+        *_COMPUTE_VM,
+    ),
+    "gcp:compute/disk:Disk": ("compute.disks.create", "compute.disks.get"),
+    # Resize requests are a sub-resource of the group (Compute API instanceGroupManagerResize
+    # Requests.insert checks compute.instanceGroupManagers.update).
+    "gcp:compute/resizeRequest:ResizeRequest": (
+        "compute.instanceGroupManagers.update",
+        "compute.instanceGroupManagers.get",
+    ),
+    "gcp:monitoring/dashboard:Dashboard": (
+        "monitoring.dashboards.create",
+        "monitoring.dashboards.get",
+        "monitoring.dashboards.update",
+    ),
+    "gcp:container/cluster:Cluster": (
+        "container.clusters.create",
+        "container.clusters.get",
+        "container.clusters.update",
+        "container.operations.get",
+    ),
+    # GKE authorises node pool calls on the cluster.
+    "gcp:container/nodePool:NodePool": ("container.clusters.update", "container.operations.get"),
+    "gcp:filestore/instance:Instance": (
+        "file.instances.create",
+        "file.instances.get",
+        "file.operations.get",
+    ),
+    "gcp:storage/bucket:Bucket": (
+        "storage.buckets.create",
+        "storage.buckets.get",
+        "storage.buckets.update",
+    ),
+    "gcp:storage/bucketObject:BucketObject": (
+        "storage.objects.create",
+        "storage.objects.get",
+        "storage.objects.delete",
+    ),
+    "gcp:storage/bucketIAMMember:BucketIAMMember": (
+        "storage.buckets.getIamPolicy",
+        "storage.buckets.setIamPolicy",
+    ),
+    "gcp:serviceaccount/account:Account": ("iam.serviceAccounts.create", "iam.serviceAccounts.get"),
+    "gcp:serviceaccount/iAMMember:IAMMember": (
+        "iam.serviceAccounts.getIamPolicy",
+        "iam.serviceAccounts.setIamPolicy",
+    ),
+    "gcp:projects/iAMMember:IAMMember": (
+        "resourcemanager.projects.getIamPolicy",
+        "resourcemanager.projects.setIamPolicy",
+    ),
+    # The provider undeletes a custom role of the same id instead of failing on it
+    # (terraform-provider-google resource_google_project_iam_custom_role.go).
+    "gcp:projects/iAMCustomRole:IAMCustomRole": (
+        "iam.roles.create",
+        "iam.roles.get",
+        "iam.roles.update",
+        "iam.roles.undelete",
+    ),
+    # No predefined role holds a tpu.queuedResources.* permission; queued resources create
+    # nodes, so tpu.nodes.* is the best reading.
+    "pulumi-python:dynamic/tpu:QueuedResource": (
+        "tpu.nodes.create",
+        "tpu.nodes.get",
+        "tpu.nodes.delete",
+        "tpu.operations.get",
+    ),
+    "pulumi-python:dynamic/slurm:RuntimeScripts": (
+        "storage.objects.create",
+        "storage.objects.get",
+        "storage.objects.delete",
+    ),
+    "pulumi-python:dynamic/slurm:TpuCleanup": ("tpu.nodes.list", "tpu.nodes.delete"),
+    # components/slurm/cleanup.py lists each CPU nodeset's zone and deletes its VMs.
+    "pulumi-python:dynamic/slurm:ComputeCleanup": (
+        "compute.instances.list",
+        "compute.instances.delete",
+    ),
+    "pulumi:providers:kubernetes": ("container.clusters.get",),
+    "kubernetes:core/v1:Namespace": ("container.namespaces.create",),
+    "kubernetes:core/v1:ServiceAccount": ("container.serviceAccounts.create",),
+    "kubernetes:core/v1:ConfigMap": ("container.configMaps.create",),
+    "kubernetes:apps/v1:Deployment": ("container.deployments.create",),
+    "kubernetes:networking.k8s.io/v1:NetworkPolicy": ("container.networkPolicies.create",),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": (
+        "container.clusterRoles.create",
+        "container.clusterRoles.escalate",
+    ),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": (
+        "container.clusterRoleBindings.create",
+        "container.clusterRoles.bind",
+    ),
+    "kubernetes:rbac.authorization.k8s.io/v1:Role": (
+        "container.roles.create",
+        "container.roles.escalate",
+    ),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": (
+        "container.roleBindings.create",
+        "container.roles.bind",
+        "container.clusterRoles.bind",
+    ),
+    # Kueue's and JobSet's charts: CRDs, webhooks, the controller, its service and RBAC.
+    "kubernetes:helm.sh/v3:Release": (
+        "container.customResourceDefinitions.create",
+        "container.mutatingWebhookConfigurations.create",
+        "container.validatingWebhookConfigurations.create",
+        "container.deployments.create",
+        "container.services.create",
+        "container.secrets.create",
+        "container.clusterRoles.create",
+        "container.clusterRoles.escalate",
+        "container.clusterRoleBindings.create",
+        "container.clusterRoles.bind",
+    ),
+    "kubernetes:yaml/v2:ConfigGroup": ("container.thirdPartyObjects.create",),
+}
+"""Resource type -> the permissions `pulumi up` uses to create and read it back."""
+CUSTOM_RESOURCE = ("container.thirdPartyObjects.create",)
+"""Objects of a custom resource definition (`kueue.x-k8s.io`, `jobset.x-k8s.io`,
+`networking.gke.io`)."""
+ACT_AS = "iam.serviceAccounts.actAs"
+LENIENT = frozenset(
+    {
+        ACT_AS,
+        "storage.buckets.get",
+        "storage.buckets.update",
+        "storage.buckets.getIamPolicy",
+        "storage.buckets.setIamPolicy",
+        "storage.objects.create",
+        "storage.objects.get",
+        "storage.objects.delete",
+    }
+)
+"""Permissions whose absence on the project is a warning: the darkbitio dataset shows
+`roles/owner` without the storage ones, and actAs is often granted on the account instead."""
+ROLES: dict[str, str] = {
+    "compute": "roles/compute.admin",
+    "container": "roles/container.admin",
+    "file": "roles/file.editor",
+    "storage": "roles/storage.admin",
+    "tpu": "roles/tpu.admin",
+    "serviceusage": "roles/serviceusage.serviceUsageAdmin",
+    "iam": "roles/iam.serviceAccountAdmin",
+    "iam.roles": "roles/iam.roleAdmin",
+    "monitoring": "roles/monitoring.dashboardEditor",
+    "resourcemanager": "roles/resourcemanager.projectIamAdmin",
+}
+"""Service -> a predefined role holding every permission above of that service (checked
+against the same dataset)."""
+
+
+def _permissions_of(type_: str) -> tuple[str, ...] | None:
+    if type_ in PERMISSIONS:
+        return PERMISSIONS[type_]
+    if type_.startswith("kubernetes:"):
+        group = type_.split(":")[1].split("/")[0]
+        if group.endswith(("x-k8s.io", ".gke.io")):
+            return CUSTOM_RESOURCE
+    return None
+
+
+def role_for(permission: str) -> str:
+    if permission == ACT_AS:
+        return "roles/iam.serviceAccountUser"
+    service, resource, _ = permission.split(".", 2)
+    return ROLES.get(f"{service}.{resource}", ROLES.get(service, "a role that holds it"))
+
+
+def required(needs: Needs) -> tuple[dict[str, set[str]], list[str]]:
+    """Permission -> the resource types that need it, and the types preflight has no map for."""
+    needed: dict[str, set[str]] = {}
+    unknown = []
+    for type_, _count in needs.types:
+        permissions = _permissions_of(type_)
+        if permissions is None:
+            unknown.append(type_)
+            continue
+        for permission in permissions:
+            needed.setdefault(permission, set()).add(type_)
+    if needs.service_accounts:
+        needed.setdefault(ACT_AS, set()).add("resources that run as a service account")
+    return needed, unknown
+
+
+def _lenient(permission: str, types: Iterable[str]) -> bool:
+    return permission in LENIENT or all(t.startswith("kubernetes:") for t in types)
+
+
+def judge(needed: dict[str, set[str]], held: set[str]) -> list[Finding]:
+    """One finding per role that would grant what is missing."""
+    missing = sorted(p for p in needed if p not in held)
+    if not missing:
+        return [ok(NAME, "the deploying identity", f"holds all {len(needed)} permissions")]
+    by_role: dict[tuple[str, bool], list[str]] = {}
+    for permission in missing:
+        key = (role_for(permission), _lenient(permission, needed[permission]))
+        by_role.setdefault(key, []).append(permission)
+    findings = []
+    for (role, lenient), permissions in sorted(by_role.items()):
+        types = sorted({t.rsplit(":", 1)[-1] for p in permissions for t in needed[p]})
+        detail = f"lacks {', '.join(permissions)} on the project (for {', '.join(types)})"
+        if lenient:
+            findings.append(
+                warn(
+                    NAME,
+                    "the deploying identity",
+                    detail + "; Kubernetes RBAC, legacy bucket roles or a grant on the service "
+                    "account may give it instead",
+                    f"if pulumi up is refused, grant {role}",
+                )
+            )
+        else:
+            findings.append(fail(NAME, "the deploying identity", detail, f"grant {role}"))
+    return findings
+
+
+def check(needs: Needs, live: Live) -> list[Finding]:
+    needed, unknown = required(needs)
+    findings = [
+        warn(
+            NAME,
+            type_,
+            "preflight does not know which permissions this resource type needs",
+            "add it to preflight/permissions.py",
+        )
+        for type_ in unknown
+    ]
+    try:
+        held = live.granted(needed)
+    except InvalidRequest as error:
+        return [
+            *findings,
+            fail(
+                NAME,
+                "testIamPermissions",
+                f"the API refused preflight's permission list ({error})",
+                "a permission in preflight/permissions.py is not testable on projects: fix it",
+            ),
+        ]
+    except CannotCheck as error:
+        return [*findings, warn(NAME, "the deploying identity", str(error))]
+    return [*findings, *judge(needed, held)]

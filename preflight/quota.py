@@ -1,0 +1,330 @@
+"""Quota per region (and per zone for the Cloud TPU API) against the plan at its largest: TPU
+chips per family and capacity type for GKE slices and the provisioner, Cloud TPU API cores for
+TPU VMs and Slurm nodesets, GPUs per type and capacity type, vCPUs per machine series, external
+addresses and Filestore capacity, each minus what is in use where the quota system reports it.
+
+Capacity from a reservation needs no quota: creating the reservation consumed it (GKE
+"Troubleshoot TPUs in GKE"), so reservation-backed VMs are left to the reservations check. On a
+stack that is already up, "in use" includes its own VMs; read the figures as for a first
+deploy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from google.cloud import cloudquotas_v1
+
+from preflight import quota_names as names
+from preflight.live import CannotCheck, Live
+from preflight.needs import Needs, Vms, region_of
+from preflight.quota_names import CloudQuota, Metric, QuotaName
+from preflight.report import QUOTAS_PAGE, Finding, fail, ok, warn
+
+NAME = "quota"
+MEANING = (
+    "regional quota (TPU chips, Cloud TPU cores, GPUs, vCPUs, addresses, Filestore) covers "
+    "the plan at its largest, less what is in use"
+)
+GLOBAL = "global"
+
+
+@dataclass
+class QuotaNeed:
+    """How much of one quota the plan takes at one location."""
+
+    subject: str
+    location: str
+    """A region, a zone (Cloud TPU API quotas) or `global`."""
+    unit: str
+    names: tuple[QuotaName, ...]
+    amount: int = 0
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def keys(self) -> str:
+        """The config keys behind it: `tpuSlices[0], tpuSlices[2]`."""
+        return ", ".join(dict.fromkeys(s.split(" ", 1)[0] for s in self.sources))
+
+    @property
+    def title(self) -> str:
+        where = "all regions" if self.location == GLOBAL else self.location
+        return f"{self.subject} in {where}"
+
+
+@dataclass(frozen=True)
+class Quota:
+    """A quota the project has: its limit, and its usage where the quota system reports it."""
+
+    name: str
+    limit: float
+    usage: float | None
+    link: str
+
+
+def _series(machine_type: str) -> str:
+    head = machine_type.split("-", 1)[0]
+    return "N1" if head == "custom" else head.upper()
+
+
+def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
+    """Every quota the plan draws on, with what it takes of each; `vcpus` maps a machine
+    type to its vCPUs (machine types missing from it are left out)."""
+    found: dict[tuple[str, str], QuotaNeed] = {}
+
+    def add(
+        subject: str, location: str, unit: str, quota: tuple[QuotaName, ...], n: int, src: str
+    ) -> None:
+        if n <= 0:
+            return
+        need = found.setdefault((subject, location), QuotaNeed(subject, location, unit, quota))
+        need.amount += n
+        if src not in need.sources:
+            need.sources.append(src)
+
+    for vm in needs.vms:
+        if vm.capacity == "reservation":
+            continue
+        preemptible = vm.capacity != "on-demand"
+        kind = "Preemptible " if preemptible else ""
+        if vm.tpu is not None:
+            family = vm.tpu.family.prefix
+            add(
+                f"{kind}TPU {family} chips",
+                vm.region,
+                "chips",
+                names.gke_tpu(family, preemptible),
+                vm.count * vm.tpu.chips,
+                vm.source,
+            )
+        for accelerator, per_vm in vm.gpus:
+            total = vm.count * per_vm
+            add(
+                f"{kind}{accelerator} GPUs",
+                vm.region,
+                "GPUs",
+                names.gpu(accelerator, preemptible),
+                total,
+                vm.source,
+            )
+            add("GPUs", GLOBAL, "GPUs", (names.GPUS_ALL_REGIONS,), total, vm.source)
+        if vm.tpu is None and vm.machine_type in vcpus:
+            series = _series(vm.machine_type)
+            total = vm.count * vcpus[vm.machine_type]
+            add(f"{series} vCPUs", vm.region, "vCPUs", names.cpus(series), total, vm.source)
+            add("vCPUs", GLOBAL, "vCPUs", (names.CPUS_ALL_REGIONS,), total, vm.source)
+        add(
+            "external IP addresses",
+            vm.region,
+            "addresses",
+            (names.IN_USE_ADDRESSES,),
+            vm.count * vm.external_ips,
+            vm.source,
+        )
+    for nodes in needs.tpu_nodes:
+        if nodes.capacity == "reserved":
+            continue
+        preemptible = nodes.capacity in ("spot", "best-effort")
+        kind = "Preemptible " if preemptible else ""
+        add(
+            f"{kind}TPU {nodes.family.prefix} cores (Cloud TPU API)",
+            nodes.zone,
+            "cores",
+            names.tpu_api(nodes.family.prefix, preemptible, nodes.accelerator),
+            nodes.slices * nodes.cores_per_slice,
+            nodes.source,
+        )
+        hosts = nodes.slices * nodes.hosts_per_slice
+        add(
+            "external IP addresses",
+            nodes.region,
+            "addresses",
+            (names.IN_USE_ADDRESSES,),
+            hosts if nodes.external_ips else 0,
+            nodes.source,
+        )
+    for share in needs.shares:
+        add(
+            f"Filestore {share.tier} GiB",
+            share.region,
+            "GiB",
+            names.filestore(share.tier),
+            share.gib,
+            share.source,
+        )
+    return list(found.values())
+
+
+def _dimensions_value(
+    info: cloudquotas_v1.QuotaInfo, location: str, wanted: tuple[tuple[str, str], ...]
+) -> int | None:
+    """The quota's value for `location` and the wanted service-specific dimensions: the most
+    specific `DimensionsInfo` that fits (the API orders them so), where every wanted dimension
+    is named explicitly."""
+    place = "region" if location in (GLOBAL, region_of(location)) else "zone"
+    want = {key: value.casefold() for key, value in wanted}
+    for entry in info.dimensions_infos:
+        dims = {k: v.casefold() for k, v in entry.dimensions.items()}
+        if any(k not in dims for k in want):
+            continue
+        if any(dims[k] != v for k, v in want.items()):
+            continue
+        if place in dims and dims[place] != location.casefold():
+            continue
+        if location != GLOBAL and entry.applicable_locations:
+            applies = {a.casefold() for a in entry.applicable_locations}
+            if location.casefold() not in applies and GLOBAL not in applies:
+                continue
+        return entry.details.value
+    return None
+
+
+def _matches(info: cloudquotas_v1.QuotaInfo, name: CloudQuota) -> bool:
+    ids = {i.casefold() for i in name.ids}
+    shown = {d.casefold() for d in name.display_names}
+    return info.quota_id.casefold() in ids or bool(
+        shown & {info.quota_display_name.casefold(), info.metric_display_name.casefold()}
+    )
+
+
+def _resolve(need: QuotaNeed, live: Live) -> Quota | None:
+    """The first of the need's quota names the project has, or None."""
+    page = QUOTAS_PAGE.format(project=live.project)
+    for name in need.names:
+        if isinstance(name, Metric):
+            if need.location == GLOBAL:
+                listed = live.compute_project().quotas
+            elif need.location == region_of(need.location):
+                listed = live.region(need.location).quotas
+            else:
+                continue
+            for quota in listed:
+                if quota.metric == name.name:
+                    return Quota(name.name, quota.limit, quota.usage, page)
+            continue
+        for info in live.quota_infos(name.service):
+            if not _matches(info, name):
+                continue
+            value = _dimensions_value(info, need.location, name.dimensions)
+            if value is not None:
+                link = info.service_request_quota_uri or page
+                return Quota(info.quota_id, float(value), None, link)
+    return None
+
+
+def _absent(need: QuotaNeed, live: Live) -> str:
+    """What the project has instead, for "cannot check"."""
+    wanted = [
+        n.name if isinstance(n, Metric) else "/".join((*n.ids, *n.display_names))
+        for n in need.names
+    ]
+    hint = ""
+    words = [w for w in need.subject.replace("(", " ").split() if any(c.isdigit() for c in w)]
+    services = {n.service for n in need.names if isinstance(n, CloudQuota)}
+    if words and services:
+        seen: list[str] = []
+        for service in sorted(services):
+            try:
+                infos = live.quota_infos(service)
+            except CannotCheck:
+                continue
+            seen += [
+                i.quota_id
+                for i in infos
+                if any(w.casefold() in i.quota_id.casefold() for w in words)
+            ]
+        if seen:
+            hint = f"; quotas it has that mention {words[0]}: {', '.join(sorted(seen)[:8])}"
+    if not wanted:
+        return "preflight knows no quota that governs it; look it up on the Quotas page"
+    return f"the project has none of the quotas that govern it ({', '.join(wanted)}){hint}"
+
+
+def judge(need: QuotaNeed, quota: Quota) -> Finding:
+    """The verdict on one need against the quota the project has."""
+    wanted = f"need {need.amount} ({need.keys})"
+    if quota.limit < 0:
+        return ok(NAME, need.title, f"{wanted}, quota unlimited ({quota.name})")
+    figure = f"{wanted}, quota {quota.limit:g} ({quota.name})"
+    if quota.usage is not None:
+        figure += f", in use {quota.usage:g}"
+        free = quota.limit - quota.usage
+        if need.amount <= free:
+            return ok(NAME, need.title, figure)
+        short = need.amount - free
+        return fail(NAME, need.title, figure, f"request {short:g} more at {quota.link}")
+    if need.amount > quota.limit:
+        short = need.amount - quota.limit
+        return fail(NAME, need.title, figure, f"request at least {short:g} more at {quota.link}")
+    return warn(
+        NAME,
+        need.title,
+        f"{figure}, in use not reported by Cloud Quotas",
+        f"make sure {need.amount} are free at {quota.link}",
+    )
+
+
+def _vcpus(vms: Iterable[Vms], live: Live) -> tuple[dict[str, int], list[Finding]]:
+    """vCPUs of each non-TPU machine type the plan creates (Compute API `machineTypes.get` in
+    a zone it is placed in), and findings for those that could not be read."""
+    counts: dict[str, int] = {}
+    findings: list[Finding] = []
+    for vm in vms:
+        if vm.tpu is not None or vm.capacity == "reservation" or vm.machine_type in counts:
+            continue
+        try:
+            zones = vm.zones or tuple(
+                z.rsplit("/", 1)[-1] for z in live.region(vm.region).zones[:1]
+            )
+            machine = live.machine_type(zones[0], vm.machine_type) if zones else None
+        except CannotCheck as error:
+            findings.append(warn(NAME, f"{vm.machine_type} vCPUs", str(error)))
+            continue
+        if machine is not None:
+            counts[vm.machine_type] = machine.guest_cpus
+        else:
+            findings.append(
+                warn(
+                    NAME,
+                    f"{vm.machine_type} vCPUs",
+                    f"cannot count them: {vm.machine_type} is not offered in {zones[0]} (see zones)"
+                    if zones
+                    else f"cannot count them: {vm.region} lists no zones",
+                )
+            )
+    return counts, findings
+
+
+def _merged(needs: list[QuotaNeed], quota: Quota) -> QuotaNeed:
+    """Needs that resolve to one quota (E2 and G2 vCPUs both on `CPUS`) count together."""
+    first = needs[0]
+    merged = QuotaNeed(
+        ", ".join(n.subject for n in needs) if len(needs) > 1 else first.subject,
+        first.location,
+        first.unit,
+        first.names,
+        sum(n.amount for n in needs),
+        [s for n in needs for s in n.sources],
+    )
+    if len(needs) > 1:
+        merged.subject += f" ({quota.name})"
+    return merged
+
+
+def check(needs: Needs, live: Live) -> list[Finding]:
+    vcpus, findings = _vcpus(needs.vms, live)
+    resolved: dict[tuple[str, str], tuple[Quota, list[QuotaNeed]]] = {}
+    for need in quota_needs(needs, vcpus):
+        try:
+            quota = _resolve(need, live)
+        except CannotCheck as error:
+            findings.append(warn(NAME, need.title, str(error)))
+            continue
+        if quota is None:
+            findings.append(warn(NAME, need.title, f"cannot check: {_absent(need, live)}"))
+            continue
+        resolved.setdefault((quota.name, need.location), (quota, []))[1].append(need)
+    for quota, shared in resolved.values():
+        findings.append(judge(_merged(shared, quota), quota))
+    return findings

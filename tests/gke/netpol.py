@@ -1,0 +1,101 @@
+"""A NetworkPolicy evaluator for rendered policies, as the API defines them: a pod selected by
+any policy of a direction is isolated in it, and a connection is allowed when some rule of a
+selecting policy matches both the peer and the port. Peers are pods (namespace, namespace
+labels, pod labels) or addresses outside the cluster."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+from plan.engine import Graph
+
+TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+
+@dataclass(frozen=True)
+class Pod:
+    namespace: str
+    labels: dict[str, str] = field(default_factory=dict)
+    namespace_labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def all_namespace_labels(self) -> dict[str, str]:
+        # The API server sets this label on every namespace.
+        return {**self.namespace_labels, "kubernetes.io/metadata.name": self.namespace}
+
+
+Peer = Pod | str
+"""A pod, or an IP address outside the cluster."""
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    assert set(selector) <= {"matchLabels"}, selector  # matchExpressions are not rendered
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+
+
+def _peer_matches(peer_rule: dict[str, Any], policy_namespace: str, peer: Peer) -> bool:
+    if "ipBlock" in peer_rule:
+        if not isinstance(peer, str):
+            return False  # ipBlock is for addresses outside the cluster
+        block = peer_rule["ipBlock"]
+        address = ipaddress.ip_address(peer)
+        if address not in ipaddress.ip_network(block["cidr"]):
+            return False
+        return not any(address in ipaddress.ip_network(c) for c in block.get("except", []))
+    if isinstance(peer, str):
+        return False
+    if "namespaceSelector" in peer_rule:
+        if not _selects(peer_rule["namespaceSelector"], peer.all_namespace_labels):
+            return False
+    elif peer.namespace != policy_namespace:
+        return False
+    return _selects(peer_rule.get("podSelector", {}), peer.labels)
+
+
+def _port_matches(ports: list[dict[str, Any]] | None, port: int, protocol: str) -> bool:
+    if not ports:
+        return True
+    return any(int(p["port"]) == port and p.get("protocol", "TCP") == protocol for p in ports)
+
+
+def _policies(graph: Graph, pod: Pod, direction: str) -> list[dict[str, Any]]:
+    found = []
+    for r in graph.of_type(TYPE):
+        if r.inputs["metadata"]["namespace"] != pod.namespace:
+            continue
+        spec = r.inputs["spec"]
+        if direction in spec["policyTypes"] and _selects(spec["podSelector"], pod.labels):
+            found.append(spec)
+    return found
+
+
+def _allowed(graph: Graph, pod: Pod, peer: Peer, port: int, protocol: str, egress: bool) -> bool:
+    direction, rules, peers = (
+        ("Egress", "egress", "to") if egress else ("Ingress", "ingress", "from")
+    )
+    policies = _policies(graph, pod, direction)
+    if not policies:
+        return True
+    return any(
+        _port_matches(rule.get("ports"), port, protocol)
+        and any(_peer_matches(p, pod.namespace, peer) for p in rule.get(peers, []))
+        for spec in policies
+        for rule in spec.get(rules, [])
+    )
+
+
+def egress_allowed(graph: Graph, pod: Pod, peer: Peer, port: int, protocol: str = "TCP") -> bool:
+    return _allowed(graph, pod, peer, port, protocol, egress=True)
+
+
+def ingress_allowed(graph: Graph, pod: Pod, peer: Peer, port: int, protocol: str = "TCP") -> bool:
+    return _allowed(graph, pod, peer, port, protocol, egress=False)
+
+
+def connects(graph: Graph, source: Pod, target: Pod, port: int, protocol: str = "TCP") -> bool:
+    """Pod to pod: the source's egress and the target's ingress must both allow it."""
+    return egress_allowed(graph, source, target, port, protocol) and ingress_allowed(
+        graph, target, source, port, protocol
+    )

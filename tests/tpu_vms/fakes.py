@@ -1,0 +1,187 @@
+"""A fake Cloud TPU client built on google-cloud-tpu's and google-api-core's own types: queued
+resources are `tpu_v2.QueuedResource` messages, errors are api-core's exception classes, and
+finished operations are api-core `Operation`s, so the provider meets what the real client
+returns. Every call must carry a deadline, as a call without one could hang forever."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from google.api_core import exceptions as api_exceptions
+from google.api_core import operation as api_operation
+from google.cloud import tpu_v2, tpu_v2alpha1
+from google.longrunning import operations_pb2
+from google.protobuf import any_pb2, empty_pb2
+from google.rpc import status_pb2
+
+State = tpu_v2.QueuedResourceState.State
+Initiator = tpu_v2.QueuedResourceState.StateInitiator
+
+
+@dataclass
+class Lost:
+    """A create the server carried out whose answer never arrived: the call raises `error`."""
+
+    error: Exception
+
+
+class PendingOperation:
+    """An operation that never finishes: `result` raises what api-core raises at its timeout
+    (concurrent.futures.TimeoutError, the builtin TimeoutError on Python 3.11)."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[float | None] = []
+
+    def result(self, timeout: float | None = None) -> Any:
+        self.timeouts.append(timeout)
+        raise TimeoutError(f"Operation did not complete within the designated timeout {timeout}")
+
+
+def done_operation(
+    result: Any = None, error: status_pb2.Status | None = None
+) -> api_operation.Operation:
+    """A finished long-running operation, as api-core wraps one from the API."""
+    pb = operations_pb2.Operation(name="projects/p/locations/z/operations/op-1", done=True)
+    if error is not None:
+        pb.error.CopyFrom(error)
+    else:
+        response = any_pb2.Any()
+        response.Pack(
+            type(result).pb(result) if result is not None else empty_pb2.Empty()  # type: ignore[arg-type]
+        )
+        pb.response.CopyFrom(response)
+    result_type = type(result) if result is not None else empty_pb2.Empty
+    return api_operation.Operation(pb, lambda **_: pb, lambda **_: None, result_type=result_type)
+
+
+class FakeTpuClient:
+    """One queued resource's life. While it exists, `get` serves `states` in order (the last
+    one for ever); a forced delete makes it DELETING for `delete_lingers` more gets, then gone.
+    `*_errors` are raised, one per call, before the call does anything."""
+
+    def __init__(
+        self,
+        states: list[State],
+        *,
+        exists: Any = None,
+        error: str = "",
+        initiator: Initiator = Initiator.STATE_INITIATOR_UNSPECIFIED,
+        create_errors: Sequence[Exception | Lost] = (),
+        operation_error: status_pb2.Status | None = None,
+        create_hangs: bool = False,
+        get_errors: Sequence[Exception] = (),
+        delete_errors: Sequence[Exception] = (),
+        delete_hangs: bool = False,
+        delete_lingers: int = 0,
+    ) -> None:
+        self.states = list(states)
+        self.resource = exists
+        self.error = error
+        self.initiator = initiator
+        self.create_errors = list(create_errors)
+        self.operation_error = operation_error
+        self.create_hangs = create_hangs
+        self.get_errors = list(get_errors)
+        self.delete_errors = list(delete_errors)
+        self.delete_hangs = delete_hangs
+        self.delete_lingers = delete_lingers
+        self.deleting: int | None = None
+        self.created: list[Any] = []
+        self.deleted: list[Any] = []
+        self.operations: list[Any] = []
+        self.calls: list[tuple[str, float]] = []
+        self.polls = 0
+
+    def _called(self, method: str, timeout: float | None) -> None:
+        assert isinstance(timeout, int | float) and timeout > 0, f"{method} without a deadline"
+        self.calls.append((method, timeout))
+
+    def create_queued_resource(self, request: Any, *, timeout: float) -> Any:
+        self._called("create", timeout)
+        self.created.append(request)
+        if self.create_errors:
+            scripted = self.create_errors.pop(0)
+            if not isinstance(scripted, Lost):
+                raise scripted
+            self._create(request)
+            raise scripted.error
+        if self.resource is not None:
+            raise api_exceptions.AlreadyExists(f"{request.queued_resource_id} already exists")
+        if self.operation_error is not None:
+            return done_operation(error=self.operation_error)
+        self._create(request)
+        if self.create_hangs:
+            return PendingOperation()
+        return done_operation(self.resource)
+
+    def _create(self, request: Any) -> None:
+        self.resource = type(request.queued_resource)(request.queued_resource)
+        self.resource.name = f"{request.parent}/queuedResources/{request.queued_resource_id}"
+
+    def get_queued_resource(self, *, name: str, timeout: float) -> Any:
+        self._called("get", timeout)
+        if self.get_errors:
+            raise self.get_errors.pop(0)
+        if self.resource is None:
+            raise api_exceptions.NotFound(f"{name} not found")
+        self.polls += 1
+        if self.deleting is not None:
+            if self.deleting == 0:
+                self.resource = None
+                self.deleting = None
+                raise api_exceptions.NotFound(f"{name} not found")
+            self.deleting -= 1
+            state = State.DELETING
+        else:
+            state = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+        resource = self.resource
+        api: Any = tpu_v2alpha1 if isinstance(resource, tpu_v2alpha1.QueuedResource) else tpu_v2
+        status = api.QueuedResourceState(state=int(state), state_initiator=int(self.initiator))
+        if self.error:
+            status.failed_data = api.QueuedResourceState.FailedData(
+                error=status_pb2.Status(code=8, message=self.error)
+            )
+        answer: Any = type(resource)(resource)
+        answer.state = status
+        return answer
+
+    def delete_queued_resource(self, request: Any, *, timeout: float) -> Any:
+        self._called("delete", timeout)
+        if self.delete_errors:
+            raise self.delete_errors.pop(0)
+        if self.resource is None:
+            raise api_exceptions.NotFound(f"{request.name} not found")
+        self.deleted.append(request)
+        if self.deleting is None:
+            self.deleting = self.delete_lingers
+        operation: Any = PendingOperation() if self.delete_hangs else done_operation()
+        self.operations.append(operation)
+        return operation
+
+
+def factory(client: FakeTpuClient, apis: list[str] | None = None) -> Callable[[str], Any]:
+    """A client factory that hands out `client` and records which API surface was asked for."""
+
+    def make(api: str) -> FakeTpuClient:
+        if apis is not None:
+            apis.append(api)
+        return client
+
+    return make
+
+
+class Clock:
+    """A clock that only moves when the provider sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
