@@ -212,14 +212,35 @@ def _queued_resource(r: Registration) -> Capacity | None:
     )
 
 
-def _slurm_nodeset(r: Registration) -> Capacity | None:
-    """A Slurm-GCP nodeset file: `node_count_static` + `node_count_dynamic_max` TPU VMs."""
+def _slurm_nodeset(r: Registration, templates: dict[str, dict[str, Any]]) -> Capacity | None:
+    """A Slurm-GCP nodeset file: `node_count_static` + `node_count_dynamic_max` TPU VMs, or
+    Compute Engine VMs of the instance template it names (`instance_template`, a CPU nodeset;
+    `templates` holds the graph's templates by their GCE name)."""
     try:
         content = yaml.safe_load(str(unwrap(r.inputs.get("content", ""))))
     except yaml.YAMLError:
         return None
     if not isinstance(content, dict) or "nodeset_name" not in content:
         return None
+    nodes = _int(content.get("node_count_static")) + _int(content.get("node_count_dynamic_max"))
+    if content.get("instance_template"):
+        template = templates.get(str(content["instance_template"]).rsplit("/", 1)[-1])
+        if template is None:
+            return None
+        machine_type = str(template.get("machineType", "?"))
+        gpus = [g for g in template.get("guestAccelerators") or [] if _int(g.get("count"))]
+        fixed = fixed_gpus(machine_type)
+        spot = (template.get("scheduling") or {}).get("provisioningModel") == "SPOT"
+        return Capacity(
+            system="Slurm nodesets",
+            name=str(content["nodeset_name"]),
+            machine_type=machine_type,
+            nodes=nodes,
+            maximum=True,
+            provisioning="spot" if spot else "on-demand",
+            gpu_type=str(gpus[0]["type"]) if gpus else (fixed.gpu_type if fixed else ""),
+            gpus_per_node=_int(gpus[0]["count"]) if gpus else (fixed.gpu_count if fixed else 0),
+        )
     node_type = str(content.get("node_type") or "")
     accelerator = content.get("accelerator_config") or {}
     shape = _shape(node_type) if node_type else None
@@ -234,7 +255,6 @@ def _slurm_nodeset(r: Registration) -> Capacity | None:
                 shape = None
     if shape is None:
         return None
-    nodes = _int(content.get("node_count_static")) + _int(content.get("node_count_dynamic_max"))
     flags = [f for f in ("preemptible", "reserved") if content.get(f)]
     return Capacity(
         system="Slurm nodesets",
@@ -348,13 +368,17 @@ def summarize(graph: Graph) -> Summary:
     clusters = graph.of_type("gcp:container/cluster:Cluster")
     zonal = bool(clusters) and str(unwrap(clusters[0].inputs).get("location", "")).count("-") == 2
     capacity: list[Capacity] = []
+    templates = {
+        str(unwrap(t.inputs).get("name")): unwrap(t.inputs)
+        for t in graph.of_type("gcp:compute/instanceTemplate:InstanceTemplate")
+    }
     for r in graph:
         if r.type == "gcp:container/nodePool:NodePool":
             capacity.append(_node_pool(r, zonal))
         elif r.type == "pulumi-python:dynamic/tpu:QueuedResource":
             capacity += [c for c in [_queued_resource(r)] if c is not None]
         elif r.type == "gcp:storage/bucketObject:BucketObject":
-            capacity += [c for c in [_slurm_nodeset(r)] if c is not None]
+            capacity += [c for c in [_slurm_nodeset(r, templates)] if c is not None]
         elif r.type == "gcp:compute/instance:Instance":
             i = unwrap(r.inputs)
             capacity.append(

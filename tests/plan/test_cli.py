@@ -279,3 +279,27 @@ def test_the_plan_caches_bytecode_even_where_python_is_told_not_to(tmp_path):
     assert cached("-c", "import pulumi") == []  # what Python does on its own
     written = cached("-m", "plan", "--help")
     assert any("pulumi_gcp" in str(p) for p in written)
+
+
+def test_slurm_nodesets_count_their_chips_gpus_and_vms_at_their_maximum():
+    """A multi-host TPU nodeset counts a Slurm node per TPU VM; a CPU nodeset counts the VMs
+    and GPUs of the instance template its file names."""
+    from plan import summary
+    from tests.conftest import build_graph
+    from tests.test_docs import examples
+
+    def lines(example: str) -> list[str]:
+        graph = build_graph(examples()[example].config, stack=example)
+        return summary.render(summary.summarize(graph))
+
+    multihost = lines("slurm-multihost")
+    # Four v4-16 workers (two slices of two hosts) of four chips each.
+    assert "  TPU chips: 16 (v4 16)" in multihost
+    assert "    Slurm nodesets: debug up to 4 x n2-standard-2, on-demand" in multihost
+    cpu = lines("slurm-cpu")
+    assert "  GPUs: 4 (nvidia-tesla-t4 4)" in cpu
+    assert (
+        "    Slurm nodesets: t4 up to 4 x n1-standard-8 with 1 x nvidia-tesla-t4 = 4 GPUs, spot"
+        in cpu
+    )
+    assert "    Slurm nodesets: c2 up to 20 x c2-standard-60, on-demand" in cpu
