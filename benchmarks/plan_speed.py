@@ -4,7 +4,9 @@
 
 Measures, each as the median of several runs:
 1. the bare import of the SDK modules the program uses, in a fresh interpreter;
-2. the dev plan (`python -m plan dev`), in a fresh interpreter: target within 1.5x of (1);
+2. the dev plan (`python -m plan dev`), in a fresh interpreter: target within 1.5x of (1),
+   and again with PYTHONDONTWRITEBYTECODE=1 (the plan caches the SDKs' bytecode itself, so
+   it must cost the same);
 3. in one interpreter, the program for a small and a generated large stack (64 slices, 100
    teams), and a trivial program registering the same numbers of resources through the same
    mock engine. The program's cost per extra resource must stay within 1.3x of the trivial
@@ -18,6 +20,7 @@ Exits non-zero when a target is missed.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -99,11 +102,11 @@ def generated_config(slices: int, teams: int) -> dict[str, Any]:
     }
 
 
-def _subprocess_seconds(code: list[str], repeat: int) -> float:
+def _subprocess_seconds(code: list[str], repeat: int, env: dict[str, str] | None = None) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        subprocess.run(code, cwd=REPO_ROOT, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(code, cwd=REPO_ROOT, check=True, stdout=subprocess.DEVNULL, env=env)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -161,6 +164,10 @@ def main() -> int:
 
     imports = _subprocess_seconds([python, "-c", SDK_IMPORTS], args.repeat)
     dev_plan = _subprocess_seconds([python, "-m", "plan", "dev"], args.repeat)
+    no_bytecode_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    dev_plan_no_write = _subprocess_seconds(
+        [python, "-m", "plan", "dev"], args.repeat, env=no_bytecode_env
+    )
 
     _program(generated_config(1, 1))()  # warm caches shared by every run
     small_t, small_n = _seconds(_program(generated_config(8, 10)), args.repeat)
@@ -177,6 +184,7 @@ def main() -> int:
         ("bare SDK import (fresh interpreter)", f"{imports:.2f} s"),
         ("dev plan, `python -m plan dev` (fresh interpreter)", f"{dev_plan:.2f} s"),
         ("dev plan / SDK import (target <= 1.5)", f"{import_ratio:.2f}"),
+        ("dev plan with PYTHONDONTWRITEBYTECODE=1", f"{dev_plan_no_write:.2f} s"),
         (f"program, 8 slices + 10 teams ({small_n} resources)", f"{small_t:.2f} s"),
         (f"program, 64 slices + 100 teams ({large_n} resources)", f"{large_t:.2f} s"),
         ("program, per extra resource", f"{per_resource * 1000:.2f} ms"),

@@ -2,6 +2,10 @@
 
 import sys
 
-from plan.cli import main
+# Cache the SDKs' bytecode on the first run even where PYTHONDONTWRITEBYTECODE is set: without
+# it every plan recompiles them (benchmarks/README.md). It must precede their import.
+sys.dont_write_bytecode = False
+
+from plan.cli import main  # noqa: E402
 
 sys.exit(main())

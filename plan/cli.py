@@ -1,35 +1,38 @@
 """`uv run python -m plan <stack>`: print what `pulumi up` would create for a stack, offline.
 
-Accepts a stack name (`dev` reads `Pulumi.dev.yaml`) or a path to a stack file. With
-`--base <git-ref>` (or `--base <stack file>`) it prints only what would change since the stack
-file at that ref, as `pulumi preview` would; `--json` prints the plan, and that diff, as JSON.
-Exits 2 with the validation errors, and nothing else, when a config is invalid.
+Accepts a stack name (`dev` reads `Pulumi.dev.yaml`) or a path to a stack file, read as the
+Pulumi CLI reads it (stacks/loading.py). With `--base <git-ref>` it prints only what would
+change since that ref, as `pulumi preview` would, with the base built by the ref's own code
+and stack file (plan/base.py); `--base <stack file>` builds that file with this checkout's code.
+`--json` prints the plan, and that diff, as JSON. Exits 2 with the validation errors, and
+nothing else, when a config is invalid.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
+import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan.diff import diff
-from plan.engine import (
-    Graph,
-    list_stacks,
-    parse_stack_file,
-    read_stack_file,
-    run_program,
-    stack_file,
-)
+from plan import base as bases
+from plan import summary
+from plan.diff import GraphDiff, diff
+from plan.engine import Graph, list_stacks, run_program, stack_file
 from plan.render import diff_json, plan_json, render, render_diff
-from prices import cost_change, cost_change_json, stack_cost
+from prices import CostReport, cost_change, cost_change_json, stack_cost
 from stacks import environment
 from stacks.config import StackConfig
-from stacks.loading import parse
-from stacks.messages import ConfigError
+from stacks.loading import StackFile, parse, read_stack_text
+from stacks.messages import NAMESPACE, ConfigError
+
+_NO_BASE_COST = (
+    "Cost change: not shown; the stack file at {} does not parse with this checkout's code, "
+    "whose prices and rules the cost needs (the plan of each side shows its own)."
+)
 
 
 class PlanError(Exception):
@@ -50,34 +53,16 @@ def _stack_path(target: str) -> tuple[str, Path]:
     return target, path
 
 
-def _base_text(base: str, path: Path) -> tuple[str, str]:
-    """The stack file as it was: `base` is a stack file path, or a git ref whose version of
-    `path` is read with `git show`. Returns (text, where it came from)."""
-    as_file = Path(base)
-    if as_file.suffix in (".yaml", ".yml") and as_file.is_file():
-        return as_file.read_text(), str(as_file)
-    if not base or base.startswith("-"):
-        # A leading '-' would reach git as an option.
-        raise PlanError(f"--base {base!r}: expected a git ref or a stack file path")
-    try:
-        shown = subprocess.run(
-            ["git", "-C", str(path.resolve().parent), "show", f"{base}:./{path.name}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError as error:
-        raise PlanError(f"--base {base}: cannot run git: {error}") from error
-    if shown.returncode != 0:
-        raise PlanError(f"--base {base}: git cannot show {path.name} there: {shown.stderr.strip()}")
-    return shown.stdout, f"{base}:{path.name}"
+def _read(path: Path) -> StackFile:
+    read = read_stack_text(path.read_text())
+    for warning in read.warnings:
+        print(f"warning: {path.name}: {warning}", file=sys.stderr)
+    return read
 
 
-def _build(raw: dict[str, Any], stack: str, which: str) -> tuple[StackConfig, Graph]:
-    try:
-        config = parse(raw, stack)
-    except ConfigError as error:
-        raise PlanError(f"{which}:\n{error}" if which else str(error)) from error
+def _build(raw: dict[str, str], stack: str) -> tuple[StackConfig, Graph]:
+    # The program validates the same strings at `pulumi up` (stacks.loading.load).
+    config = parse(raw, stack)
     graph = run_program(raw, stack=stack)
     # The mock engine accepts two resources with one URN; `pulumi up` would not.
     seen: set[str] = set()
@@ -89,42 +74,130 @@ def _build(raw: dict[str, Any], stack: str, which: str) -> tuple[StackConfig, Gr
     return config, graph
 
 
+def _shown(path: Path) -> str:
+    """A path as the heading shows it: relative to here when it can be."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path.resolve()) if relative.startswith("..") else relative
+
+
+def _start_base(base: str, path: Path, stack: str) -> bases.Pending:
+    as_file = Path(base)
+    if as_file.suffix in (".yaml", ".yml") and as_file.is_file():
+        return bases.Pending(bases.from_file(as_file, stack))
+    return bases.start(base, path, stack)
+
+
+def _heading(stack: str, path: Path, base: bases.Base, ref: str) -> str:
+    this = path.name
+    as_file = Path(ref)
+    if as_file.is_file() and as_file.name == path.name:
+        # Two files of one name: say which is which.
+        this, origin = f"{_shown(path)} (new)", f"{_shown(as_file)} (base)"
+    else:
+        origin = base.origin
+    return f"Changes to stack '{stack}' ({this}) since {origin}:"
+
+
+@dataclass(frozen=True)
+class Report:
+    """One run of the plan: the stack as it is, and with a base what changes since then. The
+    text and the JSON are two renderings of it."""
+
+    stack: str
+    path: Path
+    config: StackConfig
+    graph: Graph
+    base_ref: str | None = None
+    base: bases.Base | None = None
+
+    def text(self) -> str:
+        if self.base is None or self.base_ref is None:
+            return render(self.graph, self.config, self.stack)
+        changes, keys, moved = self._diff()
+        heading = _heading(self.stack, self.path, self.base, self.base_ref)
+        shown = render_diff(changes, keys, heading, moved)
+        shown += "".join(f"\n\n! {n}" for n in self._notices())
+        costs = self._costs()
+        if costs is None:
+            return "\n".join([shown, "", _NO_BASE_COST.format(self.base.origin)])
+        return "\n".join([shown, "", *cost_change(*costs)])
+
+    def json(self) -> dict[str, Any]:
+        document = plan_json(self.graph, self.config, self.stack)
+        if self.base is None or self.base_ref is None:
+            return document
+        changes, keys, moved = self._diff()
+        before = summary.summarize(self.base.graph)
+        costs = self._costs()
+        return {
+            **document,
+            "diff": {
+                **diff_json(changes, keys, self.base_ref, before),
+                "numbers": moved,
+                "notices": self._notices(),
+                "cost": None if costs is None else cost_change_json(*costs),
+            },
+        }
+
+    def _notices(self) -> list[str]:
+        """What the provider's update does not show, such as VMs that keep a VPC's old MTU;
+        read from both configs, so only where the base's stack file parses with this code."""
+        assert self.base is not None
+        if self.base.config is None:
+            return []
+        return environment.diff_notices(self.base.config, self.config)
+
+    def _costs(self) -> tuple[CostReport, CostReport] | None:
+        """The cost before and after; a new stack costs nothing before. None when the base's
+        stack file does not parse with this checkout's code, which prices it."""
+        assert self.base is not None
+        if self.base.new_stack:
+            return CostReport(lines=(), teams={}), stack_cost(self.config, self.graph)
+        if self.base.config is None:
+            return None
+        return stack_cost(self.base.config, self.base.graph), stack_cost(self.config, self.graph)
+
+    def _diff(self) -> tuple[GraphDiff, dict[str, str], list[str]]:
+        assert self.base is not None
+        before = self.base.graph
+        changes = diff(before, self.graph, protect_key=f"{NAMESPACE}:protect")
+        # A deleted resource's config key is the one it had before.
+        keys = {**before.config_keys(), **self.graph.config_keys()}
+        moved = summary.compare(summary.summarize(before), summary.summarize(self.graph))
+        return changes, keys, moved
+
+
 def build_stack(target: str) -> tuple[str, StackConfig, Graph]:
     """The stack name, validated config and plan of `target` (a stack name or file), built as
     the plan command builds them; raises `PlanError` or `ConfigError`."""
     stack, path = _stack_path(target)
-    config, graph = _build(read_stack_file(path), stack, "")
+    config, graph = _build(_read(path).config, stack)
     return stack, config, graph
 
 
-def run(target: str, base: str | None, as_json: bool) -> str:
-    """The plan of `target` (a stack name or file), or with `base` what changes since then."""
+def report(target: str, base: str | None) -> Report:
+    """Build `target` (a stack name or file) and, with `base`, the stack as it was."""
     stack, path = _stack_path(target)
+    raw = _read(path).config
     if base is None:
-        config, graph = _build(read_stack_file(path), stack, "")
-        if as_json:
-            return json.dumps(plan_json(graph, config, stack), indent=2)
-        return render(graph, config, stack)
-    # Read the base first: a bad ref fails before any program runs.
-    text, origin = _base_text(base, path)
-    config, graph = _build(read_stack_file(path), stack, "")
-    base_config, before = _build(
-        parse_stack_file(text), stack, f"the stack file at {origin} is invalid"
-    )
-    changes = diff(before, graph)
-    # What the provider's update does not show, such as VMs that keep a VPC's old MTU.
-    notices = environment.diff_notices(base_config, config)
-    # A deleted resource's config key is the one it had before.
-    keys = {**before.config_keys(), **graph.config_keys()}
-    costs = stack_cost(base_config, before), stack_cost(config, graph)
-    if as_json:
-        document = {**plan_json(graph, config, stack), "diff": diff_json(changes, keys, base)}
-        document["diff"]["notices"] = notices
-        document["diff"]["cost"] = cost_change_json(*costs)
-        return json.dumps(document, indent=2)
-    heading = f"Changes to stack '{stack}' ({path.name}) since {origin}:"
-    shown = render_diff(changes, keys, heading) + "".join(f"\n\n! {n}" for n in notices)
-    return "\n".join([shown, "", *cost_change(*costs)])
+        return Report(stack, path, *_build(raw, stack))
+    # A bad ref fails before any program runs; the base builds alongside the current side.
+    pending = _start_base(base, path, stack)
+    try:
+        config, graph = _build(raw, stack)
+    except BaseException:
+        pending.cancel()
+        raise
+    return Report(stack, path, config, graph, base, pending.result())
+
+
+def run(target: str, base: str | None, as_json: bool) -> str:
+    """The plan of `target`, or with `base` what changes since then, as text or JSON."""
+    built = report(target, base)
+    return json.dumps(built.json(), indent=2) if as_json else built.text()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,13 +211,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--base",
         metavar="REF",
-        help="print only what changes since the stack file at this git ref (or this stack file)",
+        help="print only what changes since this git ref (its code and stack file), or since "
+        "this stack file",
     )
     parser.add_argument("--json", action="store_true", help="print the plan (and diff) as JSON")
     args = parser.parse_args(argv)
     try:
         print(run(args.stack, args.base, args.json))
-    except (PlanError, ConfigError) as error:
+    except (PlanError, ConfigError, bases.BaseError) as error:
         print(error, file=sys.stderr)
         return 2
     return 0

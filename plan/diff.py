@@ -1,41 +1,67 @@
-"""What `pulumi preview` would do to turn one recorded graph into another.
+"""What `pulumi preview` would do to turn one recorded graph into another, and what `pulumi up`
+would then refuse.
 
 Resources are matched by URN: a URN only in the new graph is created, one only in the old graph
-is deleted, and one in both is updated in place, or replaced when a changed input is one the
-provider replaces on (plan/replacements.py). The tests of config edits and
-`python -m plan --base` share this, so what the tests hold is what a reviewer reads.
+is deleted, and one in both is updated in place, or replaced when a changed input is one its
+provider replaces on (plan/replacements.py), with `ignore_changes` applied first as the engine
+does. A replace spreads as it does in the engine: a dependent whose ForceNew input is built from
+a replaced resource's outputs sees them unknown and is replaced too, and so is every resource of
+a replaced provider (the blast radius). A replace or delete of a protected resource is marked
+with the refusal `pulumi up` would print and what the operator can do. The tests of config
+edits and `python -m plan --base` share this, so what the tests hold is what a reviewer reads.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum, StrEnum
 from typing import Any
 
 from plan.engine import Graph, Registration
-from plan.replacements import replaces
+from plan.replacements import (
+    ABSENT,
+    SECRET_SIG,
+    Context,
+    DynamicRules,
+    Effect,
+    InputPath,
+    KubernetesProviderRules,
+    Rules,
+    Verdict,
+    dynamic_decision,
+    missing_provider_modules,
+    property_path,
+    replace_on_changes,
+    rules_for,
+    unwrap,
+    value_at,
+)
 
-PathPart = str | int
-InputPath = tuple[PathPart, ...]
+__all__ = ["ABSENT", "SECRET", "Change", "GraphDiff", "Op", "ResourceChange", "diff"]
 
-_SECRET_SIG = "4dabf18193072939515e22adb298388d"
-"""The key Pulumi's wire format marks a secret value with."""
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+SHOWN_SECRETS: dict[str, tuple[str, ...]] = {
+    "gcp:storage/bucketObject:BucketObject": ("content",),
+}
+"""Inputs the provider SDK marks secret whatever their value (pulumi-gcp wraps BucketObject
+`content` in Output.secret because the schema says Sensitive). The program renders them from
+plain config (Slurm files, boot scripts), so the plan shows them; a value the program itself
+makes secret (the kubeconfig) stays hidden."""
 
 
 class Marker(Enum):
     """A side of a change that has no value to show."""
 
-    ABSENT = "(none)"
-    """The input is not there: it was added or removed."""
     SECRET = "[secret]"
 
 
-ABSENT = Marker.ABSENT
 SECRET = Marker.SECRET
+UNKNOWN = "(known after the replacement)"
 
 
 class Op(StrEnum):
@@ -51,12 +77,15 @@ class Op(StrEnum):
 
 @dataclass(frozen=True)
 class Change:
-    """One input that differs, at `path` (keys and list indexes)."""
+    """One input that differs, at `path` (keys and list indexes), and what its provider does
+    with it."""
 
     path: InputPath
     old: Any
     new: Any
     replaces: bool
+    effect: Effect = Effect.UPDATE
+    note: str = ""
 
     @property
     def rendered_path(self) -> str:
@@ -71,6 +100,14 @@ class ResourceChange:
     changes: tuple[Change, ...] = ()
     protect: tuple[bool, bool] | None = None
     """(old, new) when the `protect` option differs between the two."""
+    delete_before_replace: bool = False
+    cause: str = ""
+    """For a replace the change itself does not force: the URN whose replacement forces it."""
+    cause_note: str = ""
+    refusal: str = ""
+    """What `pulumi up` prints when it refuses this step, and what to do instead."""
+    notes: tuple[str, ...] = ()
+    """What the provider does that the symbol does not say."""
 
     @property
     def resource(self) -> Registration:
@@ -121,6 +158,10 @@ class GraphDiff:
                 counts[r.op] += 1
         return counts
 
+    @property
+    def refused(self) -> list[ResourceChange]:
+        return [r for r in self.resources if r.refusal]
+
     def summary(self) -> str:
         counts = self.counts()
         return (
@@ -128,58 +169,370 @@ class GraphDiff:
             f"{counts[Op.REPLACE]} to replace, {counts[Op.DELETE]} to delete"
         )
 
+    def blast_radius(self, urn: str) -> list[ResourceChange]:
+        """Every replace the replacement of `urn` forces, directly or through others."""
+        by_cause: dict[str, list[ResourceChange]] = {}
+        for r in self.resources:
+            if r.cause:
+                by_cause.setdefault(r.cause, []).append(r)
+        found: list[ResourceChange] = []
+        todo = [urn]
+        while todo:
+            for r in by_cause.get(todo.pop(0), []):
+                found.append(r)
+                todo.append(r.urn)
+        return found
+
 
 def _unwrap(value: Any) -> tuple[Any, bool]:
     """A value and whether it is secret."""
-    if isinstance(value, dict) and _SECRET_SIG in value:
+    if isinstance(value, dict) and SECRET_SIG in value:
         return value.get("value"), True
     return value, False
 
 
-def input_changes(
-    type_: str, old: Any, new: Any, path: InputPath = (), also: tuple[str, ...] = ()
-) -> list[Change]:
-    """The leaves of `new` that differ from `old`; an added or removed key or list element is
-    one change at its own path. `also`: the resource's own replace_on_changes paths."""
-    old, old_secret = _unwrap(old)
-    new, new_secret = _unwrap(new)
-    if old == new:
-        return []
-    if old_secret or new_secret:
-        return [Change(path, SECRET, SECRET, replaces(type_, path, also))]
-    if isinstance(old, dict) and isinstance(new, dict):
-        changes: list[Change] = []
-        for key in sorted(old.keys() | new.keys()):  # as preview orders them
-            before, after = old.get(key, ABSENT), new.get(key, ABSENT)
-            changes += input_changes(type_, before, after, (*path, key), also)
-        return changes
-    if isinstance(old, list) and isinstance(new, list):
-        changes = []
-        for i in range(max(len(old), len(new))):
-            before = old[i] if i < len(old) else ABSENT
-            after = new[i] if i < len(new) else ABSENT
-            changes += input_changes(type_, before, after, (*path, i), also)
-        return changes
-    return [Change(path, old, new, replaces(type_, path, also))]
+def _canonical(value: Any) -> str:
+    return json.dumps(unwrap(value), sort_keys=True, default=str)
 
 
-def diff(before: Graph, after: Graph) -> GraphDiff:
-    """What turns `before` into `after`, component resources included."""
+def _applied_ignore_changes(old: dict[str, Any], new: dict[str, Any], paths: tuple[str, ...]):
+    """The new inputs with each `ignore_changes` path holding the old value, as the engine
+    applies them before the provider's diff."""
+    if not paths:
+        return new
+    result = json.loads(json.dumps(new))
+    for path in paths:
+        keys = property_path(path)
+        before = value_at(old, tuple(keys))
+        target: Any = result
+        for key in keys[:-1]:
+            if isinstance(target, dict) and isinstance(key, str):
+                target = target.get(key)
+            elif isinstance(target, list) and isinstance(key, int) and key < len(target):
+                target = target[key]
+            else:
+                target = None
+        last = keys[-1] if keys else None
+        if isinstance(target, dict) and isinstance(last, str):
+            if before is ABSENT:
+                target.pop(last, None)
+            else:
+                target[last] = json.loads(json.dumps(before))
+        elif (
+            isinstance(target, list)
+            and isinstance(last, int)
+            and before is not ABSENT
+            and last < len(target)
+        ):
+            target[last] = json.loads(json.dumps(before))
+    return result
+
+
+@dataclass
+class _Differ:
+    """Walks two input trees for one resource, asking its rules about each difference."""
+
+    type_: str
+    rules: Rules | None
+    ctx: Context
+    also: tuple[str, ...]
+
+    def verdict(self, path: InputPath, old: Any, new: Any) -> Verdict:
+        if replace_on_changes(path, self.also):
+            return Verdict(Effect.REPLACE, "the resource's replace_on_changes option")
+        if self.rules is None:
+            return Verdict(Effect.UPDATE, f"no replacement rule for {self.type_}: shown as update")
+        return self.rules.decide(path, old, new, self.ctx)
+
+    def change(self, path: InputPath, old: Any, new: Any, secret: bool) -> list[Change]:
+        verdict = self.verdict(path, old, new)
+        if verdict.effect is Effect.KEPT:
+            return []
+        shown = (
+            (SECRET, SECRET)
+            if secret and path[:1] not in {(p,) for p in SHOWN_SECRETS.get(self.type_, ())}
+            else (old, new)
+        )
+        return [
+            Change(
+                path,
+                shown[0],
+                shown[1],
+                verdict.effect is Effect.REPLACE,
+                verdict.effect,
+                verdict.note,
+            )
+        ]
+
+    def walk(self, old: Any, new: Any, path: InputPath = (), secret: bool = False) -> list[Change]:
+        old, old_secret = _unwrap(old)
+        new, new_secret = _unwrap(new)
+        secret = secret or old_secret or new_secret
+        if old == new:
+            return []
+        if isinstance(old, dict) and isinstance(new, dict):
+            changes: list[Change] = []
+            for key in sorted(old.keys() | new.keys()):  # as preview orders them
+                before, after = old.get(key, ABSENT), new.get(key, ABSENT)
+                changes += self.walk(before, after, (*path, key), secret)
+            return changes
+        if isinstance(old, list) and isinstance(new, list):
+            field_path = tuple(p for p in path if isinstance(p, str))
+            is_set = self.rules is not None and self.rules.is_set(field_path)
+            if is_set and sorted(map(_canonical, old)) == sorted(map(_canonical, new)):
+                return []  # a set: the same elements in another order
+            changes = []
+            for i in range(max(len(old), len(new))):
+                before = old[i] if i < len(old) else ABSENT
+                after = new[i] if i < len(new) else ABSENT
+                changes += self.walk(before, after, (*path, i), secret)
+            return changes
+        return self.change(path, old, new, secret)
+
+
+def _provider_urn(reference: str) -> str:
+    """A provider reference (`<urn>::<id>`) -> its URN."""
+    return reference.rsplit("::", 1)[0] if reference else ""
+
+
+def _resource_change(was: Registration, now: Registration, providers: dict[str, Registration]):
+    """The change of one resource present in both graphs, or None when preview shows none."""
+    rules = rules_for(now.type)
+    new_inputs = _applied_ignore_changes(was.inputs, now.inputs, now.ignore_changes)
+    provider = providers.get(_provider_urn(now.provider))
+    ctx = Context(was.inputs, new_inputs, provider.inputs if provider is not None else {})
+    differ = _Differ(now.type, rules, ctx, now.replace_on_changes)
+    changes = differ.walk(was.inputs, new_inputs)
+    notes: list[str] = []
+    dbr = now.delete_before_replace
+    if isinstance(rules, DynamicRules) and changes:
+        answer = dynamic_decision(was.inputs, new_inputs)
+        if answer.error:
+            notes.append(f"its provider's diff() failed offline ({answer.error}): shown as update")
+        elif answer.changes is False:
+            changes = []
+        else:
+            changes = [
+                replace(c, replaces=True, effect=Effect.REPLACE, note="its provider's diff()")
+                if c.path[:1] and c.path[0] in answer.replaces
+                else c
+                for c in changes
+            ]
+            dbr = dbr or (answer.delete_before_replace and bool(answer.replaces))
+    protect = (was.protect, now.protect) if was.protect != now.protect else None
+    if not changes and protect is None:
+        return None
+    op = Op.REPLACE if any(c.replaces for c in changes) else Op.UPDATE
+    if op is Op.REPLACE and rules is not None and not isinstance(rules, DynamicRules):
+        dbr = dbr or rules.delete_before_replace(ctx)
+    if op is Op.UPDATE and changes and all(c.effect is Effect.NO_OP for c in changes):
+        notes.append("nothing is applied: the provider has no update path for these inputs")
+    return ResourceChange(op, was, now, tuple(changes), protect, dbr, notes=tuple(notes))
+
+
+def _strings(value: Any) -> set[str]:
+    found: set[str] = set()
+    value = unwrap(value)
+    if isinstance(value, str) and len(value) > 3:
+        found.add(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            found |= _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _strings(item)
+    return found
+
+
+def _leaves_holding(value: Any, needles: set[str], path: InputPath) -> Iterator[InputPath]:
+    value = unwrap(value)
+    if isinstance(value, str):
+        if any(n in value for n in needles):
+            yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves_holding(item, needles, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves_holding(item, needles, (*path, i))
+
+
+def _forced_by(dependent: Registration, key: str, upstream: Registration) -> str | None:
+    """Why `dependent` is replaced when `upstream` is: its input `key`, built from
+    upstream's outputs, is unknown in preview. None when no ForceNew input is affected."""
+    rules = rules_for(dependent.type)
+    if rules is None:
+        return None
+    if isinstance(rules, KubernetesProviderRules):
+        if key in ("kubeconfig", "context", "cluster"):
+            return f"its {key} is built from {upstream.name} and unknown until it is replaced"
+        return None
+    if isinstance(rules, DynamicRules):
+        news = {**dependent.inputs, key: UNKNOWN}
+        answer = dynamic_decision(dependent.inputs, news)
+        return f"its provider's diff() replaces on {key}" if key in answer.replaces else None
+    ctx = Context(dependent.inputs, dependent.inputs)
+    needles = _strings(upstream.outputs) | {upstream.name}
+    leaves = list(_leaves_holding(dependent.inputs.get(key), needles, (key,))) or [(key,)]
+    for path in leaves:
+        verdict = rules.decide(path, value_at(dependent.inputs, path), UNKNOWN, ctx)
+        if verdict.effect is Effect.REPLACE:
+            return f"its input {render_path(path)} comes from {upstream.name} and is unknown"
+    return None
+
+
+def _spread(changes: dict[str, ResourceChange], before: Graph, after: Graph) -> None:
+    """Replace what a replace forces (pulumi/pulumi step_generator.go: a changed provider
+    replaces its resources; an unknown ForceNew input replaces; deletedWith follows)."""
+    by_urn = {r.urn: r for r in after}
+    old = {r.urn: r for r in before}
+    replaced = {u for u, c in changes.items() if c.op is Op.REPLACE}
+    grew = True
+    while grew:
+        grew = False
+        for r in after:
+            if r.urn in replaced or r.urn not in old or not (r.custom or r.remote):
+                continue
+            cause, why = "", ""
+            provider = _provider_urn(r.provider)
+            if provider in replaced:
+                cause, why = provider, "its provider is replaced"
+            elif r.deleted_with in replaced:
+                cause, why = r.deleted_with, "it is deleted with a replaced resource"
+            else:
+                for key, deps in sorted(r.property_dependencies.items()):
+                    for dep in deps:
+                        if dep in replaced and dep in by_urn:
+                            reason = _forced_by(r, key, by_urn[dep])
+                            if reason:
+                                cause, why = dep, reason
+                                break
+                    if cause:
+                        break
+            if not cause:
+                continue
+            was = changes.get(r.urn)
+            rules = rules_for(r.type)
+            dbr = r.delete_before_replace or (
+                rules is not None
+                and not isinstance(rules, DynamicRules)
+                and rules.delete_before_replace(Context(old[r.urn].inputs, r.inputs))
+            )
+            changes[r.urn] = ResourceChange(
+                Op.REPLACE,
+                old[r.urn],
+                r,
+                was.changes if was else (),
+                was.protect if was else None,
+                dbr,
+                cause=cause,
+                cause_note=why,
+                notes=was.notes if was else (),
+            )
+            replaced.add(r.urn)
+            grew = True
+
+
+_UNPROTECT = (
+    "set {key} to false in the stack file and run `pulumi up` once: the engine refuses only "
+    "when both the old and the new state are protected, so it lifts protection and replaces "
+    "in that run (restore protection afterwards); or run `pulumi up --ignore-protect` "
+    "(Pulumi CLI 3.256 or later)"
+)
+
+
+def _refusal(change: ResourceChange, stack_key: str) -> str:
+    """pulumi/pulumi step_generator.go and step.go: the errors `pulumi up` stops with."""
+    r, urn = change.resource, change.urn
+    if change.op is Op.DELETE and change.before is not None and change.before.protect:
+        return (
+            f'`pulumi up` will refuse: resource "{urn}" cannot be deleted because it is '
+            "protected. First run `pulumi state unprotect "
+            f"'{urn}'` (or deploy with {stack_key}: false before removing it), or run "
+            "`pulumi up --ignore-protect` (Pulumi CLI 3.256 or later)"
+        )
+    if change.op is not Op.REPLACE or change.before is None or change.after is None:
+        return ""
+    if not (change.before.protect and change.after.protect):
+        return ""
+    if change.cause:
+        return (
+            f'`pulumi up` will refuse: unable to replace resource "{urn}" as part of '
+            f'replacing "{change.cause}" as it is currently marked for protection. Run '
+            f"`pulumi state unprotect '{urn}'` first, or "
+            + _UNPROTECT.format(key=stack_key).removeprefix("set ")
+        )
+    return (
+        f'`pulumi up` will refuse: unable to replace resource "{r.urn}" as it is currently '
+        "marked for protection. To replace it, " + _UNPROTECT.format(key=stack_key)
+    )
+
+
+def _provider_guards(change: ResourceChange) -> tuple[str, ...]:
+    """Provider-side guards that fail at apply, not in preview."""
+    before = change.before
+    if change.op not in (Op.REPLACE, Op.DELETE) or before is None:
+        return ()
+    notes = []
+    if isinstance(rules_for(before.type), DynamicRules):
+        missing = missing_provider_modules(before.inputs)
+        if missing:
+            notes.append(
+                f"its state holds a provider from {', '.join(missing)}, which this code no "
+                "longer has: `pulumi up` deletes with the provider in state, so the delete "
+                "fails until that module imports again (keep a shim), or update the resource "
+                "once before it goes"
+            )
+    if before.type == "gcp:container/cluster:Cluster" and unwrap(
+        before.inputs.get("deletionProtection", True)
+    ):
+        notes.append(
+            "the provider refuses to delete a cluster whose deletionProtection is true "
+            "(the default): apply deletionProtection: false in a `pulumi up` of its own first"
+        )
+    if unwrap(before.inputs.get("deletionPolicy")) == "PREVENT":
+        notes.append("deletionPolicy PREVENT: the provider refuses to delete it at apply")
+    return tuple(notes)
+
+
+def diff(before: Graph, after: Graph, protect_key: str = "ai-infra:protect") -> GraphDiff:
+    """What turns `before` into `after`, component resources included. `protect_key` is the
+    config key an operator flips to lift protection."""
     old = {r.urn: r for r in before}
     new = {r.urn: r for r in after}
-    resources: list[ResourceChange] = []
+    providers = {r.urn: r for r in after if r.type.startswith("pulumi:providers:")}
+    changes: dict[str, ResourceChange] = {}
     for r in after:
         if r.urn not in old:
-            resources.append(ResourceChange(Op.CREATE, None, r))
+            changes[r.urn] = ResourceChange(Op.CREATE, None, r)
             continue
-        was = old[r.urn]
-        changes = tuple(input_changes(r.type, was.inputs, r.inputs, also=r.replace_on_changes))
-        protect = (was.protect, r.protect) if was.protect != r.protect else None
-        if changes or protect:
-            op = Op.REPLACE if any(c.replaces for c in changes) else Op.UPDATE
-            resources.append(ResourceChange(op, was, r, changes, protect))
-    resources += [ResourceChange(Op.DELETE, r, None) for r in before if r.urn not in new]
-    return GraphDiff(tuple(resources))
+        found = _resource_change(old[r.urn], r, providers)
+        if found is not None:
+            changes[r.urn] = found
+    _spread(changes, before, after)
+    ordered = [changes[r.urn] for r in after if r.urn in changes]
+    ordered += [ResourceChange(Op.DELETE, r, None) for r in before if r.urn not in new]
+    return GraphDiff(
+        tuple(
+            replace(
+                c,
+                refusal=_refusal(c, protect_key),
+                notes=(*c.notes, *_provider_guards(c)),
+            )
+            for c in ordered
+        )
+    )
+
+
+def kinds(changes: list[ResourceChange]) -> str:
+    """`2 NodePool, 1 Provider`: what a list of changes holds, by short type."""
+    counted = Counter(
+        f"{t.rsplit(':', 1)[-1]} provider"
+        if t.startswith("pulumi:providers:")
+        else t.rsplit(":", 1)[-1]
+        for t in (c.resource.type for c in changes)
+    )
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(counted.items(), key=lambda x: -x[1]))
 
 
 def render_path(path: InputPath) -> str:
@@ -223,7 +576,18 @@ def jsonable(value: Any) -> Any:
 
 
 def render_value(value: Any, limit: int = 80) -> str:
+    if value is ABSENT:
+        return "(none)"
     if isinstance(value, Marker):
         return value.value
+    if value == UNKNOWN:
+        return UNKNOWN
     text = json.dumps(integral(value), ensure_ascii=False, separators=(", ", ": "), sort_keys=True)
     return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def is_text_block(change: Change) -> bool:
+    """A change of multi-line text (a script, a rendered file): shown as a unified diff."""
+    return any(isinstance(v, str) and "\n" in v for v in (change.old, change.new)) and not any(
+        isinstance(v, Marker) for v in (change.old, change.new)
+    )

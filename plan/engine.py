@@ -2,7 +2,9 @@
 
 Tests and the offline plan both run the real program through `run_program` and read the graph
 it returns. Outputs a provider would compute (emails, endpoints) are synthesised so that the
-program's own `apply` chains run the way they would against GCP.
+program's own `apply` chains run the way they would against GCP; the ones GCP chooses are
+listed in `INVENTED`, so the plan never passes them off as known. URNs are shaped as Pulumi
+state holds them (`state_urn`), not as Pulumi's own mock monitor makes them.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 import runpy
 import zlib
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +23,7 @@ from pulumi.runtime import mocks as runtime_mocks
 from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.proto import resource_pb2
-from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.stack import massage, run_pulumi_func
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 from components.identity import service_account_email
@@ -54,6 +56,11 @@ class Registration:
     provider: str
     replace_on_changes: tuple[str, ...] = ()
     """The `replace_on_changes` option: input paths whose change replaces, beyond the provider's."""
+    property_dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Input -> the URNs of the resources whose outputs it was built from."""
+    deleted_with: str = ""
+    outputs: dict[str, Any] = field(default_factory=dict)
+    """What the mock provider returned (`_fake_outputs`)."""
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     """The `custom_timeouts` option: how long the provider waits to create, update, delete."""
 
@@ -65,6 +72,12 @@ class Graph:
     resources: list[Registration] = field(default_factory=list)
     environment: Environment | None = None
     """What `__main__.py` built (its `env`); None for another program or when it raised."""
+    outputs: dict[str, Any] | None = None
+    """The stack outputs (`pulumi.export`) as the engine records them; None when unknown."""
+    config: dict[str, str] = field(default_factory=dict)
+    """The config the program ran with, as the engine hands it over (PULUMI_CONFIG)."""
+    keys: dict[str, str] | None = None
+    """URN -> config key, when the graph was recorded elsewhere (`from_document`)."""
 
     def __iter__(self) -> Iterator[Registration]:
         return iter(self.resources)
@@ -96,12 +109,35 @@ class Graph:
         """What the engine would create: custom resources and provider-expanded components."""
         return [r for r in self.resources if r.custom or r.remote]
 
+    @classmethod
+    def from_document(cls, document: dict[str, Any]) -> Graph:
+        """A graph `plan/record_graph.py` recorded, perhaps with another commit's code: fields
+        that code did not record keep their defaults."""
+        names = {f.name for f in fields(Registration)}
+        resources = []
+        for entry in document.get("resources", []):
+            known = {k: v for k, v in entry.items() if k in names}
+            for key in ("dependencies", "aliases", "ignore_changes", "replace_on_changes"):
+                known[key] = tuple(known.get(key) or ())
+            known["property_dependencies"] = {
+                k: tuple(v) for k, v in (known.get("property_dependencies") or {}).items()
+            }
+            resources.append(Registration(**known))
+        return cls(
+            resources=resources,
+            outputs=document.get("outputs"),
+            config=dict(document.get("config") or {}),
+            keys=dict(document.get("keys") or {}),
+        )
+
     def children(self, parent_urn: str) -> list[Registration]:
         return [r for r in self.resources if r.parent == parent_urn]
 
     def config_keys(self) -> dict[str, str]:
         """URN -> the config key (`ai-infra:tpuSlices[2]`) of the top-level component the
         resource is, or belongs to, per `Environment.sources`."""
+        if self.keys is not None:
+            return dict(self.keys)
         sources = self.environment.sources if self.environment is not None else {}
         urns = set(self.urns)
         keys: dict[str, str] = {}
@@ -110,6 +146,16 @@ class Graph:
             if key is not None:
                 keys[r.urn] = key
         return keys
+
+
+_CLUSTER_ENDPOINT = "203.0.113.10"
+_CLUSTER_CA = "bW9jay1jYQ=="
+_FILESTORE_IP = "192.0.2.2"
+INVENTED = frozenset({_CLUSTER_ENDPOINT, _CLUSTER_CA, _FILESTORE_IP})
+"""Mock outputs GCP chooses at create time (addresses, certificates): a value holding one is
+unknown until `pulumi up`. Emails, names and bucket URLs follow from the inputs."""
+INVENTED_PREFIXES = ("https://www.googleapis.com/compute/v1/projects/",)
+"""Mock self links: GCP's have a different shape, so they are unknown too."""
 
 
 def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, Any]:
@@ -123,8 +169,8 @@ def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, A
         outputs["member"] = f"serviceAccount:{email}"
         outputs["name"] = f"projects/{project}/serviceAccounts/{email}"
     elif typ == "gcp:container/cluster:Cluster":
-        outputs["endpoint"] = "203.0.113.10"
-        outputs["masterAuth"] = {"clusterCaCertificate": "bW9jay1jYQ=="}
+        outputs["endpoint"] = _CLUSTER_ENDPOINT
+        outputs["masterAuth"] = {"clusterCaCertificate": _CLUSTER_CA}
         location = inputs.get("location", "")
         outputs["selfLink"] = f"projects/{project}/locations/{location}/clusters/{name}"
     elif typ.startswith("gcp:compute/"):
@@ -136,7 +182,7 @@ def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, A
         outputs["url"] = f"gs://{name}"
     elif typ == "gcp:filestore/instance:Instance":
         # A predictable address from the documentation range, for mounts that read it.
-        outputs["networks"] = [{"ipAddresses": ["192.0.2.2"], "network": "mock"}]
+        outputs["networks"] = [{"ipAddresses": [_FILESTORE_IP], "network": "mock"}]
     return outputs
 
 
@@ -151,18 +197,44 @@ class _RecordingMocks(runtime_mocks.Mocks):
         return {}, None
 
 
+ROOT_STACK = "pulumi:pulumi:Stack"
+
+
+def state_urn(stack: str, project: str, parent: str, type_: str, name: str) -> str:
+    """The URN `pulumi up` gives a resource (pulumi/pulumi deployment.go generateURN, urn.go
+    New): the parent's whole qualified type chain joined with `$`, and no prefix under the
+    root stack. Pulumi's MockMonitor keeps only the parent's last type and the stack's."""
+    if parent:
+        parent_type = parent.split("::")[2]
+        if parent_type != ROOT_STACK:
+            type_ = f"{parent_type}${type_}"
+    return f"urn:pulumi:{stack}::{project}::{type_}::{name}"
+
+
 class _RecordingMonitor(runtime_mocks.MockMonitor):
-    """Pulumi's MockMonitor, recording each registration with its options. It deserializes a
-    request's inputs once, for both the record and the mocks."""
+    """Pulumi's MockMonitor, recording each registration with its options and the stack's
+    outputs. It deserializes a request's inputs once, for both the record and the mocks."""
 
     def __init__(self, mocks: _RecordingMocks) -> None:
         super().__init__(mocks)
         self.recording_mocks = mocks
         self.graph = Graph()
+        self.stack_urn = ""
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        return state_urn(
+            runtime_settings.get_stack(), runtime_settings.get_project(), parent, type_, name
+        )
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:
+        if request.urn == self.stack_urn:
+            self.graph.outputs = rpc.deserialize_properties(request.outputs, keep_unknowns=True)
+        return super().RegisterResourceOutputs(request)
 
     def RegisterResource(self, request: Any) -> Any:
         urn = self.make_urn(request.parent, request.type, request.name)
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == ROOT_STACK:
+            self.stack_urn = urn
             return resource_pb2.RegisterResourceResponse(urn=urn)
         _ensure_event_loop()
         inputs = rpc.deserialize_properties(request.object)
@@ -194,6 +266,11 @@ class _RecordingMonitor(runtime_mocks.MockMonitor):
                 retain_on_delete=bool(request.retainOnDelete),
                 provider=request.provider,
                 replace_on_changes=tuple(request.replaceOnChanges),
+                property_dependencies={
+                    key: tuple(deps.urns) for key, deps in request.propertyDependencies.items()
+                },
+                deleted_with=request.deletedWith,
+                outputs=state,
                 custom_timeouts={
                     op: value
                     for op in ("create", "update", "delete")
@@ -209,20 +286,20 @@ def stack_file(stack: str) -> Path:
     return REPO_ROOT / f"Pulumi.{stack}.yaml"
 
 
-def parse_stack_file(text: str) -> dict[str, Any]:
-    """The `config:` map of a stack file's text, as YAML values; a key written twice is a
-    `ConfigError`, as the Pulumi CLI refuses it."""
-    from stacks.loading import load_yaml, stack_config_map
+def parse_stack_file(text: str) -> dict[str, str]:
+    """The config a stack file's text hands the program at `pulumi up` (`stacks.loading.
+    read_stack_text`): one string per key; what the Pulumi CLI refuses is a `ConfigError`."""
+    from stacks.loading import read_stack_text
 
-    return stack_config_map(load_yaml(text))
+    return read_stack_text(text).config
 
 
-def read_stack_file(path: Path) -> dict[str, Any]:
+def read_stack_file(path: Path) -> dict[str, str]:
     return parse_stack_file(path.read_text())
 
 
-def load_stack_config(stack: str) -> dict[str, Any]:
-    """The `config:` map of `Pulumi.<stack>.yaml`."""
+def load_stack_config(stack: str) -> dict[str, str]:
+    """The config `pulumi up` hands the program for `Pulumi.<stack>.yaml`."""
     path = stack_file(stack)
     if not path.exists():
         raise FileNotFoundError(f"{path.name} not found: stacks are {', '.join(list_stacks())}")
@@ -233,8 +310,9 @@ def list_stacks() -> list[str]:
     return sorted(p.name.split(".")[1] for p in REPO_ROOT.glob("Pulumi.*.yaml"))
 
 
-def _engine_config(config: Mapping[str, Any]) -> dict[str, str]:
-    """Config as the Pulumi CLI hands it to a program: strings, objects as JSON."""
+def engine_config(config: Mapping[str, Any]) -> dict[str, str]:
+    """Config as the Pulumi CLI hands it to a program: strings, objects as JSON. Tests write
+    Python values; a stack file read by `parse_stack_file` is in this form already."""
     return {
         key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()
     }
@@ -253,11 +331,13 @@ def record_program(
     monitor = _RecordingMonitor(mocks)
     runtime_settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
-    runtime_config.set_all_config(_engine_config(config))
+    handed = engine_config(config)
+    runtime_config.set_all_config(handed)
+    monitor.graph.config = handed
 
     # The order the program constructs resources in: the monitor receives registrations as
     # their inputs resolve, on executor threads, in an order that varies from run to run.
-    stack_urn = monitor.make_urn("", "pulumi:pulumi:Stack", f"{PROJECT}-{stack}")
+    stack_urn = monitor.make_urn("", ROOT_STACK, f"{PROJECT}-{stack}")
     # Holding each resource keeps its id from being reused while `urn_of` maps it.
     constructed: list[tuple[pulumi.Resource, str]] = []
     urn_of: dict[int, str] = {}
@@ -276,6 +356,12 @@ def record_program(
             monitor.graph.environment = namespace.get("env")
         else:
             program()
+        # `set_mocks` registered the root stack's (empty) outputs before the program ran;
+        # register what it exported, as `pulumi up` does when the program ends.
+        root = runtime_settings.get_root_resource()
+        if isinstance(root, pulumi.ComponentResource):
+            exported: Any = massage(getattr(root, "outputs", {}), [])
+            root.register_outputs(exported)
 
     try:
         _sync_await(run_pulumi_func(body))

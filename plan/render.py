@@ -5,14 +5,28 @@ and both as JSON for CI bots.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections import Counter
 from typing import Any
 
 from components.tpu_catalog import resolve
 from components.tpu_vms.provider import node_names
-from plan.diff import GraphDiff, Op, ResourceChange, integral, jsonable, render_value
+from plan import summary
+from plan.diff import (
+    SHOWN_SECRETS,
+    Change,
+    GraphDiff,
+    Op,
+    ResourceChange,
+    integral,
+    is_text_block,
+    jsonable,
+    kinds,
+    render_value,
+)
 from plan.engine import Graph, Registration
+from plan.replacements import Effect, unwrap
 from prices import cost_json, cost_section, stack_cost
 from stacks import environment
 from stacks.config import StackConfig
@@ -216,6 +230,11 @@ def _kubernetes_details(type_: str, inputs: dict[str, Any]) -> list[str]:
     return []
 
 
+SCHEMA_VERSION = 2
+"""Of `--json`. 2: state-shaped URNs, `summary` (chips by kind, GPUs, nodes, quotas, outputs),
+per-change `effect`, and in a diff `deleteBeforeReplace`, `cause`, `refusal` and `notes`."""
+
+
 def _header(graph: Graph, config: StackConfig, stack: str) -> str:
     resources = len(graph.resources_to_apply)
     return (
@@ -254,8 +273,50 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
         lines.append(f"  {count:4d}  {type_}")
     for title, section in environment.describe(config):
         lines += ["", f"{title}:", *section]
+    lines += summary.render(summary.summarize(graph))
     lines += ["", *cost_section(stack_cost(config, graph))]
     return "\n".join(lines)
+
+
+def label(c: Change, r: Registration) -> str:
+    """How a reviewer names a changed input: a Kueue quota by its flavor and resource
+    (`quota v5p-32 google.com/tpu`), not `spec.resourceGroups[1].flavors[0]...`."""
+    p = c.path
+    quota = (
+        len(p) == 8
+        and p[:2] == ("spec", "resourceGroups")
+        and p[3] == "flavors"
+        and p[5] == "resources"
+        and p[7] == "nominalQuota"
+    )
+    if quota and r.type.rsplit(":", 1)[-1] in ("ClusterQueue", "Cohort"):
+        groups = unwrap(r.inputs).get("spec", {}).get("resourceGroups", [])
+        try:
+            flavor = groups[p[2]]["flavors"][p[4]]
+            return f"quota {flavor['name']} {flavor['resources'][p[6]]['name']}"
+        except (IndexError, KeyError, TypeError):
+            return c.rendered_path
+    return c.rendered_path
+
+
+def _change_lines(c: Change, r: Registration) -> list[str]:
+    if is_text_block(c):
+        old = c.old if isinstance(c.old, str) else ""
+        new = c.new if isinstance(c.new, str) else ""
+        body = difflib.unified_diff(
+            old.splitlines(), new.splitlines(), "before", "after", lineterm="", n=2
+        )
+        suffix = "  (forces replacement)" if c.replaces else ""
+        return [f"    {label(c, r)}: text{suffix}", *(f"      {line}" for line in body)]
+    if c.replaces:
+        suffix = "  (forces replacement)"
+    elif c.effect is Effect.NO_OP:
+        suffix = "  (not applied)"
+    elif c.note:
+        suffix = f"  ({c.note})"
+    else:
+        suffix = ""
+    return [f"    {label(c, r)}: {render_value(c.old)} → {render_value(c.new)}{suffix}"]
 
 
 def _resource_line(change: ResourceChange, keys: dict[str, str]) -> str:
@@ -266,34 +327,88 @@ def _resource_line(change: ResourceChange, keys: dict[str, str]) -> str:
         parts.append(f"({_short_key(key)})")
     if change.op in (Op.CREATE, Op.DELETE):
         parts.append(details(r))
+    if change.op is Op.REPLACE and change.delete_before_replace:
+        parts.append("[deleted before its replacement is created]")
     return "  ".join(p for p in parts if p)
 
 
-def render_diff(changes: GraphDiff, keys: dict[str, str], heading: str) -> str:
-    """The resources that differ, each with its changed inputs (old → new), then the counts."""
+_GONE_WITH = {
+    "gcp:container/cluster:Cluster": "GKE deletes the cluster's node pools and every workload "
+    "on it with the old cluster",
+    "pulumi-python:dynamic/tpu:QueuedResource": "its TPU VMs are deleted with it (force)",
+}
+"""What the cloud deletes with a resource, beyond what the graph shows."""
+
+
+def _resource_lines(change: ResourceChange, keys: dict[str, str], diff: GraphDiff) -> list[str]:
+    lines = [_resource_line(change, keys)]
+    if change.cause:
+        cause = change.cause.rsplit("::", 1)[-1]
+        lines.append(f"    replaced with {cause}: {change.cause_note}")
+    for c in change.changes:
+        lines += _change_lines(c, change.resource)
+    if change.protect is not None:
+        old, new = change.protect
+        lines.append(f"    [protect]: {json.dumps(old)} → {json.dumps(new)}")
+    if any(c.effect is Effect.NO_OP for c in change.changes):
+        note = next(c.note for c in change.changes if c.effect is Effect.NO_OP)
+        lines.append(f"    ! not applied: {note}")
+    for note in change.notes:
+        if not note.startswith("nothing is applied"):
+            lines.append(f"    ! {note}")
+    if change.op is Op.REPLACE and not change.cause:
+        radius = diff.blast_radius(change.urn)
+        gone = _GONE_WITH.get(change.resource.type)
+        if radius or gone:
+            what = f"{len(radius)} more replaced with it ({kinds(radius)})" if radius else ""
+            lines.append("    blast radius: " + "; ".join(p for p in (what, gone) if p))
+    if change.op is Op.DELETE and change.resource.type in _GONE_WITH:
+        lines.append(f"    ! {_GONE_WITH[change.resource.type]}")
+    if change.refusal:
+        lines.append(f"    ✗ {change.refusal}")
+    return lines
+
+
+def render_diff(
+    changes: GraphDiff,
+    keys: dict[str, str],
+    heading: str,
+    numbers: list[str] | None = None,
+) -> str:
+    """The resources that differ, each with its changed inputs (old → new), what `pulumi up`
+    would refuse, how the numbers move, then the counts."""
     lines = [heading, ""]
     for change in changes:
         if change.is_component:
             continue
-        lines.append(_resource_line(change, keys))
-        for c in change.changes:
-            forces = "  (forces replacement)" if c.replaces else ""
-            lines.append(
-                f"    {c.rendered_path}: {render_value(c.old)} → {render_value(c.new)}{forces}"
-            )
-        if change.protect is not None:
-            old, new = change.protect
-            lines.append(f"    [protect]: {json.dumps(old)} → {json.dumps(new)}")
+        lines += _resource_lines(change, keys, changes)
     if len(lines) == 2:
         lines.append("No changes.")
+    if numbers:
+        lines += ["", "Numbers (before → after):", *numbers]
     lines += ["", changes.summary()]
+    refused = [r for r in changes.refused if not r.is_component]
+    if refused:
+        lines.append(
+            f"`pulumi up` will refuse {len(refused)} of these (protected resources): "
+            "see the ✗ lines"
+        )
     return "\n".join(lines)
+
+
+def shown_inputs(r: Registration) -> dict[str, Any]:
+    """A resource's inputs with the ones its SDK marks secret whatever they hold, and the
+    program renders from plain config, in the clear (diff.SHOWN_SECRETS)."""
+    shown = SHOWN_SECRETS.get(r.type, ())
+    return {k: unwrap(v) if k in shown else v for k, v in r.inputs.items()}
 
 
 def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
     keys = graph.config_keys()
     applied = graph.resources_to_apply
+    numbers = summary.summarize(graph)
     return {
+        "schemaVersion": SCHEMA_VERSION,
         "stack": stack,
         "project": config.project,
         "region": config.region,
@@ -307,7 +422,7 @@ def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
                 "configKey": keys.get(r.urn),
                 "protect": r.protect,
                 "details": details(r) if r.custom or r.remote else "",
-                "inputs": jsonable(r.inputs),
+                "inputs": jsonable(shown_inputs(r)),
             }
             for r in graph
         ],
@@ -316,15 +431,20 @@ def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
             "components": len(graph) - len(applied),
             "byType": dict(sorted(Counter(r.type for r in applied).items())),
         },
-        "tpuChips": config.gke.tpu_chips,
+        "tpuChips": numbers.chips,
+        "summary": numbers.to_json(),
         "cost": cost_json(stack_cost(config, graph)),
     }
 
 
-def diff_json(changes: GraphDiff, keys: dict[str, str], base: str) -> dict[str, Any]:
+def diff_json(
+    changes: GraphDiff, keys: dict[str, str], base: str, before: summary.Summary | None = None
+) -> dict[str, Any]:
     return {
         "base": base,
         "summary": {op.value: count for op, count in changes.counts().items()},
+        "refused": len([r for r in changes.refused if not r.is_component]),
+        "before": before.to_json() if before is not None else None,
         "resources": [
             {
                 "op": change.op.value,
@@ -332,12 +452,20 @@ def diff_json(changes: GraphDiff, keys: dict[str, str], base: str) -> dict[str, 
                 "type": change.resource.type,
                 "name": change.resource.name,
                 "configKey": keys.get(change.urn),
+                "deleteBeforeReplace": change.delete_before_replace,
+                "cause": change.cause or None,
+                "refusal": change.refusal or None,
+                "notes": list(change.notes),
+                "blastRadius": [r.urn for r in changes.blast_radius(change.urn)],
                 "changes": [
                     {
                         "path": c.rendered_path,
+                        "label": label(c, change.resource),
                         "old": jsonable(c.old),
                         "new": jsonable(c.new),
                         "replaces": c.replaces,
+                        "effect": c.effect.value,
+                        "note": c.note or None,
                     }
                     for c in change.changes
                 ],

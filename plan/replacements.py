@@ -1,203 +1,810 @@
-"""Which input changes make a provider replace a resource instead of updating it in place.
+"""Which input changes make a provider replace a resource, update it, or do nothing at all.
 
-One table of upstream facts, limited to the inputs this program sets; a type or path that is not
-listed is updated in place. A path names a field (list indexes dropped); `.*` also covers every
-key or element under it. A change to a listed path replaces; so does adding or removing a listed
-block or list element.
+Every resource type the program registers has rules here (`rules_for`); a test enumerates the
+types of every shipped stack and docs example and fails on one without. The decision for one
+changed input is a `Verdict`: update in place, replace, no diff at all (`KEPT`), or an update
+the provider accepts but never applies (`NO_OP`), with a note where `pulumi up` will surprise.
 
-Sources:
-- gcp: `ForceNew: true` in terraform-provider-google v7.45.0 (pulumi-gcp bridges the same
-  generated schemas), paths in Pulumi's camelCase: google/services/container/
-  resource_container_cluster.go, resource_container_node_pool.go, node_config.go
-  (schemaNodeConfig); google/services/compute/resource_compute_{network,subnetwork,router,
-  router_nat,firewall,resource_policy}.go; google/services/resourcemanager/
-  resource_google_service_account.go, resource_google_project_service.go, iam_project.go,
-  iam_service_account.go; google/tpgiamresource/resource_iam_member.go (role, member);
-  google/services/storage/resource_storage_bucket.go, iam_storage_bucket.go,
-  resource_storage_bucket_object.go;
-  google/services/compute/resource_compute_instance.go (boot_disk initialize_params),
-  resource_compute_instance_template.go (every field ForceNew);
-  google/services/filestore/resource_filestore_instance.go.
-  A ForceNew map or list replaces on any key or element (terraform-plugin-sdk schemaMap.diff);
-  a ForceNew block on being added or removed, and through those of its fields that are ForceNew.
-- kubernetes: pulumi-kubernetes v4.32.0 provider/pkg/provider/diff.go (`metadata.name` and
-  `metadata.namespace` of every object, `roleRef` of RBAC bindings) and helm_release.go (a
-  Release's `name` and `namespace`).
+Sources, and what could not be confirmed:
+- gcp: pulumi-gcp bridges terraform-provider-google-beta, not terraform-provider-google
+  (pulumi/pulumi-gcp provider/go.mod requires terraform-provider-google-beta, replaced by
+  ../upstream; the registry says "based on the google-beta Terraform Provider"). Each 9.x
+  minor is titled "Upgrade terraform-provider-google-beta to v7.x"; 10.x bridges google-beta
+  8.x. The exact 8.x behind the locked pulumi-gcp 10.2.0 is NOT confirmed: the readable
+  mirrors end at pulumi-gcp v9.35.0 (google-beta v7.45.0) and google-beta 93c65b2 (the 8.0.0
+  merge, untagged), and the wheel carries no upstream version. The 10.2.0 SDK has inputs that
+  93c65b2 lacks (NodePool.bestEffortProvisioning, NIC enableVpcScopedDns), so it is built from a
+  later 8.x. `forcenew.json` holds every `ForceNew: true` input of the 24 types this program can
+  register, read at 93c65b2 (google-beta/services/...; the dashboard's one, project, read in
+  resource_monitoring_dashboard.go), in Pulumi's camelCase, each path checked
+  against the 10.2.0 SDK's `_pulumi_name`s (tests/plan/test_replacements.py); computed
+  outputs the schema also flags (fingerprints, self links) are left out, as no program sets
+  them. Between v7.45.0 and 93c65b2 only one ForceNew flag changed for these types (a new host
+  maintenance block).
+  A test fails when uv.lock's pulumi-gcp version moves, so the table is re-read then: for each
+  type, every `ForceNew: true` field of its google-beta resource schema (with the shared
+  schemaNodeConfig and IAM member schemas), its kind (scalar, list, set, map, block) and
+  whether it is Optional+Computed, named as the SDK's getters name it; the test above checks
+  each name against the installed SDK.
+- How ForceNew becomes a replace (terraform-plugin-sdk v2.40.1 helper/schema/schema.go): a
+  scalar on any change; a list, set or map of scalars on any element or key; a block only when
+  it, or one of its elements, is added or removed, and otherwise through its own ForceNew
+  fields; removing an Optional+Computed input is no diff (the old value is kept); a set
+  element is replaced whole, so any change inside one that holds a ForceNew field replaces.
+  CustomizeDiff rules are predicates below (`_CUSTOM`); pulumi-terraform-bridge v3.136.0
+  passes the decision through (pkg/tfbridge/provider.go) and deletes first when the program
+  sets an autonamed `name` (every gcp type with a `name` input: SetAutonaming) or the type
+  says so (projects IAMMember).
+- kubernetes: pulumi-kubernetes provider/pkg/provider/diff.go (`forceNew`: metadata name and
+  namespace of every object, Deployment and DaemonSet `spec.selector`, RBAC bindings'
+  `roleRef`, Service `spec.clusterIP`, ConfigMap `data` unless the provider sets
+  enableConfigMapMutable, ...), helm_release.go (a Release replaces on name or namespace only)
+  and provider.go DiffConfig, read at 94977969 (after v4.32.0, which it does not change); the
+  locked 4.34.2 is assumed to keep them.
+- pulumi-python dynamic providers answer with their own `diff()` (`dynamic_decision`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+import functools
+import ipaddress
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
 
-_SHIELDED = (
-    "nodeConfig.shieldedInstanceConfig",
-    "nodeConfig.shieldedInstanceConfig.enableSecureBoot",
-    "nodeConfig.shieldedInstanceConfig.enableIntegrityMonitoring",
+import yaml
+
+PathPart = str | int
+InputPath = tuple[PathPart, ...]
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+"""The key Pulumi's wire format marks a secret value with."""
+
+FORCENEW_TABLE = Path(__file__).with_name("forcenew.json")
+PULUMI_GCP_VERSION = "10.2.0"
+"""The pulumi-gcp release `forcenew.json` was checked against (uv.lock pins it)."""
+
+
+class Absent:
+    """A side of a change where the input is not set."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = Absent()
+
+
+class Effect(StrEnum):
+    UPDATE = "update"
+    REPLACE = "replace"
+    NO_OP = "no-op"
+    """Preview shows an update; the provider has no update path, so nothing changes."""
+    KEPT = "kept"
+    """No diff at all: the provider keeps the old value (a removed Optional+Computed input, or
+    a dynamic provider's diff() that sees no change)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    effect: Effect
+    note: str = ""
+
+
+UPDATE = Verdict(Effect.UPDATE)
+
+
+def field_of(path: InputPath) -> tuple[str, ...]:
+    """An input path without its list indexes: the schema field it names."""
+    return tuple(part for part in path if isinstance(part, str))
+
+
+def unwrap(value: Any) -> Any:
+    """A value with Pulumi's secret wrappers removed, all the way down."""
+    if isinstance(value, dict):
+        if SECRET_SIG in value:
+            return unwrap(value.get("value"))
+        return {k: unwrap(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unwrap(v) for v in value]
+    return value
+
+
+def _empty(value: Any) -> bool:
+    return value is ABSENT or value is None or value in ("", [], {})
+
+
+def values_at(value: Any, rel: Sequence[str]) -> Iterator[Any]:
+    """Every value at a field path under `value`, through lists of blocks."""
+    value = unwrap(value)
+    if isinstance(value, list):
+        for item in value:
+            yield from values_at(item, rel)
+        return
+    if not rel:
+        if not _empty(value):
+            yield value
+        return
+    if isinstance(value, dict) and rel[0] in value:
+        yield from values_at(value[rel[0]], rel[1:])
+
+
+def value_at(inputs: Any, path: InputPath) -> Any:
+    """The value at an input path (keys and indexes), or ABSENT."""
+    value = unwrap(inputs)
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(value, list) or part >= len(value):
+                return ABSENT
+        elif not isinstance(value, dict) or part not in value:
+            return ABSENT
+        value = value[part]  # type: ignore[index]
+    return value
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a decision may read besides the changed value: both sides' whole inputs, and the
+    inputs of the provider the new resource uses (Kubernetes' mutable-ConfigMap flag)."""
+
+    olds: dict[str, Any]
+    news: dict[str, Any]
+    provider: dict[str, Any] = field(default_factory=dict)
+
+
+class Rules:
+    """How one type's provider decides. Subclasses cover one provider family each."""
+
+    source = ""
+    """Where the rules were read."""
+
+    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
+        raise NotImplementedError
+
+    def is_set(self, field_path: tuple[str, ...]) -> bool:
+        """Whether the input is a set: its order carries no meaning, so a reorder is no diff."""
+        return False
+
+    def delete_before_replace(self, ctx: Context) -> bool:
+        """Whether a replace deletes the old resource before creating the new one."""
+        return False
+
+
+# --- pulumi-gcp (terraform-provider-google-beta) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class ForceNew:
+    path: tuple[str, ...]
+    kind: str
+    """scalar, list-of-scalars, set-of-scalars, map, block-list or block-set."""
+    computed: bool
+    """Optional+Computed: removing it from the program is no diff."""
+
+    @property
+    def block(self) -> bool:
+        return self.kind.startswith("block")
+
+
+Custom = Callable[[InputPath, Any, Any, Context], Verdict | None]
+
+
+@dataclass(frozen=True)
+class Notes:
+    """Non-ForceNew inputs whose update does not do what a `~` suggests, by path prefix."""
+
+    no_update: tuple[str, ...] = ()
+    """No update path: `pulumi up` reports success and changes nothing."""
+    fails: tuple[str, ...] = ()
+    """The update is sent but cannot succeed."""
+    stops: tuple[str, ...] = ()
+    """The update stops a running VM."""
+
+
+_NO_UPDATE_PATH = (
+    "no update path: the provider sets this only when it creates the resource, so `pulumi up` "
+    "reports success, changes nothing, and the difference shows again on the next preview; "
+    "replace the resource to apply it (pulumi up --replace <urn>)"
 )
-_IAM_MEMBER = ("role", "member")
-_KUBERNETES_OBJECT = ("metadata.name", "metadata.namespace")
 
-REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
-    "gcp:container/cluster:Cluster": (
-        "name",
-        "location",
-        "project",
-        "network",
-        "subnetwork",
-        "initialNodeCount",
-        "networkingMode",
-        "datapathProvider",
-        "defaultMaxPodsPerNode",
-        "ipAllocationPolicy",
-        "ipAllocationPolicy.clusterSecondaryRangeName",
-        "ipAllocationPolicy.servicesSecondaryRangeName",
-        "privateClusterConfig.masterIpv4CidrBlock",
-        "nodeConfig",
-        "nodeConfig.oauthScopes",
-        "nodeConfig.serviceAccount",
-        *_SHIELDED,
+
+class TerraformRules(Rules):
+    """A bridged terraform-provider-google-beta resource."""
+
+    def __init__(
+        self,
+        token: str,
+        force_new: Sequence[ForceNew],
+        custom: Mapping[str, Custom] | None = None,
+        notes: Notes = Notes(),
+        always_dbr: bool = False,
+        immutable_but: tuple[str, ...] | None = None,
+    ) -> None:
+        self.token = token
+        # The most specific rule first, so a field's own flag wins over its block's.
+        self.force_new = sorted(force_new, key=lambda r: -len(r.path))
+        self.custom = dict(custom or {})
+        self.notes = notes
+        self.always_dbr = always_dbr
+        self.immutable_but = immutable_but
+        self.source = f"terraform-provider-google-beta ForceNew ({token})"
+
+    def is_set(self, field_path: tuple[str, ...]) -> bool:
+        return any(r.path == field_path and r.kind.startswith("set") for r in self.force_new)
+
+    def delete_before_replace(self, ctx: Context) -> bool:
+        # The bridge deletes first when the program names an autonamed resource itself.
+        return self.always_dbr or isinstance(ctx.news.get("name"), str)
+
+    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
+        field_path = field_of(path)
+        for prefix, predicate in self.custom.items():
+            if field_path[: len(prefix.split("."))] == tuple(prefix.split(".")):
+                verdict = predicate(path, old, new, ctx)
+                if verdict is not None:
+                    return verdict
+        verdict = self._force_new(path, field_path, old, new, ctx)
+        if verdict is not None:
+            return verdict
+        return self._update(field_path, ctx)
+
+    def _force_new(
+        self, path: InputPath, field_path: tuple[str, ...], old: Any, new: Any, ctx: Context
+    ) -> Verdict | None:
+        removed = new is ABSENT or new is None
+        for rule in self.force_new:
+            n = len(rule.path)
+            if field_path[:n] != rule.path:
+                continue
+            rest = field_path[n:]
+            whole = not isinstance(path[-1], int)
+            if not rest:
+                # The input itself, a whole block, or one element of a list.
+                if rule.computed and removed and whole:
+                    return Verdict(Effect.KEPT, "Optional+Computed: removing it keeps the value")
+                what = "block added or removed" if rule.block else "ForceNew"
+                return Verdict(Effect.REPLACE, what)
+            if rule.kind == "map" and len(rest) == 1:
+                return Verdict(Effect.REPLACE, "ForceNew map key")
+            if rule.kind == "block-set" and self._set_element_forces(path, n, rule, ctx):
+                return Verdict(
+                    Effect.REPLACE,
+                    "a set element changes as a whole, and it holds a ForceNew field",
+                )
+        # A whole subtree added or removed under a block that is not ForceNew itself: it
+        # replaces when it sets or clears a ForceNew field.
+        if isinstance(old, dict | list) or isinstance(new, dict | list):
+            for rule in self.force_new:
+                n = len(field_path)
+                if rule.path[:n] != field_path or len(rule.path) == n:
+                    continue
+                rel = rule.path[n:]
+                before, after = list(values_at(old, rel)), list(values_at(new, rel))
+                if before != after and not (rule.computed and not after):
+                    return Verdict(Effect.REPLACE, f"sets ForceNew {'.'.join(rule.path)}")
+        return None
+
+    def _set_element_forces(
+        self, path: InputPath, depth: int, rule: ForceNew, ctx: Context
+    ) -> bool:
+        """Whether the set element `path` lies in holds a non-empty ForceNew field."""
+        keys = 0
+        for i, part in enumerate(path):
+            if isinstance(part, str):
+                keys += 1
+            if keys == depth:
+                element = (
+                    path[: i + 2]
+                    if i + 1 < len(path) and isinstance(path[i + 1], int)
+                    else path[: i + 1]
+                )
+                break
+        else:
+            return False
+        inner = [r for r in self.force_new if r.path[:depth] == rule.path and len(r.path) > depth]
+        return any(
+            list(values_at(value_at(side, element), r.path[depth:]))
+            for side in (ctx.olds, ctx.news)
+            for r in inner
+        )
+
+    def _update(self, field_path: tuple[str, ...], ctx: Context) -> Verdict:
+        dotted = ".".join(field_path)
+
+        def under(prefixes: tuple[str, ...]) -> bool:
+            return any(dotted == p or dotted.startswith(f"{p}.") for p in prefixes)
+
+        if self.immutable_but is not None and not under(self.immutable_but):
+            return Verdict(
+                Effect.NO_OP,
+                "instance templates are immutable: the provider's update only re-reads, so "
+                "this change is never applied",
+            )
+        if under(self.notes.no_update):
+            return Verdict(Effect.NO_OP, _NO_UPDATE_PATH)
+        if under(self.notes.fails):
+            return Verdict(
+                Effect.UPDATE,
+                "not ForceNew, but the provider updates the resource under its new name, "
+                "which does not exist yet: the update will fail; rename by replacing "
+                "(pulumi up --replace <urn>)",
+            )
+        if under(self.notes.stops):
+            stopping = bool(unwrap(ctx.news.get("allowStoppingForUpdate")))
+            return Verdict(
+                Effect.UPDATE,
+                "the VM is stopped for this update (allowStoppingForUpdate)"
+                if stopping
+                else "needs a stopped VM: the update fails at apply unless "
+                "allowStoppingForUpdate is true",
+            )
+        return UPDATE
+
+
+def _cidr_grows(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    # resource_compute_subnetwork.go: ForceNewIfChange("ip_cidr_range", IsShrinkageIpCidr).
+    try:
+        before, after = ipaddress.ip_network(str(old)), ipaddress.ip_network(str(new))
+    except ValueError:
+        return None
+    if before.version == after.version and after.supernet_of(before):  # type: ignore[arg-type]
+        return Verdict(Effect.UPDATE, "the range grows: expanded in place")
+    return Verdict(Effect.REPLACE, "the range shrinks or moves (only growing is in place)")
+
+
+def _disk_size(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    # resource_compute_disk.go: ForceNewIfChange("size", IsDiskShrinkage).
+    if isinstance(old, int | float) and isinstance(new, int | float) and new < old:
+        return Verdict(Effect.REPLACE, "a disk cannot shrink")
+    return None
+
+
+def _disk_iops(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    # resource_compute_disk.go hyperDiskIopsUpdateDiffSuppress: in place only on Hyperdisk.
+    if "hyperdisk" in str(unwrap(ctx.news.get("type", ""))):
+        return None
+    return Verdict(Effect.REPLACE, "provisioned IOPS change in place only on Hyperdisk")
+
+
+def _became_false(note: str) -> Custom:
+    # customdiff.ForceNewIfChange(key, isBeenEnabled): true -> false replaces.
+    def check(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+        if old is True and new is not True:
+            return Verdict(Effect.REPLACE, note)
+        return None
+
+    return check
+
+
+def _beta_api_removed(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    before = set(unwrap(value_at(ctx.olds, ("enableK8sBetaApis", "enabledApis"))) or [])
+    after = set(unwrap(value_at(ctx.news, ("enableK8sBetaApis", "enabledApis"))) or [])
+    if before - after:
+        return Verdict(Effect.REPLACE, "a Kubernetes beta API is removed")
+    return None
+
+
+def _workload_policy_removed(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    # resource_compute_instance_group_manager.go: ForceNewIfChange(..., IfNewIsEmpty).
+    if _empty(value_at(ctx.news, ("resourcePolicies", "workloadPolicy"))):
+        return Verdict(Effect.REPLACE, "removing the workload policy replaces the group")
+    return None
+
+
+def _startup_script(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    # resource_compute_instance.go isGracefulMetadataStartupSwitch: any change replaces,
+    # except moving the same text to or from metadata["startup-script"].
+    moved = unwrap(value_at(ctx.news, ("metadata", "startup-script")))
+    if new in (ABSENT, None) and moved == unwrap(old):
+        return Verdict(Effect.UPDATE, "the same script moves to metadata: in place")
+    if old in (ABSENT, None) and unwrap(value_at(ctx.olds, ("metadata", "startup-script"))) == new:
+        return Verdict(Effect.UPDATE, "the same script moves from metadata: in place")
+    return Verdict(Effect.REPLACE, "metadataStartupScript replaces the VM on any change")
+
+
+def _network_ip(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    # resource_compute_instance.go forceNewIfNetworkIPNotUpdatable.
+    nic = path[: path.index("networkIp")]
+    same = all(
+        value_at(ctx.olds, (*nic, key)) == value_at(ctx.news, (*nic, key))
+        for key in ("network", "subnetwork", "subnetworkProject")
+    )
+    if same and not _empty(new):
+        return Verdict(Effect.REPLACE, "a new internal IP on the same subnet replaces the VM")
+    return None
+
+
+def _retention_unlocked(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    # resource_storage_bucket.go: ForceNewIfChange("retention_policy.0.is_locked", ...).
+    if old is True and new is not True:
+        return Verdict(Effect.REPLACE, "a locked retention policy cannot be unlocked")
+    return None
+
+
+_CUSTOM: dict[str, dict[str, Custom]] = {
+    "gcp:compute/subnetwork:Subnetwork": {"ipCidrRange": _cidr_grows},
+    "gcp:compute/disk:Disk": {"size": _disk_size, "provisionedIops": _disk_iops},
+    "gcp:container/cluster:Cluster": {
+        "enableL4IlbSubsetting": _became_false("L4 ILB subsetting cannot be turned off"),
+        "enableFqdnNetworkPolicy": _became_false("FQDN network policy cannot be turned off"),
+        "enableK8sBetaApis.enabledApis": _beta_api_removed,
+    },
+    "gcp:compute/instanceGroupManager:InstanceGroupManager": {
+        "resourcePolicies.workloadPolicy": _workload_policy_removed,
+        "resourcePolicies": _workload_policy_removed,
+    },
+    "gcp:compute/instance:Instance": {
+        "metadataStartupScript": _startup_script,
+        "networkInterfaces.networkIp": _network_ip,
+    },
+    "gcp:storage/bucket:Bucket": {"retentionPolicy.isLocked": _retention_unlocked},
+}
+"""CustomizeDiff rules: replaces that depend on the values, not only on the field."""
+
+_NOTES: dict[str, Notes] = {
+    "gcp:container/nodePool:NodePool": Notes(
+        # resource_container_node_pool.go: nodePoolUpdate has no code for these; the
+        # maintenance policy is read only by expandNodePool (create).
+        no_update=(
+            "maintenancePolicies",
+            "placementPolicy.type",
+            "placementPolicy.tpuTopology",
+            "nodeConfig.gpudirectStrategy",
+        )
     ),
-    "gcp:container/nodePool:NodePool": (
-        "name",
-        "location",
-        "project",
-        "cluster",
-        "initialNodeCount",
-        "placementPolicy",
-        "placementPolicy.policyName",
-        "queuedProvisioning",
-        "queuedProvisioning.enabled",
-        "nodeConfig",
-        "nodeConfig.guestAccelerators",
-        "nodeConfig.guestAccelerators.count",
-        "nodeConfig.guestAccelerators.type",
-        "nodeConfig.guestAccelerators.gpuDriverInstallationConfig",
-        "nodeConfig.guestAccelerators.gpuDriverInstallationConfig.gpuDriverVersion",
-        "nodeConfig.metadata.*",
-        "nodeConfig.oauthScopes",
-        "nodeConfig.reservationAffinity",
-        "nodeConfig.reservationAffinity.consumeReservationType",
-        "nodeConfig.reservationAffinity.key",
-        "nodeConfig.reservationAffinity.values",
-        "nodeConfig.spot",
-        "nodeConfig.flexStart",
-        "nodeConfig.serviceAccount",
-        "nodeConfig.hostMaintenancePolicy",
-        "nodeConfig.hostMaintenancePolicy.maintenanceInterval",
-        # The program sets only additionalNodeNetworkConfigs (ForceNew) in a pool's
-        # networkConfig, so adding or removing the block replaces the pool too.
-        "networkConfig",
-        "networkConfig.additionalNodeNetworkConfigs",
-        "networkConfig.additionalNodeNetworkConfigs.network",
-        "networkConfig.additionalNodeNetworkConfigs.subnetwork",
-        *_SHIELDED,
-    ),
-    # `mtu` updates in place (not ForceNew); running VMs keep the old MTU until they restart,
-    # which the diff adds as a notice (stacks.environment.diff_notices).
-    "gcp:compute/network:Network": ("name", "project", "autoCreateSubnetworks", "networkProfile"),
-    "gcp:compute/subnetwork:Subnetwork": ("name", "project", "network", "region"),
-    "gcp:compute/router:Router": ("name", "project", "network", "region"),
-    "gcp:compute/routerNat:RouterNat": ("name", "project", "router", "region"),
-    "gcp:compute/firewall:Firewall": ("name", "project", "direction"),
-    "gcp:compute/resourcePolicy:ResourcePolicy": (
-        "project",
-        "region",
-        "workloadPolicy.type",
-        "workloadPolicy.acceleratorTopology",
-    ),
-    "gcp:compute/instance:Instance": (
-        "name",
-        "zone",
-        "project",
-        "bootDisk.initializeParams",
-        "bootDisk.initializeParams.image",
-        "bootDisk.initializeParams.size",
-        "bootDisk.initializeParams.type",
-    ),
-    # Instance templates are immutable: every input but labels replaces (a new name_prefix name).
-    "gcp:compute/instanceTemplate:InstanceTemplate": (
-        "advancedMachineFeatures.*",
-        "disks.*",
-        "guestAccelerators.*",
-        "machineType",
-        "metadata.*",
-        "namePrefix",
-        "networkInterfaces.*",
-        "project",
-        "reservationAffinity.*",
-        "resourcePolicies",
-        "scheduling.*",
-        "serviceAccount.*",
-        "shieldedInstanceConfig.*",
-        "tags",
-    ),
-    "gcp:compute/instanceGroupManager:InstanceGroupManager": (
-        "baseInstanceName",
-        "name",
-        "project",
-        "zone",
-    ),
-    "gcp:compute/resizeRequest:ResizeRequest": (
-        "description",
-        "instanceGroupManager",
-        "name",
-        "project",
-        "requestedRunDuration.*",
-        "resizeBy",
-        "zone",
-    ),
-    "gcp:filestore/instance:Instance": (
-        "location",
-        "name",
-        "networks.*",
-        "project",
-        "tier",
-        "fileShares.name",
-    ),
-    "gcp:projects/iAMCustomRole:IAMCustomRole": ("project", "roleId"),
-    "gcp:monitoring/dashboard:Dashboard": ("project",),
-    "gcp:serviceaccount/account:Account": ("project", "accountId"),
-    "gcp:serviceaccount/iAMMember:IAMMember": ("serviceAccountId", *_IAM_MEMBER),
-    "gcp:projects/iAMMember:IAMMember": ("project", *_IAM_MEMBER),
-    "gcp:projects/service:Service": ("project", "service"),
-    "gcp:storage/bucket:Bucket": (
-        "name",
-        "location",
-        "project",
-        "hierarchicalNamespace",
-        "hierarchicalNamespace.enabled",
-    ),
-    "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", *_IAM_MEMBER),
-    "gcp:storage/bucketObject:BucketObject": ("name", "bucket", "content"),
-    "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
-    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": (
-        *_KUBERNETES_OBJECT,
-        "roleRef.*",
+    # No ForceNew on `name`, and Update builds its URL from the new name.
+    "gcp:compute/resourcePolicy:ResourcePolicy": Notes(fails=("name",)),
+    "gcp:filestore/instance:Instance": Notes(fails=("name",)),
+    "gcp:compute/instance:Instance": Notes(
+        # resource_compute_instance.go update: these need a stopped instance.
+        stops=(
+            "machineType",
+            "minCpuPlatform",
+            "enableDisplay",
+            "serviceAccount",
+            "shieldedInstanceConfig",
+            "advancedMachineFeatures",
+            "networkInterfaces.network",
+            "networkInterfaces.subnetwork",
+            "networkInterfaces.subnetworkProject",
+            "scheduling.nodeAffinities",
+            "scheduling.maxRunDuration",
+            "scheduling.gracefulShutdown",
+            "scheduling.terminationTime",
+        )
     ),
 }
-"""Type token -> the input paths whose change replaces the resource."""
 
-_NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml/")
-"""Kubernetes types that are not one object: a Helm release, a group of manifests."""
-
-
-def replace_paths(type_: str) -> tuple[str, ...]:
-    if type_ in REPLACE_ON_CHANGES:
-        return REPLACE_ON_CHANGES[type_]
-    if type_.startswith("kubernetes:") and not type_.startswith(_NOT_OBJECTS):
-        return _KUBERNETES_OBJECT
-    return ()
+_ASSUMED_FORCE_NEW: dict[str, tuple[ForceNew, ...]] = {
+    # In the 10.2.0 SDK but not in google-beta 93c65b2: its flag is unread. Pools are created
+    # with their provisioning mode, so it is taken as ForceNew until the source is read.
+    "gcp:container/nodePool:NodePool": (
+        ForceNew(("bestEffortProvisioning",), "block-list", False),
+        ForceNew(("bestEffortProvisioning", "enabled"), "scalar", False),
+        ForceNew(("bestEffortProvisioning", "minProvisionNodes"), "scalar", False),
+    ),
+}
 
 
-def replaces(type_: str, path: Sequence[str | int], also: Sequence[str] = ()) -> bool:
-    """Whether changing the input at `path` (keys and list indexes) replaces a `type_`; `also`
-    holds the resource's own `replace_on_changes` paths (`*` for every input)."""
-    if "*" in also:
-        return True
-    field = tuple(part for part in path if isinstance(part, str))
-    for entry in (*replace_paths(type_), *also):
-        covers_below = entry.endswith(".*")
-        parts = tuple(entry.removesuffix(".*").replace("[*]", "").split("."))
-        if field == parts or (covers_below and field[: len(parts)] == parts):
+@functools.cache
+def _forcenew_table() -> dict[str, tuple[ForceNew, ...]]:
+    document = json.loads(FORCENEW_TABLE.read_text())
+    return {
+        token: tuple(
+            ForceNew(tuple(path.split(".")), kind, computed)
+            for path, kind, computed in entry["forceNew"]
+        )
+        + _ASSUMED_FORCE_NEW.get(token, ())
+        for token, entry in document["types"].items()
+    }
+
+
+# --- Kubernetes ------------------------------------------------------------------------------
+
+_SELECTOR = ("spec.selector",)
+_KIND_FORCE_NEW: dict[tuple[str, str], tuple[str, ...]] = {
+    ("apps", "Deployment"): _SELECTOR,
+    ("apps", "DaemonSet"): _SELECTOR,
+    ("apps", "StatefulSet"): (
+        *_SELECTOR,
+        "spec.podManagementPolicy",
+        "spec.revisionHistoryLimit",
+        "spec.serviceName",
+        "spec.volumeClaimTemplates",
+    ),
+    ("rbac.authorization.k8s.io", "RoleBinding"): ("roleRef",),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ("roleRef",),
+    ("batch", "Job"): ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
+    ("storage.k8s.io", "StorageClass"): ("parameters", "provisioner"),
+    ("core", "Service"): ("spec.clusterIP",),
+    ("core", "Secret"): ("type",),
+    ("core", "PersistentVolumeClaim"): (
+        "spec.accessModes",
+        "spec.selector",
+        "spec.storageClassName",
+        "spec.volumeName",
+    ),
+    ("core", "ResourceQuota"): ("spec.scopes",),
+}
+"""pulumi-kubernetes diff.go `forceNew`, for the kinds a platform stack plausibly has."""
+
+
+def _covers(prefixes: Sequence[str], field_path: tuple[str, ...]) -> str | None:
+    dotted = ".".join(field_path)
+    for prefix in prefixes:
+        if dotted == prefix or dotted.startswith(f"{prefix}."):
+            return prefix
+    return None
+
+
+class KubernetesObjectRules(Rules):
+    """One Kubernetes object (`kubernetes:<group>/<version>:<Kind>`), custom resources too."""
+
+    def __init__(self, token: str) -> None:
+        group_version, kind = token.removeprefix("kubernetes:").rsplit(":", 1)
+        group = group_version.rsplit("/", 1)[0] if "/" in group_version else "core"
+        self.group, self.kind = group, kind
+        self.paths = (
+            "metadata.name",
+            "metadata.namespace",
+            *_KIND_FORCE_NEW.get((group, kind), ()),
+        )
+        self.source = "pulumi-kubernetes diff.go forceNew"
+
+    def _data_replaces(self, ctx: Context) -> bool:
+        immutable = bool(unwrap(ctx.news.get("immutable")))
+        if self.group == "core" and self.kind == "ConfigMap":
+            return immutable or not bool(unwrap(ctx.provider.get("enableConfigMapMutable")))
+        if self.group == "core" and self.kind == "Secret":
+            return immutable or not bool(unwrap(ctx.provider.get("enableSecretMutable")))
+        return False
+
+    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
+        field_path = field_of(path)
+        if (hit := _covers(self.paths, field_path)) is not None:
+            return Verdict(Effect.REPLACE, f"{hit} replaces the object")
+        if self._data_replaces(ctx) and _covers(("data", "binaryData", "stringData"), field_path):
+            return Verdict(
+                Effect.REPLACE,
+                f"{self.kind} data replaces the object unless the Kubernetes provider sets "
+                f"enable{self.kind}Mutable",
+            )
+        return UPDATE
+
+    def delete_before_replace(self, ctx: Context) -> bool:
+        # provider.go: a named object whose name and namespace stay is deleted first.
+        meta_old, meta_new = ctx.olds.get("metadata") or {}, ctx.news.get("metadata") or {}
+        named = bool(meta_new.get("name"))
+        return named and all(meta_old.get(k) == meta_new.get(k) for k in ("name", "namespace"))
+
+
+class HelmReleaseRules(Rules):
+    source = "pulumi-kubernetes helm_release.go Diff"
+
+    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
+        if field_of(path)[:1] in (("name",), ("namespace",)):
+            return Verdict(Effect.REPLACE, "a release's name or namespace replaces it")
+        return Verdict(Effect.UPDATE, "helm upgrade in place")
+
+
+class ConfigGroupRules(Rules):
+    """yaml/v2 ConfigGroup: a component the provider expands; each object is a child."""
+
+    source = "pulumi-kubernetes yaml/v2 configgroup.go"
+
+    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
+        if len(path) >= 2 and path[0] == "objs" and isinstance(path[1], int):
+            rest = field_of(path[2:])
+            if rest in (
+                ("apiVersion",),
+                ("kind",),
+                ("metadata", "name"),
+                ("metadata", "namespace"),
+            ):
+                return Verdict(
+                    Effect.UPDATE,
+                    "the object's URN changes: the old object is deleted and a new one created",
+                )
+            obj = unwrap(value_at(ctx.news, path[:2]))
+            if isinstance(obj, dict) and isinstance(obj.get("kind"), str):
+                version = str(obj.get("apiVersion", "v1"))
+                token = (
+                    f"kubernetes:{version if '/' in version else 'core/' + version}:{obj['kind']}"
+                )
+                child = KubernetesObjectRules(token).decide(path[2:], old, new, ctx)
+                if child.effect is Effect.REPLACE:
+                    return Verdict(
+                        Effect.UPDATE, f"the object {obj['kind']} is replaced: {child.note}"
+                    )
+        return UPDATE
+
+
+def _active_cluster(kubeconfig: Any) -> tuple[Any, Any]:
+    try:
+        config = yaml.safe_load(str(unwrap(kubeconfig)))
+    except yaml.YAMLError:
+        return None, None
+    if not isinstance(config, dict):
+        return None, None
+    contexts = {c.get("name"): c.get("context", {}) for c in config.get("contexts") or []}
+    cluster_name = (contexts.get(config.get("current-context")) or {}).get("cluster")
+    clusters = {c.get("name"): c.get("cluster", {}) for c in config.get("clusters") or []}
+    return cluster_name, (clusters.get(cluster_name) or {}).get("server")
+
+
+class KubernetesProviderRules(Rules):
+    """`pulumi:providers:kubernetes`: provider.go DiffConfig."""
+
+    source = "pulumi-kubernetes provider.go DiffConfig"
+
+    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
+        key = field_of(path)[:1]
+        identifier = unwrap(ctx.news.get("clusterIdentifier"))
+        if key == ("clusterIdentifier",):
+            return Verdict(Effect.REPLACE, "a new cluster identifier replaces the provider")
+        if key == ("renderYamlToDirectory",):
+            return Verdict(Effect.REPLACE, "rendering elsewhere replaces the provider")
+        targets = key in (("kubeconfig",), ("context",), ("cluster",)) and not identifier
+        if targets and (key != ("kubeconfig",) or _active_cluster(old) != _active_cluster(new)):
+            return Verdict(
+                Effect.REPLACE,
+                "the provider now points at another cluster: it and every object it "
+                "manages are replaced",
+            )
+        return UPDATE
+
+
+# --- Pulumi dynamic providers ----------------------------------------------------------------
+
+
+class DynamicRules(Rules):
+    """A `pulumi-python:dynamic...` resource: its provider's own diff() decides
+    (`dynamic_decision`); a path alone says nothing."""
+
+    source = "the resource's own dynamic provider diff()"
+
+    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
+        return UPDATE
+
+
+@dataclass(frozen=True)
+class DynamicAnswer:
+    """What a dynamic provider's diff() returned, run offline."""
+
+    changes: bool | None
+    replaces: tuple[str, ...]
+    delete_before_replace: bool
+    error: str = ""
+
+
+def _provider_of(inputs: dict[str, Any]) -> Any:
+    """The provider object the engine would run: the new inputs' pickled `__provider`
+    (pulumi/dynamic/__main__.py Diff). It was pickled by this very process."""
+    import dill  # a pulumi dependency: the format of `__provider`
+
+    return dill.loads(base64.b64decode(unwrap(inputs["__provider"])))
+
+
+def pickled_modules(inputs: dict[str, Any]) -> tuple[str, ...]:
+    """The modules a `__provider` pickle loads classes and functions from, read with
+    pickletools: nothing in it runs."""
+    import pickletools
+
+    try:
+        data = base64.b64decode(str(unwrap(inputs.get("__provider", ""))))
+        ops = list(pickletools.genops(data))
+    except Exception:
+        return ()
+    memo: list[Any] = []
+    recent: list[Any] = []
+    modules: list[str] = []
+    for op, arg, _ in ops:
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
+            recent.append(arg)
+        elif op.name == "MEMOIZE" and recent:
+            memo.append(recent[-1])
+        elif op.name in ("BINGET", "LONG_BINGET") and isinstance(arg, int) and arg < len(memo):
+            recent.append(memo[arg])
+        elif op.name == "STACK_GLOBAL" and len(recent) >= 2:
+            modules.append(str(recent[-2]))
+        elif op.name == "GLOBAL":
+            modules.append(str(arg).split(" ")[0])
+    return tuple(dict.fromkeys(m for m in modules if m and m != "builtins"))
+
+
+def missing_provider_modules(inputs: dict[str, Any]) -> tuple[str, ...]:
+    """Modules of a resource's pickled provider that this code cannot import: `pulumi up`
+    deletes and refreshes with the provider in state (pulumi/dynamic/__main__.py), so those
+    fail while they are missing."""
+    import importlib.util
+
+    missing = []
+    for module in pickled_modules(inputs):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(module)
+    return tuple(missing)
+
+
+def dynamic_decision(olds: dict[str, Any], news: dict[str, Any]) -> DynamicAnswer:
+    """Run the resource's provider diff() offline. The engine passes the old OUTPUTS as
+    `olds`; offline there are none, so the old inputs stand in for them (this program's
+    providers return their inputs as outputs, plus what they read back)."""
+    try:
+        provider = _provider_of(news)
+        result = provider.diff(
+            "offline",
+            {k: unwrap(v) for k, v in olds.items() if k != "__provider"},
+            {k: unwrap(v) for k, v in news.items() if k != "__provider"},
+        )
+    except Exception as error:
+        return DynamicAnswer(None, (), False, f"{type(error).__name__}: {error}")
+    return DynamicAnswer(
+        result.changes,
+        tuple(result.replaces or ()),
+        bool(result.delete_before_replace),
+    )
+
+
+# --- lookup ------------------------------------------------------------------------------------
+
+
+@functools.cache
+def rules_for(token: str) -> Rules | None:
+    """The rules for a resource type token, or None for a type nothing here knows."""
+    table = _forcenew_table()
+    if token in table:
+        return TerraformRules(
+            token,
+            table[token],
+            custom=_CUSTOM.get(token),
+            notes=_NOTES.get(token, Notes()),
+            # pulumi-gcp resources.go: project IAM members are always deleted first.
+            always_dbr=token == "gcp:projects/iAMMember:IAMMember",
+            immutable_but=("labels",)
+            if token == "gcp:compute/instanceTemplate:InstanceTemplate"
+            else None,
+        )
+    if token == "kubernetes:helm.sh/v3:Release":
+        return HelmReleaseRules()
+    if token == "kubernetes:yaml/v2:ConfigGroup":
+        return ConfigGroupRules()
+    if token == "pulumi:providers:kubernetes":
+        return KubernetesProviderRules()
+    if token.startswith("kubernetes:") and not token.startswith(
+        ("kubernetes:helm.sh/", "kubernetes:yaml/")
+    ):
+        return KubernetesObjectRules(token)
+    if token.startswith("pulumi-python:dynamic"):
+        return DynamicRules()
+    return None
+
+
+def property_path(text: str) -> list[PathPart]:
+    """A property path of a resource option (`spec.containers[0].image`, `a.*`) as parts."""
+    parts: list[PathPart] = []
+    for word in text.replace("[", ".[").split("."):
+        if word.startswith("[") and word.endswith("]"):
+            inner = word[1:-1].strip('"')
+            parts.append(int(inner) if inner.isdigit() else inner)
+        elif word:
+            parts.append(word)
+    return parts
+
+
+def replace_on_changes(path: Sequence[PathPart], also: Sequence[str]) -> bool:
+    """The `replace_on_changes` resource option: pulumi/pulumi PropertyPath.Contains, where
+    an entry covers its own path and everything below it, and `*` matches any key or index."""
+    for entry in also:
+        parts = property_path(entry)
+        if len(path) < len(parts):
+            continue
+        if all(p == "*" or p == q for p, q in zip(parts, path, strict=False)):
             return True
     return False

@@ -468,7 +468,7 @@ def test_the_generated_references_and_schema_are_current():
 
 
 def test_two_commands_set_up_a_fresh_clone():
-    # All a fresh clone needs; `uv run` creates the venv and compiles bytecode (pyproject).
+    # All a fresh clone needs; `uv run` creates the venv, the first plan caches bytecode.
     readme = (REPO_ROOT / "README.md").read_text()
     block = re.search(r"## Two commands\n.*?```sh\n(.*?)```", readme, re.S)
     assert block is not None

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 import yaml
 
 from plan.cli import main
+from plan.engine import REPO_ROOT
 
 
 def test_dev_plan_shows_what_a_reviewer_checks(capsys):
@@ -113,7 +120,7 @@ def test_a_key_written_twice_is_refused_like_the_pulumi_cli_does(tmp_path, capsy
     )
     assert main([str(stack)]) == 2
     err = capsys.readouterr().err
-    assert "ai-infra:protect: is written twice (again on line 6); keep one" in err
+    assert "ai-infra:protect: is written twice in one mapping (lines 5 and 6)" in err
 
 
 def test_the_plan_says_release_channel_slices_hold_their_upgrades(capsys):
@@ -171,6 +178,12 @@ def test_plan_lists_each_gpu_cluster(tmp_path, capsys):
     ) in out
     assert "Dashboard gpucluster-demo-dashboard  'GPU cluster ai-gpu-demo' charts=10" in out
     assert "BASIC_SSD 2560GiB in us-east5-a" in out
+    # GCP assigns the Filestore address at create time: the plan does not pass off the mock's.
+    outputs = out.split("Outputs (`pulumi stack output`):")[1]
+    assert '"filestoreIps": ["(known after pulumi up)"]' in outputs
+    assert (
+        "    GPU clusters: ai-gpu-demo 2 x a2-highgpu-2g with 2 x nvidia-tesla-a100 = 4 GPUs" in out
+    )
 
 
 @pytest.mark.parametrize(
@@ -179,8 +192,12 @@ def test_plan_lists_each_gpu_cluster(tmp_path, capsys):
         ("config: [1, 2]\n", "config: must be a mapping"),
         ("- a\n", "must be a mapping with a config: key"),
         ("config:\n  gcp:project: [\n", "is not valid YAML on line 3"),
-        ("config:\n  1: 2\n", "config key 1 is not text"),
-        ("config:\n  ai-infra:protect: !!python/object/apply:os.system [id]\n", "not valid YAML"),
+        ("config:\n  1: 2\n", "has the key 1, which YAML reads as int"),
+        # yaml.v3 keeps an unknown tag's data: the program then refuses a list; nothing runs.
+        (
+            "config:\n  ai-infra:protect: !!python/object/apply:os.system [id]\n",
+            "ai-infra:protect: expected true or false",
+        ),
     ],
 )
 def test_a_malformed_stack_file_is_a_clean_error(tmp_path, capsys, text, says):
@@ -189,3 +206,100 @@ def test_a_malformed_stack_file_is_a_clean_error(tmp_path, capsys, text, says):
     assert main([str(stack)]) == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
+
+
+def test_the_capacity_totals_count_every_system(tmp_path, capsys):
+    """GKE slices, TPU VMs, the provisioner's quota and Slurm nodesets, each at its maximum."""
+    stack = tmp_path / "Pulumi.mixed.yaml"
+    stack.write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "gcp:project": "test-project",
+                    "gcp:region": "us-central1",
+                    "gcp:zone": "us-central1-a",
+                    "ai-infra:protect": False,
+                    "ai-infra:cluster": {"releaseChannel": "NONE", "maxPodsPerNode": 32},
+                    "ai-infra:tpuSlices": [{"name": "train", "accelerator": "v5p-16"}],
+                    "ai-infra:tpuVms": [
+                        {"name": "vm", "accelerator": "v5litepod-8", "nodeCount": 2}
+                    ],
+                    "ai-infra:tpuProvisioner": {
+                        "enabled": True,
+                        "image": "us-docker.pkg.dev/p/i/tpu-provisioner@sha256:" + "a" * 64,
+                        "quota": {"v5p-32": 2},
+                    },
+                }
+            }
+        )
+    )
+    assert main([str(stack)]) == 0
+    out = capsys.readouterr().out
+    # v5p-16: 2 hosts of 4 chips; two v5litepod-8 slices of 8 chips on one host each; the
+    # provisioner at most two v5p-32 slices of 4 hosts.
+    assert "  TPU chips: 56 (v5litepod 16, v5p 40)" in out
+    assert "    TPU VMs: vm 2 x v5litepod-8 host = 16 v5litepod chips, on-demand" in out
+    assert "    TPU provisioner: v5p-32 up to 8 x ct5p-hightpu-4t = 32 v5p chips" in out
+
+
+def test_the_plan_lists_the_stack_outputs_with_what_is_known(capsys):
+    assert main(["dev"]) == 0
+    out = capsys.readouterr().out.split("Outputs (`pulumi stack output`):")[1]
+    assert "  clusterName: ai-dev-gke" in out
+    assert "  kubeconfig: [secret]" in out
+    assert '  buckets: {"scratch": "gs://ml-platform-dev-ai-dev-scratch"}' in out
+
+
+def test_the_plan_json_carries_the_numbers(capsys):
+    assert main(["prod", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["schemaVersion"] == 2
+    numbers = document["summary"]
+    assert numbers["tpuChips"] == {"total": 1664, "byKind": {"v5p": 512, "v6e": 1152}}
+    assert document["tpuChips"] == 1664
+    assert numbers["quotas"]["pretrain"]["v5p-512 google.com/tpu"] == 512
+    assert numbers["outputs"]["kubeconfig"] == "[secret]"
+
+
+def test_the_plan_caches_bytecode_even_where_python_is_told_not_to(tmp_path):
+    """`uv run` prints nothing of its own when pyproject leaves bytecode alone (uv#12202);
+    the plan writes the SDKs' bytecode itself, so it stays fast where PYTHONDONTWRITEBYTECODE
+    is set."""
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    assert "compile-bytecode" not in pyproject["tool"]["uv"]
+
+    def cached(*command: str) -> list[Path]:
+        prefix = tmp_path / command[-1].replace(" ", "-")
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(prefix)}
+        subprocess.run(
+            [sys.executable, *command], cwd=REPO_ROOT, env=env, check=True, capture_output=True
+        )
+        return list(prefix.rglob("*.pyc"))
+
+    assert cached("-c", "import pulumi") == []  # what Python does on its own
+    written = cached("-m", "plan", "--help")
+    assert any("pulumi_gcp" in str(p) for p in written)
+
+
+def test_slurm_nodesets_count_their_chips_gpus_and_vms_at_their_maximum():
+    """A multi-host TPU nodeset counts a Slurm node per TPU VM; a CPU nodeset counts the VMs
+    and GPUs of the instance template its file names."""
+    from plan import summary
+    from tests.conftest import build_graph
+    from tests.test_docs import examples
+
+    def lines(example: str) -> list[str]:
+        graph = build_graph(examples()[example].config, stack=example)
+        return summary.render(summary.summarize(graph))
+
+    multihost = lines("slurm-multihost")
+    # Four v4-16 workers (two slices of two hosts) of four chips each.
+    assert "  TPU chips: 16 (v4 16)" in multihost
+    assert "    Slurm nodesets: debug up to 4 x n2-standard-2, on-demand" in multihost
+    cpu = lines("slurm-cpu")
+    assert "  GPUs: 4 (nvidia-tesla-t4 4)" in cpu
+    assert (
+        "    Slurm nodesets: t4 up to 4 x n1-standard-8 with 1 x nvidia-tesla-t4 = 4 GPUs, spot"
+        in cpu
+    )
+    assert "    Slurm nodesets: c2 up to 20 x c2-standard-60, on-demand" in cpu

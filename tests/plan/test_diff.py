@@ -1,8 +1,10 @@
-"""`python -m plan <stack> --base <ref>`: what a config edit would do, as `pulumi preview` shows
-it, from a real git history; and the table of inputs that replace a resource."""
+"""`python -m plan <stack> --base <ref or file>`: what an edit would do, as `pulumi preview` shows
+it, and what `pulumi up` would refuse. Each case is built from two real stack files or two real
+commits and checks the symbol, the changed paths and the summary counts."""
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 from pathlib import Path
@@ -13,11 +15,13 @@ import pulumi_gcp as gcp
 import pytest
 import yaml
 
-from plan.cli import main, run
-from plan.diff import Op, diff
-from plan.engine import list_stacks, load_stack_config, record_program
-from plan.replacements import REPLACE_ON_CHANGES, replaces
-from tests.conftest import BASE_CONFIG, build_graph
+from components.gke.kueue import CHARTS
+from plan.cli import main, report, run
+from plan.diff import SHOWN_SECRETS, Op, diff
+from plan.engine import REPO_ROOT, load_stack_config, record_program
+from plan.render import render_diff
+from plan.replacements import Effect
+from tests.conftest import BASE_CONFIG
 from tests.test_docs import examples
 
 BEFORE: dict[str, Any] = {
@@ -37,22 +41,47 @@ AFTER: dict[str, Any] = {
 }
 
 
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
         cwd=repo,
         check=True,
         capture_output=True,
-    )
+        text=True,
+    ).stdout
 
 
-def write(path: Path, config: dict[str, Any]) -> None:
+def write(path: Path, config: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump({"config": config}))
+    return path
+
+
+def edit(tmp_path: Path, before: dict[str, Any], after: dict[str, Any], stack: str = "edit"):
+    """The diff of two stack files as JSON (its `diff`) and as text."""
+    base = write(tmp_path / "base" / f"Pulumi.{stack}.yaml", before)
+    now = write(tmp_path / f"Pulumi.{stack}.yaml", after)
+    built = report(str(now), str(base))
+    return json.loads(json.dumps(built.json())), built.text()
+
+
+def resource(document: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [r for r in document["diff"]["resources"] if r["name"] == name]
+    return found
+
+
+def paths(entry: dict[str, Any]) -> dict[str, tuple[Any, Any, bool]]:
+    return {c["path"]: (c["old"], c["new"], c["replaces"]) for c in entry["changes"]}
+
+
+def counts(**ops: int) -> dict[str, int]:
+    return {"create": 0, "update": 0, "replace": 0, "delete": 0, **ops}
 
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A git repository whose Pulumi.edit.yaml went from BEFORE (HEAD~1) to AFTER (HEAD)."""
+    """A git repository of stack files alone: Pulumi.edit.yaml went from BEFORE (HEAD~1) to
+    AFTER (HEAD); it holds no program, so the base is built with this checkout's code."""
     repo = tmp_path_factory.mktemp("repo")
     stack = repo / "Pulumi.edit.yaml"
     git(repo, "init", "-q")
@@ -68,16 +97,19 @@ def test_diff_against_a_git_ref_prints_what_preview_would(history: Path):
     # In the order the program constructs them; deletions last, in the old program's order.
     # The resources; the cost change after them is tests/prices' to check.
     text = run(str(history), "HEAD~1", as_json=False).split("\n\nCost change")[0]
-    assert text.splitlines() == [
-        "Changes to stack 'edit' (Pulumi.edit.yaml) since HEAD~1:Pulumi.edit.yaml:",
-        "",
+    lines = text.splitlines()
+    assert lines[0] == (
+        "Changes to stack 'edit' (Pulumi.edit.yaml) since HEAD~1:Pulumi.edit.yaml (no program "
+        "there: built with this checkout's code):"
+    )
+    assert lines[2:13] == [
         # The buckets every system shares are built before the systems.
         "+ Bucket bucket-logs-bucket  (buckets[1])  name=test-project-ai-edit-logs "
         "location=US-EAST5 publicAccessPrevention=enforced forceDestroy=False",
         "~ NodePool gke-cpu  (cluster)",
         "    nodeConfig.diskSizeGb: 100 → 200",
         '    nodeConfig.machineType: "e2-standard-4" → "e2-standard-8"',
-        "+- NodePool tpu-a-pool  (tpuSlices[0])",
+        "+- NodePool tpu-a-pool  (tpuSlices[0])  [deleted before its replacement is created]",
         '    nodeConfig.labels["ai-infra/capacity"]: "on-demand" → "spot"',
         "    nodeConfig.spot: (none) → true  (forces replacement)",
         "- Account wi-old-sa  (workloadIdentities[0])  id=ai-edit-old",
@@ -86,33 +118,45 @@ def test_diff_against_a_git_ref_prints_what_preview_would(history: Path):
         "- Namespace wi-old-namespace  (workloadIdentities[0])  old",
         "- ServiceAccount wi-old-service-account  (workloadIdentities[0])  old/runner "
         "gsa=ai-edit-old@test-project.iam.gserviceaccount.com",
-        "",
-        "1 to create, 1 to change, 1 to replace, 4 to delete",
     ]
+    assert lines[-1] == "1 to create, 1 to change, 1 to replace, 4 to delete"
+    assert (
+        "  output workloadIdentities.old: ai-edit-old@test-project.iam.gserviceaccount.com → (none)"
+        in lines
+    )
 
 
 def test_diff_as_json_for_ci(history: Path):
     document = json.loads(run(str(history), "HEAD~1", as_json=True))
+    assert document["schemaVersion"] == 2
     changes = document["diff"]
     assert changes["base"] == "HEAD~1"
-    assert changes["summary"] == {"create": 1, "update": 1, "replace": 1, "delete": 4}
-    by_name = {r["name"]: r for r in changes["resources"]}
-    assert {r["op"] for r in changes["resources"]} == {"create", "update", "replace", "delete"}
-    pool = by_name["tpu-a-pool"]
+    assert changes["summary"] == counts(create=1, update=1, replace=1, delete=4)
+    pool = resource(document, "tpu-a-pool")
     assert pool["op"] == "replace" and pool["configKey"] == "ai-infra:tpuSlices[0]"
-    assert {"path": "nodeConfig.spot", "old": None, "new": True, "replaces": True} in pool[
-        "changes"
-    ]
-    assert by_name["gke-cpu"]["changes"] == [
-        {"path": "nodeConfig.diskSizeGb", "old": 100, "new": 200, "replaces": False},
+    assert pool["deleteBeforeReplace"] is True
+    assert paths(pool)["nodeConfig.spot"] == (None, True, True)
+    assert resource(document, "gke-cpu")["changes"] == [
+        {
+            "path": "nodeConfig.diskSizeGb",
+            "label": "nodeConfig.diskSizeGb",
+            "old": 100,
+            "new": 200,
+            "replaces": False,
+            "effect": "update",
+            "note": None,
+        },
         {
             "path": "nodeConfig.machineType",
+            "label": "nodeConfig.machineType",
             "old": "e2-standard-4",
             "new": "e2-standard-8",
             "replaces": False,
+            "effect": "update",
+            "note": None,
         },
     ]
-    assert by_name["wi-old-sa"]["op"] == "delete"
+    assert resource(document, "wi-old-sa")["op"] == "delete"
     # The plan of the current file comes with it, counted as the text plan counts.
     plan = document["resources"]
     applied = [r for r in plan if not r["component"]]
@@ -125,9 +169,28 @@ def test_diff_as_json_for_ci(history: Path):
     assert provider["inputs"]["kubeconfig"] == "[secret]"
 
 
+def test_urns_are_shaped_as_pulumi_state_holds_them_for_pulumi_up_target():
+    document = json.loads(run("dev", None, as_json=True))
+    by_urn = {r["urn"]: r for r in document["resources"]}
+    # deployment.go generateURN: the parent's whole type chain, nothing for the root stack.
+    team = "urn:pulumi:dev::ai-infra::ai-infra:gke:Team::team-research"
+    assert by_urn[team]["parent"] == "urn:pulumi:dev::ai-infra::pulumi:pulumi:Stack::ai-infra-dev"
+    grant = (
+        "urn:pulumi:dev::ai-infra::ai-infra:gke:Team$ai-infra:gke:WorkloadIdentity$"
+        "gcp:serviceaccount/account:Account::team-research-identity-sa"
+    )
+    assert by_urn[grant]["type"] == "gcp:serviceaccount/account:Account"
+    for r in document["resources"]:
+        qualified = r["urn"].split("::")[2]
+        parent = by_urn.get(r["parent"])
+        expected = r["type"] if parent is None else f"{parent['urn'].split('::')[2]}${r['type']}"
+        assert qualified == expected, r["urn"]
+    deep = [u for u in by_urn if u.split("::")[2].count("$") >= 2]
+    assert deep, "no resource three levels deep"
+
+
 def test_an_unchanged_stack_prints_no_resources(tmp_path: Path, capsys):
-    base = tmp_path / "Pulumi.same.yaml"
-    write(base, BEFORE)
+    base = write(tmp_path / "Pulumi.same.yaml", BEFORE)
     assert main([str(base), "--base", str(base)]) == 0
     out, cost = capsys.readouterr().out.split("\n\nCost change")
     assert "  No change." in cost.splitlines()
@@ -137,6 +200,15 @@ def test_an_unchanged_stack_prints_no_resources(tmp_path: Path, capsys):
         "",
         "0 to create, 0 to change, 0 to replace, 0 to delete",
     ]
+
+
+def test_two_files_of_one_name_are_told_apart(tmp_path: Path):
+    _, text = edit(tmp_path, BEFORE, AFTER)
+    heading = text.splitlines()[0]
+    new, base = tmp_path / "Pulumi.edit.yaml", tmp_path / "base" / "Pulumi.edit.yaml"
+    assert heading.startswith("Changes to stack 'edit' (")
+    assert f"{Path(new).name} (new)" in heading and "(base)" in heading
+    assert str(base.relative_to(tmp_path)) in heading or str(base) in heading
 
 
 @pytest.mark.parametrize("ref", ["no-such-ref", "--output=/tmp/x"])
@@ -157,91 +229,370 @@ def test_an_invalid_base_config_is_reported_as_the_base(tmp_path: Path, capsys):
     assert "ai-infra:tpuSlices[0].accelerator" in err
 
 
+def test_a_stack_missing_at_the_ref_is_a_new_stack_with_everything_created(tmp_path: Path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "README").write_text("stacks\n")
+    git(repo, "add", "README")
+    git(repo, "commit", "-qm", "empty")
+    stack = write(repo / "Pulumi.fresh.yaml", AFTER)
+    built = report(str(stack), "HEAD")
+    document = json.loads(json.dumps(built.json()))
+    plan_resources = [r for r in document["resources"] if not r["component"]]
+    assert document["diff"]["summary"] == counts(create=len(plan_resources))
+    assert {r["op"] for r in document["diff"]["resources"]} == {"create"}
+    assert "a new stack" in built.text().splitlines()[0]
+
+
+# --- the cases of issue 15, each from two real stack files -----------------------------------
+
+
+def test_a_tpu_vm_node_count_replaces_through_its_providers_own_diff(tmp_path: Path):
+    before = examples()["tpu-vms"].config
+    after = copy.deepcopy(before)
+    after["ai-infra:tpuVms"][0]["nodeCount"] = 3
+    document, text = edit(tmp_path, before, after)
+    entry = resource(document, "tpuvm-maxtext-qr")
+    assert entry["type"] == "pulumi-python:dynamic/tpu:QueuedResource"
+    assert (entry["op"], entry["deleteBeforeReplace"]) == ("replace", True)
+    assert paths(entry) == {"nodeCount": (2, 3, True)}
+    assert document["diff"]["summary"] == counts(replace=1)
+    assert "+- QueuedResource tpuvm-maxtext-qr  (tpuVms[0])" in text
+    assert "  TPU chips v4: 8 → 12" in text
+    assert "its TPU VMs are deleted with it" in text
+
+
+def test_a_gpu_cluster_machine_type_replaces_its_immutable_instance_template(tmp_path: Path):
+    before = examples()["gpu-cluster"].config
+    after = copy.deepcopy(before)
+    after["ai-infra:gpuClusters"][0].update(machineType="a2-highgpu-4g", gpuCount=4)
+    document, text = edit(tmp_path, before, after)
+    entry = resource(document, "gpucluster-demo-template")
+    assert entry["op"] == "replace"
+    assert paths(entry)["machineType"] == ("a2-highgpu-2g", "a2-highgpu-4g", True)
+    assert paths(entry)["guestAccelerators[0].count"] == (2, 4, True)
+    # Named by prefix: the new template is made before the group moves off the old one.
+    assert entry["deleteBeforeReplace"] is False
+    assert document["diff"]["summary"]["replace"] == 1
+    assert "+- InstanceTemplate gpucluster-demo-template  (gpuClusters[0])" in text
+    assert "  GPUs nvidia-tesla-a100: 2 → 4" in text
+
+
+def test_max_pods_per_node_replaces_a_running_slice_pool(tmp_path: Path):
+    before = examples()["minimal"].config
+    after = copy.deepcopy(before)
+    after["ai-infra:tpuSlices"][0]["maxPodsPerNode"] = 32
+    document, text = edit(tmp_path, before, after)
+    entry = resource(document, "tpu-train-0")
+    assert (entry["op"], paths(entry)) == ("replace", {"maxPodsPerNode": (16, 32, True)})
+    assert document["diff"]["summary"] == counts(replace=1)
+    assert "    maxPodsPerNode: 16 → 32  (forces replacement)" in text
+
+
+def test_lifting_the_upgrade_hold_replaces_the_slice_pool(tmp_path: Path):
+    """Dropping the release channel turns node auto-upgrade off (an update) and lifts the
+    slices' upgrade hold, which nodePoolUpdate cannot change on an existing pool: the program
+    replaces the pool for it (replace_on_changes), and the diff says so and why."""
+    before = examples()["minimal"].config
+    after = copy.deepcopy(before)
+    after["ai-infra:cluster"]["releaseChannel"] = "NONE"
+    document, text = edit(tmp_path, before, after)
+    entry = resource(document, "tpu-train-0")
+    assert entry["op"] == "replace"
+    notes = {c["path"]: (c["effect"], c["note"]) for c in entry["changes"]}
+    assert notes == {
+        "maintenancePolicies": ("replace", "the resource's replace_on_changes option"),
+        "management.autoUpgrade": ("update", None),
+    }
+    assert "[deleted before its replacement is created]" in text
+    assert document["diff"]["summary"] == counts(update=1, replace=1)
+
+
+def test_an_update_the_provider_never_applies_says_so():
+    """A pool's maintenance policy is read only when the pool is created (nodePoolUpdate has
+    no code for it): without replace_on_changes, `pulumi up` would report an update and change
+    nothing."""
+
+    def program(side: int) -> None:
+        exclusion = gcp.container.NodePoolMaintenancePolicyArgs(
+            exclusion_until_end_of_supports=[
+                gcp.container.NodePoolMaintenancePolicyExclusionUntilEndOfSupportArgs(enabled=True)
+            ]
+        )
+        gcp.container.NodePool(
+            "pool",
+            gcp.container.NodePoolArgs(
+                cluster="c", node_count=1, maintenance_policies=(None, [exclusion])[side]
+            ),
+        )
+
+    graphs = [
+        record_program(BASE_CONFIG, program=lambda side=side: program(side))[0] for side in (0, 1)
+    ]
+    changes = diff(graphs[0], graphs[1])
+    (change,) = changes
+    assert change.op is Op.UPDATE
+    assert [(c.rendered_path, c.effect) for c in change.changes] == [
+        ("maintenancePolicies", Effect.NO_OP)
+    ]
+    assert "    ! not applied: no update path" in render_diff(changes, {}, "Changes:")
+
+
+def test_a_protected_replace_is_refused_and_shows_its_blast_radius(tmp_path: Path):
+    base = tmp_path / "base" / "Pulumi.prod.yaml"
+    base.parent.mkdir()
+    base.write_text((REPO_ROOT / "Pulumi.prod.yaml").read_text())
+    now = tmp_path / "Pulumi.prod.yaml"
+    now.write_text(
+        (REPO_ROOT / "Pulumi.prod.yaml")
+        .read_text()
+        .replace("masterCidr: 172.16.0.16/28", "masterCidr: 172.16.0.32/28")
+    )
+    assert json.loads(load_stack_config("prod")["ai-infra:network"])["masterCidr"] == (
+        "172.16.0.16/28"
+    )
+    built = report(str(now), str(base))
+    document, text = json.loads(json.dumps(built.json())), built.text()
+    cluster = resource(document, "gke-cluster")
+    assert cluster["op"] == "replace"
+    assert paths(cluster) == {
+        "privateClusterConfig.masterIpv4CidrBlock": ("172.16.0.16/28", "172.16.0.32/28", True)
+    }
+    assert cluster["refusal"].startswith(
+        '`pulumi up` will refuse: unable to replace resource "urn:pulumi:prod::ai-infra::'
+        'ai-infra:gke:GkeCluster$gcp:container/cluster:Cluster::gke-cluster" as it is '
+        "currently marked for protection."
+    )
+    assert "set ai-infra:protect to false" in cluster["refusal"]
+    assert any("deletionProtection is true" in n for n in cluster["notes"])
+    # Every node pool, the Kubernetes provider and every Kubernetes object go with it.
+    radius = {r["urn"]: r for r in document["diff"]["resources"] if r["cause"]}
+    assert set(cluster["blastRadius"]) == set(radius)
+    kinds = {r["type"] for r in radius.values()}
+    assert {"gcp:container/nodePool:NodePool", "pulumi:providers:kubernetes"} <= kinds
+    assert "kubernetes:helm.sh/v3:Release" in kinds
+    pools = [r for r in radius.values() if r["type"] == "gcp:container/nodePool:NodePool"]
+    assert len(pools) == 9 and all(r["cause"] == cluster["urn"] for r in pools)
+    assert document["diff"]["summary"] == counts(update=1, replace=1 + len(radius))
+    assert f"    blast radius: {len(radius)} more replaced with it (9 NodePool" in text
+    assert "`pulumi up` will refuse 1 of these (protected resources)" in text
+
+
+def test_a_protected_delete_is_refused_with_what_to_do(tmp_path: Path):
+    before = {
+        **BEFORE,
+        "ai-infra:protect": True,
+        "ai-infra:buckets": [{"name": "data"}, {"name": "logs"}],
+    }
+    after = {**before, "ai-infra:buckets": [{"name": "data"}]}
+    document, text = edit(tmp_path, before, after)
+    entry = resource(document, "bucket-logs-bucket")
+    assert entry["op"] == "delete"
+    assert "cannot be deleted because it is protected" in entry["refusal"]
+    assert f"pulumi state unprotect '{entry['urn']}'" in entry["refusal"]
+    assert "--ignore-protect" in entry["refusal"]
+    assert document["diff"]["summary"] == counts(delete=1)
+    assert "    ✗ `pulumi up` will refuse: resource" in text
+
+
+def test_slurm_files_change_in_place_as_text(tmp_path: Path):
+    before = examples()["slurm"].config
+    after = copy.deepcopy(before)
+    after["ai-infra:slurm"]["tpuNodesets"][0]["nodeCountDynamicMax"] = 8
+    document, text = edit(tmp_path, before, after)
+    entry = resource(document, "slurm-nodeset-v4")
+    assert entry["op"] == "update" and [c["path"] for c in entry["changes"]] == ["content"]
+    assert document["diff"]["summary"] == counts(update=1)
+    assert "~ BucketObject slurm-nodeset-v4  (slurm)" in text
+    assert "      -node_count_dynamic_max: 4" in text
+    assert "      +node_count_dynamic_max: 8" in text
+    assert "[secret]" not in text
+    assert "  TPU chips v4: 16 → 32" in text
+
+
+def test_team_quotas_are_shown_by_flavor_before_and_after(tmp_path: Path):
+    prod = (REPO_ROOT / "Pulumi.prod.yaml").read_text()
+    assert "v5p-train: 100%" in prod
+    base = tmp_path / "base" / "Pulumi.prod.yaml"
+    base.parent.mkdir()
+    base.write_text(prod)
+    now = tmp_path / "Pulumi.prod.yaml"
+    now.write_text(prod.replace("v5p-train: 100%", "v5p-train: 50%"))
+    text = run(str(now), str(base), as_json=False)
+    # Two v5p-512 slices are 512 chips: the half pretrain gives up is one whole slice, which
+    # goes to the cohort (borrowable by every team), not to teams that name no share of it.
+    assert "  quota pretrain: v5p-512 google.com/tpu 512 → 256" in text
+    assert "  quota cohort ai-infra: v5p-512 google.com/tpu 0 → 256" in text
+    assert "quota finetune" not in text and "quota research" not in text
+    # And on the queue itself, by flavor, not by list index.
+    pretrain = text.split("~ ClusterQueue team-pretrain-cluster-queue  (teams[0])\n")[1]
+    assert pretrain.startswith("    quota v5p-512 google.com/tpu: 512 → 256\n")
+
+
+def test_a_configmap_data_change_replaces_the_configmap(tmp_path: Path):
+    before = examples()["provisioner"].config
+    after = copy.deepcopy(before)
+    after["ai-infra:tpuProvisioner"]["concurrency"] = 5
+    document, _ = edit(tmp_path, before, after)
+    entry = resource(document, "tpu-provisioner-config")
+    assert entry["op"] == "replace"
+    assert paths(entry)["data.CONCURRENCY"] == ("3", "5", True)
+
+
+def _two_programs(make: Any) -> tuple[Any, ...]:
+    graphs = []
+    for side in (0, 1):
+        graph, error = record_program(BASE_CONFIG, program=lambda side=side: make(side))
+        assert error is None and len(graph) >= 1
+        graphs.append(graph)
+    return tuple(diff(*graphs))
+
+
+def test_a_network_mtu_changes_in_place():
+    """`network.mtu` updates the VPC in place (not ForceNew); the VMs' notice is the
+    stack's to add (tests/stacks)."""
+
+    def program(side: int) -> None:
+        gcp.compute.Network("net", gcp.compute.NetworkArgs(name="net", mtu=(1460, 8896)[side]))
+
+    (change,) = _two_programs(program)
+    assert change.op is Op.UPDATE
+    assert [(c.rendered_path, c.old, c.new) for c in change.changes] == [("mtu", 1460, 8896)]
+
+
+def test_a_secondary_boot_disk_change_replaces_the_pool():
+    def program(side: int) -> None:
+        gcp.container.NodePool(
+            "pool",
+            gcp.container.NodePoolArgs(
+                cluster="c",
+                node_config=gcp.container.NodePoolNodeConfigArgs(
+                    secondary_boot_disks=[
+                        gcp.container.NodePoolNodeConfigSecondaryBootDiskArgs(
+                            disk_image=("global/images/a", "global/images/b")[side]
+                        )
+                    ]
+                ),
+            ),
+        )
+
+    (change,) = _two_programs(program)
+    assert change.op is Op.REPLACE
+    assert [c.rendered_path for c in change.changes] == [
+        "nodeConfig.secondaryBootDisks[0].diskImage"
+    ]
+
+
 @pytest.mark.parametrize(("option", "op"), [([], Op.UPDATE), (["routingMode"], Op.REPLACE)])
 def test_a_resources_replace_on_changes_option_is_honoured(option: list[str], op: Op):
-    def program(mode: str) -> None:
+    def program(side: int) -> None:
         gcp.compute.Network(
             "net",
-            gcp.compute.NetworkArgs(name="net", routing_mode=mode),
+            gcp.compute.NetworkArgs(name="net", routing_mode=("REGIONAL", "GLOBAL")[side]),
             pulumi.ResourceOptions(replace_on_changes=option),
         )
 
-    graphs = []
-    for mode in ("REGIONAL", "GLOBAL"):
-        graph, error = record_program(BASE_CONFIG, program=lambda mode=mode: program(mode))
-        assert error is None and len(graph) == 1
-        graphs.append(graph)
-    (change,) = diff(*graphs)
+    (change,) = _two_programs(program)
     assert change.op == op
     assert [(c.rendered_path, c.old, c.new) for c in change.changes] == [
         ("routingMode", "REGIONAL", "GLOBAL")
     ]
 
 
-@pytest.mark.parametrize(
-    ("type_", "path", "expected"),
-    [
-        ("gcp:container/nodePool:NodePool", ("nodeConfig", "spot"), True),
-        ("gcp:container/nodePool:NodePool", ("nodeConfig", "machineType"), False),
-        ("gcp:container/nodePool:NodePool", ("nodeConfig", "diskSizeGb"), False),
-        ("gcp:container/nodePool:NodePool", ("nodeConfig", "metadata", "any-key"), True),
-        ("gcp:container/nodePool:NodePool", ("nodeConfig", "oauthScopes", 1), True),
-        ("gcp:container/nodePool:NodePool", ("nodeConfig", "guestAccelerators", 0, "count"), True),
-        ("gcp:container/nodePool:NodePool", ("nodeConfig", "labels", "ai-infra/pool"), False),
-        ("gcp:container/nodePool:NodePool", ("placementPolicy",), True),
-        ("gcp:container/nodePool:NodePool", ("placementPolicy", "policyName"), True),
-        # Not ForceNew upstream (v7.45.0), so preview shows an in-place update.
-        ("gcp:container/nodePool:NodePool", ("placementPolicy", "tpuTopology"), False),
-        ("gcp:container/nodePool:NodePool", ("nodeCount",), False),
-        ("gcp:container/cluster:Cluster", ("privateClusterConfig", "masterIpv4CidrBlock"), True),
-        ("gcp:container/cluster:Cluster", ("releaseChannel", "channel"), False),
-        ("gcp:storage/bucket:Bucket", ("location",), True),
-        ("gcp:storage/bucket:Bucket", ("forceDestroy",), False),
-        ("gcp:projects/iAMMember:IAMMember", ("role",), True),
-        ("kubernetes:core/v1:Namespace", ("metadata", "name"), True),
-        ("kubernetes:core/v1:Namespace", ("metadata", "labels", "team"), False),
-        ("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", ("metadata", "name"), True),
-        ("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", ("spec", "cohortName"), False),
-        ("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", ("roleRef", "name"), True),
-        ("kubernetes:helm.sh/v3:Release", ("namespace",), True),
-        ("kubernetes:helm.sh/v3:Release", ("version",), False),
-        ("kubernetes:yaml/v2:ConfigGroup", ("objs", 0, "metadata", "name"), False),
-        ("gcp:compute/instanceTemplate:InstanceTemplate", ("metadata", "startup-script"), True),
-        ("gcp:compute/instanceTemplate:InstanceTemplate", ("labels", "team"), False),
-        ("gcp:compute/instanceGroupManager:InstanceGroupManager", ("targetSize",), False),
-        ("gcp:compute/resizeRequest:ResizeRequest", ("resizeBy",), True),
-        ("gcp:monitoring/dashboard:Dashboard", ("dashboardJson",), False),
-        ("gcp:some/unknown:Type", ("name",), False),
-    ],
-)
-def test_which_changes_replace(type_: str, path: tuple[str | int, ...], expected: bool):
-    assert replaces(type_, path) is expected
+def test_ignore_changes_hides_what_the_engine_ignores():
+    def program(side: int) -> None:
+        gcp.container.NodePool(
+            "pool",
+            gcp.container.NodePoolArgs(
+                cluster="c",
+                node_count=(1, 2)[side],
+                node_config=gcp.container.NodePoolNodeConfigArgs(
+                    machine_type=("e2-standard-4", "e2-standard-8")[side],
+                    spot=(False, True)[side],
+                ),
+            ),
+            pulumi.ResourceOptions(ignore_changes=["nodeCount", "nodeConfig.spot"]),
+        )
+
+    (change,) = _two_programs(program)
+    assert change.op is Op.UPDATE
+    assert [c.rendered_path for c in change.changes] == ["nodeConfig.machineType"]
 
 
-def test_every_replace_path_is_an_input_the_program_sets():
-    """Guards the table against a misspelt camelCase name, which would never match."""
-    set_paths: dict[str, set[tuple[str, ...]]] = {}
+# --- the base built from a ref's code ---------------------------------------------------------
 
-    def walk(type_: str, value: Any, path: tuple[str, ...]) -> None:
-        set_paths.setdefault(type_, set()).add(path)
-        if isinstance(value, dict):
-            for key, item in value.items():
-                walk(type_, item, (*path, key))
-        elif isinstance(value, list):
-            for item in value:
-                walk(type_, item, path)
+PROGRAM = ("__main__.py", "Pulumi.yaml", "pyproject.toml", "uv.lock")
+PACKAGES = ("components/", "stacks/", "plan/", "prices/")
 
-    configs = [(stack, load_stack_config(stack)) for stack in list_stacks()]
-    # The docs' examples hold the systems no shipped stack uses (Slurm's VMs and templates).
-    configs += [(name, example.config) for name, example in examples().items()]
-    for stack, config in configs:
-        for r in build_graph(config, stack=stack):
-            walk(r.type, r.inputs, ())
-    # The docs' examples use systems no shipped stack does (GPU clusters).
-    for name, example in examples().items():
-        for r in build_graph(example.config, stack=name):
-            walk(r.type, r.inputs, ())
-    for type_, entries in REPLACE_ON_CHANGES.items():
-        for entry in entries:
-            parts = tuple(entry.removesuffix(".*").split("."))
-            assert parts in set_paths.get(type_, set()), f"{type_}: {entry}"
+
+@pytest.fixture(scope="module")
+def code_history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of this program in git: HEAD~1 pins an older Kueue chart, HEAD is this code.
+    Both commits hold the same Pulumi.dev.yaml."""
+    repo = tmp_path_factory.mktemp("program")
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    files = [f for f in listed if f in PROGRAM or f.startswith(PACKAGES) or f == "Pulumi.dev.yaml"]
+    for name in files:
+        source = REPO_ROOT / name
+        if source.is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            (repo / name).write_bytes(source.read_bytes())
+    kueue = repo / "components" / "gke" / "kueue.py"
+    pinned = f'version="{CHARTS["kueue"].version}"'
+    assert kueue.read_text().count(pinned) == 1
+    current = kueue.read_text()
+    kueue.write_text(current.replace(pinned, 'version="0.1.0-older"'))
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "older chart")
+    kueue.write_text(current)
+    git(repo, "commit", "-qam", "bump kueue")
+    return repo
+
+
+def test_a_chart_bump_in_the_code_shows_as_a_change(code_history: Path):
+    stack = code_history / "Pulumi.dev.yaml"
+    built = report(str(stack), "HEAD~1")
+    document, text = json.loads(json.dumps(built.json())), built.text()
+    entry = resource(document, "batch-kueue")
+    assert entry["op"] == "update"
+    assert paths(entry)["version"] == ("0.1.0-older", CHARTS["kueue"].version, False)
+    assert document["diff"]["summary"] == counts(update=1)
+    assert text.splitlines()[0].endswith("(its code at HEAD~1):")
+    # Nothing is left behind in the repository.
+    assert git(code_history, "worktree", "list").count("\n") == 1
+    assert git(code_history, "status", "--porcelain") == ""
+
+
+def test_the_base_runs_with_its_own_environment_when_its_lock_differs(tmp_path: Path):
+    from plan import base
+
+    same = base.command(tmp_path, same_lock=True)
+    own = base.command(tmp_path, same_lock=False)
+    assert same[0] != "uv" and same[-1].endswith("record_graph.py")
+    assert own[1:3] == ["run", "--quiet"] and own[own.index("--project") + 1] == str(tmp_path)
+
+
+def test_text_the_sdk_marks_secret_is_shown_and_real_secrets_stay_hidden():
+    """pulumi-gcp wraps BucketObject `content` in Output.secret whatever it holds (the schema
+    says Sensitive); the program's kubeconfig is secret because the program says so."""
+    import inspect
+
+    source = inspect.getsource(gcp.storage.BucketObject._internal_init)
+    assert "pulumi.Output.secret(content)" in source
+    assert SHOWN_SECRETS == {"gcp:storage/bucketObject:BucketObject": ("content",)}
+
+
+def test_the_plan_json_shows_rendered_files_and_hides_the_kubeconfig(tmp_path: Path):
+    stack = write(tmp_path / "Pulumi.slurm.yaml", examples()["slurm"].config)
+    document = json.loads(run(str(stack), None, as_json=True))
+    by_name = {r["name"]: r for r in document["resources"]}
+    assert "node_count_dynamic_max: 4" in by_name["slurm-nodeset-v4"]["inputs"]["content"]
+    assert by_name["gke-kubernetes"]["inputs"]["kubeconfig"] == "[secret]"

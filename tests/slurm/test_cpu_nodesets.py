@@ -136,8 +136,9 @@ def test_a_template_change_replaces_the_template_and_updates_the_yaml_in_place()
     before = build_graph(cpu_stack())
     after = build_graph(cpu_stack(machineType="n2-standard-8"))
     changes = {c.resource.name: c.op for c in diff(before, after) if not c.is_component}
-    # A Cloud Storage object is immutable: new contents are a new object.
-    assert changes == {"slurm-template-cpu": Op.REPLACE, "slurm-nodeset-cpu": Op.REPLACE}
+    # The template is immutable; the nodeset file naming it is uploaded again in place
+    # (`content` is not ForceNew in google-beta: plan/forcenew.json).
+    assert changes == {"slurm-template-cpu": Op.REPLACE, "slurm-nodeset-cpu": Op.UPDATE}
 
 
 def test_spot_and_gpu_nodesets_get_the_scheduling_and_accelerators_compute_needs():
