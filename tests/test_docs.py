@@ -72,6 +72,26 @@ TPU_VMS = COMMON | {
 }
 """One queued resource with its dedicated account and two grants, beside the GKE
 environment."""
+SLURM_SINGLE_HOST = COMMON | {
+    "gcp:compute/disk:Disk": 1,
+    "gcp:compute/firewall:Firewall": 5,
+    "gcp:compute/instance:Instance": 2,
+    "gcp:container/nodePool:NodePool": 1,
+    "gcp:filestore/instance:Instance": 1,
+    "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+    "gcp:projects/iAMMember:IAMMember": 10,
+    "gcp:serviceaccount/account:Account": 4,
+    "gcp:serviceaccount/iAMMember:IAMMember": 1,
+    "gcp:storage/bucket:Bucket": 1,
+    "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
+    "gcp:storage/bucketObject:BucketObject": 5,
+    "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+    "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
+    "pulumi-python:dynamic/slurm:TpuCleanup": 1,
+}
+"""A Slurm cluster of single-host TPU nodesets in a stack with a GKE cluster."""
+
+
 INVENTORY: dict[str, dict[str, int]] = {
     "minimal": COMMON
     | {
@@ -174,24 +194,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:serviceaccount/account:Account": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
     },
-    "slurm": COMMON
-    | {
-        "gcp:compute/disk:Disk": 1,
-        "gcp:compute/firewall:Firewall": 5,
-        "gcp:compute/instance:Instance": 2,
-        "gcp:container/nodePool:NodePool": 1,
-        "gcp:filestore/instance:Instance": 1,
-        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
-        "gcp:projects/iAMMember:IAMMember": 10,
-        "gcp:serviceaccount/account:Account": 4,
-        "gcp:serviceaccount/iAMMember:IAMMember": 1,
-        "gcp:storage/bucket:Bucket": 1,
-        "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
-        "gcp:storage/bucketObject:BucketObject": 5,
-        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
-        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
-        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
-    },
+    "slurm": SLURM_SINGLE_HOST,
     "slurm-multihost": COMMON
     | {
         "gcp:compute/disk:Disk": 1,
@@ -212,24 +215,8 @@ INVENTORY: dict[str, dict[str, int]] = {
         "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
         "pulumi-python:dynamic/slurm:TpuCleanup": 1,
     },
-    "slurm-seed": COMMON
-    | {
-        "gcp:compute/disk:Disk": 1,
-        "gcp:compute/firewall:Firewall": 5,
-        "gcp:compute/instance:Instance": 2,
-        "gcp:container/nodePool:NodePool": 1,
-        "gcp:filestore/instance:Instance": 1,
-        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
-        "gcp:projects/iAMMember:IAMMember": 10,
-        "gcp:serviceaccount/account:Account": 4,
-        "gcp:serviceaccount/iAMMember:IAMMember": 1,
-        "gcp:storage/bucket:Bucket": 1,
-        "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
-        "gcp:storage/bucketObject:BucketObject": 5,
-        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
-        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
-        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
-    },
+    # The seed example (v2-8, TF 2.10 with its own image) builds what the first one does.
+    "slurm-seed": SLURM_SINGLE_HOST,
     "slurm-cpu": {
         "gcp:compute/disk:Disk": 1,
         "gcp:compute/firewall:Firewall": 5,
