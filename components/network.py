@@ -381,7 +381,7 @@ def mtu_change_notice(
     if before == after or before is None or after is None:
         return None
     return (
-        f"network.mtu {before} -> {after} updates {', '.join(vpcs)} in place; the program "
+        f"MTU {before} -> {after} updates {', '.join(vpcs)} in place; the program "
         f"restarts no VM, and every running one keeps MTU {before} until it is stopped and "
         "started, mixing MTUs in the network meanwhile. Google advises stopping the VMs "
         "before the change (VPC docs, 'Change the MTU setting of a VPC network'). In these "

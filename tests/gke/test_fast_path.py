@@ -374,7 +374,7 @@ def test_the_json_diff_carries_the_notices(tmp_path: Path, capsys):
     assert plan_main([str(edited), "--base", str(base), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     (notice,) = document["diff"]["notices"]
-    assert "network.mtu 1500 -> 8896" in notice
+    assert notice.startswith("MTU 1500 -> 8896 updates ")
     (change,) = document["diff"]["resources"]
     assert (change["op"], change["changes"][0]["path"]) == ("update", "mtu")
 

@@ -450,8 +450,8 @@ def _two_programs(make: Any) -> tuple[Any, ...]:
 
 
 def test_a_network_mtu_changes_in_place():
-    """`network.mtu` updates the VPC in place (not ForceNew); the VMs' notice is the
-    stack's to add (tests/stacks)."""
+    """`network.mtu` updates the VPC in place (not ForceNew); the notice about running VMs is
+    added beside it (test_an_mtu_the_code_moves_is_said_as_one_the_config_moves)."""
 
     def program(side: int) -> None:
         gcp.compute.Network("net", gcp.compute.NetworkArgs(name="net", mtu=(1460, 8896)[side]))
@@ -596,3 +596,27 @@ def test_the_plan_json_shows_rendered_files_and_hides_the_kubeconfig(tmp_path: P
     by_name = {r["name"]: r for r in document["resources"]}
     assert "node_count_dynamic_max: 4" in by_name["slurm-nodeset-v4"]["inputs"]["content"]
     assert by_name["gke-kubernetes"]["inputs"]["kubeconfig"] == "[secret]"
+
+
+def test_an_mtu_the_code_moves_is_said_as_one_the_config_moves(tmp_path: Path):
+    """A base built by older code can differ in a default, not in the stack file: the MTU
+    notice then comes from the two graphs, said once even when both configs also say it."""
+    from plan import base as bases
+    from plan.cli import Report
+    from stacks.loading import parse
+
+    before_raw = {**examples()["minimal"].config, "ai-infra:network": {"mtu": 1460}}
+    after_raw = examples()["minimal"].config
+    path = write(tmp_path / "Pulumi.edit.yaml", after_raw)
+    config, graph = parse(after_raw, "edit"), record_program(after_raw, stack="edit")[0]
+    old_graph = record_program(before_raw, stack="edit")[0]
+    # The old stack file does not parse with this code: only the graphs can say it.
+    refused = Report("edit", path, config, graph, "old", bases.Base(old_graph, "old"))
+    (notice,) = refused.json()["diff"]["notices"]
+    assert notice.startswith("MTU 1460 -> 8896 updates ai-edit-vpc in place")
+    assert "GKE node pools cpu, train-0" in notice
+    assert refused.json()["diff"]["cost"] is None
+    assert "Cost change: not shown" in refused.text()
+    # Both configs say it too: one notice.
+    both = bases.Base(old_graph, "old", config=parse(before_raw, "edit"))
+    assert Report("edit", path, config, graph, "old", both).json()["diff"]["notices"] == [notice]
