@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from plan import summary
 from plan.cli import main
 from plan.engine import REPO_ROOT
+from tests.conftest import build_graph
+from tests.test_docs import examples
 
 
 def test_dev_plan_shows_what_a_reviewer_checks(capsys):
@@ -284,9 +287,6 @@ def test_the_plan_caches_bytecode_even_where_python_is_told_not_to(tmp_path):
 def test_slurm_nodesets_count_their_chips_gpus_and_vms_at_their_maximum():
     """A multi-host TPU nodeset counts a Slurm node per TPU VM; a CPU nodeset counts the VMs
     and GPUs of the instance template its file names."""
-    from plan import summary
-    from tests.conftest import build_graph
-    from tests.test_docs import examples
 
     def lines(example: str) -> list[str]:
         graph = build_graph(examples()[example].config, stack=example)

@@ -16,11 +16,13 @@ import pytest
 import yaml
 
 from components.gke.kueue import CHARTS
-from plan.cli import main, report, run
+from plan import base as bases
+from plan.cli import Report, main, report, run
 from plan.diff import SHOWN_SECRETS, Op, diff
 from plan.engine import REPO_ROOT, load_stack_config, record_program
 from plan.render import render_diff
 from plan.replacements import Effect
+from stacks.loading import parse
 from tests.conftest import BASE_CONFIG
 from tests.test_docs import examples
 
@@ -572,10 +574,8 @@ def test_a_chart_bump_in_the_code_shows_as_a_change(code_history: Path):
 
 
 def test_the_base_runs_with_its_own_environment_when_its_lock_differs(tmp_path: Path):
-    from plan import base
-
-    same = base.command(tmp_path, same_lock=True)
-    own = base.command(tmp_path, same_lock=False)
+    same = bases.command(tmp_path, same_lock=True)
+    own = bases.command(tmp_path, same_lock=False)
     assert same[0] != "uv" and same[-1].endswith("record_graph.py")
     assert own[1:3] == ["run", "--quiet"] and own[own.index("--project") + 1] == str(tmp_path)
 
@@ -601,10 +601,6 @@ def test_the_plan_json_shows_rendered_files_and_hides_the_kubeconfig(tmp_path: P
 def test_an_mtu_the_code_moves_is_said_as_one_the_config_moves(tmp_path: Path):
     """A base built by older code can differ in a default, not in the stack file: the MTU
     notice then comes from the two graphs, said once even when both configs also say it."""
-    from plan import base as bases
-    from plan.cli import Report
-    from stacks.loading import parse
-
     before_raw = {**examples()["minimal"].config, "ai-infra:network": {"mtu": 1460}}
     after_raw = examples()["minimal"].config
     path = write(tmp_path / "Pulumi.edit.yaml", after_raw)
