@@ -45,7 +45,7 @@ class Base:
     new_stack: bool = False
     config: StackConfig | None = None
     """The base's stack file as this checkout's code reads it, for what is judged from both
-    configs (the cost, the MTU notice); None where this code refuses it or there is none."""
+    configs (the cost); None where this code refuses it or there is none."""
 
 
 def _parsed(config: dict[str, str], stack: str) -> StackConfig | None:

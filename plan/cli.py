@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.network import mtu_change_notice
+from components.network import DEFAULT_MTU
 from plan import base as bases
 from plan import summary
 from plan.diff import GraphDiff, diff
@@ -144,26 +144,11 @@ class Report:
         }
 
     def _notices(self) -> list[str]:
-        """What the provider's update does not show, such as VMs that keep a VPC's old MTU:
-        from both configs where the base's stack file parses with this code, and from the
-        graphs, so that an MTU the code's default moves is said too."""
+        """What the provider's update does not show, such as VMs that keep a VPC's old MTU;
+        the MTUs are read from the two plans, so that one the code's default moves is said
+        as an edit to the stack file is."""
         assert self.base is not None
-        notices = (
-            environment.diff_notices(self.base.config, self.config)
-            if self.base.config is not None
-            else []
-        )
-        vpc = self.config.network.vpc_name(self.config.prefix)
-        for name, (old, new) in _mtu_changes(self.base.graph, self.graph).items():
-            if any(name in _vpcs_named(n) for n in notices):
-                continue
-            vms = (
-                environment.vms_in_vpc(self.config)
-                if name == vpc
-                else [f"the slice pools attached to {name}"]
-            )
-            notices += [notice] if (notice := mtu_change_notice(old, new, [name], vms)) else []
-        return notices
+        return environment.diff_notices(self.config, mtu_changes(self.base.graph, self.graph))
 
     def _costs(self) -> tuple[CostReport, CostReport] | None:
         """The cost before and after; a new stack costs nothing before. None when the base's
@@ -185,28 +170,18 @@ class Report:
         return changes, keys, moved
 
 
-VPC_DEFAULT_MTU = 1460
-"""What a VPC created without `mtu` gets (VPC docs, "Maximum transmission unit")."""
-
-
-def _mtu_changes(before: Graph, after: Graph) -> dict[str, tuple[int, int]]:
+def mtu_changes(before: Graph, after: Graph) -> dict[str, tuple[int, int]]:
     """VPC name -> (old MTU, new MTU) for each network in both graphs whose MTU moves."""
     old = {r.urn: r for r in before.of_type("gcp:compute/network:Network")}
     changes = {}
     for r in after.of_type("gcp:compute/network:Network"):
         if r.urn not in old:
             continue
-        was = int(old[r.urn].inputs.get("mtu") or VPC_DEFAULT_MTU)
-        now = int(r.inputs.get("mtu") or VPC_DEFAULT_MTU)
+        was = int(old[r.urn].inputs.get("mtu") or DEFAULT_MTU)
+        now = int(r.inputs.get("mtu") or DEFAULT_MTU)
         if was != now:
             changes[str(r.inputs.get("name", r.name))] = (was, now)
     return changes
-
-
-def _vpcs_named(notice: str) -> list[str]:
-    """The VPCs an MTU notice names (`MTU a -> b updates x, y in place; ...`)."""
-    head = notice.split(" in place;", 1)[0]
-    return head.split(" updates ", 1)[-1].split(", ") if " updates " in head else []
 
 
 def build_stack(target: str) -> tuple[str, StackConfig, Graph]:

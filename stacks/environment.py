@@ -6,6 +6,7 @@ systems meet; each receives the stack context and handles on what it builds upon
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -132,26 +133,24 @@ def describe(config: StackConfig) -> list[tuple[str, list[str]]]:
     return sections
 
 
-def diff_notices(before: StackConfig, after: StackConfig) -> list[str]:
+def diff_notices(after: StackConfig, mtus: Mapping[str, tuple[int, int]]) -> list[str]:
     """What the offline diff must add to the resources it lists, because the provider's update
-    does not show it: VMs that keep a VPC's old MTU."""
+    does not show it: VMs that keep a VPC's old MTU. `mtus` holds VPC name -> (old, new) MTU
+    for each network of both plans whose MTU moves."""
     notices = []
-    notice = network.mtu_change_notice(
-        before.network.managed_mtu,
-        after.network.managed_mtu,
-        [after.network.vpc_name(after.prefix)],
-        vms_in_vpc(after),
-    )
-    notices += [notice] if notice else []
-    kept = before.network.node_networks(before.prefix).keys()
-    node_vpcs = [n for name, n in after.network.node_networks(after.prefix).items() if name in kept]
-    notice = network.mtu_change_notice(
-        before.network.node_network_mtu,
-        after.network.node_network_mtu,
-        [n.vpc for n in node_vpcs],
-        [f"the slice pools attached to {', '.join(n.name for n in node_vpcs)}"],
-    )
-    notices += [notice] if notice and node_vpcs else []
+    vpc = after.network.vpc_name(after.prefix)
+    if vpc in mtus:
+        notice = network.mtu_change_notice(*mtus[vpc], [vpc], vms_in_vpc(after))
+        notices += [notice] if notice else []
+    # The node networks share one MTU, so they move together and are told in one notice.
+    node_vpcs = [n for n in after.network.node_networks(after.prefix).values() if n.vpc in mtus]
+    if node_vpcs:
+        notice = network.mtu_change_notice(
+            *mtus[node_vpcs[0].vpc],
+            [n.vpc for n in node_vpcs],
+            [f"the slice pools attached to {', '.join(n.name for n in node_vpcs)}"],
+        )
+        notices += [notice] if notice else []
     return notices
 
 

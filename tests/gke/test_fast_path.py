@@ -16,6 +16,7 @@ import yaml
 
 from components.network import JUMBO_MTU
 from plan.cli import main as plan_main
+from plan.cli import mtu_changes
 from plan.diff import Op, diff
 from plan.engine import Graph, list_stacks, load_stack_config, record_program
 from stacks.config import StackConfig
@@ -91,18 +92,19 @@ def stack(**overrides: Any) -> dict[str, Any]:
 def test_changing_the_mtu_updates_the_vpcs_in_place_and_names_the_vms_that_keep_the_old_one():
     before_raw = stack(network={"mtu": 1460, **DCN})
     after_raw = stack(network={"mtu": 8896, **DCN})
-    changes = diff(build_graph(before_raw), build_graph(after_raw))
+    before, after = build_graph(before_raw), build_graph(after_raw)
+    changes = diff(before, after)
     updated = {r.resource.name: r for r in changes}
     assert set(updated) == {"network-vpc", "network-dcn-1-vpc"}
     for change in updated.values():
         assert change.op is Op.UPDATE
         assert [(c.rendered_path, c.old, c.new) for c in change.changes] == [("mtu", 1460, 8896)]
-    notices = diff_notices(parse(before_raw, "test"), parse(after_raw, "test"))
+    notices = diff_notices(parse(after_raw, "test"), mtu_changes(before, after))
     assert len(notices) == 2
     assert "updates ai-test-vpc in place" in notices[0]
     assert "GKE node pools cpu, t-0, p-0" in notices[0]
     assert "updates ai-test-dcn-1-vpc in place" in notices[1]
-    assert diff_notices(parse(after_raw, "test"), parse(after_raw, "test")) == []
+    assert diff_notices(parse(after_raw, "test"), mtu_changes(after, after)) == []
 
 
 def test_the_diff_prints_the_mtu_notice(tmp_path: Path, capsys):
