@@ -227,19 +227,8 @@ def _slurm_nodeset(r: Registration, templates: dict[str, dict[str, Any]]) -> Cap
         template = templates.get(str(content["instance_template"]).rsplit("/", 1)[-1])
         if template is None:
             return None
-        machine_type = str(template.get("machineType", "?"))
-        gpus = [g for g in template.get("guestAccelerators") or [] if _int(g.get("count"))]
-        fixed = fixed_gpus(machine_type)
-        spot = (template.get("scheduling") or {}).get("provisioningModel") == "SPOT"
-        return Capacity(
-            system="Slurm nodesets",
-            name=str(content["nodeset_name"]),
-            machine_type=machine_type,
-            nodes=nodes,
-            maximum=True,
-            provisioning="spot" if spot else "on-demand",
-            gpu_type=str(gpus[0]["type"]) if gpus else (fixed.gpu_type if fixed else ""),
-            gpus_per_node=_int(gpus[0]["count"]) if gpus else (fixed.gpu_count if fixed else 0),
+        return _template_vms(
+            "Slurm nodesets", str(content["nodeset_name"]), template, nodes, maximum=True
         )
     node_type = str(content.get("node_type") or "")
     accelerator = content.get("accelerator_config") or {}
@@ -308,23 +297,37 @@ def _gpu_clusters(graph: Graph) -> list[Capacity]:
         ]
         if len(linked) != 1:
             continue
-        template = unwrap(linked[0].inputs)
-        machine_type = str(template.get("machineType", "?"))
-        gpus = [g for g in template.get("guestAccelerators") or [] if _int(g.get("count"))]
-        fixed = fixed_gpus(machine_type)
-        spot = (template.get("scheduling") or {}).get("provisioningModel") == "SPOT"
+        inputs = unwrap(group.inputs)
         found.append(
-            Capacity(
-                system="GPU clusters",
-                name=str(unwrap(group.inputs).get("name", group.name)),
-                machine_type=machine_type,
-                nodes=_int(unwrap(group.inputs).get("targetSize")),
-                provisioning="spot" if spot else "on-demand",
-                gpu_type=str(gpus[0]["type"]) if gpus else (fixed.gpu_type if fixed else ""),
-                gpus_per_node=_int(gpus[0]["count"]) if gpus else (fixed.gpu_count if fixed else 0),
+            _template_vms(
+                "GPU clusters",
+                str(inputs.get("name", group.name)),
+                unwrap(linked[0].inputs),
+                _int(inputs.get("targetSize")),
             )
         )
     return found
+
+
+def _template_vms(
+    system: str, name: str, template: dict[str, Any], nodes: int, maximum: bool = False
+) -> Capacity:
+    """`nodes` VMs of an instance template: its machine type, capacity and GPUs (attached,
+    or the machine type's own)."""
+    machine_type = str(template.get("machineType", "?"))
+    gpus = [g for g in template.get("guestAccelerators") or [] if _int(g.get("count"))]
+    fixed = fixed_gpus(machine_type)
+    spot = (template.get("scheduling") or {}).get("provisioningModel") == "SPOT"
+    return Capacity(
+        system=system,
+        name=name,
+        machine_type=machine_type,
+        nodes=nodes,
+        maximum=maximum,
+        provisioning="spot" if spot else "on-demand",
+        gpu_type=str(gpus[0]["type"]) if gpus else (fixed.gpu_type if fixed else ""),
+        gpus_per_node=_int(gpus[0]["count"]) if gpus else (fixed.gpu_count if fixed else 0),
+    )
 
 
 def _quotas(graph: Graph) -> dict[str, dict[str, Any]]:
