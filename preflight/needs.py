@@ -413,7 +413,7 @@ def _cpu_nodesets(config: StackConfig, graph: Graph, keys: Mapping[str, str]) ->
                 d["sourceImage"] for d in template.get("disks") or [] if d.get("sourceImage")
             ),
             external_ips=int(n.enable_public_ips),
-            secure_boot=n.shielded_secure_boot,
+            secure_boot=_secure_boot(template),
             metadata=template.get("metadata") or {},
         )
 

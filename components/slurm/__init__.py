@@ -104,7 +104,7 @@ def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list
             for f, on in (
                 (f"{gpus.count} x {gpus.type}" if gpus else "", gpus is not None),
                 ("spot", c.spot),
-                ("secure boot off", not c.shielded_secure_boot),
+                ("secure boot off", not config.secure_boot(c)),
             )
             if on
         ]

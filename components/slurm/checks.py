@@ -31,6 +31,7 @@ from components.slurm.config import (
     SlurmConfig,
     TpuNodesetConfig,
     account_id,
+    needs_unsigned_modules,
 )
 from components.types import disk_zone, image_registry
 
@@ -286,9 +287,10 @@ def _disk_problem(machine_type: str, disk_type: str) -> str | None:
 
 
 def cpu_nodeset_problems(
-    nodeset: CpuNodesetConfig, *, zones: list[str], region: str
+    nodeset: CpuNodesetConfig, *, zones: list[str], region: str, cluster_lustre: bool
 ) -> list[Problem]:
-    """Checks of one CPU nodeset, given its resolved zones and the stack's region."""
+    """Checks of one CPU nodeset, given its resolved zones, the stack's region and whether
+    the cluster's own storage mounts Lustre on every VM."""
     found = []
     if nodeset.node_count_static + nodeset.node_count_dynamic_max < 1:
         # Toolkit's nodeset module: "at least one node" (outputs.tf precondition).
@@ -331,7 +333,7 @@ def cpu_nodeset_problems(
             "its NVIDIA drivers"
             if nodeset.gpus() is not None
             else "the Lustre client"
-            if any(s.fs_type == "lustre" for s in nodeset.network_storage)
+            if cluster_lustre or needs_unsigned_modules(nodeset.network_storage)
             else None
         )
         if reason:
@@ -464,7 +466,12 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
         if not own_problems:
             valid[nodeset.name] = nodeset
     for i, nodeset in enumerate(config.cpu_nodesets):
-        own_problems = cpu_nodeset_problems(nodeset, zones=cpu_zones(nodeset, ctx), region=region)
+        own_problems = cpu_nodeset_problems(
+            nodeset,
+            zones=cpu_zones(nodeset, ctx),
+            region=region,
+            cluster_lustre=config.mounts_lustre,
+        )
         own_problems += _account_problems((), nodeset.service_account_email, own)
         found += [p.under("cpuNodesets", i) for p in own_problems]
     if not cpu:

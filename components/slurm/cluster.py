@@ -483,7 +483,7 @@ class SlurmCluster(Component):
             "spot": nodeset.spot,
             "account": [email, list(nodeset.service_account_scopes)],
             "public_ip": nodeset.enable_public_ips,
-            "secure_boot": nodeset.shielded_secure_boot,
+            "secure_boot": config.secure_boot(nodeset),
             "labels": labels,
             "metadata": metadata,
             "subnet": network.subnet_name,
@@ -533,7 +533,7 @@ class SlurmCluster(Component):
             ),
             scheduling=scheduling,
             shielded_instance_config=gcp.compute.InstanceTemplateShieldedInstanceConfigArgs(
-                **shielded(nodeset.shielded_secure_boot)
+                **shielded(config.secure_boot(nodeset))
             ),
             # Threads per core 1, as Toolkit's nodeset (advanced_machine_features): one
             # Slurm CPU per core.

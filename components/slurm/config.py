@@ -471,12 +471,6 @@ class CpuNodesetConfig(ConfigModel):
             return None
         return GuestAccelerator(type=fixed.gpu_type, count=fixed.gpu_count)
 
-    @property
-    def shielded_secure_boot(self) -> bool:
-        if self.secure_boot is not None:
-            return self.secure_boot
-        return self.gpus() is None and not needs_unsigned_modules(self.network_storage)
-
 
 class PartitionConfig(ConfigModel):
     """One entry of `ai-infra:slurm.partitions`: a queue jobs submit to with `sbatch -p`."""
@@ -711,8 +705,18 @@ class SlurmConfig(ConfigModel):
 
     @property
     def mounts_lustre(self) -> bool:
-        """Whether the controller and login VMs mount Lustre (then Secure Boot is off)."""
+        """Whether every VM of the cluster mounts Lustre (then Secure Boot is off)."""
         return needs_unsigned_modules(self.network_storage)
+
+    def secure_boot(self, nodeset: CpuNodesetConfig) -> bool:
+        """Shielded VM Secure Boot on a CPU nodeset's VMs: its own `secureBoot`, else on
+        unless SchedMD's image must load unsigned kernel modules there: NVIDIA drivers, or the
+        Lustre client for the cluster's storage or the nodeset's (compute nodes mount both)."""
+        if nodeset.secure_boot is not None:
+            return nodeset.secure_boot
+        return nodeset.gpus() is None and not (
+            self.mounts_lustre or needs_unsigned_modules(nodeset.network_storage)
+        )
 
 
 DEBUG_NODESET = CpuNodesetConfig.model_validate(

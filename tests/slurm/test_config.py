@@ -926,6 +926,6 @@ def test_secure_boot_is_off_only_where_schedmd_s_image_loads_unsigned_modules():
         "test",
     ).slurm
     assert config is not None
-    assert [n.shielded_secure_boot for n in config.cpu_nodesets] == [True, False, False]
+    assert [config.secure_boot(n) for n in config.cpu_nodesets] == [True, False, False]
     gpus = config.cpu_nodesets[1].gpus()
     assert gpus is not None and gpus.model_dump() == {"type": "nvidia-l4", "count": 1}

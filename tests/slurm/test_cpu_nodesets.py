@@ -316,7 +316,8 @@ def test_a_lustre_mount_turns_secure_boot_off_where_it_is_mounted():
         cpu_stack()
         | {"ai-infra:slurm": {**cpu_stack()["ai-infra:slurm"], "networkStorage": [lustre]}}
     )
-    for vm in ("slurm-controller", "slurm-login-login-0"):
+    # The cluster's storage is mounted on every VM, the CPU nodes' too.
+    for vm in ("slurm-controller", "slurm-login-login-0", "slurm-template-cpu"):
         assert everywhere.named(vm).inputs["shieldedInstanceConfig"]["enableSecureBoot"] is False
     one_group = build_graph(
         stack(loginGroups=[{"name": "login"}, {"name": "lus", "networkStorage": [lustre]}])
