@@ -18,7 +18,7 @@ from typing import Any
 
 from components import tpu_catalog
 from components.gke.config import PROVISIONER_SOURCE
-from components.gke.quota import Flavor, Source, allocate
+from components.gke.quota import Flavor, allocate
 from components.slurm.config import CORES_PER_WORKER, V2_V3_CORES_PER_CHIP
 from plan.diff import integral
 from plan.engine import Graph, Registration
@@ -666,8 +666,12 @@ def team_shares(config: StackConfig, lines: Iterable[Line]) -> dict[str, Share]:
     holds goes to the cohort, and lines no quota covers are outside team quotas."""
     gke = config.gke
     units = gke.quota_sources()
+    # One flavor per source, keeping its slice size, so that each source's split is the one
+    # Kueue's quota gets (whole slices to teams without a share, the rest to the cohort).
     flavors = [
-        Flavor(name, "", {}, [], False, [Source(name, count)]) for name, count in units.items()
+        Flavor(source.name, "", {}, [], False, [source])
+        for flavor in gke.flavors
+        for source in flavor.sources
     ]
     allocation = allocate(flavors, {team.name: team.quota for team in config.teams})
     shares: dict[str, Share] = {

@@ -282,6 +282,17 @@ def test_prod_teams_pay_for_the_share_of_chips_their_quota_holds():
     assert report.teams[OUTSIDE].full.usd == pytest.approx(outside)
 
 
+def test_team_shares_follow_the_whole_slices_kueue_gives_them():
+    """Dev's one v5e slice does not split two ways in whole slices: Kueue gives it to the
+    cohort, and so does the cost."""
+    report = dict(REPORTS)["dev"]
+    slice_cost = sum(x.full.usd for x in report.lines if x.config_key == "tpuSlices[0]")
+    assert slice_cost > 0
+    assert report.teams["research"].full.usd == 0
+    assert report.teams["applied"].full.usd == 0
+    assert report.teams[COHORT].full.usd == pytest.approx(slice_cost)
+
+
 def test_prod_costs_what_its_reserved_slices_cost_at_list_price():
     report = dict(REPORTS)["prod"]
     chips_v5p, chips_v6e = 512, 1024

@@ -52,7 +52,9 @@ def test_unknown_prices_are_listed_with_their_reason_and_marked_in_the_totals(co
 def test_teams_are_shown_with_their_share(cost: Cost):
     report = cost(
         tpuSlices=[V5P],
-        teams=[{"name": "a", "quota": {"train": "75%"}}, {"name": "b"}],
+        # Explicit shares: a team without one gets whole slices only, and the rest of this
+        # one slice would go to the cohort (test_cost's whole-slice test).
+        teams=[{"name": "a", "quota": {"train": "75%"}}, {"name": "b", "quota": {"train": "25%"}}],
     )
     text = "\n".join(cost_section(report))
     train = line(report, "NodePool tpu-train-0").full.usd
