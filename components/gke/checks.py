@@ -118,11 +118,19 @@ def problems(
         {("tpuSlices", i): s.pool_names for i, s in enumerate(config.tpu_slices)}
         | {("gpuPools", i): [g.name] for i, g in enumerate(config.gpu_pools)}
     )
-    if config.multi_networking and not config.cluster.dataplane_v2:
+    # The provisioner's own additionalNodeNetworks report this at their own key.
+    if (
+        config.multi_networking
+        and not config.cluster.dataplane_v2
+        and not (
+            config.tpu_provisioner.additional_node_networks
+            and not any(config.slice_node_networks(s) for s in config.tpu_slices)
+        )
+    ):
         found.append(
             Problem(
                 ("cluster", "dataplaneV2"),
-                "slices attach to additional node networks, which need GKE multi-networking, "
+                "pools attach to additional node networks, which need GKE multi-networking, "
                 "which needs Dataplane V2 ('Set up multi-network support for Pods'); set "
                 "dataplaneV2: true (this replaces the cluster) or opt the slices out with "
                 "additionalNodeNetworks: []",

@@ -885,6 +885,8 @@ def test_additional_node_networks_need_dataplane_v2():
     overrides["cluster"]["dataplaneV2"] = False
     found = problems(**overrides)
     assert "needs Dataplane V2" in found["ai-infra:tpuProvisioner.additionalNodeNetworks"]
+    # Said once, at the key that asks for the networks.
+    assert "ai-infra:cluster.dataplaneV2" not in found
 
 
 def test_provisioner_pools_attach_to_the_stacks_node_networks_unless_it_names_its_own(build):
