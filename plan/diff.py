@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from enum import Enum, StrEnum
+from functools import cached_property
 from typing import Any
 
 from plan.engine import Graph, Registration
@@ -169,16 +170,22 @@ class GraphDiff:
             f"{counts[Op.REPLACE]} to replace, {counts[Op.DELETE]} to delete"
         )
 
-    def blast_radius(self, urn: str) -> list[ResourceChange]:
-        """Every replace the replacement of `urn` forces, directly or through others."""
+    @cached_property
+    def _by_cause(self) -> dict[str, list[ResourceChange]]:
+        """The replaces each resource's replacement forces directly; built once, as
+        `blast_radius` is asked for every resource of a diff."""
         by_cause: dict[str, list[ResourceChange]] = {}
         for r in self.resources:
             if r.cause:
                 by_cause.setdefault(r.cause, []).append(r)
+        return by_cause
+
+    def blast_radius(self, urn: str) -> list[ResourceChange]:
+        """Every replace the replacement of `urn` forces, directly or through others."""
         found: list[ResourceChange] = []
         todo = [urn]
         while todo:
-            for r in by_cause.get(todo.pop(0), []):
+            for r in self._by_cause.get(todo.pop(0), []):
                 found.append(r)
                 todo.append(r.urn)
         return found
@@ -323,7 +330,7 @@ def _resource_change(was: Registration, now: Registration, providers: dict[str, 
     if not changes and protect is None:
         return None
     op = Op.REPLACE if any(c.replaces for c in changes) else Op.UPDATE
-    if op is Op.REPLACE and rules is not None and not isinstance(rules, DynamicRules):
+    if op is Op.REPLACE and rules is not None:
         dbr = dbr or rules.delete_before_replace(ctx)
     if op is Op.UPDATE and changes and all(c.effect is Effect.NO_OP for c in changes):
         notes.append("nothing is applied: the provider has no update path for these inputs")
@@ -415,7 +422,6 @@ def _spread(changes: dict[str, ResourceChange], before: Graph, after: Graph) -> 
             rules = rules_for(r.type)
             dbr = r.delete_before_replace or (
                 rules is not None
-                and not isinstance(rules, DynamicRules)
                 and rules.delete_before_replace(Context(old[r.urn].inputs, r.inputs))
             )
             changes[r.urn] = ResourceChange(

@@ -312,10 +312,8 @@ class TerraformRules(Rules):
         )
 
     def _update(self, field_path: tuple[str, ...], ctx: Context) -> Verdict:
-        dotted = ".".join(field_path)
-
         def under(prefixes: tuple[str, ...]) -> bool:
-            return any(dotted == p or dotted.startswith(f"{p}.") for p in prefixes)
+            return _covers(prefixes, field_path) is not None
 
         if self.immutable_but is not None and not under(self.immutable_but):
             return Verdict(
@@ -417,13 +415,6 @@ def _network_ip(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | 
     return None
 
 
-def _retention_unlocked(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
-    # resource_storage_bucket.go: ForceNewIfChange("retention_policy.0.is_locked", ...).
-    if old is True and new is not True:
-        return Verdict(Effect.REPLACE, "a locked retention policy cannot be unlocked")
-    return None
-
-
 _CUSTOM: dict[str, dict[str, Custom]] = {
     "gcp:compute/subnetwork:Subnetwork": {"ipCidrRange": _cidr_grows},
     "gcp:compute/disk:Disk": {"size": _disk_size, "provisionedIops": _disk_iops},
@@ -440,7 +431,10 @@ _CUSTOM: dict[str, dict[str, Custom]] = {
         "metadataStartupScript": _startup_script,
         "networkInterfaces.networkIp": _network_ip,
     },
-    "gcp:storage/bucket:Bucket": {"retentionPolicy.isLocked": _retention_unlocked},
+    # resource_storage_bucket.go: ForceNewIfChange("retention_policy.0.is_locked", ...).
+    "gcp:storage/bucket:Bucket": {
+        "retentionPolicy.isLocked": _became_false("a locked retention policy cannot be unlocked")
+    },
 }
 """CustomizeDiff rules: replaces that depend on the values, not only on the field."""
 
