@@ -359,6 +359,30 @@ def _describe_sizes(family: TpuFamily) -> str:
     )
 
 
+@dataclass(frozen=True)
+class TpuHost:
+    """One TPU host machine type: its family and the chips on one such VM."""
+
+    family: TpuFamily
+    chips: int
+
+
+def _hosts() -> dict[str, TpuHost]:
+    hosts: dict[str, TpuHost] = {}
+    for family in FAMILIES:
+        if family.multi_host_machine_type:
+            hosts[family.multi_host_machine_type] = TpuHost(family, family.chips_per_multi_host_vm)
+        for machine, chips in family.single_host.values():
+            if machine:
+                hosts[machine] = TpuHost(family, chips)
+    return hosts
+
+
+TPU_HOSTS: dict[str, TpuHost] = _hosts()
+"""Every TPU host machine type the catalog names (GKE node pools, the provisioner's pools),
+with its family and chips per VM."""
+
+
 @cache
 def resolve(accelerator: str, topology: str | None = None) -> TpuShape:
     """Resolve a Cloud TPU accelerator type (`v5p-32`) and optional topology to a slice shape."""

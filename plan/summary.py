@@ -123,23 +123,6 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) else 0
 
 
-@dataclass(frozen=True)
-class _TpuHost:
-    kind: str
-    chips: int
-
-
-def _tpu_host(machine_type: str) -> _TpuHost | None:
-    """A GKE TPU machine type's family and chips per VM, from the TPU catalog."""
-    for family in tpu_catalog.FAMILIES:
-        if machine_type == family.multi_host_machine_type:
-            return _TpuHost(family.prefix, family.chips_per_multi_host_vm)
-        for single, chips in family.single_host.values():
-            if machine_type == single:
-                return _TpuHost(family.prefix, chips)
-    return None
-
-
 def _shape(accelerator: str, topology: str | None = None) -> tpu_catalog.TpuShape | None:
     try:
         return tpu_catalog.resolve(accelerator, topology)
@@ -176,7 +159,7 @@ def _node_pool(r: Registration, cluster_zonal: bool) -> Capacity:
             note = f"{_int(autoscaling['maxNodeCount'])} per zone in {zones} zones"
     else:
         nodes, maximum = _int(i.get("nodeCount", i.get("initialNodeCount"))) * zones, False
-    tpu = _tpu_host(machine_type)
+    tpu = tpu_catalog.TPU_HOSTS.get(machine_type)
     gpus = [g for g in node_config.get("guestAccelerators") or [] if _int(g.get("count"))]
     fixed = fixed_gpus(machine_type)
     return Capacity(
@@ -186,7 +169,7 @@ def _node_pool(r: Registration, cluster_zonal: bool) -> Capacity:
         nodes=nodes,
         maximum=maximum,
         provisioning=_pool_provisioning(i),
-        tpu_kind=tpu.kind if tpu else "",
+        tpu_kind=tpu.family.prefix if tpu else "",
         chips_per_node=tpu.chips if tpu else 0,
         gpu_type=str(gpus[0]["type"]) if gpus else (fixed.gpu_type if fixed else ""),
         gpus_per_node=_int(gpus[0]["count"]) if gpus else (fixed.gpu_count if fixed else 0),

@@ -60,27 +60,6 @@ def plain(value: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class TpuHost:
-    family: tpu_catalog.TpuFamily
-    chips: int
-
-
-def _tpu_hosts() -> dict[str, TpuHost]:
-    """Machine type -> the TPU family and chips of one such VM, from the catalog."""
-    hosts: dict[str, TpuHost] = {}
-    for family in tpu_catalog.FAMILIES:
-        if family.multi_host_machine_type:
-            hosts[family.multi_host_machine_type] = TpuHost(family, family.chips_per_multi_host_vm)
-        for machine, chips in family.single_host.values():
-            if machine:
-                hosts[machine] = TpuHost(family, chips)
-    return hosts
-
-
-TPU_HOSTS = _tpu_hosts()
-
-
-@dataclass(frozen=True)
 class Vms:
     """Compute Engine VMs of one machine type: a node pool, a managed instance group, an
     instance, or the pools the TPU provisioner may create."""
@@ -106,8 +85,8 @@ class Vms:
     gke: bool = False
 
     @property
-    def tpu(self) -> TpuHost | None:
-        return TPU_HOSTS.get(self.machine_type)
+    def tpu(self) -> tpu_catalog.TpuHost | None:
+        return tpu_catalog.TPU_HOSTS.get(self.machine_type)
 
 
 @dataclass(frozen=True)

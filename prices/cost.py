@@ -22,7 +22,7 @@ from components.gke.quota import Flavor, allocate
 from components.slurm.config import CORES_PER_WORKER, V2_V3_CORES_PER_CHIP
 from plan.diff import integral
 from plan.engine import Graph, Registration
-from prices import machines, quotes
+from prices import quotes
 from prices.catalog import Catalog, PriceRow
 from prices.coverage import FLEX_START, ON_DEMAND, RESERVATION, SPOT, region_of, tpu_price_item
 from prices.quotes import Quote
@@ -390,10 +390,9 @@ class _Builder:
         idle, full = pool_nodes(i)
         disk = (node_config.get("diskType", "pd-balanced"), node_config.get("diskSizeGb", 100))
         config_key = self.keys.get(r.urn, "")
-        hosts = machines.tpu_host_machines()
-        if machine_type in hosts:
-            family = hosts[machine_type]
-            chips = machines.tpu_chips_per_host(machine_type) or 0
+        host = tpu_catalog.TPU_HOSTS.get(machine_type)
+        if host is not None:
+            family, chips = host.family, host.chips
             item = tpu_price_item(family, chips * full)
             parts = [
                 (quotes.tpu_chip(self.catalog, item, region, capacity), idle * chips, full * chips),

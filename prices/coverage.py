@@ -79,9 +79,9 @@ def wanted() -> Iterator[Key]:
             for capacity in tpu_capacities(family):
                 for item in tpu_price_items(family):
                     yield (Kind.TPU, item, region, capacity)
-    for host, family in machines.tpu_host_machines().items():
-        for region in family_regions(family):
-            for capacity in tpu_capacities(family):
+    for host, tpu in tpu_catalog.TPU_HOSTS.items():
+        for region in family_regions(tpu.family):
+            for capacity in tpu_capacities(tpu.family):
                 yield (Kind.TPU_HOST, host, region, capacity)
     for region in REGIONS:
         for machine in gpu_catalog.FIXED_GPU_MACHINES:

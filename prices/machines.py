@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from components import gpu_catalog, tpu_catalog
+from components import gpu_catalog
 
 
 @dataclass(frozen=True)
@@ -153,23 +153,3 @@ WHOLE_MACHINES: dict[str, Build] = {
 """Types priced as whole machines although not accelerator-optimized: the shared-core E2 types,
 billed a fraction of a vCPU (a quarter, a half, one), and C2, whose single memory ratio leaves
 its per-vCPU rate undetermined by machine prices."""
-
-
-def tpu_host_machines() -> dict[str, tpu_catalog.TpuFamily]:
-    """Every TPU host machine type the TPU catalog names, with its family."""
-    found: dict[str, tpu_catalog.TpuFamily] = {}
-    for family in tpu_catalog.FAMILIES:
-        names = [family.multi_host_machine_type, *(m for m, _ in family.single_host.values())]
-        found.update({name: family for name in names if name})
-    return found
-
-
-def tpu_chips_per_host(machine_type: str) -> int | None:
-    """Chips on one VM of a TPU host machine type, from the TPU catalog."""
-    for family in tpu_catalog.FAMILIES:
-        if machine_type == family.multi_host_machine_type:
-            return family.chips_per_multi_host_vm
-        for name, chips in family.single_host.values():
-            if machine_type == name:
-                return chips
-    return None
