@@ -8,6 +8,10 @@ zones" where that page could be read.
 
 from __future__ import annotations
 
+import re
+
+from components.types import REGION
+
 ZONES: dict[str, str] = {
     "africa-south1": "abc",
     "asia-east1": "abc",
@@ -70,3 +74,11 @@ def zone_problem(zone: str, region: str) -> str | None:
         return None
     zones = ", ".join(f"{region}-{letter}" for letter in letters)
     return f"{region} has no zone {zone}; its zones are {zones}"
+
+
+_REGION = re.compile(REGION)
+
+
+def region_of(location: str) -> str:
+    """`us-east5-a` (or the AI zone `us-central1-ai1a`) -> `us-east5`; a region is its own."""
+    return location if _REGION.fullmatch(location) else location.rsplit("-", 1)[0]

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pulumi.runtime.rpc import _special_secret_sig, _special_sig_key
 
 from components import tpu_catalog
+from components.locations import region_of
 from components.types import reservation_parts
 from plan.engine import Graph, Registration
 from stacks.config import StackConfig
@@ -37,15 +38,9 @@ FILESTORE = "gcp:filestore/instance:Instance"
 BUCKET = "gcp:storage/bucket:Bucket"
 SERVICE = "gcp:projects/service:Service"
 QUEUED_RESOURCE = "pulumi-python:dynamic/tpu:QueuedResource"
-_REGION = re.compile(r"[a-z]+-[a-z]+[0-9]+")
 _TPU_RESERVATION = re.compile(
     r"projects/(?P<owner>[^/]+)/locations/[^/]+/reservations/(?P<name>.+)"
 )
-
-
-def region_of(location: str) -> str:
-    """`us-east5-a` -> `us-east5`; a region is its own."""
-    return location if _REGION.fullmatch(location) else location.rsplit("-", 1)[0]
 
 
 def plain(value: Any) -> Any:
@@ -223,7 +218,7 @@ def _node_pools(graph: Graph, keys: Mapping[str, str]) -> Iterator[Vms]:
         cluster = clusters.get(pool.get("cluster"), {})
         location = pool.get("location") or cluster.get("location", "")
         zones = tuple(pool.get("nodeLocations") or cluster.get("nodeLocations") or ())
-        if not zones and not _REGION.fullmatch(location):
+        if not zones and region_of(location) != location:
             zones = (location,)
         spread = len(zones) or GKE_DEFAULT_ZONES
         autoscaling = pool.get("autoscaling") or {}

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from google.cloud import cloudquotas_v1
 
+from components.locations import region_of
 from preflight import quota_names as names
 from preflight.live import CannotCheck, Live
-from preflight.needs import Needs, Vms, region_of
+from preflight.needs import Needs, Vms
 from preflight.quota_names import CloudQuota, Metric, QuotaName
 from preflight.report import QUOTAS_PAGE, Finding, fail, ok, warn
 

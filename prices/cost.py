@@ -19,12 +19,13 @@ from typing import Any
 from components import tpu_catalog
 from components.gke.config import PROVISIONER_SOURCE
 from components.gke.quota import Flavor, allocate
+from components.locations import region_of
 from components.slurm.config import CORES_PER_WORKER, V2_V3_CORES_PER_CHIP
 from plan.diff import integral
 from plan.engine import Graph, Registration
 from prices import quotes
 from prices.catalog import Catalog, PriceRow
-from prices.coverage import FLEX_START, ON_DEMAND, RESERVATION, SPOT, region_of, tpu_price_item
+from prices.coverage import FLEX_START, ON_DEMAND, RESERVATION, SPOT, tpu_price_item
 from prices.quotes import Quote
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from components import gpu_catalog, tpu_catalog
+from components.locations import region_of
 from prices import machines
 from prices.catalog import Kind
 
@@ -26,12 +27,6 @@ DISK_TYPES = ("pd-standard", "pd-balanced", "pd-ssd", "hyperdisk-balanced")
 FILESTORE_TIERS = ("BASIC_HDD", "BASIC_SSD", "HIGH_SCALE_SSD", "ENTERPRISE")
 GKE_FEE = "management-fee"
 NAT = "cloud-nat"
-
-
-def region_of(zone: str) -> str:
-    """`us-east5-a` -> `us-east5`; a region stays itself."""
-    parts = zone.split("-")
-    return "-".join(parts[:2]) if len(parts) > 2 else zone
 
 
 def family_regions(family: tpu_catalog.TpuFamily) -> list[str]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from preflight.needs import Needs, Vms, derive, plain, region_of
+from components.locations import region_of
+from preflight.needs import Needs, Vms, derive, plain
 from stacks.loading import parse
 from tests.conftest import build_graph
 from tests.preflight.conftest import STACK
