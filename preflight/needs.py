@@ -19,7 +19,6 @@ from pulumi.runtime.rpc import _special_secret_sig, _special_sig_key
 
 from components import tpu_catalog
 from components.locations import region_of
-from components.types import reservation_parts
 from plan.engine import Graph, Registration
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
@@ -483,8 +482,3 @@ def derive(config: StackConfig, graph: Graph) -> Needs:
         service_accounts=tuple(sorted(set(_service_accounts(graph)))),
         locations=tuple(sorted(set(_locations(graph)) | tpu_zones)),
     )
-
-
-def shared_reservation(reservation: str, project: str) -> tuple[str, str]:
-    """(owner project, name) of a reservation as a GKE pool names it."""
-    return reservation_parts(reservation, project)

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 from google.cloud import compute_v1, tpu_v2alpha1
 
+from components.types import reservation_parts
 from preflight.live import CannotCheck, Live
-from preflight.needs import Needs, TpuNodes, shared_reservation
+from preflight.needs import Needs, TpuNodes
 from preflight.report import Finding, fail, ok, warn
 
 NAME = "reservations"
@@ -20,7 +21,6 @@ MEANING = (
     "each reservation the stack names is in the right zone and project, READY, holds the "
     "machine type or TPU family with enough free capacity, and is shared with this project"
 )
-SHARED = ("SPECIFIC_PROJECTS", "ORGANIZATION")
 
 
 @dataclass
@@ -46,7 +46,7 @@ def reservation_needs(needs: Needs) -> list[ReservationNeed]:
     for vm in needs.vms:
         if vm.capacity != "reservation" or vm.reservation is None:
             continue
-        owner, name = shared_reservation(vm.reservation, needs.project)
+        owner, name = reservation_parts(vm.reservation, needs.project)
         zone = vm.zones[0] if len(vm.zones) == 1 else ""
         key = (owner, name, zone, vm.machine_type)
         chips = vm.tpu.chips if vm.tpu else 0

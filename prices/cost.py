@@ -71,16 +71,6 @@ SYSTEMS: dict[str, str] = {
 }
 """Top-level config key -> the system it belongs to (README "Systems")."""
 
-PRICED_TYPES = (
-    "gcp:container/cluster:Cluster",
-    "gcp:container/nodePool:NodePool",
-    "gcp:compute/instance:Instance",
-    "gcp:compute/disk:Disk",
-    "gcp:compute/instanceGroupManager:InstanceGroupManager",
-    "gcp:filestore/instance:Instance",
-    "gcp:compute/routerNat:RouterNat",
-    "pulumi-python:dynamic/tpu:QueuedResource",
-)
 BILLED_BY_USE = {
     "gcp:storage/bucket:Bucket": "bytes stored (left out)",
     "pulumi-python:dynamic/slurm:RuntimeScripts": "objects in the Slurm bucket (bytes, left out)",

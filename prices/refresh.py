@@ -25,7 +25,7 @@ from google.cloud import billing_v1
 
 from components import gpu_catalog
 from prices import machines
-from prices.catalog import Catalog, Kind, PriceRow, Status
+from prices.catalog import HOURS_PER_BILLING_MONTH, Catalog, Kind, PriceRow, Status
 from prices.coverage import (
     ANY_CAPACITY,
     FILESTORE_TIERS,
@@ -155,9 +155,6 @@ def _spot(name: str) -> str:
     return f"^Spot Preemptible {name}"
 
 
-_HOUR = {"h": "hour"}
-
-
 def _core_ram(label: str, capacity: str) -> tuple[Matcher, Matcher]:
     prefix = f"^{label}" if capacity == ON_DEMAND else _spot(label)
     usage = ("OnDemand",) if capacity == ON_DEMAND else ("Preemptible",)
@@ -255,7 +252,7 @@ def recipe(key: Key) -> Recipe | None:
         if build.gpus:
             parts.append((_gpu(build.gpu, capacity), build.gpus))
         if build.local_ssd_gib:
-            parts.append((_local_ssd(capacity), build.local_ssd_gib / 730))
+            parts.append((_local_ssd(capacity), build.local_ssd_gib / HOURS_PER_BILLING_MONTH))
         return tuple(parts)
     if kind is Kind.GPU and item in gpu_catalog.N1_GPU_COUNTS and item in GPU_LABELS:
         return ((_gpu(item, capacity), 1.0),)
