@@ -262,7 +262,7 @@ def smt(machine_type: str) -> bool:
     (Grace) cores, one thread each (Compute Engine, "Set the number of threads per core": Arm
     machine series have one thread per core); the x86 GPU families run two unless told
     otherwise."""
-    return not machine_type.startswith("a4x-")
+    return not arm(machine_type)
 
 
 def arm(machine_type: str) -> bool:

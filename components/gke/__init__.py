@@ -162,8 +162,7 @@ def build(
         for i, entry in enumerate(config.workload_identities)
     }
     on_cluster = pulumi.ResourceOptions(providers=[kubernetes])
-    used = {n.name for s in config.tpu_slices for n in config.slice_node_networks(s)}
-    used |= {n.name for n in config.provisioner_node_networks}
+    used = set(config.node_network_users())
     if used:
         PodNetworks(
             source("pod-networks", "network", "additionalNodeNetworks"),

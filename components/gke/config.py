@@ -20,7 +20,7 @@ from components.buckets import BucketAccess
 from components.context import StackContext
 from components.gke.quota import Allocation, Flavor, allocate, derive_flavors
 from components.identity import service_account_email
-from components.network import NetworkConfig, NodeNetwork
+from components.network import MAX_NODE_NETWORKS, NetworkConfig, NodeNetwork
 from components.types import (
     DiskImage,
     DnsLabel,
@@ -424,9 +424,6 @@ class AdditionalNodeNetwork(ConfigModel):
     """The subnet's name in that VPC, in the cluster's region."""
 
 
-MAX_ADDITIONAL_NETWORKS = 7
-"""A Compute Engine VM has at most 8 network interfaces ("Multiple network interfaces"), and
-the node's own takes one."""
 SliceCount = Annotated[int, Field(strict=True, ge=1, le=MAX_PROVISIONED_SLICES_PER_SHAPE)]
 
 
@@ -470,7 +467,7 @@ class TpuProvisionerConfig(ConfigModel):
     image cache mode (`GCP_NODE_SECONDARY_DISK`), so large images start without a pull; the
     nodes' service account must be able to read the image."""
     additional_node_networks: list[AdditionalNodeNetwork] = Field(
-        default_factory=list, max_length=MAX_ADDITIONAL_NETWORKS
+        default_factory=list, max_length=MAX_NODE_NETWORKS
     )
     """Extra network interfaces on the nodes it creates, `{network, subnetwork}` by name
     (`GCP_NODE_ADDITIONAL_NETWORKS`), e.g. for multislice traffic; each in a VPC of its own,

@@ -305,12 +305,11 @@ class SlurmCluster(Component):
                 script_object("controller", "startup.sh"),
                 config.controller.startup_script,
             )
-        cpu = config.cpu_names
         for partition in config.all_partitions:
             put(
                 f"partition-{partition.name}",
                 f"partition_configs/{partition.name}.yaml",
-                _dump(partition_document(partition, cpu=cpu)),
+                _dump(partition_document(partition, tpu=config.is_tpu_partition(partition))),
             )
         # A login VM refuses to set up unless its group's file exists (util.py).
         for group in config.login_groups:

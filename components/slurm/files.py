@@ -220,10 +220,9 @@ def cpu_nodeset_document(
     }
 
 
-def partition_document(partition: PartitionConfig, *, cpu: set[str]) -> dict[str, Any]:
+def partition_document(partition: PartitionConfig, *, tpu: bool) -> dict[str, Any]:
     """`partition_configs/<name>.yaml` (the controller's `partitions` variable). A partition
-    holds CPU nodesets or TPU nodesets (`cpu`: the CPU nodesets' names)."""
-    tpu = not (set(partition.nodesets) & cpu)
+    holds CPU nodesets or TPU nodesets (`tpu`: `SlurmConfig.is_tpu_partition`)."""
     return {
         "partition_name": partition.name,
         "partition_conf": partition.conf(tpu=tpu),

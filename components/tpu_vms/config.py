@@ -13,6 +13,7 @@ from pydantic import AfterValidator, Field
 from components import tpu_catalog
 from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
+from components.network import MAX_NODE_NETWORKS
 from components.tpu_vms.provider import V2, V2ALPHA1, node_names
 from components.types import (
     GCE_NAME,
@@ -45,9 +46,6 @@ KMS_KEY = re.compile(
 MAX_QUEUE_COUNT = 64
 """A guard, not an API limit: Cloud TPU documents no range for NetworkConfig.queue_count, and
 the API refuses a count the VM cannot take."""
-MAX_ADDITIONAL_NETWORKS = 7
-"""Compute Engine VMs take at most 8 network interfaces (vpc/docs/multiple-interfaces-concepts),
-the first being the entry's `network`."""
 
 _DURATION = re.compile(
     r"(?=[0-9])(?:([0-9]{1,4})d)?(?:([0-9]{1,6})h)?(?:([0-9]{1,6})m)?(?:([0-9]{1,7})s)?"
@@ -215,7 +213,7 @@ class TpuVmConfig(ConfigModel):
     """Networking queues of the first network interface (NetworkConfig.queue_count); unset,
     the API chooses."""
     additional_networks: list[AdditionalNetwork] = Field(
-        default_factory=list, max_length=MAX_ADDITIONAL_NETWORKS
+        default_factory=list, max_length=MAX_NODE_NETWORKS
     )
     """More network interfaces, each in a VPC of its own (Node.network_configs). Cloud TPU
     does not document which families take more than one; the API refuses those that do not.
