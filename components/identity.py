@@ -132,6 +132,43 @@ def project_grant(
     )
 
 
+def custom_role_grant(
+    parent: Component,
+    resource_name: str,
+    owner: str,
+    *,
+    project: str,
+    role_id: str,
+    title: str,
+    description: str,
+    permissions: Sequence[str],
+    member: pulumi.Input[str],
+    depends_on: Sequence[pulumi.Resource] = (),
+) -> tuple[gcp.projects.IAMCustomRole, gcp.projects.IAMMember]:
+    """A project custom role of exactly `permissions`, where a predefined role would grant far
+    more, and its grant to `member`. IAM keeps a deleted role's id for a while; the provider
+    undeletes it when it is created again (resource_google_project_iam_custom_role.go)."""
+    role = gcp.projects.IAMCustomRole(
+        resource_name,
+        project=project,
+        role_id=role_id,
+        title=title,
+        description=description,
+        permissions=list(permissions),
+        stage="GA",
+        opts=parent.child_opts(),
+    )
+    grant = project_grant(
+        parent,
+        owner,
+        project=project,
+        role=f"projects/{project}/roles/{role_id}",
+        member=member,
+        depends_on=[*depends_on, role],
+    )
+    return role, grant
+
+
 def account_grant(
     parent: Component,
     owner: str,

@@ -16,7 +16,6 @@ import json
 from collections.abc import Mapping, Sequence
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 from pydantic import InstanceOf, SkipValidation
 
@@ -36,7 +35,7 @@ from components.gke.workload_identity import (
     WorkloadIdentity,
     WorkloadIdentityArgs,
 )
-from components.identity import account_grant, project_grant
+from components.identity import account_grant, custom_role_grant, project_grant
 from components.placement import workload_policy
 from components.types import is_digest_pinned
 
@@ -189,26 +188,18 @@ class TpuProvisioner(Component):
             ),
             self.child_opts(),
         )
-        # A custom role of its own, per stack: IAM keeps a deleted role's id for a while, and
-        # the provider undeletes it when it is created again
-        # (resource_google_project_iam_custom_role.go).
-        role = gcp.projects.IAMCustomRole(
+        # A custom role of its own, per stack.
+        _, role_grant = custom_role_grant(
+            self,
             f"{name}-role",
+            name,
             project=ctx.project,
             role_id=custom_role_id(ctx.prefix),
             title=f"TPU provisioner of {ctx.prefix}",
             description="Node pool get, list, create and delete, and their operations",
-            permissions=list(PERMISSIONS),
-            stage="GA",
-            opts=self.child_opts(),
-        )
-        role_grant = project_grant(
-            self,
-            name,
-            project=ctx.project,
-            role=f"projects/{ctx.project}/roles/{custom_role_id(ctx.prefix)}",
+            permissions=PERMISSIONS,
             member=self.identity.member,
-            depends_on=[role, self.identity.identity.account],
+            depends_on=[self.identity.identity.account],
         )
         # Setting a service account on nodes takes Service Account User on that account
         # (cloud.google.com/iam/docs/roles-permissions/container); granted there, not on the

@@ -19,7 +19,13 @@ from components.context import StackContext
 from components.gpu_clusters import boot, metadata, monitoring
 from components.gpu_clusters.checks import account_id, group_name, warnings
 from components.gpu_clusters.config import CLUSTER_LABEL, GpuClusterConfig, NfsShare
-from components.identity import Identity, grant_name, grant_opts, project_grant, service_account
+from components.identity import (
+    Identity,
+    custom_role_grant,
+    grant_name,
+    grant_opts,
+    service_account,
+)
 from components.network import (
     NetworkHandle,
     cloud_nat,
@@ -320,28 +326,20 @@ class GpuCluster(Component):
             roles=["roles/logging.logWriter", "roles/monitoring.metricWriter"],
         )
         if config.orchestrator == "ray":
-            # Role ids take letters, digits, '_' and '.'. A deleted role's id stays taken for
-            # a while; the provider undeletes it on create.
-            role_id = f"{base.replace('-', '_')}_ray"
-            role = gcp.projects.IAMCustomRole(
+            # Role ids take letters, digits, '_' and '.'.
+            _, grant = custom_role_grant(
+                self,
                 f"{name}-ray-discovery",
+                name,
                 project=ctx.project,
-                role_id=role_id,
+                role_id=f"{base.replace('-', '_')}_ray",
                 title=f"Ray discovery of GPU cluster {base}",
                 description="List the managed instances of a GPU cluster's group",
-                permissions=list(RAY_DISCOVERY_PERMISSIONS),
-                opts=self.child_opts(),
+                permissions=RAY_DISCOVERY_PERMISSIONS,
+                member=identity.member,
+                depends_on=[identity.account],
             )
-            identity.grants.append(
-                project_grant(
-                    self,
-                    name,
-                    project=ctx.project,
-                    role=f"projects/{ctx.project}/roles/{role_id}",
-                    member=identity.member,
-                    depends_on=[identity.account, role],
-                )
-            )
+            identity.grants.append(grant)
         # One grant per bucket, with the widest access any of its mounts needs.
         access: dict[str, str] = {}
         for mount in config.gcs_mounts:

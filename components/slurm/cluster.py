@@ -24,7 +24,7 @@ from components.context import StackContext
 from components.identity import (
     Identity,
     account_grant,
-    project_grant,
+    custom_role_grant,
     service_account,
     service_account_email,
 )
@@ -187,26 +187,19 @@ class SlurmCluster(Component):
             for role in roles
         }
         controller = self.identities["ctl"]
-        self.controller_role = gcp.projects.IAMCustomRole(
+        self.controller_role, grant = custom_role_grant(
+            self,
             f"{name}-ctl-role",
+            controller.owner,
             project=ctx.project,
             role_id=controller_role_id(ctx),
             title=f"Slurm {cluster} controller",
             description="What Slurm-GCP's scripts call for this cluster's nodesets (ai-infra)",
             permissions=controller_permissions(config),
-            stage="GA",
-            opts=self.child_opts(),
+            member=controller.member,
+            depends_on=[controller.account],
         )
-        controller.grants.append(
-            project_grant(
-                self,
-                controller.owner,
-                project=ctx.project,
-                role=f"projects/{ctx.project}/roles/{controller_role_id(ctx)}",
-                member=controller.member,
-                depends_on=[controller.account, self.controller_role],
-            )
-        )
+        controller.grants.append(grant)
         # The controller attaches the node accounts to the VMs it creates, and may act as
         # those accounts alone.
         for role in ("tpu", "cpu"):
