@@ -18,7 +18,6 @@ from components.gpu_clusters.config import (
     DEFAULT_IMAGE_FAMILY,
     DLVM_PROJECTS,
     END_OF_LIFE_FAMILIES,
-    FILESTORE_CAPACITY_GB,
     PROTECTED_PATHS,
     RESERVED_METADATA,
     GpuClusterConfig,
@@ -26,6 +25,7 @@ from components.gpu_clusters.config import (
 from components.gpu_clusters.metadata import size_problems
 from components.identity import account_id_problems
 from components.locations import zone_problem
+from components.types import FILESTORE_CAPACITY_GB
 
 SUBNET_PREFIXES = (8, 29)
 """Prefix lengths of a subnet's primary IPv4 range: /8 to /29 (VPC "Subnets", IPv4 subnet

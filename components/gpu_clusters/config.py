@@ -57,14 +57,6 @@ RESERVED_METADATA = frozenset(
 )
 """Metadata keys the program sets for security or function; a cluster's `metadata` may not
 override them."""
-FILESTORE_CAPACITY_GB: dict[str, tuple[int, int]] = {
-    "BASIC_HDD": (1024, 65433),
-    "BASIC_SSD": (2560, 65433),
-    "HIGH_SCALE_SSD": (10240, 102400),
-    "ENTERPRISE": (1024, 10240),
-}
-"""Capacity range per tier in GiB (Filestore "Service tiers": 1, 2.5, 10 and 1 TiB minimum;
-63.9, 63.9, 100 and 10 TiB maximum)."""
 MAX_INSTANCES = 1000
 """A zonal managed instance group "can have up to 1000 VM instances" (Compute Engine API,
 instanceGroupManagers.insert); compact placement may allow fewer (`gpu_catalog.compact_limit`)."""

@@ -19,7 +19,6 @@ from components.slurm.boot import DOCKER_REGISTRIES
 from components.slurm.config import (
     CORES_PER_WORKER,
     DEFAULT_IMAGE_TF_VERSIONS,
-    FILESTORE_CAPACITY_GB,
     NODE_TYPES,
     PROGRAM_PARTITION_KEYS,
     SINGLE_HOST_TYPES,
@@ -33,7 +32,7 @@ from components.slurm.config import (
     account_id,
     needs_unsigned_modules,
 )
-from components.types import disk_zone, image_registry
+from components.types import FILESTORE_CAPACITY_GB, disk_zone, image_registry
 
 HYPERDISK_ONLY = ("c4-", "c4a-", "c4d-", "n4-")
 """Machine series whose boot disk must be Hyperdisk (Compute Engine "Machine series

@@ -109,12 +109,6 @@ MAX_NODES_PER_NODESET = 1024
 ACCOUNT_ROLES = ("ctl", "tpu", "lgn", "cpu")
 """The cluster's accounts: controller, TPU nodes, login nodes, CPU nodes (the last made only
 when a CPU nodeset runs as it)."""
-FILESTORE_CAPACITY_GB: dict[str, tuple[int, int]] = {
-    "BASIC_HDD": (1024, 65229),
-    "BASIC_SSD": (2560, 65229),
-    "ZONAL": (1024, 102400),
-}
-"""Capacity range per Filestore tier in GiB (Filestore "Service tiers")."""
 SCRIPT_TIMEOUT_MAX = 3600
 RESERVED_MOUNTS = (
     "/",
