@@ -47,7 +47,15 @@ def problems(config: StackConfig) -> list[Problem]:
         ),
     )
     found += under("buckets", buckets.problems(config.buckets, ctx))
-    vm_problems = under("tpuVms", tpu_vms.problems(config.tpu_vms, ctx, buckets=bucket_names))
+    vm_problems = under(
+        "tpuVms",
+        tpu_vms.problems(
+            config.tpu_vms,
+            ctx,
+            buckets=bucket_names,
+            stack_vpc=config.network.vpc_name(ctx.prefix),
+        ),
+    )
     found += vm_problems
     if config.slurm is not None:
         found += under("slurm", slurm.problems(config.slurm, ctx, buckets=bucket_names))

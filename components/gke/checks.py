@@ -763,7 +763,7 @@ def provisioner_problems(
     quota_problems = _provisioner_quota_problems(config, zone_ok=not zone_problems)
     found += quota_problems
     if network_config is not None:
-        vpc = network_config.existing_vpc or config.context.name("vpc")
+        vpc = network_config.vpc_name(config.context.prefix)
         found += _network_problems(provisioner, vpc)
     if provisioner.additional_node_networks and not config.cluster.dataplane_v2:
         # GKE multi-networking, which additional node networks need, runs on Dataplane V2

@@ -117,7 +117,7 @@ def _network_path(path: str) -> str:
     return path.removeprefix("https://www.googleapis.com/compute/v1/")
 
 
-def _network_problems(config: TpuVmConfig, ctx: StackContext) -> list[Problem]:
+def _network_problems(config: TpuVmConfig, ctx: StackContext, stack_vpc: str) -> list[Problem]:
     found = []
     interfaces: list[tuple[tuple[PathPart, ...], TpuVmNetworkConfig]] = [
         (("additionalNetworks", n), net) for n, net in enumerate(config.additional_networks)
@@ -134,8 +134,8 @@ def _network_problems(config: TpuVmConfig, ctx: StackContext) -> list[Problem]:
                     "a subnetwork of the entry's region",
                 )
             )
-    stack_vpc = f"projects/{ctx.project}/global/networks/{ctx.name('vpc')}"
-    seen = {} if config.network else {stack_vpc: "the stack's network, the first interface's"}
+    first = f"projects/{ctx.project}/global/networks/{stack_vpc}"
+    seen = {} if config.network else {first: "the stack's network, the first interface's"}
     for path, net in interfaces:
         network = _network_path(net.network)
         if network in seen:
@@ -290,10 +290,11 @@ def _overlapping_prefixes(entries: list[TpuVmConfig]) -> list[Problem]:
 
 
 def problems(
-    entries: list[TpuVmConfig], ctx: StackContext, *, buckets: Iterable[str]
+    entries: list[TpuVmConfig], ctx: StackContext, *, buckets: Iterable[str], stack_vpc: str
 ) -> list[Problem]:
-    """Checks of `ai-infra:tpuVms` that need the stack: zones, buckets, names, labels. The
-    stack root checks that each entry's service account id has no other owner."""
+    """Checks of `ai-infra:tpuVms` that need the stack: zones, buckets, names, labels, and
+    networks beside `stack_vpc` (the VPC the stack's systems join). The stack root checks
+    that each entry's service account id has no other owner."""
     region = ctx.region
     found = duplicate_names([e.name for e in entries], "tpuVms")
     known_buckets = list(buckets)
@@ -302,7 +303,7 @@ def problems(
         own: list[Problem] = []
         if entry.zone is not None and (problem := zone_problem(entry.zone, region)):
             own.append(Problem(("zone",), problem))
-        own += _network_problems(entry, ctx)
+        own += _network_problems(entry, ctx, stack_vpc)
         accelerator = _accelerator_problems(entry)
         own += accelerator
         zone_ok = not any(p.path == ("zone",) for p in own)

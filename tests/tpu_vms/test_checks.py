@@ -351,6 +351,24 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "VPC of its own",
     ),
     (
+        "the stack's existing VPC twice",
+        {
+            "network": {"existingVpc": "shared-ml"},
+            "tpuVms": [
+                vm(
+                    additionalNetworks=[
+                        {
+                            "network": "projects/test-project/global/networks/shared-ml",
+                            "subnetwork": EXTRA_NET["subnetwork"],
+                        }
+                    ]
+                )
+            ],
+        },
+        "tpuVms[0].additionalNetworks[0].network",
+        "VPC of its own",
+    ),
+    (
         "one network twice, by self link",
         {
             "tpuVms": [
