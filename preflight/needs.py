@@ -15,11 +15,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pulumi.runtime.rpc import _special_secret_sig, _special_sig_key
-
 from components import tpu_catalog
 from components.locations import region_of
 from plan.engine import Graph, Registration
+from plan.replacements import unwrap
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
 
@@ -40,17 +39,6 @@ QUEUED_RESOURCE = "pulumi-python:dynamic/tpu:QueuedResource"
 _TPU_RESERVATION = re.compile(
     r"projects/(?P<owner>[^/]+)/locations/[^/]+/reservations/(?P<name>.+)"
 )
-
-
-def plain(value: Any) -> Any:
-    """A recorded input with Pulumi's secret wrappers taken off, at any depth."""
-    if isinstance(value, dict):
-        if value.get(_special_sig_key) == _special_secret_sig:
-            return plain(value.get("value"))
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)
@@ -210,9 +198,9 @@ def _secure_boot(inputs: Mapping[str, Any]) -> bool | None:
 
 
 def _node_pools(graph: Graph, keys: Mapping[str, str]) -> Iterator[Vms]:
-    clusters = {c.inputs.get("name"): plain(c.inputs) for c in graph.of_type(CLUSTER)}
+    clusters = {c.inputs.get("name"): unwrap(c.inputs) for c in graph.of_type(CLUSTER)}
     for r in graph.of_type(NODE_POOL):
-        pool = plain(r.inputs)
+        pool = unwrap(r.inputs)
         node = pool.get("nodeConfig") or {}
         cluster = clusters.get(pool.get("cluster"), {})
         location = pool.get("location") or cluster.get("location", "")
@@ -248,7 +236,7 @@ def _node_pools(graph: Graph, keys: Mapping[str, str]) -> Iterator[Vms]:
 
 def _instances(graph: Graph, keys: Mapping[str, str]) -> Iterator[Vms]:
     for r in graph.of_type(INSTANCE):
-        vm = plain(r.inputs)
+        vm = unwrap(r.inputs)
         image = ((vm.get("bootDisk") or {}).get("initializeParams") or {}).get("image")
         yield Vms(
             source=_labelled(r, keys),
@@ -270,11 +258,11 @@ def _groups(graph: Graph, keys: Mapping[str, str]) -> Iterator[Vms]:
     depends on (its versions name the template's self link, an output)."""
     templates = {t.urn: t for t in graph.of_type(TEMPLATE)}
     for r in graph.of_type(GROUP):
-        group = plain(r.inputs)
+        group = unwrap(r.inputs)
         for urn in r.dependencies:
             if urn not in templates:
                 continue
-            template = plain(templates[urn].inputs)
+            template = unwrap(templates[urn].inputs)
             zone = group["zone"]
             yield Vms(
                 source=_labelled(r, keys),
@@ -312,7 +300,7 @@ def _provisioned(config: StackConfig) -> Iterator[Vms]:
 
 def _queued_resources(graph: Graph, keys: Mapping[str, str]) -> Iterator[TpuNodes]:
     for r in graph.of_type(QUEUED_RESOURCE):
-        qr = plain(r.inputs)
+        qr = unwrap(r.inputs)
         shape = tpu_catalog.resolve(qr["acceleratorType"])
         yield TpuNodes(
             source=_labelled(r, keys),
@@ -366,7 +354,7 @@ def _cpu_nodesets(config: StackConfig, graph: Graph, keys: Mapping[str, str]) ->
         return
     # components/slurm/cluster.py names each nodeset's template `slurm-template-<nodeset>`.
     templates = {
-        t.name: plain(t.inputs)
+        t.name: unwrap(t.inputs)
         for t in graph.of_type(TEMPLATE)
         if keys.get(t.urn) == f"{NAMESPACE}:slurm"
     }
@@ -393,7 +381,7 @@ def _cpu_nodesets(config: StackConfig, graph: Graph, keys: Mapping[str, str]) ->
 
 def _members(graph: Graph, keys: Mapping[str, str]) -> Iterator[tuple[str, str]]:
     for r in graph.resources_to_apply:
-        inputs = plain(r.inputs)
+        inputs = unwrap(r.inputs)
         for member in [inputs.get("member"), *(inputs.get("members") or [])]:
             if isinstance(member, str):
                 yield member, _labelled(r, keys)
@@ -418,14 +406,14 @@ def _service_accounts(graph: Graph) -> Iterator[str]:
 
     for r in graph.resources_to_apply:
         if not r.type.startswith("kubernetes:"):
-            yield from walk(plain(r.inputs))
+            yield from walk(unwrap(r.inputs))
 
 
 def _locations(graph: Graph) -> Iterator[str]:
     for r in graph.resources_to_apply:
         if r.type.startswith("kubernetes:"):
             continue
-        inputs = plain(r.inputs)
+        inputs = unwrap(r.inputs)
         for key in ("region", "zone", "location"):
             if isinstance(inputs.get(key), str):
                 yield inputs[key].lower()
@@ -445,7 +433,7 @@ def derive(config: StackConfig, graph: Graph) -> Needs:
     tpu_nodes = (*_queued_resources(graph, keys), *_nodesets(config))
     shares = []
     for r in graph.of_type(FILESTORE):
-        inputs = plain(r.inputs)
+        inputs = unwrap(r.inputs)
         file_shares = inputs.get("fileShares") or {}
         if isinstance(file_shares, list):
             gib = sum(int(s.get("capacityGb", 0)) for s in file_shares)
@@ -462,7 +450,8 @@ def derive(config: StackConfig, graph: Graph) -> Needs:
         for r in graph.of_type(CLUSTER)
     )
     image_types = {
-        (plain(r.inputs).get("nodeConfig") or {}).get("imageType") for r in graph.of_type(NODE_POOL)
+        (unwrap(r.inputs).get("nodeConfig") or {}).get("imageType")
+        for r in graph.of_type(NODE_POOL)
     }
     types: dict[str, int] = {}
     for r in graph.resources_to_apply:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import copy
 
 from components.locations import region_of
-from preflight.needs import Needs, Vms, derive, plain
+from plan.replacements import unwrap
+from preflight.needs import Needs, Vms, derive
 from stacks.loading import parse
 from tests.conftest import build_graph
 from tests.preflight.conftest import STACK
@@ -117,7 +118,7 @@ def test_an_edit_flows_through_the_registered_resources() -> None:
 
 def test_secrets_are_unwrapped_and_zones_map_to_regions() -> None:
     secret = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
-    assert plain({"a": [{**secret, "value": "hidden"}]}) == {"a": ["hidden"]}
+    assert unwrap({"a": [{**secret, "value": "hidden"}]}) == {"a": ["hidden"]}
     assert region_of("us-east5-a") == "us-east5"
     assert region_of("us-central1-ai1a") == "us-central1"
     assert region_of("northamerica-northeast1") == "northamerica-northeast1"
