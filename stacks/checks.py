@@ -5,8 +5,6 @@ ones that span systems: who owns each service account, and how many addresses th
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from components import buckets, gke, gpu_clusters, locations, network, slurm, tpu_vms
 from components.base import PathPart, Problem, relative_path, under
 from components.context import label_problems
@@ -77,16 +75,12 @@ def problems(config: StackConfig) -> list[Problem]:
     found += node_account_problems(config)
     pools_valid = not any(p.path[:1] in (("tpuSlices",), ("gpuPools",)) for p in gke_problems)
     if pools_valid and not vm_problems and not network_problems:
-        gke_config = config.gke
-        if any(p.path[:2] == ("tpuProvisioner", "quota") for p in gke_problems):
-            # The provisioner's pools count once its quota's shapes resolve, as in gke.problems.
-            gke_config = replace(gke_config, tpu_provisioner=gke.TpuProvisionerConfig())
         found += under(
             "network",
             tpu_vms.subnet_problems(
                 config.tpu_vms,
                 subnet_cidr=config.network.subnet_cidr,
-                gke_nodes=gke.max_nodes(gke_config),
+                gke_nodes=gke.max_nodes(gke.countable(config.gke, gke_problems)),
             ),
         )
     return found

@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
 from components.gke.checks import (
+    countable,
     max_nodes,
     namespace_owner,
     node_account_problems,
@@ -59,6 +60,7 @@ __all__ = [
     "WorkloadIdentityConfig",
     "account_claims",
     "build",
+    "countable",
     "describe",
     "kubernetes_account_claims",
     "max_nodes",

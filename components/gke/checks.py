@@ -111,9 +111,7 @@ def problems(
     if slices or pools:
         # What follows adds up the slices' nodes and chips, which needs valid entries.
         return found
-    if any(p.path[1:2] == ("quota",) for p in provisioner):
-        # The provisioner's capacity counts once its quota's shapes resolve.
-        config = replace(config, tpu_provisioner=TpuProvisionerConfig())
+    config = countable(config, provisioner)
     found += pool_name_problems(
         {("tpuSlices", i): s.pool_names for i, s in enumerate(config.tpu_slices)}
         | {("gpuPools", i): [g.name] for i, g in enumerate(config.gpu_pools)}
@@ -158,6 +156,15 @@ def pod_blocks(config: GkeConfig) -> list[tuple[str, int, int]]:
         ("the TPU provisioner's pools", config.provisioned_nodes(), PROVISIONER_MAX_PODS_PER_NODE)
     )
     return pools
+
+
+def countable(config: GkeConfig, found: Iterable[Problem]) -> GkeConfig:
+    """`config` as its nodes and chips can be added up despite the problems `found` (at their
+    stack paths): the provisioner's pools count once its quota's shapes resolve, so they are
+    left out while `tpuProvisioner.quota` has a problem."""
+    if any(p.path[:2] == ("tpuProvisioner", "quota") for p in found):
+        return replace(config, tpu_provisioner=TpuProvisionerConfig())
+    return config
 
 
 def max_nodes(config: GkeConfig) -> int:
