@@ -51,7 +51,6 @@ from components.slurm.config import (
 )
 from components.slurm.files import (
     FILES_DIR,
-    UNIVERSE_DOMAIN,
     _dump,
     cluster_document,
     cpu_nodeset_document,
@@ -62,7 +61,7 @@ from components.slurm.files import (
     storage_document,
 )
 from components.slurm.scripts import ScriptsProvider, SlurmScripts
-from components.slurm.vms import controller_and_logins, shielded
+from components.slurm.vms import controller_and_logins, shielded, slurm_labels, slurm_metadata
 
 NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 BUCKET_READER_ROLES = ("roles/storage.objectViewer", "roles/storage.legacyBucketReader")
@@ -451,21 +450,8 @@ class SlurmCluster(Component):
         identity = self.identities.get("cpu")
         email = nodeset.service_account_email or (identity.email if identity else "")
         gpus = nodeset.gpus()
-        labels = {
-            **ctx.labels,
-            "slurm_cluster_name": cluster,
-            "slurm_instance_role": "compute",
-            "slurm_nodeset": nodeset.name,
-        }
-        metadata = {
-            "slurm_bucket_path": self.bucket_path,
-            "slurm_cluster_name": cluster,
-            "slurm_instance_role": "compute",
-            "universe_domain": UNIVERSE_DOMAIN,
-            "enable-oslogin": "TRUE",
-            "block-project-ssh-keys": "TRUE",
-            "startup-script": boot.render(boot.BootScript(kind="vm")),
-        }
+        labels = {**slurm_labels(ctx, cluster, "compute"), "slurm_nodeset": nodeset.name}
+        metadata = slurm_metadata(cluster, "compute", self.bucket_path)
         # Everything the template is made of, and nothing else (counts, zones and scripts
         # live in the nodeset's YAML): a change to any of it, and only that, renames it.
         properties = {

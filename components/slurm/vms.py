@@ -33,6 +33,29 @@ hash of the controller inputs whose change replaces it (known before `pulumi up`
 offline plan shows the logins' replacement) and its instance id (new with any replacement)."""
 
 
+def slurm_metadata(cluster: str, role: str, bucket_path: str) -> dict[str, str]:
+    """What every VM of the cluster carries in its metadata: what Slurm-GCP's setup reads
+    (bucket, cluster, role, universe), OS Login on and project SSH keys off, and the boot
+    script, in metadata rather than `metadata_startup_script` so that a new script updates an
+    instance in place instead of replacing it."""
+    return {
+        "slurm_bucket_path": bucket_path,
+        "slurm_cluster_name": cluster,
+        "slurm_instance_role": role,
+        "universe_domain": UNIVERSE_DOMAIN,
+        "enable-oslogin": "TRUE",
+        "block-project-ssh-keys": "TRUE",
+        "startup-script": boot.render(
+            boot.BootScript(kind="vm", install_tpu_script=role == "controller")
+        ),
+    }
+
+
+def slurm_labels(ctx: StackContext, cluster: str, role: str) -> dict[str, str]:
+    """The labels slurmsync.py finds the cluster's instances by, beside the stack's."""
+    return {**ctx.labels, "slurm_cluster_name": cluster, "slurm_instance_role": role}
+
+
 def shielded(secure_boot: bool) -> dict[str, bool]:
     """Shielded VM options: vTPM and integrity monitoring always; Secure Boot where the image
     loads no unsigned kernel modules (slurm-gcp docs/images.md, "Shielded VM Support")."""
@@ -110,22 +133,8 @@ def controller_and_logins(
             shielded_instance_config=gcp.compute.InstanceShieldedInstanceConfigArgs(
                 **shielded(secure_boot)
             ),
-            metadata={
-                "slurm_bucket_path": bucket_path,
-                "slurm_cluster_name": cluster,
-                "slurm_instance_role": role,
-                "universe_domain": UNIVERSE_DOMAIN,
-                "enable-oslogin": "TRUE",
-                "block-project-ssh-keys": "TRUE",
-                # In metadata rather than `metadata_startup_script`, so that a new script
-                # updates the VM in place instead of replacing it.
-                "startup-script": boot.render(
-                    boot.BootScript(kind="vm", install_tpu_script=role == "controller")
-                ),
-                **metadata,
-            },
-            # slurmsync.py finds the cluster's instances by these labels.
-            labels={**ctx.labels, "slurm_cluster_name": cluster, "slurm_instance_role": role},
+            metadata={**slurm_metadata(cluster, role, bucket_path), **metadata},
+            labels=slurm_labels(ctx, cluster, role),
             tags=[cluster],
             allow_stopping_for_update=True,
             opts=parent.child_opts(
