@@ -484,8 +484,10 @@ def runtime_families(runtime: str) -> list[str]:
     return [f.prefix for f in FAMILIES if _boots(f, runtime)]
 
 
-def runtime_problem(family: TpuFamily, runtime: str) -> str | None:
-    """Why a TPU software version cannot boot this family's TPU VMs, or None if it can."""
+def runtime_problem(family: TpuFamily, runtime: str, *, allow_unlisted: bool = False) -> str | None:
+    """Why a TPU software version cannot boot this family's TPU VMs, or None if it can.
+    `allow_unlisted` takes a version no family lists (one Google added since); one listed for
+    another family is still refused."""
     if not family.tpu_vm_runtimes:
         return f"the Cloud TPU API creates no {family.prefix} TPU VMs; use ai-infra:tpuSlices"
     if _boots(family, runtime):
@@ -496,6 +498,8 @@ def runtime_problem(family: TpuFamily, runtime: str) -> str | None:
             f"'{runtime}' is for {', '.join(users)}, not {family.prefix}; {family.prefix} TPU "
             f"VMs run {family.tpu_vm_runtimes[0]} (tpu/docs/runtimes)"
         )
+    if allow_unlisted:
+        return None
     return (
         f"'{runtime}' is not a TPU software version the catalog knows for {family.prefix}, "
         f"whose TPU VMs run {family.tpu_vm_runtimes[0]} (tpu/docs/runtimes); set "

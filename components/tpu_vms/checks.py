@@ -59,10 +59,10 @@ def _accelerator_problems(config: TpuVmConfig) -> list[Problem]:
             )
         )
     elif runtime is not None:
-        why = tpu_catalog.runtime_problem(family, runtime)
-        # An unlisted version may be allowed; one listed for another family is still wrong.
-        unlisted = not tpu_catalog.runtime_families(runtime)
-        if why and not (config.allow_unlisted_runtime and unlisted):
+        why = tpu_catalog.runtime_problem(
+            family, runtime, allow_unlisted=config.allow_unlisted_runtime
+        )
+        if why:
             found.append(Problem(("runtimeVersion",), why))
     if config.node_count > 1 and family.prefix in ("v2", "v3"):
         # tpu/docs/multislice-introduction: slices of a multislice are v4 or later.
