@@ -256,6 +256,8 @@ class Live:
         self._retry = retry or retry_policy()
         self._timeout = timeout
         self._cache: dict[tuple[Any, ...], Any] = {}
+        self._held: dict[str, bool] = {}
+        """Each permission testIamPermissions was asked about: whether the caller holds it."""
 
     def _call(
         self,
@@ -357,9 +359,11 @@ class Live:
     def granted(self, permissions: Iterable[str]) -> set[str]:
         """Which of `permissions` the caller holds on the project (testIamPermissions)."""
         wanted = sorted(set(permissions))
-        held: set[str] = set()
-        for start in range(0, len(wanted), BATCH_PERMISSIONS):
-            batch = wanted[start : start + BATCH_PERMISSIONS]
+        # Only what no earlier call asked: checks ask overlapping sets (the API check asks for
+        # serviceusage.services.enable, the permission check for it among the rest).
+        unasked = [p for p in wanted if p not in self._held]
+        for start in range(0, len(unasked), BATCH_PERMISSIONS):
+            batch = unasked[start : start + BATCH_PERMISSIONS]
             answer = self._read(
                 ("granted", *batch),
                 "the caller's permissions on the project",
@@ -368,8 +372,9 @@ class Live:
                 resource=f"projects/{self.project}",
                 permissions=batch,
             )
-            held.update(answer.permissions)
-        return held
+            held = set(answer.permissions)
+            self._held.update({p: p in held for p in batch})
+        return {p for p in wanted if self._held[p]}
 
     # Service Usage
 

@@ -87,6 +87,21 @@ def test_service_states_are_read_in_batches_of_thirty(world: World) -> None:
     assert parents == {f"projects/{world.number}"}, "Service Usage is asked by project number"
 
 
+def test_a_permission_is_asked_about_once(world: World) -> None:
+    """The API check and the permission check ask overlapping sets; testIamPermissions hears
+    each permission once, and both get their whole answer."""
+    world.granted = {"serviceusage.services.enable", "compute.networks.create"}
+    reader = live(world)
+    assert reader.granted(["serviceusage.services.enable"]) == {"serviceusage.services.enable"}
+    both = ["serviceusage.services.enable", "compute.networks.create", "tpu.nodes.create"]
+    assert reader.granted(both) == {"serviceusage.services.enable", "compute.networks.create"}
+    asked = [call["permissions"] for call in world.called("test_iam_permissions")]
+    assert asked == [
+        ["serviceusage.services.enable"],
+        ["compute.networks.create", "tpu.nodes.create"],
+    ]
+
+
 def test_official_clients_are_built_without_the_network() -> None:
     clients = Clients.connect(AnonymousCredentials(), "ml-preflight")
     assert isinstance(clients.regions, compute_v1.RegionsClient)
