@@ -494,6 +494,52 @@ def firewall_rule(
     )
 
 
+def custom_vpc(
+    parent: Component,
+    resource: str,
+    *,
+    project: str,
+    name: str,
+    mtu: int | None,
+    profile: pulumi.Input[str] | None = None,
+) -> gcp.compute.Network:
+    """A custom-mode, regionally routed VPC; `profile` a network profile (RDMA's RoCE)."""
+    return gcp.compute.Network(
+        resource,
+        project=project,
+        name=name,
+        auto_create_subnetworks=False,
+        routing_mode="REGIONAL",
+        mtu=mtu,
+        network_profile=profile,
+        opts=parent.child_opts(),
+    )
+
+
+def subnet_in(
+    parent: Component,
+    resource: str,
+    *,
+    project: str,
+    region: str,
+    name: str,
+    network: gcp.compute.Network,
+    cidr: str,
+    private_google_access: bool | None = None,
+) -> gcp.compute.Subnetwork:
+    """One subnet of `network`."""
+    return gcp.compute.Subnetwork(
+        resource,
+        project=project,
+        region=region,
+        name=name,
+        network=network.self_link,
+        ip_cidr_range=cidr,
+        private_ip_google_access=private_google_access,
+        opts=parent.child_opts(),
+    )
+
+
 def vpc_with_subnet(
     parent: Component,
     *,
@@ -510,24 +556,16 @@ def vpc_with_subnet(
     """A custom-mode VPC with one subnet and a rule admitting all traffic from inside that
     subnet: each GPU NIC's network and each additional node network. `vpc`, `subnet` and
     `firewall` are (resource name, cloud name) pairs."""
-    network = gcp.compute.Network(
-        vpc[0],
-        project=project,
-        name=vpc[1],
-        auto_create_subnetworks=False,
-        routing_mode="REGIONAL",
-        mtu=mtu,
-        opts=parent.child_opts(),
-    )
-    subnetwork = gcp.compute.Subnetwork(
+    network = custom_vpc(parent, vpc[0], project=project, name=vpc[1], mtu=mtu)
+    subnetwork = subnet_in(
+        parent,
         subnet[0],
         project=project,
         region=region,
         name=subnet[1],
-        network=network.self_link,
-        ip_cidr_range=cidr,
-        private_ip_google_access=private_google_access,
-        opts=parent.child_opts(),
+        network=network,
+        cidr=cidr,
+        private_google_access=private_google_access,
     )
     firewall_rule(
         parent,

@@ -29,7 +29,9 @@ from components.identity import (
 from components.network import (
     NetworkHandle,
     cloud_nat,
+    custom_vpc,
     iap_ssh_rule,
+    subnet_in,
     vpc_with_subnet,
 )
 from components.placement import compact_policy, workload_policy
@@ -73,7 +75,6 @@ class GpuCluster(Component):
         config = args.config
         zone = ctx.zone_of(config.zone)
         base = group_name(ctx, config.name)
-        self._name, self._base = name, base
         labels = {**ctx.labels, **config.labels, CLUSTER_LABEL: config.name}
         for warning in warnings(config):
             pulumi.log.warn(f"gpuClusters {config.name}: {warning}", self)
@@ -404,42 +405,8 @@ class GpuCluster(Component):
             if k == 0:
                 self._egress(name, args, base, vpc, subnet)
         if layout is not None and layout.rdma:
-            nics += self._rdma(args, zone, layout, cidrs[own_vpcs:])
+            nics += self._rdma(name, base, args, zone, layout, cidrs[own_vpcs:])
         return nics, names
-
-    def _network(
-        self, ctx: StackContext, suffix: str, mtu: int | None, profile: str | None = None
-    ) -> gcp.compute.Network:
-        """A custom-mode VPC `<base>-<suffix>` of the cluster."""
-        return gcp.compute.Network(
-            f"{self._name}-{suffix}",
-            project=ctx.project,
-            name=f"{self._base}-{suffix}",
-            auto_create_subnetworks=False,
-            routing_mode="REGIONAL",
-            mtu=mtu,
-            network_profile=profile,
-            opts=self.child_opts(),
-        )
-
-    def _subnet(
-        self,
-        ctx: StackContext,
-        suffix: str,
-        vpc: gcp.compute.Network,
-        cidr: str,
-        google_access: bool | None = None,
-    ) -> gcp.compute.Subnetwork:
-        return gcp.compute.Subnetwork(
-            f"{self._name}-{suffix}",
-            project=ctx.project,
-            region=ctx.region,
-            name=f"{self._base}-{suffix}",
-            network=vpc.self_link,
-            ip_cidr_range=cidr,
-            private_ip_google_access=google_access,
-            opts=self.child_opts(),
-        )
 
     def _vpc(
         self, name: str, args: GpuClusterArgs, base: str, k: int, cidr: str, mtu: int | None
@@ -461,6 +428,8 @@ class GpuCluster(Component):
 
     def _rdma(
         self,
+        name: str,
+        base: str,
         args: GpuClusterArgs,
         zone: str,
         layout: gpu_catalog.GpuNicLayout,
@@ -472,13 +441,26 @@ class GpuCluster(Component):
         network interface must be assigned to a subnet in a unique VPC network", Compute
         Engine, "Create VMs with multiple network interfaces")."""
         ctx = args.context
-        vpc = self._network(
-            ctx, "rdma", layout.gpu_mtu, profile=gpu_catalog.roce_profile(ctx.project, zone)
+        vpc = custom_vpc(
+            self,
+            f"{name}-rdma",
+            project=ctx.project,
+            name=f"{base}-rdma",
+            mtu=layout.gpu_mtu,
+            profile=gpu_catalog.roce_profile(ctx.project, zone),
         )
         return [
             gcp.compute.InstanceTemplateNetworkInterfaceArgs(
                 network=vpc.self_link,
-                subnetwork=self._subnet(ctx, f"rdma-subnet{j}", vpc, cidr).self_link,
+                subnetwork=subnet_in(
+                    self,
+                    f"{name}-rdma-subnet{j}",
+                    project=ctx.project,
+                    region=ctx.region,
+                    name=f"{base}-rdma-subnet{j}",
+                    network=vpc,
+                    cidr=cidr,
+                ).self_link,
                 nic_type="MRDMA",
             )
             for j, cidr in enumerate(cidrs)
