@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import posixpath
 import re
+from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import AfterValidator
@@ -337,6 +338,32 @@ def _mount_path(value: str) -> str:
 
 MountPath = Annotated[str, AfterValidator(_mount_path)]
 """Where a file system is mounted on a VM: absolute and normalised."""
+
+SYSTEM_DIRS = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib64",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/var",
+)
+"""Top-level directories of a VM's OS that a file system mounted at or under would hide."""
+
+
+def shadowed_dir(path: str, also: Sequence[str] = ()) -> str | None:
+    """The top-level directory a mount at `path` (a `MountPath`) would hide: one of
+    `SYSTEM_DIRS` or of a system's own `also`; None when it hides none."""
+    top = "/" + path.split("/")[1]
+    return top if top in SYSTEM_DIRS or top in also else None
+
 
 _IMAGE = re.compile(
     r"(?:(?P<registry>[a-zA-Z0-9][-a-zA-Z0-9.]*[a-zA-Z0-9](?::[0-9]{1,5})?)/)?"

@@ -18,14 +18,14 @@ from components.gpu_clusters.config import (
     DEFAULT_IMAGE_FAMILY,
     DLVM_PROJECTS,
     END_OF_LIFE_FAMILIES,
-    PROTECTED_PATHS,
+    IMAGE_DIRS,
     RESERVED_METADATA,
     GpuClusterConfig,
 )
 from components.gpu_clusters.metadata import size_problems
 from components.identity import account_id_problems
 from components.locations import zone_problem
-from components.types import FILESTORE_CAPACITY_GB
+from components.types import FILESTORE_CAPACITY_GB, shadowed_dir
 
 SUBNET_PREFIXES = (8, 29)
 """Prefix lengths of a subnet's primary IPv4 range: /8 to /29 (VPC "Subnets", IPv4 subnet
@@ -50,8 +50,7 @@ def group_name(ctx: StackContext, name: str) -> str:
 
 
 def _mount_path_problem(path: str) -> str | None:
-    top = "/" + path.split("/")[1]
-    if top in PROTECTED_PATHS:
+    if top := shadowed_dir(path, IMAGE_DIRS):
         return f"'{path}' would shadow the system's {top}; mount under /mnt, /gcs, /nfs or /data"
     return None
 

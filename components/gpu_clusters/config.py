@@ -67,24 +67,9 @@ DEFAULT_NICS = 5
 MAX_RUN_HOURS = 168
 """Flex-start VMs run for 10 minutes to 7 days (Compute Engine, "About resize requests in a
 MIG": requestedRunDuration)."""
-PROTECTED_PATHS = (
-    "/bin",
-    "/boot",
-    "/dev",
-    "/etc",
-    "/lib",
-    "/lib64",
-    "/opt",
-    "/proc",
-    "/root",
-    "/run",
-    "/sbin",
-    "/sys",
-    "/tmp",
-    "/usr",
-    "/var",
-)
-"""Mounting over these would hide the system, or the image's conda under /opt."""
+IMAGE_DIRS = ("/opt",)
+"""Where Deep Learning VM images keep conda, beside the OS's (`types.SYSTEM_DIRS`): no mount
+at or under these."""
 BUCKET_NAME = re.compile(r"[a-z0-9][-_.a-z0-9]{1,220}[a-z0-9]")
 
 

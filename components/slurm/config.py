@@ -26,6 +26,7 @@ from components.types import (
     ServiceAccountEmail,
     Zone,
     image_has_tag_or_digest,
+    shadowed_dir,
 )
 
 CLUSTER_NAME = r"[a-z](?:[-a-z0-9]{0,18}[a-z0-9])?"
@@ -110,26 +111,9 @@ ACCOUNT_ROLES = ("ctl", "tpu", "lgn", "cpu")
 """The cluster's accounts: controller, TPU nodes, login nodes, CPU nodes (the last made only
 when a CPU nodeset runs as it)."""
 SCRIPT_TIMEOUT_MAX = 3600
-RESERVED_MOUNTS = (
-    "/",
-    "/bin",
-    "/boot",
-    "/dev",
-    "/etc",
-    "/lib",
-    "/lib64",
-    "/proc",
-    "/root",
-    "/run",
-    "/sbin",
-    "/slurm",
-    "/sys",
-    "/tmp",
-    "/usr",
-    "/var",
-)
-"""Where a network file system would hide the OS, Slurm's scripts (/slurm) or its state
-(/var/spool/slurm): no mount at or under these."""
+SLURM_DIRS = ("/slurm",)
+"""Where Slurm's scripts live, beside the OS's (`types.SYSTEM_DIRS`, which hold its state
+under /var/spool/slurm): no mount at or under these."""
 SCHEDMD_IMAGE_PROJECT = scripts.IMAGE_PROJECT
 
 
@@ -218,12 +202,11 @@ def _no_climbing(path: str) -> str:
 
 
 def _not_reserved(path: str) -> str:
-    for reserved in RESERVED_MOUNTS:
-        if path == reserved or (reserved != "/" and path.startswith(reserved + "/")):
-            raise ValueError(
-                f"'{path}' would hide {reserved} of the VMs' system or Slurm's own files; "
-                "mount under another directory, e.g. /shared or /data"
-            )
+    if reserved := shadowed_dir(path, SLURM_DIRS):
+        raise ValueError(
+            f"'{path}' would hide {reserved} of the VMs' system or Slurm's own files; "
+            "mount under another directory, e.g. /shared or /data"
+        )
     return path
 
 
