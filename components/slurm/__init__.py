@@ -16,7 +16,6 @@ from components.slurm.cluster import (
     SlurmCluster,
     SlurmClusterArgs,
     controller_permissions,
-    login_names,
     ssh_command,
 )
 from components.slurm.config import ACCOUNT_ROLES, SlurmConfig, account_id
@@ -75,7 +74,7 @@ def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list
     zone = context.zone_of(config.controller.zone)
     home = config.home
     lines = [
-        f"  cluster {config.cluster_name}: controller {config.cluster_name}-controller "
+        f"  cluster {config.cluster_name}: controller {config.controller_name} "
         f"({config.controller.machine_type}) in {zone}, Slurm-GCP scripts of Cluster Toolkit "
         f"{TOOLKIT_RELEASE}" + (f" from {config.scripts_mirror}" if config.scripts_mirror else ""),
         f"  bucket path gs://{config.bucket_name(context.project, context.prefix)}/"
@@ -94,8 +93,7 @@ def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list
     for group in config.login_groups:
         lines.append(f"  login group {group.name}: {group.count} x {group.machine_type}")
         lines += [
-            f"    ssh: {ssh_command(vm, zone, context.project)}"
-            for vm in login_names(config.cluster_name, group.name, group.count)
+            f"    ssh: {ssh_command(vm, zone, context.project)}" for vm in config.login_names(group)
         ]
     for c in config.all_cpu_nodesets:
         gpus = c.gpus()

@@ -429,13 +429,13 @@ class SlurmCluster(Component):
         ctx, config = self.context, self.config
         zone = ctx.zone_of(config.controller.zone)
         return {
-            "controller": {"name": f"{config.cluster_name}-controller", "zone": zone},
+            "controller": {"name": config.controller_name, "zone": zone},
             "bucketPath": self.bucket_path,
             "partitions": [p.name for p in config.all_partitions],
             "login": {
                 vm: ssh_command(vm, zone, ctx.project)
                 for group in config.login_groups
-                for vm in login_names(config.cluster_name, group.name, group.count)
+                for vm in config.login_names(group)
             },
         }
 
@@ -627,11 +627,6 @@ def _home_mount(address: str) -> dict[str, str]:
         "fs_type": "nfs",
         "mount_options": "defaults,_netdev",
     }
-
-
-def login_names(cluster: str, group: str, count: int) -> list[str]:
-    """Login VMs `<cluster>-<group>-<index>`."""
-    return [f"{cluster}-{group}-{i}" for i in range(count)]
 
 
 def ssh_command(vm: str, zone: str, project: str) -> str:

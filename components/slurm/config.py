@@ -677,6 +677,14 @@ class SlurmConfig(ConfigModel):
     def cpu_names(self) -> set[str]:
         return {n.name for n in self.all_cpu_nodesets}
 
+    @property
+    def controller_name(self) -> str:
+        return f"{self.cluster_name}-controller"
+
+    def login_names(self, group: LoginGroupConfig) -> list[str]:
+        """A group's login VMs, `<cluster>-<group>-<index>`."""
+        return [f"{self.cluster_name}-{group.name}-{i}" for i in range(group.count)]
+
     def is_tpu_partition(self, partition: PartitionConfig) -> bool:
         return not (set(partition.nodesets) & self.cpu_names)
 

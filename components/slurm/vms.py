@@ -144,7 +144,7 @@ def controller_and_logins(
 
     controller = vm(
         "controller",
-        f"{cluster}-controller",
+        config.controller_name,
         "controller",
         identities["ctl"],
         config.controller.machine_type,
@@ -167,7 +167,7 @@ def controller_and_logins(
     generation = hashlib.sha256(
         json.dumps(
             [
-                f"{cluster}-controller",
+                config.controller_name,
                 zone,
                 scripts.IMAGE,
                 config.controller.disk_type,
@@ -182,7 +182,7 @@ def controller_and_logins(
         logins[group.name] = [
             vm(
                 f"login-{group.name}-{i}",
-                f"{cluster}-{group.name}-{i}",
+                vm_name,
                 "login",
                 identities["lgn"],
                 group.machine_type,
@@ -196,6 +196,6 @@ def controller_and_logins(
                 replace_on_changes=[f"metadata.{CONTROLLER_ID_KEY}"],
                 aliases=([pulumi.Alias(name=f"{name}-login-{i}")] if group.name == "login" else []),
             )
-            for i in range(group.count)
+            for i, vm_name in enumerate(config.login_names(group))
         ]
     return controller, logins
