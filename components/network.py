@@ -773,3 +773,8 @@ class Network(Component):
             firewall=(f"{name}-{network.name}-allow-dcn", f"{ctx.prefix}-{network.name}-allow-dcn"),
         )
         return NodeNetworkHandle(network=network, vpc_name=vpc.name, subnet_name=subnet.name)
+
+
+def filestore_ip(instance: gcp.filestore.Instance) -> pulumi.Output[str]:
+    """The address a Filestore instance serves NFS on: the first of its one network's."""
+    return instance.networks.apply(lambda n: (n[0].ip_addresses or [""])[0] if n else "")

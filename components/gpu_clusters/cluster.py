@@ -30,6 +30,7 @@ from components.network import (
     NetworkHandle,
     cloud_nat,
     custom_vpc,
+    filestore_ip,
     iap_ssh_rule,
     subnet_in,
     vpc_with_subnet,
@@ -524,7 +525,7 @@ class GpuCluster(Component):
                 labels=labels,
                 opts=self.child_opts(protect=ctx.protect),
             )
-            ip = instance.networks.apply(lambda n: (n[0].ip_addresses or [""])[0] if n else "")
+            ip = filestore_ip(instance)
             shares.append((share, ip))
         return shares
 

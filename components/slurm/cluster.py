@@ -32,6 +32,7 @@ from components.locations import ZONES
 from components.network import (
     ALL_INTERNAL,
     NetworkHandle,
+    filestore_ip,
     firewall_rule,
     iap_ssh_rule,
     subnet_of,
@@ -347,7 +348,7 @@ class SlurmCluster(Component):
         self.home = self._home(name, args.network) if config.home.filestore else None
         storage = storage_document(config.network_storage)
         if self.home is not None:
-            ip = self.home.networks.apply(lambda n: (n[0].ip_addresses or [""])[0] if n else "")
+            ip = filestore_ip(self.home)
             network_storage: pulumi.Output[list[dict[str, str]]] = ip.apply(
                 lambda address: [_home_mount(address), *storage]
             )
