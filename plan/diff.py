@@ -22,10 +22,9 @@ from enum import Enum, StrEnum
 from functools import cached_property
 from typing import Any
 
-from plan.engine import Graph, Registration
+from graph.model import SECRET_SIG, Graph, Registration, integral, unwrap
 from plan.replacements import (
     ABSENT,
-    SECRET_SIG,
     Context,
     DynamicRules,
     Effect,
@@ -38,7 +37,6 @@ from plan.replacements import (
     property_path,
     replace_on_changes,
     rules_for,
-    unwrap,
     value_at,
 )
 
@@ -554,17 +552,6 @@ def render_path(path: InputPath) -> str:
         else:
             text += f"[{json.dumps(part)}]"
     return text
-
-
-def integral(value: Any) -> Any:
-    """The mock engine hands numbers back as floats; show whole numbers as integers."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: integral(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [integral(v) for v in value]
-    return value
 
 
 def jsonable(value: Any) -> Any:

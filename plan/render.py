@@ -12,6 +12,7 @@ from typing import Any
 
 from components.tpu_catalog import resolve
 from components.tpu_vms.provider import node_names
+from graph.model import Graph, Registration, integral, unwrap
 from plan import summary
 from plan.diff import (
     SHOWN_SECRETS,
@@ -19,14 +20,12 @@ from plan.diff import (
     GraphDiff,
     Op,
     ResourceChange,
-    integral,
     is_text_block,
     jsonable,
     kinds,
     render_value,
 )
-from plan.engine import Graph, Registration
-from plan.replacements import Effect, unwrap
+from plan.replacements import Effect
 from prices import cost_json, cost_section, stack_cost
 from stacks import environment
 from stacks.config import StackConfig

@@ -58,10 +58,10 @@ from typing import Any
 
 import yaml
 
+from graph.model import unwrap
+
 PathPart = str | int
 InputPath = tuple[PathPart, ...]
-SECRET_SIG = "4dabf18193072939515e22adb298388d"
-"""The key Pulumi's wire format marks a secret value with."""
 
 FORCENEW_TABLE = Path(__file__).with_name("forcenew.json")
 PULUMI_GCP_VERSION = "10.2.0"
@@ -100,17 +100,6 @@ UPDATE = Verdict(Effect.UPDATE)
 def field_of(path: InputPath) -> tuple[str, ...]:
     """An input path without its list indexes: the schema field it names."""
     return tuple(part for part in path if isinstance(part, str))
-
-
-def unwrap(value: Any) -> Any:
-    """A value with Pulumi's secret wrappers removed, all the way down."""
-    if isinstance(value, dict):
-        if SECRET_SIG in value:
-            return unwrap(value.get("value"))
-        return {k: unwrap(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [unwrap(v) for v in value]
-    return value
 
 
 def _empty(value: Any) -> bool:

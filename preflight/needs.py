@@ -17,8 +17,7 @@ from typing import Any, Literal
 
 from components import tpu_catalog
 from components.locations import region_of
-from plan.engine import Graph, Registration
-from plan.replacements import unwrap
+from graph.model import Graph, Registration, unwrap
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from plan.engine import Graph
+from graph.model import Graph
 from prices.catalog import Catalog, load
 from prices.cost import CostReport, report
 from prices.render import cost_change, cost_change_json, cost_json, cost_section

@@ -21,8 +21,7 @@ from components.gke.config import PROVISIONER_SOURCE
 from components.gke.quota import Flavor, allocate
 from components.locations import region_of
 from components.slurm.config import CORES_PER_WORKER, V2_V3_CORES_PER_CHIP
-from plan.diff import integral
-from plan.engine import Graph, Registration
+from graph.model import Graph, Registration, integral
 from prices import quotes
 from prices.catalog import Catalog, PriceRow
 from prices.coverage import FLEX_START, ON_DEMAND, RESERVATION, SPOT, tpu_price_item

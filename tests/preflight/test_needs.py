@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 
 from components.locations import region_of
-from plan.replacements import unwrap
+from graph.model import unwrap
 from preflight.needs import Needs, Vms, derive
 from stacks.loading import parse
 from tests.conftest import build_graph
