@@ -132,6 +132,11 @@ class Machines:
         return f"{self.config_key} {what}" if self.config_key else what
 
     @property
+    def zone(self) -> str:
+        """The zone of VMs placed in one (Cloud TPU VMs, instances, groups); else empty."""
+        return self.zones[0] if len(self.zones) == 1 else ""
+
+    @property
     def chips_per_node(self) -> int:
         return self.tpu.chips if self.tpu is not None else 0
 

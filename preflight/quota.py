@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from google.cloud import cloudquotas_v1
 
 from components.locations import region_of
+from graph.capacity import Machines
 from preflight import quota_names as names
 from preflight.live import CannotCheck, Live
-from preflight.needs import Needs, Vms
+from preflight.needs import Needs, tpu_slices
 from preflight.quota_names import CloudQuota, Metric, QuotaName
 from preflight.report import QUOTAS_PAGE, Finding, fail, ok, warn
 
@@ -96,11 +97,11 @@ def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
                 vm.region,
                 "chips",
                 names.gke_tpu(family, preemptible),
-                vm.count * vm.tpu.chips,
+                vm.full * vm.tpu.chips,
                 vm.source,
             )
         for accelerator, per_vm in vm.gpus:
-            total = vm.count * per_vm
+            total = vm.full * per_vm
             add(
                 f"{kind}{accelerator} GPUs",
                 vm.region,
@@ -112,7 +113,7 @@ def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
             add("GPUs", GLOBAL, "GPUs", (names.GPUS_ALL_REGIONS,), total, vm.source)
         if vm.tpu is None and vm.machine_type in vcpus:
             series = _series(vm.machine_type)
-            total = vm.count * vcpus[vm.machine_type]
+            total = vm.full * vcpus[vm.machine_type]
             add(f"{series} vCPUs", vm.region, "vCPUs", names.cpus(series), total, vm.source)
             add("vCPUs", GLOBAL, "vCPUs", (names.CPUS_ALL_REGIONS,), total, vm.source)
         add(
@@ -120,23 +121,25 @@ def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
             vm.region,
             "addresses",
             (names.IN_USE_ADDRESSES,),
-            vm.count * vm.external_ips,
+            vm.full * vm.external_ips,
             vm.source,
         )
     for nodes in needs.tpu_nodes:
-        if nodes.capacity == "reserved":
+        if nodes.capacity == "reservation" or nodes.tpu is None:
             continue
-        preemptible = nodes.capacity in ("spot", "best-effort")
+        slices = tpu_slices(nodes)
+        preemptible = nodes.capacity == "spot"
         kind = "Preemptible " if preemptible else ""
+        family = nodes.tpu.family.prefix
         add(
-            f"{kind}TPU {nodes.family.prefix} cores (Cloud TPU API)",
+            f"{kind}TPU {family} cores (Cloud TPU API)",
             nodes.zone,
             "cores",
-            names.tpu_api(nodes.family.prefix, preemptible, nodes.accelerator),
-            nodes.slices * nodes.cores_per_slice,
+            names.tpu_api(family, preemptible, slices.accelerator),
+            slices.count * slices.cores,
             nodes.source,
         )
-        hosts = nodes.slices * nodes.hosts_per_slice
+        hosts = slices.count * slices.hosts
         add(
             "external IP addresses",
             nodes.region,
@@ -266,7 +269,7 @@ def judge(need: QuotaNeed, quota: Quota) -> Finding:
     )
 
 
-def _vcpus(vms: Iterable[Vms], live: Live) -> tuple[dict[str, int], list[Finding]]:
+def _vcpus(vms: Iterable[Machines], live: Live) -> tuple[dict[str, int], list[Finding]]:
     """vCPUs of each non-TPU machine type the plan creates (Compute API `machineTypes.get` in
     a zone it is placed in), and findings for those that could not be read."""
     counts: dict[str, int] = {}

@@ -207,7 +207,7 @@ def test_required_shielded_vm_blocks_gpu_clusters(needs: Needs, world: World) ->
 def test_external_ips_denied_fail_the_vms_that_ask_for_them(needs: Needs, world: World) -> None:
     world.policies["compute.vmExternalIpAccess"] = policy(Rule(deny_all=True))
     assert not with_status(run(org_policy, needs, world), "fail"), "the plan uses none"
-    public = [dataclasses.replace(n, external_ips=True) for n in needs.tpu_nodes]
+    public = [dataclasses.replace(n, external_ips=1) for n in needs.tpu_nodes]
     found = one(
         run(org_policy, dataclasses.replace(needs, tpu_nodes=tuple(public)), world),
         "fail",
@@ -219,8 +219,12 @@ def test_external_ips_denied_fail_the_vms_that_ask_for_them(needs: Needs, world:
 def test_os_login_turned_off_fails_where_enforced(needs: Needs, world: World) -> None:
     world.policies["compute.requireOsLogin"] = policy(Rule(enforce=True))
     assert "keeps OS Login on" in one(run(org_policy, needs, world), "ok", "requireOsLogin").line
-    vms = list(needs.vms)
-    vms[-1] = dataclasses.replace(vms[-1], metadata={"enable-oslogin": "FALSE"})
+    vms = [
+        dataclasses.replace(v, metadata={"enable-oslogin": "FALSE"})
+        if "slurm-login-login-0" in v.source
+        else v
+        for v in needs.vms
+    ]
     found = run(org_policy, dataclasses.replace(needs, vms=tuple(vms)), world)
     assert "turns OS Login off" in one(found, "fail", "slurm-login-login-0").detail
 
@@ -339,7 +343,7 @@ def test_cloud_tpu_reservation_for_reserved_tpu_vms(needs: Needs, world: World) 
     (queued, nodeset) = needs.tpu_nodes
     reserved = dataclasses.replace(
         queued,
-        capacity="reserved",
+        capacity="reservation",
         reservation=f"projects/{PROJECT}/locations/us-central1-a/reservations/tpu-r",
     )
     variant = dataclasses.replace(needs, tpu_nodes=(reserved, nodeset))
