@@ -179,12 +179,33 @@ class Storage:
 
 
 @dataclass(frozen=True)
+class Unread:
+    """A resource of a type that provides machines or storage, which could not be read: what
+    it provides is missing from every count, and the readers say so."""
+
+    key: str
+    label: str
+    why: str
+
+
+Item = Machines | Storage
+
+
+@dataclass(frozen=True)
 class Inventory:
     """Everything a graph brings up and holds, in the order the program registers it, then
     what others create later."""
 
-    machines: tuple[Machines, ...]
-    storage: tuple[Storage, ...]
+    items: tuple[Item, ...]
+    unread: tuple[Unread, ...] = ()
+
+    @property
+    def machines(self) -> tuple[Machines, ...]:
+        return tuple(i for i in self.items if isinstance(i, Machines))
+
+    @property
+    def storage(self) -> tuple[Storage, ...]:
+        return tuple(i for i in self.items if isinstance(i, Storage))
 
     @property
     def chips(self) -> int:
@@ -404,7 +425,7 @@ def _template_vms(template: Mapping[str, Any], **fields: Any) -> Machines:
     )
 
 
-def _groups(reading: _Reading, r: Registration) -> Iterator[Machines]:
+def _groups(reading: _Reading, r: Registration) -> Iterator[Machines | Unread]:
     """A managed instance group's VMs: the template its versions name (a dependency, as they
     name its self link, an output), `targetSize` of them plus what its resize requests add. A
     group with no target size (flex-start) rests at none: its requests bring VMs when
@@ -413,6 +434,7 @@ def _groups(reading: _Reading, r: Registration) -> Iterator[Machines]:
     linked = set(r.property_dependencies.get("versions", ())) or set(r.dependencies)
     templates = [t for u, t in reading.templates_by_urn.items() if u in linked]
     if len(templates) != 1:
+        yield Unread(r.urn, reading.label(r), f"it names {len(templates)} instance templates")
         return
     requests = [
         int(plain(q.inputs).get("resizeBy", 0))
@@ -460,11 +482,12 @@ def _host(shape: tpu_catalog.TpuShape) -> tpu_catalog.TpuHost:
     return tpu_catalog.TpuHost(shape.family, shape.chips_per_host)
 
 
-def _queued_resources(reading: _Reading, r: Registration) -> Iterator[Machines]:
+def _queued_resources(reading: _Reading, r: Registration) -> Iterator[Machines | Unread]:
     qr = plain(r.inputs)
     try:
         shape = tpu_catalog.resolve(str(qr.get("acceleratorType", "")))
-    except tpu_catalog.CatalogError:
+    except tpu_catalog.CatalogError as error:
+        yield Unread(r.urn, reading.label(r), str(error))
         return
     count = int(qr.get("nodeCount", 1))
     hosts = count * shape.hosts
@@ -528,7 +551,7 @@ def _tpu_nodeset_shape(document: Mapping[str, Any]) -> tpu_catalog.TpuShape | No
         return None
 
 
-def _slurm_nodesets(reading: _Reading, r: Registration) -> Iterator[Machines]:
+def _slurm_nodesets(reading: _Reading, r: Registration) -> Iterator[Machines | Unread]:
     """The VMs Slurm's controller creates from one nodeset file: `node_count_static` kept up,
     up to `node_count_dynamic_max` more on demand. A CPU nodeset's VMs are its instance
     template's (named by self link); a TPU nodeset's are TPU VMs of its accelerator type, one
@@ -564,6 +587,7 @@ def _slurm_nodesets(reading: _Reading, r: Registration) -> Iterator[Machines]:
         return
     shape = _tpu_nodeset_shape(document)
     if shape is None:
+        yield Unread(r.urn, f"Slurm nodeset {name}", "its accelerator is not in the catalog")
         return
     zone = str(document.get("zone", ""))
     capacity: Capacity = (
@@ -668,7 +692,7 @@ def _filestore(reading: _Reading, r: Registration) -> Iterator[Storage]:
     )
 
 
-Reader = Callable[[_Reading, Registration], Iterator[Machines | Storage]]
+Reader = Callable[[_Reading, Registration], Iterator[Item | Unread]]
 READERS: dict[str, Reader] = {
     types.NODE_POOL: _node_pools,
     types.INSTANCE: _instances,
@@ -685,13 +709,13 @@ hold no storage (an instance template's VMs are its group's; a bucket bills by b
 def read(graph: Graph) -> Inventory:
     """What `graph` brings up and holds, and what others create later from it."""
     reading = _Reading(graph)
-    found: list[Machines | Storage] = []
+    found: list[Item | Unread] = []
     for r in graph.resources_to_apply:
         reader = READERS.get(r.type)
         if reader is not None:
             found += reader(reading, r)
     found += _provisioner(reading)
     return Inventory(
-        machines=tuple(m for m in found if isinstance(m, Machines)),
-        storage=tuple(s for s in found if isinstance(s, Storage)),
+        items=tuple(i for i in found if not isinstance(i, Unread)),
+        unread=tuple(i for i in found if isinstance(i, Unread)),
     )

@@ -16,15 +16,15 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from components.network import DEFAULT_MTU
+from graph import types
 from plan import base as bases
 from plan import summary
 from plan.diff import GraphDiff, diff
 from plan.engine import Graph, list_stacks, run_program, stack_file
 from plan.render import diff_json, plan_json, render, render_diff
-from prices import CostReport, cost_change, cost_change_json, stack_cost
 from stacks import environment
 from stacks.config import StackConfig
 from stacks.loading import StackFile, parse, read_stack_text
@@ -34,6 +34,30 @@ _NO_BASE_COST = (
     "Cost change: not shown; the stack file at {} does not parse with this checkout's code, "
     "whose prices and rules the cost needs (the plan of each side shows its own)."
 )
+
+
+Side = tuple[StackConfig, Graph]
+"""One side of a diff: the validated config and the graph it registers."""
+
+
+class Costing(Protocol):
+    """What the plan shows of a stack's cost. The cost model reads the graph itself (prices/,
+    on graph.capacity); `python -m plan` hands it in (plan/__main__.py), so that the plan and
+    the cost import nothing of each other. Without one, the plan shows no cost."""
+
+    def section(self, side: Side) -> list[str]:
+        """The plan's cost section."""
+        ...
+
+    def document(self, side: Side) -> dict[str, Any]:
+        """The plan's cost as JSON."""
+        ...
+
+    def change(self, before: Side | None, after: Side) -> list[str]:
+        """A diff's cost change; `before` None for a new stack."""
+        ...
+
+    def change_document(self, before: Side | None, after: Side) -> dict[str, Any]: ...
 
 
 class PlanError(Exception):
@@ -113,33 +137,42 @@ class Report:
     graph: Graph
     base_ref: str | None = None
     base: bases.Base | None = None
+    costing: Costing | None = None
 
     def text(self) -> str:
+        side = (self.config, self.graph)
         if self.base is None or self.base_ref is None:
-            return render(self.graph, self.config, self.stack)
+            cost = self.costing.section(side) if self.costing is not None else []
+            return render(self.graph, self.config, self.stack, cost)
         changes, keys, moved = self._diff()
         heading = _heading(self.stack, self.path, self.base, self.base_ref)
         shown = render_diff(changes, keys, heading, moved)
         shown += "".join(f"\n\n! {n}" for n in self._notices())
-        costs = self._costs()
-        if costs is None:
+        if self.costing is None:
+            return shown
+        sides = self._cost_sides()
+        if sides is None:
             return "\n".join([shown, "", _NO_BASE_COST.format(self.base.origin)])
-        return "\n".join([shown, "", *cost_change(*costs)])
+        return "\n".join([shown, "", *self.costing.change(*sides)])
 
     def json(self) -> dict[str, Any]:
-        document = plan_json(self.graph, self.config, self.stack)
+        side = (self.config, self.graph)
+        cost = self.costing.document(side) if self.costing is not None else None
+        document = plan_json(self.graph, self.config, self.stack, cost)
         if self.base is None or self.base_ref is None:
             return document
         changes, keys, moved = self._diff()
         before = summary.summarize(self.base.graph)
-        costs = self._costs()
+        sides = self._cost_sides()
         return {
             **document,
             "diff": {
                 **diff_json(changes, keys, self.base_ref, before),
                 "numbers": moved,
                 "notices": self._notices(),
-                "cost": None if costs is None else cost_change_json(*costs),
+                "cost": None
+                if sides is None or self.costing is None
+                else self.costing.change_document(*sides),
             },
         }
 
@@ -150,15 +183,17 @@ class Report:
         assert self.base is not None
         return environment.diff_notices(self.config, mtu_changes(self.base.graph, self.graph))
 
-    def _costs(self) -> tuple[CostReport, CostReport] | None:
-        """The cost before and after; a new stack costs nothing before. None when the base's
-        stack file does not parse with this checkout's code, which prices it."""
+    def _cost_sides(self) -> tuple[Side | None, Side] | None:
+        """(before, after) of the cost change, `before` None for a new stack, which costs
+        nothing; None when the base's stack file does not parse with this checkout's code,
+        which prices it."""
         assert self.base is not None
+        after = (self.config, self.graph)
         if self.base.new_stack:
-            return CostReport(lines=(), teams={}), stack_cost(self.config, self.graph)
+            return None, after
         if self.base.config is None:
             return None
-        return stack_cost(self.base.config, self.base.graph), stack_cost(self.config, self.graph)
+        return (self.base.config, self.base.graph), after
 
     def _diff(self) -> tuple[GraphDiff, dict[str, str], list[str]]:
         assert self.base is not None
@@ -172,9 +207,9 @@ class Report:
 
 def mtu_changes(before: Graph, after: Graph) -> dict[str, tuple[int, int]]:
     """VPC name -> (old MTU, new MTU) for each network in both graphs whose MTU moves."""
-    old = {r.urn: r for r in before.of_type("gcp:compute/network:Network")}
+    old = {r.urn: r for r in before.of_type(types.NETWORK)}
     changes = {}
-    for r in after.of_type("gcp:compute/network:Network"):
+    for r in after.of_type(types.NETWORK):
         if r.urn not in old:
             continue
         was = int(old[r.urn].inputs.get("mtu") or DEFAULT_MTU)
@@ -192,12 +227,12 @@ def build_stack(target: str) -> tuple[str, StackConfig, Graph]:
     return stack, config, graph
 
 
-def report(target: str, base: str | None) -> Report:
+def report(target: str, base: str | None, costing: Costing | None = None) -> Report:
     """Build `target` (a stack name or file) and, with `base`, the stack as it was."""
     stack, path = _stack_path(target)
     raw = _read(path).config
     if base is None:
-        return Report(stack, path, *_build(raw, stack))
+        return Report(stack, path, *_build(raw, stack), costing=costing)
     # A bad ref fails before any program runs; the base builds alongside the current side.
     pending = _start_base(base, path, stack)
     try:
@@ -205,16 +240,16 @@ def report(target: str, base: str | None) -> Report:
     except BaseException:
         pending.cancel()
         raise
-    return Report(stack, path, config, graph, base, pending.result())
+    return Report(stack, path, config, graph, base, pending.result(), costing)
 
 
-def run(target: str, base: str | None, as_json: bool) -> str:
+def run(target: str, base: str | None, as_json: bool, costing: Costing | None = None) -> str:
     """The plan of `target`, or with `base` what changes since then, as text or JSON."""
-    built = report(target, base)
+    built = report(target, base, costing)
     return json.dumps(built.json(), indent=2) if as_json else built.text()
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, costing: Costing | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m plan", description=__doc__)
     parser.add_argument(
         "stack",
@@ -231,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the plan (and diff) as JSON")
     args = parser.parse_args(argv)
     try:
-        print(run(args.stack, args.base, args.json))
+        print(run(args.stack, args.base, args.json, costing))
     except (PlanError, ConfigError, bases.BaseError) as error:
         print(error, file=sys.stderr)
         return 2

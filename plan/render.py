@@ -26,7 +26,6 @@ from plan.diff import (
     render_value,
 )
 from plan.replacements import Effect
-from prices import cost_json, cost_section, stack_cost
 from stacks import environment
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
@@ -242,7 +241,9 @@ def _header(graph: Graph, config: StackConfig, stack: str) -> str:
     )
 
 
-def render(graph: Graph, config: StackConfig, stack: str) -> str:
+def render(graph: Graph, config: StackConfig, stack: str, cost: list[str] | None = None) -> str:
+    """The plan: the resource tree, resources by type, each system's sections, the numbers,
+    then `cost`, the cost section (plan.cli.Costing)."""
     lines = [_header(graph, config, stack), ""]
     by_parent: dict[str, list[Registration]] = {}
     for r in graph:
@@ -273,7 +274,8 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
     for title, section in environment.describe(config):
         lines += ["", f"{title}:", *section]
     lines += summary.render(summary.summarize(graph))
-    lines += ["", *cost_section(stack_cost(config, graph))]
+    if cost:
+        lines += ["", *cost]
     return "\n".join(lines)
 
 
@@ -402,7 +404,9 @@ def shown_inputs(r: Registration) -> dict[str, Any]:
     return {k: unwrap(v) if k in shown else v for k, v in r.inputs.items()}
 
 
-def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
+def plan_json(
+    graph: Graph, config: StackConfig, stack: str, cost: dict[str, Any] | None = None
+) -> dict[str, Any]:
     keys = graph.config_keys()
     applied = graph.resources_to_apply
     numbers = summary.summarize(graph)
@@ -432,7 +436,7 @@ def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
         },
         "tpuChips": numbers.chips,
         "summary": numbers.to_json(),
-        "cost": cost_json(stack_cost(config, graph)),
+        "cost": cost,
     }
 
 

@@ -22,6 +22,7 @@ from plan.diff import SHOWN_SECRETS, Op, diff
 from plan.engine import REPO_ROOT, load_stack_config, record_program
 from plan.render import render_diff
 from plan.replacements import Effect
+from prices import PLAN_COSTING
 from stacks.loading import parse
 from tests.conftest import BASE_CONFIG
 from tests.test_docs import examples
@@ -193,7 +194,7 @@ def test_urns_are_shaped_as_pulumi_state_holds_them_for_pulumi_up_target():
 
 def test_an_unchanged_stack_prints_no_resources(tmp_path: Path, capsys):
     base = write(tmp_path / "Pulumi.same.yaml", BEFORE)
-    assert main([str(base), "--base", str(base)]) == 0
+    assert main([str(base), "--base", str(base)], costing=PLAN_COSTING) == 0
     out, cost = capsys.readouterr().out.split("\n\nCost change")
     assert "  No change." in cost.splitlines()
     assert out.splitlines()[1:] == [
@@ -607,7 +608,9 @@ def test_an_mtu_the_code_moves_is_said_as_one_the_config_moves(tmp_path: Path):
     config, graph = parse(after_raw, "edit"), record_program(after_raw, stack="edit")[0]
     old_graph = record_program(before_raw, stack="edit")[0]
     # The old stack file does not parse with this code: only the graphs can say it.
-    refused = Report("edit", path, config, graph, "old", bases.Base(old_graph, "old"))
+    refused = Report(
+        "edit", path, config, graph, "old", bases.Base(old_graph, "old"), PLAN_COSTING
+    )
     (notice,) = refused.json()["diff"]["notices"]
     assert notice.startswith("MTU 1460 -> 8896 updates ai-edit-vpc in place")
     assert "GKE node pools cpu, train-0" in notice
