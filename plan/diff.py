@@ -22,7 +22,9 @@ from enum import Enum, StrEnum
 from functools import cached_property
 from typing import Any
 
+from graph import capacity, types
 from graph.model import SECRET_SIG, Graph, Registration, integral, unwrap
+from plan.hazards import STATEFUL, Hazard, blocked, hazards, rollout
 from plan.replacements import (
     ABSENT,
     Context,
@@ -107,6 +109,14 @@ class ResourceChange:
     """What `pulumi up` prints when it refuses this step, and what to do instead."""
     notes: tuple[str, ...] = ()
     """What the provider does that the symbol does not say."""
+    reads: str = ""
+    """For an update the change itself does not make: the URN of a replaced resource whose
+    outputs its inputs are built from, unknown until the replacement is up."""
+    blocked: str = ""
+    """Why `pulumi up` cannot complete this replace (others still use the old resource), and
+    what to do."""
+    hazards: tuple[Hazard, ...] = ()
+    """Data lost and capacity gone by this replace or delete."""
 
     @property
     def resource(self) -> Registration:
@@ -121,6 +131,14 @@ class ResourceChange:
     @property
     def is_component(self) -> bool:
         return not (self.resource.custom or self.resource.remote)
+
+    @property
+    def destructive(self) -> bool:
+        """A replace or delete of a stateful or protected resource."""
+        before = self.before
+        if self.op not in (Op.REPLACE, Op.DELETE) or before is None:
+            return False
+        return before.type in STATEFUL or before.protect
 
 
 @dataclass(frozen=True)
@@ -160,6 +178,16 @@ class GraphDiff:
     @property
     def refused(self) -> list[ResourceChange]:
         return [r for r in self.resources if r.refusal]
+
+    @property
+    def blocked(self) -> list[ResourceChange]:
+        """Replaces `pulumi up` starts and cannot complete."""
+        return [r for r in self.resources if r.blocked]
+
+    @property
+    def destructive(self) -> list[ResourceChange]:
+        """Replaces and deletes of stateful or protected resources."""
+        return [r for r in self.resources if r.destructive and not r.is_component]
 
     def summary(self) -> str:
         counts = self.counts()
@@ -435,6 +463,52 @@ def _spread(changes: dict[str, ResourceChange], before: Graph, after: Graph) -> 
             )
             replaced.add(r.urn)
             grew = True
+    _read_unknowns(changes, old, after, replaced)
+
+
+def _read_unknowns(
+    changes: dict[str, ResourceChange],
+    old: dict[str, Registration],
+    after: Graph,
+    replaced: set[str],
+) -> None:
+    """An input built from a replaced resource's outputs is unknown in preview, so a
+    dependent that is not replaced itself is updated, and preview shows it so (pulumi/pulumi
+    step_generator.go: the provider's diff with unknown inputs)."""
+    by_urn = {r.urn: r for r in after}
+    for r in after:
+        if r.urn in replaced or r.urn not in old or not (r.custom or r.remote):
+            continue
+        rules = rules_for(r.type)
+        ctx = Context(old[r.urn].inputs, r.inputs)
+        found: list[Change] = []
+        reads = ""
+        for key, deps in sorted(r.property_dependencies.items()):
+            upstream = next((by_urn[d] for d in deps if d in replaced and d in by_urn), None)
+            if upstream is None:
+                continue
+            reads = reads or upstream.urn
+            needles = _strings(upstream.outputs) | {upstream.name}
+            leaves = list(_leaves_holding(r.inputs.get(key), needles, (key,))) or [(key,)]
+            for path in leaves:
+                was = value_at(r.inputs, path)
+                verdict = (
+                    rules.decide(path, was, UNKNOWN, ctx)
+                    if rules is not None and not isinstance(rules, DynamicRules)
+                    else Verdict(Effect.UPDATE)
+                )
+                note = verdict.note or f"read from {upstream.name}, which is replaced"
+                found.append(Change(path, was, UNKNOWN, False, Effect.UPDATE, note))
+        if not found:
+            continue
+        was = changes.get(r.urn)
+        seen = {c.path for c in was.changes} if was else set()
+        merged = (*(was.changes if was else ()), *(c for c in found if c.path not in seen))
+        changes[r.urn] = (
+            replace(was, changes=merged, reads=reads)
+            if was is not None
+            else ResourceChange(Op.UPDATE, old[r.urn], r, merged, reads=reads)
+        )
 
 
 _UNPROTECT = (
@@ -516,16 +590,38 @@ def diff(before: Graph, after: Graph, protect_key: str = "ai-infra:protect") -> 
     _spread(changes, before, after)
     ordered = [changes[r.urn] for r in after if r.urn in changes]
     ordered += [ResourceChange(Op.DELETE, r, None) for r in before if r.urn not in new]
+    replaced = {c.urn for c in ordered if c.op is Op.REPLACE}
+    later = capacity.read(before).machines
     return GraphDiff(
         tuple(
             replace(
                 c,
                 refusal=_refusal(c, protect_key),
-                notes=(*c.notes, *_provider_guards(c)),
+                notes=(*c.notes, *_provider_guards(c), *_rollout(c, replaced)),
+                blocked=blocked(c.urn, before, replaced, later)
+                if c.op is Op.REPLACE and c.delete_before_replace
+                else "",
+                hazards=hazards(c.before, c.op is Op.REPLACE, c.delete_before_replace, before)
+                if c.op in (Op.REPLACE, Op.DELETE) and c.before is not None
+                else (),
             )
             for c in ordered
         )
     )
+
+
+def _rollout(change: ResourceChange, replaced: set[str]) -> tuple[str, ...]:
+    """For a group whose template changes (its versions name another, or one replaced): when
+    the change reaches its running VMs."""
+    group = change.after
+    if change.op is not Op.UPDATE or group is None:
+        return ()
+    if group.type != types.INSTANCE_GROUP_MANAGER:
+        return ()
+    versions = any(c.path[:1] == ("versions",) for c in change.changes)
+    if not versions and change.reads not in replaced:
+        return ()
+    return (rollout(group),)
 
 
 def kinds(changes: list[ResourceChange]) -> str:
