@@ -228,9 +228,12 @@ def _kubernetes_details(type_: str, inputs: dict[str, Any]) -> list[str]:
     return []
 
 
-SCHEMA_VERSION = 2
-"""Of `--json`. 2: state-shaped URNs, `summary` (chips by kind, GPUs, nodes, quotas, outputs),
-per-change `effect`, and in a diff `deleteBeforeReplace`, `cause`, `refusal` and `notes`."""
+SCHEMA_VERSION = 3
+"""Of `--json`, described by schema/plan-output.schema.json. 3: camelCase keys throughout
+(`summary.capacity`), `exitCode`, an `error` document when there is no plan, and in a diff
+`blocked`, `destructive`, `sections` and per change `reads`, `blocked`, `hazards`,
+`destructive`. 2: state-shaped URNs, `summary`, per-change `effect`, `deleteBeforeReplace`,
+`cause`, `refusal` and `notes`."""
 
 
 def _header(graph: Graph, config: StackConfig, stack: str) -> str:
@@ -346,6 +349,11 @@ def _resource_lines(change: ResourceChange, keys: dict[str, str], diff: GraphDif
     if change.cause:
         cause = change.cause.rsplit("::", 1)[-1]
         lines.append(f"    replaced with {cause}: {change.cause_note}")
+    if change.reads:
+        upstream = change.reads.rsplit("::", 1)[-1]
+        lines.append(
+            f"    updated with {upstream}: inputs read from it are known after its replacement"
+        )
     for c in change.changes:
         lines += _change_lines(c, change.resource)
     if change.protect is not None:
@@ -365,8 +373,11 @@ def _resource_lines(change: ResourceChange, keys: dict[str, str], diff: GraphDif
             lines.append("    blast radius: " + "; ".join(p for p in (what, gone) if p))
     if change.op is Op.DELETE and change.resource.type in _GONE_WITH:
         lines.append(f"    ! {_GONE_WITH[change.resource.type]}")
+    lines += [f"    ! {h.kind}: {h.message}" for h in change.hazards]
     if change.refusal:
         lines.append(f"    ✗ {change.refusal}")
+    if change.blocked:
+        lines.append(f"    ✗ {change.blocked}")
     return lines
 
 
@@ -394,6 +405,14 @@ def render_diff(
             f"`pulumi up` will refuse {len(refused)} of these (protected resources): "
             "see the ✗ lines"
         )
+    if changes.blocked:
+        lines.append(
+            f"`pulumi up` cannot complete {len(changes.blocked)} of these replaces (the old "
+            "resource is still in use): see the ✗ lines"
+        )
+    lost = [r for r in changes if any(h.kind == "data-loss" for h in r.hazards)]
+    if lost:
+        lines.append(f"{len(lost)} of these lose data: see the `! data-loss` lines")
     return "\n".join(lines)
 
 
@@ -447,6 +466,8 @@ def diff_json(
         "base": base,
         "summary": {op.value: count for op, count in changes.counts().items()},
         "refused": len([r for r in changes.refused if not r.is_component]),
+        "blocked": len([r for r in changes.blocked if not r.is_component]),
+        "destructive": len(changes.destructive),
         "before": before.to_json() if before is not None else None,
         "resources": [
             {
@@ -459,6 +480,10 @@ def diff_json(
                 "cause": change.cause or None,
                 "refusal": change.refusal or None,
                 "notes": list(change.notes),
+                "reads": change.reads or None,
+                "blocked": change.blocked or None,
+                "hazards": [{"kind": str(h.kind), "message": h.message} for h in change.hazards],
+                "destructive": change.destructive,
                 "blastRadius": [r.urn for r in changes.blast_radius(change.urn)],
                 "changes": [
                     {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from graph import capacity, types
@@ -50,6 +50,23 @@ class Capacity:
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "system": self.system,
+            "name": self.name,
+            "machineType": self.machine_type,
+            "nodes": self.nodes,
+            "maximum": self.maximum,
+            "provisioning": self.provisioning,
+            "tpuKind": self.tpu_kind,
+            "chipsPerNode": self.chips_per_node,
+            "chips": self.chips,
+            "gpuType": self.gpu_type,
+            "gpusPerNode": self.gpus_per_node,
+            "gpus": self.gpus,
+            "note": self.note,
+        }
 
     def line(self) -> str:
         up_to = "up to " if self.maximum else ""
@@ -107,7 +124,7 @@ class Summary:
             "tpuChips": {"total": self.chips, "byKind": self.chips_by_kind()},
             "gpus": {"total": self.gpus, "byType": self.gpus_by_type()},
             "nodesAndVms": {"total": self.nodes, "bySystem": self.nodes_by_system()},
-            "capacity": [{**asdict(c), "chips": c.chips, "gpus": c.gpus} for c in self.capacity],
+            "capacity": [c.to_json() for c in self.capacity],
             "quotas": self.quotas,
             "outputs": self.outputs,
         }

@@ -13,7 +13,7 @@ from typing import Any
 from graph.model import Graph
 from prices.catalog import Catalog, load
 from prices.cost import CostReport, report
-from prices.render import cost_change, cost_change_json, cost_json, cost_section
+from prices.render import change_totals, cost_change, cost_change_json, cost_json, cost_section
 from stacks.config import StackConfig
 
 __all__ = [
@@ -54,6 +54,9 @@ class PlanCosting:
 
     def change_document(self, before: Side | None, after: Side) -> dict[str, Any]:
         return cost_change_json(*self._reports(before, after))
+
+    def change_totals(self, before: Side | None, after: Side) -> list[str]:
+        return change_totals(*self._reports(before, after))
 
     @staticmethod
     def _reports(before: Side | None, after: Side) -> tuple[CostReport, CostReport]:

@@ -232,15 +232,19 @@ def cost_change(before: CostReport, after: CostReport) -> list[str]:
         )
     if len(lines) == 1:
         lines.append("  No change.")
-    for name, old, new in (
-        ("idle", before.idle, after.idle),
-        ("full scale", before.full, after.full),
-    ):
-        lines.append(
-            f"  {name}: {per_hour(old)} -> {per_hour(new)} ({_change(old, new, 'h')}, "
-            f"{_change(old, new, 'mo', HOURS_PER_MONTH)})"
+    return lines + [f"  {line}" for line in change_totals(before, after)]
+
+
+def change_totals(before: CostReport, after: CostReport) -> list[str]:
+    """The stack's idle and full-scale cost before and after, per hour and per month."""
+    return [
+        f"{name}: {per_hour(old)} -> {per_hour(new)} ({_change(old, new, 'h')}, "
+        f"{_change(old, new, 'mo', HOURS_PER_MONTH)})"
+        for name, old, new in (
+            ("idle", before.idle, after.idle),
+            ("full scale", before.full, after.full),
         )
-    return lines
+    ]
 
 
 def _usd(usd: float) -> float:
@@ -263,6 +267,8 @@ def _line_json(line: Line) -> dict[str, Any]:
         "system": line.system,
         "capacity": line.capacity or None,
         "units": line.units,
+        "chips": line.chips,
+        "gpus": line.gpus,
         "idle": amount_json(line.idle),
         "full": amount_json(line.full),
         "parts": [

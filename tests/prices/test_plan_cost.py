@@ -65,7 +65,7 @@ def _with_another_slice(tmp_path):
 
 def test_the_diff_prints_the_cost_of_an_added_slice(tmp_path, capsys):
     edited = _with_another_slice(tmp_path)
-    assert main([str(edited), "--base", str(DEV)], costing=PLAN_COSTING) == 0
+    assert main([str(edited), "--base", str(DEV)], costing=PLAN_COSTING) == 2
     out = capsys.readouterr().out
     node = money(_v5e_spot_node())
     assert re.search(
@@ -81,7 +81,7 @@ def test_the_diff_prints_the_cost_of_an_added_slice(tmp_path, capsys):
 
 def test_the_diff_json_carries_the_same_numbers(tmp_path, capsys):
     edited = _with_another_slice(tmp_path)
-    assert main([str(edited), "--base", str(DEV), "--json"], costing=PLAN_COSTING) == 0
+    assert main([str(edited), "--base", str(DEV), "--json"], costing=PLAN_COSTING) == 2
     change = json.loads(capsys.readouterr().out)["diff"]["cost"]
     lines = {x["label"]: x for x in change["lines"]}
     added = lines["NodePool tpu-v5e-more-pool"]
@@ -110,6 +110,6 @@ def test_the_docs_show_what_the_plan_prints(tmp_path, capsys):
     config["config"]["ai-infra:cluster"]["cpuPool"]["maxNodes"] = 3
     edited = tmp_path / "Pulumi.dev.yaml"
     edited.write_text(yaml.safe_dump(config))
-    assert main([str(edited), "--base", str(DEV)], costing=PLAN_COSTING) == 0
+    assert main([str(edited), "--base", str(DEV)], costing=PLAN_COSTING) == 2
     printed = capsys.readouterr().out.splitlines()
     assert [x for x in diff_block if x not in printed] == []
