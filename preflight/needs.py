@@ -77,6 +77,15 @@ class Needs:
     """Accounts resources run as (the deployer must act as them)."""
     locations: tuple[str, ...]
     """Every region, zone and bucket location the plan places something in."""
+    nat_subnets: tuple[tuple[str, str], ...] = ()
+    """(source, `projects/P/regions/R/subnetworks/S`) of each subnet a Cloud NAT serves."""
+
+    @property
+    def images(self) -> tuple[tuple[str, str], ...]:
+        """(source, image path) of every image the plan's VMs boot by name or family."""
+        return tuple(
+            (vm.source, image) for vm in (*self.vms, *self.tpu_nodes) for image in vm.images
+        )
 
     @property
     def gke_families(self) -> dict[str, tpu_catalog.TpuFamily]:
@@ -135,6 +144,21 @@ def _locations(graph: Graph) -> Iterator[str]:
         yield from (z for z in inputs.get("nodeLocations") or [] if isinstance(z, str))
 
 
+def _nat_subnets(graph: Graph, keys: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+    """Each subnet a Cloud NAT gateway serves, as org policies name it: the subnets its
+    `subnetworks` input is built from."""
+    subnets = {r.urn: unwrap(r.inputs) for r in graph.of_type(types.SUBNETWORK)}
+    for nat in graph.of_type(types.ROUTER_NAT):
+        for urn in nat.property_dependencies.get("subnetworks", ()):
+            subnet = subnets.get(urn)
+            if subnet is not None:
+                path = (
+                    f"projects/{subnet.get('project')}/regions/{subnet.get('region')}/"
+                    f"subnetworks/{subnet.get('name')}"
+                )
+                yield _labelled(nat, keys), path
+
+
 def derive(config: StackConfig, graph: Graph) -> Needs:
     """What the plan needs of the project; `graph` is the plan of `config`."""
     keys = graph.config_keys()
@@ -169,4 +193,5 @@ def derive(config: StackConfig, graph: Graph) -> Needs:
         types=tuple(sorted(counted.items())),
         service_accounts=tuple(sorted(set(_service_accounts(graph)))),
         locations=tuple(sorted(set(_locations(graph)) | {z for n in tpu_nodes for z in n.zones})),
+        nat_subnets=tuple(_nat_subnets(graph, keys)),
     )

@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 
 from components.locations import region_of
-from graph.model import unwrap
 from graph.capacity import Machines
+from graph.model import unwrap
 from preflight.needs import Needs, derive, tpu_slices
 from stacks.loading import parse
 from tests.conftest import build_graph
