@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from plan.engine import list_stacks, load_stack_config
-from prices.catalog import HOURS_PER_BILLING_MONTH, Kind, load
+from prices.catalog import HOURS_PER_MONTH, Kind, load
 from prices.cost import COHORT, OUTSIDE, CostReport, total
 from tests.prices.conftest import Cost, cost_of, line
 from tests.test_docs import examples
@@ -19,7 +19,7 @@ def usd(kind: Kind, item: str, region: str, capacity: str) -> float:
     """The catalog's own figure, per hour (a GB-month price over 730 hours)."""
     row = CATALOG.get((kind.value, item, region, capacity))
     assert row is not None and row.usd is not None, (kind, item, region, capacity)
-    return row.usd / HOURS_PER_BILLING_MONTH if row.unit.endswith("month") else row.usd
+    return row.usd / HOURS_PER_MONTH if row.unit.endswith("month") else row.usd
 
 
 def test_a_v5p_slice_costs_its_chips_at_the_catalog_price_plus_its_boot_disks(cost: Cost):

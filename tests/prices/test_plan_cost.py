@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from plan.cli import main
-from prices import PLAN_COSTING
 from plan.engine import REPO_ROOT
-from prices.catalog import HOURS_PER_BILLING_MONTH, load
+from prices import PLAN_COSTING
+from prices.catalog import HOURS_PER_MONTH, load
 from prices.quotes import money
 
 DEV = REPO_ROOT / "Pulumi.dev.yaml"
@@ -24,7 +24,7 @@ def _v5e_spot_node() -> float:
     chip = catalog.get(("tpu", "v5litepod", "us-west4", "spot"))
     disk = catalog.get(("disk", "pd-balanced", "us-west4", "any"))
     assert chip and chip.usd and disk and disk.usd
-    return 4 * chip.usd + 100 * disk.usd / HOURS_PER_BILLING_MONTH
+    return 4 * chip.usd + 100 * disk.usd / HOURS_PER_MONTH
 
 
 def test_the_dev_plan_prints_what_its_slice_costs(capsys):
