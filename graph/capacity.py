@@ -123,6 +123,9 @@ class Machines:
     """GKE nodes (quota in chips per region for TPUs; flex-start through GKE)."""
     later: bool = False
     """Created after `pulumi up`, by the TPU provisioner or Slurm's controller."""
+    rollout: str = ""
+    """For a managed instance group, how a new template reaches its running VMs: its update
+    policy's type, `opportunistic` (only when a VM is recreated) or `proactive`."""
 
     @property
     def source(self) -> str:
@@ -444,8 +447,10 @@ def _groups(reading: _Reading, r: Registration) -> Iterator[Machines | Unread]:
     full = int(group.get("targetSize", 0)) + sum(requests)
     idle = 0 if requests and "targetSize" not in group else full
     zone = str(group["zone"])
+    policy = group.get("updatePolicy") or {}
     yield _template_vms(
         plain(templates[0].inputs),
+        rollout=str(policy.get("type", "OPPORTUNISTIC")).lower(),
         key=r.urn,
         label=reading.label(r),
         name=str(group.get("name", r.name)),

@@ -28,8 +28,6 @@ from prices.quotes import Quote
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
 
-HOURS_PER_MONTH = 720
-"""A 30-day month, the month the plan reports in."""
 NAT_VM_CAP = 32
 """Cloud NAT bills a gateway for at most 32 VMs an hour (Cloud NAT pricing; Cyclenerd's
 pricing.pl: "The per-hour rate is capped at 32 VM instances")."""
@@ -165,6 +163,14 @@ class Line:
     """TPU chips at full scale."""
     gpus: int = 0
     """GPUs at full scale."""
+    deferred: bool = False
+    """A group whose new template reaches its running VMs only when they are recreated
+    (graph.capacity `rollout`): a diff books the new price for new VMs alone."""
+
+    @property
+    def unpriced_units(self) -> tuple[tuple[str, float, float], ...]:
+        """(what, idle, full) of the parts with no known price: their changes are changes."""
+        return tuple((p.quote.what, p.idle, p.full) for p in self.parts if not p.quote.known)
 
     @property
     def idle(self) -> Amount:
@@ -256,6 +262,12 @@ apart by nothing else (SkyPilot fetch_gcp.py), and graph.capacity reads both as 
 def _units(m: capacity.Machines) -> str:
     """What machines are, in numbers: `1..4 x ct5p-hightpu-4t, 16 v5p chips`."""
     count = _count(m.idle, m.full)
+    if m.capacity == "reservation" and m.idle != m.full:
+        return f"{_plain_units(m, count)}, the reservation billed for {m.full} while idle"
+    return _plain_units(m, count)
+
+
+def _plain_units(m: capacity.Machines, count: str) -> str:
     if m.tpu is None:
         return f"{count} x {m.machine_type}"
     chips = f"{m.chips} {m.tpu.family.prefix} chips"
@@ -291,6 +303,7 @@ class _Builder:
         nat: str | None = None,
         chips: int = 0,
         gpus: int = 0,
+        deferred: bool = False,
     ) -> None:
         self.lines.append(
             Line(
@@ -306,6 +319,7 @@ class _Builder:
                 nat=nat,
                 chips=chips,
                 gpus=gpus,
+                deferred=deferred,
             )
         )
 
@@ -320,8 +334,12 @@ class _Builder:
     def vm_parts(self, m: capacity.Machines, capacity_: str) -> list[tuple[Quote, float, float]]:
         """The machines of `m` at idle and full scale: TPU chips (and their host, where the
         catalog names one), or the machine type with the GPUs an N1 machine attaches; and each
-        VM's boot disk."""
-        region, idle, full = m.region, m.idle, m.full
+        VM's boot disk. An autoscaled pool on a reservation bills the reservation, taken as
+        large as the pool's maximum, whether its nodes run or not (Cloud TPU "Consumption
+        options", Compute Engine "Reservations": a reservation is billed while it exists);
+        its boot disks exist only with the nodes."""
+        region, full = m.region, m.full
+        idle = full if m.capacity == "reservation" else m.idle
         parts: list[tuple[Quote, float, float]] = []
         if m.tpu is not None:
             per_slice = m.slices.hosts if m.slices is not None else m.full
@@ -344,7 +362,7 @@ class _Builder:
         if m.boot_disk is not None:
             disk_type, size = m.boot_disk
             quote = quotes.disk(self.catalog, disk_type, region)
-            parts.append((quote, idle * size, full * size))
+            parts.append((quote, m.idle * size, full * size))
         return parts
 
     def quota_source(self, m: capacity.Machines) -> str | None:
@@ -389,6 +407,7 @@ class _Builder:
             nat=self.nat(m),
             chips=m.chips,
             gpus=m.gpu_count,
+            deferred=m.rollout == "opportunistic",
         )
 
     def storage(self, s: capacity.Storage) -> None:
