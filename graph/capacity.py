@@ -558,53 +558,61 @@ def _tpu_nodeset_shape(document: Mapping[str, Any]) -> tpu_catalog.TpuShape | No
 
 def _slurm_nodesets(reading: _Reading, r: Registration) -> Iterator[Machines | Unread]:
     """The VMs Slurm's controller creates from one nodeset file: `node_count_static` kept up,
-    up to `node_count_dynamic_max` more on demand. A CPU nodeset's VMs are its instance
-    template's (named by self link); a TPU nodeset's are TPU VMs of its accelerator type, one
-    Slurm node per host (tpu.py `vmcount`)."""
+    up to `node_count_dynamic_max` more on demand."""
     document = _nodeset_document(r)
     if document is None:
         return
-    name = str(document["nodeset_name"])
     idle = int(document.get("node_count_static") or 0)
     full = idle + int(document.get("node_count_dynamic_max") or 0)
     if document.get("instance_template"):
-        template = reading.templates_by_name.get(
-            str(document["instance_template"]).rsplit("/", 1)[-1]
-        )
-        if template is None:
-            return
-        zones = tuple(document.get("zone_policy_allow") or ())
-        region = region_of(zones[0]) if zones else str(reading.graph.config.get("gcp:region", ""))
-        yield _template_vms(
-            plain(template.inputs),
-            key=_slurm_index(reading, "cpuNodesets", name),
-            label=f"Slurm nodeset {name}",
-            name=name,
-            config_key=_slurm_index(reading, "cpuNodesets", name),
-            system=System.SLURM,
-            region=region,
-            zones=zones,
-            idle=idle,
-            full=full,
-            autoscaled=True,
-            later=True,
-        )
-        return
+        yield _cpu_nodeset(reading, r, document, idle, full)
+    else:
+        yield _tpu_nodeset(reading, r, document, idle, full)
+
+
+def _cpu_nodeset(
+    reading: _Reading, r: Registration, document: Mapping[str, Any], idle: int, full: int
+) -> Machines | Unread:
+    """A CPU nodeset's VMs are its instance template's, which the file names by self link."""
+    name = str(document["nodeset_name"])
+    template_name = str(document["instance_template"]).rsplit("/", 1)[-1]
+    template = reading.templates_by_name.get(template_name)
+    if template is None:
+        return Unread(r.urn, f"Slurm nodeset {name}", f"no instance template {template_name}")
+    zones = tuple(document.get("zone_policy_allow") or ())
+    region = region_of(zones[0]) if zones else str(reading.graph.config.get("gcp:region", ""))
+    config_key = _slurm_index(reading, "cpuNodesets", name)
+    return _template_vms(
+        plain(template.inputs),
+        key=config_key,
+        label=f"Slurm nodeset {name}",
+        name=name,
+        config_key=config_key,
+        system=System.SLURM,
+        region=region,
+        zones=zones,
+        idle=idle,
+        full=full,
+        autoscaled=True,
+        later=True,
+    )
+
+
+def _tpu_nodeset(
+    reading: _Reading, r: Registration, document: Mapping[str, Any], idle: int, full: int
+) -> Machines | Unread:
+    """A TPU nodeset's VMs are TPU VMs of its accelerator type, one Slurm node per host
+    (tpu.py `vmcount`), created without a shielded instance config."""
+    name = str(document["nodeset_name"])
     shape = _tpu_nodeset_shape(document)
     if shape is None:
-        yield Unread(r.urn, f"Slurm nodeset {name}", "its accelerator is not in the catalog")
-        return
+        return Unread(r.urn, f"Slurm nodeset {name}", "its accelerator is not in the catalog")
     zone = str(document.get("zone", ""))
-    capacity: Capacity = (
-        "reservation"
-        if document.get("reserved")
-        else "spot"
-        if document.get("preemptible")
-        else "on-demand"
-    )
     flags = [f for f in ("preemptible", "reserved") if document.get(f)]
+    capacity: Capacity = "reservation" if "reserved" in flags else "spot" if flags else "on-demand"
     config_key = _slurm_index(reading, "tpuNodesets", name)
-    yield Machines(
+    runtime = f"tpu-vm-tf-{document.get('tf_version', '')}"
+    return Machines(
         key=config_key,
         label=f"Slurm nodeset {name}",
         name=name,
@@ -619,12 +627,9 @@ def _slurm_nodesets(reading: _Reading, r: Registration) -> Iterator[Machines | U
         provisioning=", ".join(flags) or "on-demand",
         autoscaled=True,
         tpu=_host(shape),
-        slices=_slices(
-            shape, math.ceil(full / shape.hosts), f"tpu-vm-tf-{document.get('tf_version', '')}"
-        ),
+        slices=_slices(shape, math.ceil(full / shape.hosts), runtime),
         tpu_api=True,
         external_ips=1 if document.get("enable_public_ip") else 0,
-        # The controller creates them (tpu.py) without a shielded instance config.
         secure_boot=None,
         later=True,
     )

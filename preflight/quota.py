@@ -80,12 +80,14 @@ def _series(machine_type: str) -> str:
     return "N1" if head == "custom" else head.upper()
 
 
-def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
-    """Every quota the plan draws on, with what it takes of each; `vcpus` maps a machine
-    type to its vCPUs (machine types missing from it are left out)."""
-    found: dict[tuple[str, str], QuotaNeed] = {}
+class _Needs:
+    """The quota needs of one plan as they are added up, one per (subject, location)."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, str], QuotaNeed] = {}
 
     def add(
+        self,
         subject: str,
         location: str,
         unit: str,
@@ -97,7 +99,7 @@ def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
     ) -> None:
         if n <= 0:
             return
-        need = found.setdefault(
+        need = self.found.setdefault(
             (subject, location), QuotaNeed(subject, location, unit, quota, standard=standard)
         )
         need.amount += n
@@ -105,70 +107,54 @@ def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
         if src not in need.sources:
             need.sources.append(src)
 
-    for vm in needs.vms:
-        if vm.capacity == "reservation":
-            continue
+    def vms(self, vm: Machines, vcpus: Mapping[str, int]) -> None:
+        """Compute Engine VMs: TPU chips, GPUs, vCPUs and addresses. Spot VMs fall back to
+        standard quota; flex-start VMs draw on preemptible quota only (Compute Engine
+        "Provisioning models")."""
         preemptible = vm.capacity != "on-demand"
-        # Spot VMs fall back to standard quota; flex-start VMs draw on preemptible quota only
-        # (Compute Engine "Provisioning models").
         spot = vm.capacity == "spot"
         kind = "Preemptible " if preemptible else ""
         if vm.tpu is not None:
             family = vm.tpu.family.prefix
-            add(
-                f"{kind}TPU {family} chips",
-                vm.region,
-                "chips",
-                names.gke_tpu(family, preemptible),
-                vm.full * vm.tpu.chips,
-                vm.source,
-            )
+            chips = vm.full * vm.tpu.chips
+            quota = names.gke_tpu(family, preemptible)
+            self.add(f"{kind}TPU {family} chips", vm.region, "chips", quota, chips, vm.source)
         for accelerator, per_vm in vm.gpus:
             total = vm.full * per_vm
-            add(
-                f"{kind}{accelerator} GPUs",
-                vm.region,
-                "GPUs",
-                names.gpu(accelerator, preemptible),
-                total,
-                vm.source,
-                standard=names.gpu(accelerator, False) if spot else (),
-            )
-            add("GPUs", GLOBAL, "GPUs", (names.GPUS_ALL_REGIONS,), total, vm.source)
+            standard = names.gpu(accelerator, False) if spot else ()
+            quota = names.gpu(accelerator, preemptible)
+            subject = f"{kind}{accelerator} GPUs"
+            self.add(subject, vm.region, "GPUs", quota, total, vm.source, standard)
+            self.add("GPUs", GLOBAL, "GPUs", (names.GPUS_ALL_REGIONS,), total, vm.source)
         if vm.tpu is None and vm.machine_type in vcpus:
-            series = _series(vm.machine_type)
-            total = vm.full * vcpus[vm.machine_type]
-            if preemptible:
-                add(
-                    f"Preemptible {series} vCPUs",
-                    vm.region,
-                    "vCPUs",
-                    (names.PREEMPTIBLE_CPUS,),
-                    total,
-                    vm.source,
-                    standard=names.cpus(series) if spot else (),
-                )
-            else:
-                add(f"{series} vCPUs", vm.region, "vCPUs", names.cpus(series), total, vm.source)
-            add("vCPUs", GLOBAL, "vCPUs", (names.CPUS_ALL_REGIONS,), total, vm.source)
-        add(
-            "external IP addresses",
-            vm.region,
-            "addresses",
-            (names.IN_USE_ADDRESSES,),
-            vm.full * vm.external_ips,
-            vm.source,
-        )
-    for nodes in needs.tpu_nodes:
+            self.vcpus(vm, vcpus[vm.machine_type], preemptible, spot)
+        addresses = vm.full * vm.external_ips
+        quota = (names.IN_USE_ADDRESSES,)
+        self.add("external IP addresses", vm.region, "addresses", quota, addresses, vm.source)
+
+    def vcpus(self, vm: Machines, per_vm: int, preemptible: bool, spot: bool) -> None:
+        series = _series(vm.machine_type)
+        total = vm.full * per_vm
+        if preemptible:
+            standard = names.cpus(series) if spot else ()
+            quota = (names.PREEMPTIBLE_CPUS,)
+            subject = f"Preemptible {series} vCPUs"
+            self.add(subject, vm.region, "vCPUs", quota, total, vm.source, standard)
+        else:
+            self.add(f"{series} vCPUs", vm.region, "vCPUs", names.cpus(series), total, vm.source)
+        self.add("vCPUs", GLOBAL, "vCPUs", (names.CPUS_ALL_REGIONS,), total, vm.source)
+
+    def tpu_nodes(self, nodes: Machines) -> None:
+        """Cloud TPU API VMs, per zone and per region; reserved ones draw on on-demand quota
+        (Cloud TPU "Quotas" has no reserved type)."""
         if nodes.tpu is None:
-            continue
+            return
         slices = tpu_slices(nodes)
-        # Reserved TPU VMs draw on on-demand quota (Cloud TPU "Quotas" has no reserved type).
         preemptible = nodes.capacity == "spot"
         kind = "Preemptible " if preemptible else ""
         family = nodes.tpu.family.prefix
         for per, where in (("zone", nodes.zone), ("region", nodes.region)):
-            add(
+            self.add(
                 f"{kind}TPU {family} TensorCores (Cloud TPU API, per {per})",
                 where,
                 "TensorCores",
@@ -177,25 +163,25 @@ def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
                 nodes.source,
                 chips=nodes.chips,
             )
-        hosts = slices.count * slices.hosts
-        add(
-            "external IP addresses",
-            nodes.region,
-            "addresses",
-            (names.IN_USE_ADDRESSES,),
-            hosts if nodes.external_ips else 0,
-            nodes.source,
-        )
+        hosts = slices.count * slices.hosts if nodes.external_ips else 0
+        quota = (names.IN_USE_ADDRESSES,)
+        self.add("external IP addresses", nodes.region, "addresses", quota, hosts, nodes.source)
+
+
+def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
+    """Every quota the plan draws on, with what it takes of each; `vcpus` maps a machine
+    type to its vCPUs (machine types missing from it are left out)."""
+    found = _Needs()
+    for vm in needs.vms:
+        if vm.capacity != "reservation":
+            found.vms(vm, vcpus)
+    for nodes in needs.tpu_nodes:
+        found.tpu_nodes(nodes)
     for share in needs.shares:
-        add(
-            f"Filestore {share.tier} GiB",
-            share.region,
-            "GiB",
-            names.filestore(share.tier),
-            share.gib,
-            share.source,
-        )
-    return list(found.values())
+        quota = names.filestore(share.tier)
+        subject = f"Filestore {share.tier} GiB"
+        found.add(subject, share.region, "GiB", quota, share.gib, share.source)
+    return list(found.found.values())
 
 
 def _dimensions_value(

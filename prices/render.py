@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any
 
 from prices.catalog import HOURS_PER_MONTH, SOURCES, PriceRow
-from prices.cost import COHORT, OUTSIDE, Amount, CostReport, Line
+from prices.cost import COHORT, OUTSIDE, Amount, CostReport, Line, Share
 from prices.quotes import money
 
 MONTH = f"a month is {HOURS_PER_MONTH} h, as Google's pricing calculator and Infracost reckon it"
@@ -118,17 +118,10 @@ def _unknowns(lines: Iterable[Line]) -> list[str]:
     return [f"    {reason}: {', '.join(dict.fromkeys(who))}" for reason, who in reasons.items()]
 
 
-def cost_section(report: CostReport, today: date | None = None) -> list[str]:
-    """The plan's cost section: each line per hour idle and at full scale with how it is
-    priced, the stack's totals per hour and per month, by system and by team, what is
-    unknown and what is left out, the dates of the prices and how old the oldest is."""
-    lines = [
-        "Cost at list prices (USD; idle: autoscaled pools at their minimum, flex-start pools, "
-        "dynamic Slurm nodes and provisioner pools at zero, reservations as reserved; full "
-        f"scale: every maximum; {MONTH}):"
-    ]
+def _line_rows(report: CostReport) -> list[str]:
     rows = [("line", "config key", "capacity", "idle", "full scale", "at full scale, priced as")]
     for line in report.lines:
+        how = _how(line)
         rows.append(
             (
                 line.label,
@@ -136,58 +129,41 @@ def cost_section(report: CostReport, today: date | None = None) -> list[str]:
                 line.capacity,
                 per_hour(line.idle),
                 per_hour(line.full),
-                f"{line.units}: {_how(line)}" if _how(line) else line.units,
+                f"{line.units}: {how}" if how else line.units,
             )
         )
-    lines += _table(rows)
-    lines += ["", "  Stack:"]
-    lines += _table(
-        [
-            ("", "idle", "full scale"),
-            ("per hour", per_hour(report.idle, True), per_hour(report.full, True)),
-            ("per month", per_month(report.idle), per_month(report.full)),
-        ],
-        "    ",
-    )
-    lines += ["", "  By system:"]
-    lines += _table(
-        [
-            ("", "idle", "full scale", "idle", "full scale"),
-            *(
-                (
-                    SYSTEM_NAMES.get(system, system),
-                    per_hour(share.idle, True),
-                    per_hour(share.full, True),
-                    per_month(share.idle),
-                    per_month(share.full),
-                )
-                for system, share in report.by_system().items()
-            ),
-        ],
-        "    ",
-    )
-    teams = [(t, s) for t, s in report.teams.items() if t not in (COHORT, OUTSIDE)]
-    if teams:
-        lines += ["", "  By team (a team's share of the chips and GPUs of its quota):"]
-        cohort = report.teams[COHORT]
-        held = [(COHORT, cohort)] if cohort.full.usd or cohort.full.unknown else []
-        shown = [*teams, *held, (OUTSIDE, report.teams[OUTSIDE])]
-        lines += _table(
-            [
-                ("", "idle", "full scale", "idle", "full scale"),
-                *(
-                    (
-                        team,
-                        per_hour(s.idle, True),
-                        per_hour(s.full, True),
-                        per_month(s.idle),
-                        per_month(s.full),
-                    )
-                    for team, s in shown
-                ),
-            ],
-            "    ",
+    return _table(rows)
+
+
+def _shares(title: str, shares: Iterable[tuple[str, Share]]) -> list[str]:
+    """A table of shares (systems, teams) per hour and per month, idle and at full scale."""
+    rows = [
+        (
+            name,
+            per_hour(share.idle, True),
+            per_hour(share.full, True),
+            per_month(share.idle),
+            per_month(share.full),
         )
+        for name, share in shares
+    ]
+    return ["", title, *_table([("", "idle", "full scale", "idle", "full scale"), *rows], "    ")]
+
+
+def _by_team(report: CostReport) -> list[str]:
+    teams = [(t, s) for t, s in report.teams.items() if t not in (COHORT, OUTSIDE)]
+    if not teams:
+        return []
+    cohort = report.teams[COHORT]
+    held = [(COHORT, cohort)] if cohort.full.usd or cohort.full.unknown else []
+    shown = [*teams, *held, (OUTSIDE, report.teams[OUTSIDE])]
+    return _shares("  By team (a team's share of the chips and GPUs of its quota):", shown)
+
+
+def _caveats(report: CostReport, today: date) -> list[str]:
+    """What the figures leave unknown or unpriced, the notes on the prices used, their
+    sources and dates, and what is left out."""
+    lines: list[str] = []
     unknown = _unknowns(report.lines)
     if unknown:
         lines += ["", "  Unknown prices (the totals exclude them, never count them as $0):"]
@@ -200,9 +176,32 @@ def cost_section(report: CostReport, today: date | None = None) -> list[str]:
         lines += ["", "  Price notes:", *notes]
     lines += ["", f"  Prices as of (prices/catalog.csv; `{REFRESH}`):"]
     lines += _sources(report.rows)
-    lines += _oldest_line(report.rows, today or date.today())
-    lines += ["", "  Left out:", *(f"    {what}" for what in report.left_out)]
-    return lines
+    lines += _oldest_line(report.rows, today)
+    return [*lines, "", "  Left out:", *(f"    {what}" for what in report.left_out)]
+
+
+def cost_section(report: CostReport, today: date | None = None) -> list[str]:
+    """The plan's cost section: each line per hour idle and at full scale with how it is
+    priced, the stack's totals per hour and per month, by system and by team, what is
+    unknown and what is left out, the dates of the prices and how old the oldest is."""
+    stack = [
+        ("", "idle", "full scale"),
+        ("per hour", per_hour(report.idle, True), per_hour(report.full, True)),
+        ("per month", per_month(report.idle), per_month(report.full)),
+    ]
+    systems = ((SYSTEM_NAMES.get(n, n), s) for n, s in report.by_system().items())
+    return [
+        "Cost at list prices (USD; idle: autoscaled pools at their minimum, flex-start pools, "
+        "dynamic Slurm nodes and provisioner pools at zero, reservations as reserved; full "
+        f"scale: every maximum; {MONTH}):",
+        *_line_rows(report),
+        "",
+        "  Stack:",
+        *_table(stack, "    "),
+        *_shares("  By system:", systems),
+        *_by_team(report),
+        *_caveats(report, today or date.today()),
+    ]
 
 
 def _change(before: Amount, after: Amount, unit: str, hours: int = 1, moved: bool = False) -> str:
