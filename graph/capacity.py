@@ -169,7 +169,9 @@ class Storage:
     key: str
     label: str
     config_key: str
-    kind: Literal["disk", "filestore"]
+    kind: str
+    """`disk` or `filestore`: what prices it (prices/cost.py STORAGE_PRICES) and which quota
+    holds it (preflight/quota_names.py STORAGE_QUOTAS)."""
     tier: str
     """The disk type or the Filestore tier."""
     region: str

@@ -19,6 +19,7 @@ from components import tpu_catalog
 from graph import capacity, types
 from graph.capacity import Machines, Slices, Storage
 from graph.model import Graph, Registration, unwrap
+from preflight.quota_names import STORAGE_QUOTAS
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
 
@@ -63,7 +64,7 @@ class Needs:
     tpu_nodes: tuple[Machines, ...]
     """Cloud TPU API VMs: queued resources and Slurm's TPU nodesets."""
     shares: tuple[Storage, ...]
-    """Filestore instances."""
+    """Storage a regional quota holds (Filestore instances)."""
     buckets: tuple[tuple[str, str], ...]
     """(source, bucket name)."""
     clusters: tuple[Cluster, ...]
@@ -185,7 +186,7 @@ def derive(config: StackConfig, graph: Graph) -> Needs:
         services=tuple(r.inputs["service"] for r in graph.of_type(types.SERVICE)),
         vms=tuple(m for m in inventory.machines if not m.tpu_api),
         tpu_nodes=tpu_nodes,
-        shares=tuple(s for s in inventory.storage if s.kind == "filestore"),
+        shares=tuple(s for s in inventory.storage if s.kind in STORAGE_QUOTAS),
         buckets=tuple((_labelled(r, keys), r.inputs["name"]) for r in graph.of_type(types.BUCKET)),
         clusters=clusters,
         image_types=tuple(sorted(t for t in image_types if t)),

@@ -178,9 +178,9 @@ def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
     for nodes in needs.tpu_nodes:
         found.tpu_nodes(nodes)
     for share in needs.shares:
-        quota = names.filestore(share.tier)
-        subject = f"Filestore {share.tier} GiB"
-        found.add(subject, share.region, "GiB", quota, share.gib, share.source)
+        what, quota_names = names.STORAGE_QUOTAS[share.kind]
+        subject = f"{what} {share.tier} GiB"
+        found.add(subject, share.region, "GiB", quota_names(share.tier), share.gib, share.source)
     return list(found.found.values())
 
 

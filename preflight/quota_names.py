@@ -251,3 +251,9 @@ def filestore(tier: str) -> tuple[QuotaName, ...]:
     if tier not in _FILESTORE:
         return ()
     return (CloudQuota(FILESTORE, ids=(_FILESTORE[tier],)),)
+
+
+STORAGE_QUOTAS = {"filestore": ("Filestore", filestore)}
+"""graph.capacity Storage kind -> how preflight names it and the quotas per region of a tier
+that hold it; a kind not here needs no quota of its own (a disk counts against nothing
+preflight reads)."""

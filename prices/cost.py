@@ -12,7 +12,7 @@ out; nothing here reads the network.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +92,13 @@ FREE_TYPES = frozenset(
 """Resources with no charge of their own (a template bills through its group's VMs, and so
 does a resize request; a bucket object through its bucket's bytes; Slurm's cleanup deletes
 TPU and Compute Engine VMs on destroy; Cloud Monitoring dashboards are free)."""
+
+
+STORAGE_PRICES: dict[str, tuple[Callable[[Catalog, str, str], Quote], str]] = {
+    "disk": (quotes.disk, "GB"),
+    "filestore": (quotes.filestore, "GiB"),
+}
+"""graph.capacity Storage kind -> its quote (catalog, tier, region) and the unit of its size."""
 
 
 @dataclass(frozen=True)
@@ -411,12 +418,9 @@ class _Builder:
         )
 
     def storage(self, s: capacity.Storage) -> None:
-        if s.kind == "filestore":
-            quote = quotes.filestore(self.catalog, s.tier, s.region)
-            units = f"{s.gib} GiB {s.tier}"
-        else:
-            quote = quotes.disk(self.catalog, s.tier, s.region)
-            units = f"{s.gib} GB {s.tier}"
+        price, unit = STORAGE_PRICES[s.kind]
+        quote = price(self.catalog, s.tier, s.region)
+        units = f"{s.gib} {unit} {s.tier}"
         self.line(
             key=s.key,
             label=s.label,
