@@ -47,7 +47,7 @@ __all__ = ["ABSENT", "SECRET", "Change", "GraphDiff", "Op", "ResourceChange", "d
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 SHOWN_SECRETS: dict[str, tuple[str, ...]] = {
-    "gcp:storage/bucketObject:BucketObject": ("content",),
+    types.BUCKET_OBJECT: ("content",),
 }
 """Inputs the provider SDK marks secret whatever their value (pulumi-gcp wraps BucketObject
 `content` in Output.secret because the schema says Sensitive). The program renders them from
@@ -561,9 +561,7 @@ def _provider_guards(change: ResourceChange) -> tuple[str, ...]:
                 "fails until that module imports again (keep a shim), or update the resource "
                 "once before it goes"
             )
-    if before.type == "gcp:container/cluster:Cluster" and unwrap(
-        before.inputs.get("deletionProtection", True)
-    ):
+    if before.type == types.CLUSTER and unwrap(before.inputs.get("deletionProtection", True)):
         notes.append(
             "the provider refuses to delete a cluster whose deletionProtection is true "
             "(the default): apply deletionProtection: false in a `pulumi up` of its own first"
@@ -578,7 +576,7 @@ def diff(before: Graph, after: Graph, protect_key: str = "ai-infra:protect") -> 
     config key an operator flips to lift protection."""
     old = {r.urn: r for r in before}
     new = {r.urn: r for r in after}
-    providers = {r.urn: r for r in after if r.type.startswith("pulumi:providers:")}
+    providers = {r.urn: r for r in after if types.is_provider(r.type)}
     changes: dict[str, ResourceChange] = {}
     for r in after:
         if r.urn not in old:
@@ -627,9 +625,7 @@ def _rollout(change: ResourceChange, replaced: set[str]) -> tuple[str, ...]:
 def kinds(changes: list[ResourceChange]) -> str:
     """`2 NodePool, 1 Provider`: what a list of changes holds, by short type."""
     counted = Counter(
-        f"{t.rsplit(':', 1)[-1]} provider"
-        if t.startswith("pulumi:providers:")
-        else t.rsplit(":", 1)[-1]
+        f"{t.rsplit(':', 1)[-1]} provider" if types.is_provider(t) else t.rsplit(":", 1)[-1]
         for t in (c.resource.type for c in changes)
     )
     return ", ".join(f"{n} {kind}" for kind, n in sorted(counted.items(), key=lambda x: -x[1]))

@@ -26,6 +26,7 @@ from pulumi.runtime.stack import massage, run_pulumi_func
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 from components.identity import service_account_email
+from graph import types
 from graph.model import Graph, Registration
 
 __all__ = ["Graph", "Registration", "record_program", "run_program"]
@@ -49,24 +50,24 @@ def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, A
     echoed: the program never reads them, and echoing them doubles the engine's work."""
     name = inputs.get("name")
     outputs: dict[str, Any] = {"name": name} if name is not None else {}
-    if typ == "gcp:serviceaccount/account:Account":
+    if typ == types.SERVICE_ACCOUNT:
         email = service_account_email(inputs["accountId"], project)
         outputs["email"] = email
         outputs["member"] = f"serviceAccount:{email}"
         outputs["name"] = f"projects/{project}/serviceAccounts/{email}"
-    elif typ == "gcp:container/cluster:Cluster":
+    elif typ == types.CLUSTER:
         outputs["endpoint"] = _CLUSTER_ENDPOINT
         outputs["masterAuth"] = {"clusterCaCertificate": _CLUSTER_CA}
         location = inputs.get("location", "")
         outputs["selfLink"] = f"projects/{project}/locations/{location}/clusters/{name}"
     elif typ.startswith("gcp:compute/"):
         outputs["selfLink"] = f"https://www.googleapis.com/compute/v1/projects/{project}/{name}"
-        if typ == "gcp:compute/instance:Instance":
+        if typ == types.INSTANCE:
             # A VM's numeric id, new with every replacement; predictable from its name here.
             outputs["instanceId"] = str(zlib.crc32(str(name).encode()))
-    elif typ == "gcp:storage/bucket:Bucket":
+    elif typ == types.BUCKET:
         outputs["url"] = f"gs://{name}"
-    elif typ == "gcp:filestore/instance:Instance":
+    elif typ == types.FILESTORE:
         # A predictable address from the documentation range, for mounts that read it.
         outputs["networks"] = [{"ipAddresses": [_FILESTORE_IP], "network": "mock"}]
     return outputs
@@ -83,7 +84,7 @@ class _RecordingMocks(runtime_mocks.Mocks):
         return {}, None
 
 
-ROOT_STACK = "pulumi:pulumi:Stack"
+ROOT_STACK = types.STACK
 
 
 def state_urn(stack: str, project: str, parent: str, type_: str, name: str) -> str:

@@ -10,6 +10,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from graph import types
 from graph.model import Graph, Registration, unwrap
 from plan import summary
 from plan.details import details
@@ -148,9 +149,9 @@ def _resource_line(change: ResourceChange, keys: dict[str, str]) -> str:
 
 
 _GONE_WITH = {
-    "gcp:container/cluster:Cluster": "GKE deletes the cluster's node pools and every workload "
+    types.CLUSTER: "GKE deletes the cluster's node pools and every workload "
     "on it with the old cluster",
-    "pulumi-python:dynamic/tpu:QueuedResource": "its TPU VMs are deleted with it (force)",
+    types.QUEUED_RESOURCE: "its TPU VMs are deleted with it (force)",
 }
 """What the cloud deletes with a resource, beyond what the graph shows."""
 
