@@ -113,11 +113,7 @@ def details(r: Registration) -> str:
         )
         parts.append(f"cidr={i.get('ipCidrRange')} {ranges}")
     elif t == "gcp:compute/firewall:Firewall":
-        ports = ",".join(
-            f"{a['protocol']}{':' + '/'.join(a['ports']) if a.get('ports') else ''}"
-            for a in i.get("allows", [])
-        )
-        parts.append(f"from={','.join(i.get('sourceRanges', []))} allow={ports}")
+        parts += _firewall_details(i)
     elif t == "gcp:projects/iAMCustomRole:IAMCustomRole":
         parts.append(f"id={i.get('roleId')} permissions={','.join(i.get('permissions', []))}")
     elif t.endswith("IAMMember"):
@@ -197,6 +193,27 @@ def details(r: Registration) -> str:
     if r.protect:
         parts.append("[protected]")
     return " ".join(str(p) for p in parts)
+
+
+def _firewall_details(i: dict[str, Any]) -> list[str]:
+    """Who a rule admits (ranges, tags), to which tagged VMs, which ports, allow or deny."""
+    egress = i.get("direction") == "EGRESS"
+    where = ",".join([*i.get("sourceRanges", []), *(f"tag:{t}" for t in i.get("sourceTags", []))])
+    parts = [
+        f"to={','.join(map(str, i.get('destinationRanges', [])))}" if egress else f"from={where}"
+    ]
+    if i.get("targetTags"):
+        parts.append(f"on=tag:{','.join(i['targetTags'])}")
+    for key, verb in (("allows", "allow"), ("denies", "deny")):
+        if i.get(key):
+            ports = ",".join(
+                f"{a['protocol']}{':' + '/'.join(a['ports']) if a.get('ports') else ''}"
+                for a in i[key]
+            )
+            parts.append(f"{verb}={ports}")
+    if i.get("priority") is not None:
+        parts.append(f"priority={i['priority']}")
+    return parts
 
 
 def _kubernetes_details(type_: str, inputs: dict[str, Any]) -> list[str]:
