@@ -12,7 +12,7 @@ from typing import Any
 
 from components.tpu_catalog import resolve
 from components.tpu_vms.provider import node_names
-from plan import summary
+from plan import reachability, summary
 from plan.diff import (
     SHOWN_SECRETS,
     Change,
@@ -247,6 +247,10 @@ def _kubernetes_details(type_: str, inputs: dict[str, Any]) -> list[str]:
     return []
 
 
+REACHABILITY = (
+    "Reachability (who reaches whom on which ports, from the registered firewall rules and "
+    "NetworkPolicies and the rules GKE creates for its nodes)"
+)
 SCHEMA_VERSION = 2
 """Of `--json`. 2: state-shaped URNs, `summary` (chips by kind, GPUs, nodes, quotas, outputs),
 per-change `effect`, and in a diff `deleteBeforeReplace`, `cause`, `refusal` and `notes`."""
@@ -290,6 +294,7 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
         lines.append(f"  {count:4d}  {type_}")
     for title, section in environment.describe(config):
         lines += ["", f"{title}:", *section]
+    lines += ["", f"{REACHABILITY}:", *reachability.lines(graph)]
     lines += summary.render(summary.summarize(graph))
     lines += ["", *cost_section(stack_cost(config, graph))]
     return "\n".join(lines)
@@ -451,6 +456,7 @@ def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
         "tpuChips": numbers.chips,
         "summary": numbers.to_json(),
         "cost": cost_json(stack_cost(config, graph)),
+        "reachability": reachability.as_json(graph),
     }
 
 
