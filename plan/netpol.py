@@ -123,22 +123,30 @@ def connects(graph: Graph, source: Pod, target: Pod, port: int, protocol: str = 
 
 def rule_ports(
     graph: Graph, pod: Pod, peer: Peer, *, egress: bool
-) -> list[tuple[str, int | None]] | None:
+) -> list[tuple[str, str | None]] | None:
     """The (protocol, port) pairs `pod`'s policies allow with `peer` in one direction, a port
-    of None meaning every port of the protocol and ("*", None) every protocol; None when no
-    policy isolates the pod in that direction."""
+    `N` or a range `N-M` (`endPort`), None meaning every port of the protocol and ("*", None)
+    every protocol; None when no policy isolates the pod in that direction."""
     direction, rules, peers = (
         ("Egress", "egress", "to") if egress else ("Ingress", "ingress", "from")
     )
     policies = _policies(graph, pod, direction)
     if not policies:
         return None
-    found: list[tuple[str, int | None]] = []
+    found: list[tuple[str, str | None]] = []
     for spec in policies:
         for rule in spec.get(rules, []):
             if not any(_peer_matches(p, pod.namespace, peer) for p in rule.get(peers, [])):
                 continue
             if not rule.get("ports"):
                 return [("*", None)]
-            found += [(p.get("protocol", "TCP").lower(), int(p["port"])) for p in rule["ports"]]
+            found += [
+                (
+                    p.get("protocol", "TCP").lower(),
+                    f"{int(p['port'])}-{int(p['endPort'])}"
+                    if p.get("endPort")
+                    else str(int(p["port"])),
+                )
+                for p in rule["ports"]
+            ]
     return found

@@ -422,7 +422,7 @@ def _policy(graph: Graph, pod: Principal, peer: Principal, *, egress: bool) -> P
     for protocol, port in found:
         if protocol == "*":
             return Ports.every()
-        ports = ports | Ports.of(protocol, None if port is None else [str(port)])
+        ports = ports | Ports.of(protocol, None if port is None else [port])
     return ports
 
 

@@ -60,7 +60,7 @@ from components.gke.workload_identity import (
     WorkloadIdentity,
     WorkloadIdentityArgs,
 )
-from components.network import NetworkConfig, NetworkHandle
+from components.network import PODS, NetworkConfig, NetworkHandle
 from components.tpu_catalog import ACCELERATOR_LABEL
 
 __all__ = [
@@ -292,6 +292,11 @@ def _teams(
                 cluster=cluster.cluster,
                 buckets=buckets,
                 tenancy=tenancy,
+                openings=[
+                    (config.network.subnet_cidr, list(o.ports))
+                    for o in config.network.allow
+                    if PODS in o.sources
+                ],
             ),
             # The team's cloud resources reach the project services through the cluster.
             on_cluster,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pydantic import InstanceOf, SkipValidation
+from pydantic import Field, InstanceOf, SkipValidation
 
 from components.base import Component, WiringModel, slug
 from components.buckets import BucketsHandle
@@ -103,12 +103,30 @@ def _tcp(*ports: int) -> list[k8s.networking.v1.NetworkPolicyPortArgs]:
     return [k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=p) for p in ports]
 
 
-def network_policy_spec() -> k8s.networking.v1.NetworkPolicySpecArgs:
+def opening_ports(ports: list[str]) -> list[k8s.networking.v1.NetworkPolicyPortArgs]:
+    """`network.allow` ports (`tcp:8476`, `udp:5000-5100`) as NetworkPolicy ports."""
+    found = []
+    for spec in ports:
+        protocol, _, span = spec.partition(":")
+        low, _, high = span.partition("-")
+        found.append(
+            k8s.networking.v1.NetworkPolicyPortArgs(
+                protocol=protocol.upper(), port=int(low), end_port=int(high) if high else None
+            )
+        )
+    return found
+
+
+def network_policy_spec(
+    openings: list[tuple[str, list[str]]] | None = None,
+) -> k8s.networking.v1.NetworkPolicySpecArgs:
     """Every pod of the namespace, denied what is not listed: traffic with the namespace's own
     pods on any port (JobSet's headless Service resolves to pod IPs; JAX and MegaScale pick
     their ports), DNS through kube-dns, the metadata server, and HTTPS anywhere (Google APIs
     such as Cloud Storage, and the Kubernetes API). Pods with hostNetwork are not subject to
-    NetworkPolicy; Dataplane V2 enforces it ("About network policies" in GKE)."""
+    NetworkPolicy; Dataplane V2 enforces it ("About network policies" in GKE). `openings` are
+    (range, ports) the stack's `network.allow` opened to the pods range: the team's pods may
+    leave for them too, and the firewall decides which system's VMs answer."""
     same_namespace = [k8s.networking.v1.NetworkPolicyPeerArgs(pod_selector=ANY_POD)]
     kube_dns = k8s.networking.v1.NetworkPolicyPeerArgs(
         namespace_selector=k8s.meta.v1.LabelSelectorArgs(
@@ -144,6 +162,17 @@ def network_policy_spec() -> k8s.networking.v1.NetworkPolicySpecArgs:
             ],
             ports=_tcp(443),
         ),
+        *(
+            k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                to=[
+                    k8s.networking.v1.NetworkPolicyPeerArgs(
+                        ip_block=k8s.networking.v1.IPBlockArgs(cidr=cidr)
+                    )
+                ],
+                ports=opening_ports(ports),
+            )
+            for cidr, ports in openings or []
+        ),
     ]
     return k8s.networking.v1.NetworkPolicySpecArgs(
         pod_selector=ANY_POD,
@@ -166,6 +195,8 @@ class TeamArgs(WiringModel):
     buckets: InstanceOf[BucketsHandle]
     tenancy: SkipValidation[pulumi.Resource]
     """The member role and admission policies, in place before the namespace takes pods."""
+    openings: list[tuple[str, list[str]]] = Field(default_factory=list)
+    """(range, ports) that `network.allow` opened to the pods range, for the egress policy."""
 
 
 class Team(Component):
@@ -227,7 +258,7 @@ class Team(Component):
         k8s.networking.v1.NetworkPolicy(
             f"{name}-network-policy",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NETWORK_POLICY, namespace=team.name),
-            spec=network_policy_spec(),
+            spec=network_policy_spec(args.openings),
             opts=self.child_opts(depends_on=[self.namespace]),
         )
         spec = cluster_queue_spec(

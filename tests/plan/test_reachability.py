@@ -150,3 +150,21 @@ def test_the_plan_and_its_diff_show_it(tmp_path, capsys):
     document = json.loads(capsys.readouterr().out)
     assert "opens a path: other pods -> TPU VMs exp: tcp:8476" in document["diff"]["reachability"]
     assert {"from": "IAP", "to": "TPU VMs exp", "ports": "tcp:22"} in document["reachability"]
+
+
+def test_a_team_uses_an_opening_through_its_egress_policy():
+    opening = {"name": "jax", "to": "tpuVms", "sources": ["pods"], "ports": ["tcp:8476-8477"]}
+    graph = build_graph(
+        with_config(
+            **{"gcp:region": "us-central2", "gcp:zone": "us-central2-b"},
+            tpuVms=[{"name": "exp", "accelerator": "v4-8"}],
+            teams=[{"name": "a"}],
+            network={"allow": [opening]},
+        )
+    )
+    shown = {(a, b): str(p) for (a, b), p in matrix(graph).items()}
+    assert shown[("team a pods", "TPU VMs exp")] == "tcp:8476-8477"
+    # The egress rule names the subnet, where GKE's nodes also live: the same ports reach
+    # them (GKE admits the pods range to its nodes), and no other system's VMs.
+    assert shown[("team a pods", "GKE nodes")] == "tcp:443,8476-8477"
+    assert not [pair for pair in shown if pair[0] == "team a pods" and "Slurm" in pair[1]]
