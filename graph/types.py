@@ -65,6 +65,10 @@ CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
 COHORT = "kubernetes:kueue.x-k8s.io/v1beta2:Cohort"
 RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+VALIDATING_ADMISSION_POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+VALIDATING_ADMISSION_POLICY_BINDING = (
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+)
 
 # Components the readers look for (components/gke/tpu_provisioner.py)
 TPU_PROVISIONER = "ai-infra:gke:TpuProvisioner"

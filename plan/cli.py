@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from components.network import DEFAULT_MTU
 from graph import types
 from plan import base as bases
-from plan import markdown, summary
+from plan import markdown, reachability, summary
 from plan.diff import GraphDiff, diff
 from plan.engine import Graph, list_stacks, run_program, stack_file
 from plan.render import SCHEMA_VERSION, diff_json, plan_json, render, render_diff
@@ -155,10 +155,12 @@ EXIT_REFUSED = 3
 ChangeSection = Callable[[Graph, Graph], list[str]]
 """What changes between the base's graph and this one in one respect, as lines; empty when
 nothing does."""
-CHANGE_SECTIONS: dict[str, ChangeSection] = {}
-"""Title -> a section of the diff beyond its resources, numbers and cost, which the text, the
-JSON (`diff.sections`) and the markdown summary all carry. The reachability change (who reaches
-what, from firewall rules and NetworkPolicies) belongs here."""
+CHANGE_SECTIONS: dict[str, tuple[str, ChangeSection]] = {
+    "reachability": ("Reachability", reachability.opened),
+}
+"""JSON key -> (title, section) of the diff beyond its resources, numbers and cost, which the
+text (under its title, when it says something), the JSON (`diff.<key>`, always) and the
+markdown summary all carry: the paths an edit opens or closes between principals."""
 
 
 @dataclass(frozen=True)
@@ -185,9 +187,11 @@ class Report:
         changes, keys, moved = self.changes
         heading = _heading(self.stack, self.path, self.base, self.base_ref)
         shown = render_diff(changes, keys, heading, moved)
-        for title, lines in self.sections.items():
-            shown += "\n\n" + "\n".join([f"{title}:", *lines])
         shown += "".join(f"\n\n! {n}" for n in self.notices)
+        for key, lines in self.sections.items():
+            if lines:
+                title = CHANGE_SECTIONS[key][0]
+                shown += "\n\n" + "\n".join([f"{title}:", *(f"  {line}" for line in lines)])
         if self.costing is None:
             return shown
         sides = self._cost_sides()
@@ -210,7 +214,7 @@ class Report:
                 **diff_json(changes, keys, self.base_ref, before),
                 "numbers": moved,
                 "notices": self.notices,
-                "sections": self.sections,
+                **self.sections,
                 "cost": None
                 if sides is None or self.costing is None
                 else self.costing.change_document(*sides),
@@ -236,7 +240,10 @@ class Report:
                 keys=keys,
                 numbers=moved,
                 cost=cost,
-                sections={**self.sections, **({"Notices": self.notices} if self.notices else {})},
+                sections={
+                    **{CHANGE_SECTIONS[k][0]: lines for k, lines in self.sections.items() if lines},
+                    **({"Notices": self.notices} if self.notices else {}),
+                },
                 exit_code=self.exit_code(fail_on_destructive),
             )
         )
@@ -265,12 +272,11 @@ class Report:
 
     @cached_property
     def sections(self) -> dict[str, list[str]]:
-        """Each of `CHANGE_SECTIONS` that has something to say."""
+        """JSON key -> the lines of each of `CHANGE_SECTIONS` (empty: nothing to say)."""
         assert self.base is not None
-        found = {
-            title: make(self.base.graph, self.graph) for title, make in CHANGE_SECTIONS.items()
+        return {
+            key: make(self.base.graph, self.graph) for key, (_, make) in CHANGE_SECTIONS.items()
         }
-        return {title: lines for title, lines in found.items() if lines}
 
     def _cost_sides(self) -> tuple[Side | None, Side] | None:
         """(before, after) of the cost change, `before` None for a new stack, which costs

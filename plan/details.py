@@ -121,11 +121,24 @@ def _subnetwork(i: Inputs, r: Registration) -> list[str]:
 
 
 def _firewall(i: Inputs, r: Registration) -> list[str]:
-    ports = ",".join(
-        f"{a['protocol']}{':' + '/'.join(a['ports']) if a.get('ports') else ''}"
-        for a in i.get("allows", [])
-    )
-    return [f"from={','.join(i.get('sourceRanges', []))} allow={ports}"]
+    """Who a rule admits (ranges, tags), to which tagged VMs, which ports, allow or deny."""
+    egress = i.get("direction") == "EGRESS"
+    where = ",".join([*i.get("sourceRanges", []), *(f"tag:{t}" for t in i.get("sourceTags", []))])
+    parts = [
+        f"to={','.join(map(str, i.get('destinationRanges', [])))}" if egress else f"from={where}"
+    ]
+    if i.get("targetTags"):
+        parts.append(f"on=tag:{','.join(i['targetTags'])}")
+    for key, verb in (("allows", "allow"), ("denies", "deny")):
+        if i.get(key):
+            ports = ",".join(
+                f"{a['protocol']}{':' + '/'.join(a['ports']) if a.get('ports') else ''}"
+                for a in i[key]
+            )
+            parts.append(f"{verb}={ports}")
+    if i.get("priority") is not None:
+        parts.append(f"priority={i['priority']}")
+    return parts
 
 
 def _custom_role(i: Inputs, r: Registration) -> list[str]:

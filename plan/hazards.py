@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from components.gke.admission import SYSTEM_TAINT
 from graph import capacity, types
 from graph.model import Graph, Registration, unwrap
 
@@ -127,13 +128,23 @@ def blocked(urn: str, before: Graph, replaced: set[str], later: Iterable[capacit
     )
 
 
+def _runs_controllers(pool: Registration) -> bool:
+    """The system pool: tainted for GKE's managed components, where Kueue, JobSet, the TPU
+    provisioner and GKE's system pods run (components/gke/cluster.py)."""
+    taints = (unwrap(pool.inputs).get("nodeConfig") or {}).get("taints") or []
+    return any(t.get("key") == SYSTEM_TAINT for t in taints)
+
+
 def _only_cpu_pool(pool: Registration, graph: Graph) -> bool:
-    """Whether `pool` is the only node pool of its cluster with neither TPUs nor GPUs: where
-    GKE's system pods, Kueue and JobSet run."""
+    """Whether `pool` is the only node pool of its cluster with neither TPUs nor GPUs nor the
+    system taint: where the teams' CPU pods run."""
     cpu = [
         m
         for m in capacity.read(graph).machines
-        if m.system is capacity.System.GKE_POOLS and m.tpu is None and not m.gpus
+        if m.system is capacity.System.GKE_POOLS
+        and m.tpu is None
+        and not m.gpus
+        and not _runs_controllers(graph.by_urn(m.key))
     ]
     cluster = unwrap(pool.inputs).get("cluster")
     same = [m for m in cpu if unwrap(graph.by_urn(m.key).inputs).get("cluster") == cluster]
@@ -156,15 +167,24 @@ def hazards(
             )
         )
     down = delete_first or not replaced
-    if resource.type == types.NODE_POOL and down and _only_cpu_pool(resource, before):
-        found.append(
-            Hazard(
-                Kind.AVAILABILITY,
-                "the cluster's only CPU pool: GKE's system pods, Kueue, JobSet and the TPU "
-                "provisioner have nowhere to run until a CPU pool is up again; add the new "
-                "pool under another name first, then remove this one",
+    if resource.type == types.NODE_POOL and down:
+        if _runs_controllers(resource):
+            found.append(
+                Hazard(
+                    Kind.AVAILABILITY,
+                    "the system pool: Kueue, JobSet, the TPU provisioner and GKE's system pods "
+                    "have nowhere to run until it is up again, and no workload is admitted",
+                )
             )
-        )
+        elif _only_cpu_pool(resource, before):
+            found.append(
+                Hazard(
+                    Kind.AVAILABILITY,
+                    "the cluster's only CPU pool: the teams' CPU pods have nowhere to run "
+                    "until a CPU pool is up again; add the new pool under another name first, "
+                    "then remove this one",
+                )
+            )
     return tuple(found)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from graph import types
 from graph.model import Graph, Registration, unwrap
-from plan import summary
+from plan import reachability, summary
 from plan.details import details
 from plan.diff import (
     SHOWN_SECRETS,
@@ -40,12 +40,16 @@ def _short_key(key: str) -> str:
     return key.removeprefix(f"{NAMESPACE}:")
 
 
+REACHABILITY = (
+    "Reachability (who reaches whom on which ports, from the registered firewall rules and "
+    "NetworkPolicies and the rules GKE creates for its nodes)"
+)
 SCHEMA_VERSION = 3
 """Of `--json`, described by schema/plan-output.schema.json. 3: camelCase keys throughout
 (`summary.capacity`), `exitCode`, an `error` document when there is no plan, and in a diff
-`blocked`, `destructive`, `sections` and per change `reads`, `blocked`, `hazards`,
-`destructive`. 2: state-shaped URNs, `summary`, per-change `effect`, `deleteBeforeReplace`,
-`cause`, `refusal` and `notes`."""
+`blocked`, `destructive`, `reachability` and per change `reads`, `blocked`, `hazards`,
+`destructive`; the plan's `reachability`. 2: state-shaped URNs, `summary`, per-change
+`effect`, `deleteBeforeReplace`, `cause`, `refusal` and `notes`."""
 
 
 def _header(graph: Graph, config: StackConfig, stack: str) -> str:
@@ -88,6 +92,7 @@ def render(graph: Graph, config: StackConfig, stack: str, cost: list[str] | None
         lines.append(f"  {count:4d}  {type_}")
     for title, section in environment.describe(config):
         lines += ["", f"{title}:", *section]
+    lines += ["", f"{REACHABILITY}:", *reachability.lines(graph)]
     lines += summary.render(summary.summarize(graph))
     if cost:
         lines += ["", *cost]
@@ -268,6 +273,7 @@ def plan_json(
         "tpuChips": numbers.chips,
         "summary": numbers.to_json(),
         "cost": cost,
+        "reachability": reachability.as_json(graph),
     }
 
 

@@ -181,6 +181,10 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "container.clusterRoles.bind",
     ),
     types.CONFIG_GROUP: ("container.thirdPartyObjects.create",),
+    types.VALIDATING_ADMISSION_POLICY: ("container.validatingAdmissionPolicies.create",),
+    types.VALIDATING_ADMISSION_POLICY_BINDING: (
+        "container.validatingAdmissionPolicyBindings.create",
+    ),
 }
 """Resource type -> the permissions `pulumi up` uses to create and read it back."""
 CUSTOM_RESOURCE = ("container.thirdPartyObjects.create",)

@@ -189,3 +189,18 @@ def test_a_diff_json_follows_the_schema(tmp_path: Path) -> None:
     document = report(now, base, PLAN_COSTING).json()
     jsonschema.validate(document, SCHEMA)
     assert document["exitCode"] == EXIT_REFUSED and document["diff"]["blocked"] == 1
+
+
+def test_the_markdown_summary_carries_the_reachability_change(tmp_path: Path, capsys) -> None:
+    config = {
+        **BASE_CONFIG,
+        "gcp:region": "us-central2",
+        "gcp:zone": "us-central2-b",
+        "ai-infra:tpuVms": [{"name": "exp", "accelerator": "v4-8"}],
+    }
+    opening = {"name": "jax", "to": "tpuVms", "sources": ["pods"], "ports": ["tcp:8476"]}
+    now, base = _stack(tmp_path, config, {**config, "ai-infra:network": {"allow": [opening]}})
+    assert main([now, "--base", base, "--markdown"]) == EXIT_CHANGES
+    text = capsys.readouterr().out
+    section = text.split("**Reachability:**\n", 1)[1]
+    assert section.startswith("- opens a path: ") and "TPU VMs exp: tcp:8476" in section
