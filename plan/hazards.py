@@ -115,16 +115,24 @@ def blocked(urn: str, before: Graph, replaced: set[str], later: Iterable[capacit
     if created and resource.type in (types.NETWORK, types.SUBNETWORK):
         nodes = ", ".join(m.name for m in created)
         named += ("; " if named else "") + f"and the VMs Slurm's controller runs ({nodes})"
-    replace = " ".join(f"--replace '{r.urn}'" for r in users)
-    how = f"replace them in the same run (`pulumi up {replace}`)" if users else ""
+    # `pulumi up --replace` would not help: the engine deletes a delete-before-replace
+    # resource when it is registered, taking along only dependents whose provider diff says
+    # replace with its outputs unknown; `--replace` targets are not among them (pulumi
+    # pkg/resource/deploy/step_generator.go, calculateDependentReplacements).
+    targets = " ".join(f"--target '{r.urn}'" for r in users)
+    how = (
+        f"remove them in a run of their own (`pulumi destroy {targets} --target-dependents`)"
+        if users
+        else ""
+    )
     if created:
-        how += (" and " if how else "") + "power Slurm's nodes down first"
+        how = "power Slurm's nodes down" + (f" and {how}" if how else "")
     return (
         f"cannot complete: {types.short(resource.type)} {resource.name} is deleted before its "
         f"replacement is created, and Compute Engine refuses while {named} still use it "
         f"(resourceInUseByAnotherResource). `pulumi up` deletes what it replaces first, then "
-        f"stops here with the old one in place. To go through, {how}, or move them off it in "
-        "a run of their own first"
+        f"stops here with the old one in place. To go through, {how} first, then run "
+        "`pulumi up`, which creates them again on the new one"
     )
 
 
