@@ -45,13 +45,17 @@ _LOST: dict[str, str] = {
     types.FILESTORE: "every file on the share is lost (Filestore deletes the instance's data "
     "with it): back it up first (gcloud filestore backups create)",
     types.DISK: "the disk's data is lost: snapshot it first (gcloud compute snapshots create)",
-    types.BUCKET: "its objects go with it where forceDestroy is true; otherwise the delete "
-    "fails while it holds any (Cloud Storage refuses to delete a non-empty bucket): copy "
-    "what it holds first",
+    types.BUCKET: "the delete fails while it holds any object (Cloud Storage refuses to delete "
+    "a non-empty bucket, and forceDestroy is off), so `pulumi up` stops there if it is not "
+    "empty: copy what it holds, then empty it",
     types.CLUSTER: "every workload on the cluster, and what its volumes hold, goes with it",
     types.NAMESPACE: "Kubernetes deletes every object in the namespace with it (workloads, "
     "secrets, volume claims); a renamed team's new namespace starts empty",
 }
+
+_FORCE_DESTROYED = (
+    "forceDestroy is on: every object in the bucket is deleted with it: copy what it holds first"
+)
 
 _QUEUES = (types.LOCAL_QUEUE, types.CLUSTER_QUEUE)
 
@@ -165,7 +169,9 @@ def hazards(
     """The data a replace or delete of `resource` (as it was) loses, and the capacity that goes
     while it runs. `delete_first`: a replace that deletes the old one before creating the new."""
     found: list[Hazard] = []
-    if resource.type in _LOST:
+    if resource.type == types.BUCKET and unwrap(resource.inputs).get("forceDestroy") is True:
+        found.append(Hazard(Kind.DATA_LOSS, _FORCE_DESTROYED))
+    elif resource.type in _LOST:
         found.append(Hazard(Kind.DATA_LOSS, _LOST[resource.type]))
     if resource.type in _QUEUES and not replaced:
         found.append(

@@ -206,3 +206,18 @@ def test_the_markdown_summary_carries_the_reachability_change(tmp_path: Path, ca
     text = capsys.readouterr().out
     section = text.split("**Reachability:**\n", 1)[1]
     assert section.startswith("- opens a path: ") and "TPU VMs exp: tcp:8476" in section
+
+
+@pytest.mark.parametrize(("force", "said"), [(False, "the delete fails"), (True, "every object")])
+def test_deleting_a_bucket_says_what_its_force_destroy_does(force: bool, said: str) -> None:
+    with_bucket = build_graph(
+        {**SHARED, "ai-infra:buckets": [{"name": "data", "forceDestroy": force}]}, stack="gate"
+    )
+    (bucket,) = [
+        c
+        for c in diff(with_bucket, build_graph(SHARED, stack="gate"))
+        if c.resource.type == "gcp:storage/bucket:Bucket"
+    ]
+    assert bucket.op is Op.DELETE and bucket.destructive
+    (hazard,) = bucket.hazards
+    assert hazard.kind == "data-loss" and said in hazard.message, hazard.message
