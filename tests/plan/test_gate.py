@@ -221,3 +221,19 @@ def test_deleting_a_bucket_says_what_its_force_destroy_does(force: bool, said: s
     assert bucket.op is Op.DELETE and bucket.destructive
     (hazard,) = bucket.hazards
     assert hazard.kind == "data-loss" and said in hazard.message, hazard.message
+
+
+def test_a_delete_the_provider_refuses_at_apply_cannot_complete(tmp_path: Path) -> None:
+    """A cluster with deletionProtection (without ai-infra:protect) replaced: the provider
+    fails the delete at apply, so the diff exits 3, not 2."""
+    cluster = {"maxPodsPerNode": 32, "deletionProtection": True}
+    now, base = _stack(
+        tmp_path,
+        _edited(cluster=cluster),
+        _edited(cluster={**cluster, "maxPodsPerNode": 64}),
+    )
+    built = report(now, base, None)
+    (change,) = [c for c in built.changes[0] if c.resource.name == "gke-cluster"]
+    assert change.op is Op.REPLACE and not change.refusal
+    assert "deletionProtection" in change.blocked
+    assert built.exit_code() == EXIT_REFUSED
