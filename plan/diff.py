@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from enum import Enum, StrEnum
 from functools import cached_property
@@ -113,8 +113,9 @@ class ResourceChange:
     """For an update the change itself does not make: the URN of a replaced resource whose
     outputs its inputs are built from, unknown until the replacement is up."""
     blocked: str = ""
-    """Why `pulumi up` cannot complete this replace (others still use the old resource), and
-    what to do."""
+    """Why `pulumi up` cannot complete this replace or delete (others still use the old
+    resource, or a provider-side guard such as a cluster's deletionProtection), and what to
+    do."""
     hazards: tuple[Hazard, ...] = ()
     """Data lost and capacity gone by this replace or delete."""
 
@@ -595,10 +596,8 @@ def diff(before: Graph, after: Graph, protect_key: str = "ai-infra:protect") -> 
             replace(
                 c,
                 refusal=_refusal(c, protect_key),
-                notes=(*c.notes, *_provider_guards(c), *_rollout(c, replaced)),
-                blocked=blocked(c.urn, before, replaced, later)
-                if c.op is Op.REPLACE and c.delete_before_replace
-                else "",
+                notes=(*c.notes, *_rollout(c, replaced)),
+                blocked=_cannot_complete(c, before, replaced, later),
                 hazards=hazards(c.before, c.op is Op.REPLACE, c.delete_before_replace, before)
                 if c.op in (Op.REPLACE, Op.DELETE) and c.before is not None
                 else (),
@@ -606,6 +605,21 @@ def diff(before: Graph, after: Graph, protect_key: str = "ai-infra:protect") -> 
             for c in ordered
         )
     )
+
+
+def _cannot_complete(
+    change: ResourceChange,
+    before: Graph,
+    replaced: set[str],
+    later: Iterable[capacity.Machines],
+) -> str:
+    """Why `pulumi up` stops at this replace or delete: the old resource still in use, or a
+    guard of the provider's that fails at apply (both exit 3, as a refusal does)."""
+    in_use = ""
+    if change.op is Op.REPLACE and change.delete_before_replace:
+        in_use = blocked(change.urn, before, replaced, later)
+    guards = [f"cannot complete: {guard}" for guard in _provider_guards(change)]
+    return "; ".join(part for part in (in_use, *guards) if part)
 
 
 def _rollout(change: ResourceChange, replaced: set[str]) -> tuple[str, ...]:

@@ -45,13 +45,17 @@ _LOST: dict[str, str] = {
     types.FILESTORE: "every file on the share is lost (Filestore deletes the instance's data "
     "with it): back it up first (gcloud filestore backups create)",
     types.DISK: "the disk's data is lost: snapshot it first (gcloud compute snapshots create)",
-    types.BUCKET: "its objects go with it where forceDestroy is true; otherwise the delete "
-    "fails while it holds any (Cloud Storage refuses to delete a non-empty bucket): copy "
-    "what it holds first",
+    types.BUCKET: "the delete fails while it holds any object (Cloud Storage refuses to delete "
+    "a non-empty bucket, and forceDestroy is off), so `pulumi up` stops there if it is not "
+    "empty: copy what it holds, then empty it",
     types.CLUSTER: "every workload on the cluster, and what its volumes hold, goes with it",
     types.NAMESPACE: "Kubernetes deletes every object in the namespace with it (workloads, "
     "secrets, volume claims); a renamed team's new namespace starts empty",
 }
+
+_FORCE_DESTROYED = (
+    "forceDestroy is on: every object in the bucket is deleted with it: copy what it holds first"
+)
 
 _QUEUES = (types.LOCAL_QUEUE, types.CLUSTER_QUEUE)
 
@@ -115,16 +119,24 @@ def blocked(urn: str, before: Graph, replaced: set[str], later: Iterable[capacit
     if created and resource.type in (types.NETWORK, types.SUBNETWORK):
         nodes = ", ".join(m.name for m in created)
         named += ("; " if named else "") + f"and the VMs Slurm's controller runs ({nodes})"
-    replace = " ".join(f"--replace '{r.urn}'" for r in users)
-    how = f"replace them in the same run (`pulumi up {replace}`)" if users else ""
+    # `pulumi up --replace` would not help: the engine deletes a delete-before-replace
+    # resource when it is registered, taking along only dependents whose provider diff says
+    # replace with its outputs unknown; `--replace` targets are not among them (pulumi
+    # pkg/resource/deploy/step_generator.go, calculateDependentReplacements).
+    targets = " ".join(f"--target '{r.urn}'" for r in users)
+    how = (
+        f"remove them in a run of their own (`pulumi destroy {targets} --target-dependents`)"
+        if users
+        else ""
+    )
     if created:
-        how += (" and " if how else "") + "power Slurm's nodes down first"
+        how = "power Slurm's nodes down" + (f" and {how}" if how else "")
     return (
         f"cannot complete: {types.short(resource.type)} {resource.name} is deleted before its "
         f"replacement is created, and Compute Engine refuses while {named} still use it "
         f"(resourceInUseByAnotherResource). `pulumi up` deletes what it replaces first, then "
-        f"stops here with the old one in place. To go through, {how}, or move them off it in "
-        "a run of their own first"
+        f"stops here with the old one in place. To go through, {how} first, then run "
+        "`pulumi up`, which creates them again on the new one"
     )
 
 
@@ -157,7 +169,9 @@ def hazards(
     """The data a replace or delete of `resource` (as it was) loses, and the capacity that goes
     while it runs. `delete_first`: a replace that deletes the old one before creating the new."""
     found: list[Hazard] = []
-    if resource.type in _LOST:
+    if resource.type == types.BUCKET and unwrap(resource.inputs).get("forceDestroy") is True:
+        found.append(Hazard(Kind.DATA_LOSS, _FORCE_DESTROYED))
+    elif resource.type in _LOST:
         found.append(Hazard(Kind.DATA_LOSS, _LOST[resource.type]))
     if resource.type in _QUEUES and not replaced:
         found.append(

@@ -52,7 +52,7 @@ def _flags(change: ResourceChange) -> list[str]:
     if change.refusal:
         found.append("✗ refused: protected")
     if change.blocked:
-        found.append("✗ cannot complete: still in use")
+        found.append("✗ cannot complete")
     found += [f"⚠ {h.kind}" for h in change.hazards]
     if change.cause:
         found.append(f"with {change.cause.rsplit('::', 1)[-1]}")

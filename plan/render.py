@@ -224,8 +224,8 @@ def render_diff(
         )
     if changes.blocked:
         lines.append(
-            f"`pulumi up` cannot complete {len(changes.blocked)} of these replaces (the old "
-            "resource is still in use): see the ✗ lines"
+            f"`pulumi up` cannot complete {len(changes.blocked)} of these (the old resource "
+            "is still in use, or the provider refuses to delete it): see the ✗ lines"
         )
     lost = [r for r in changes if any(h.kind == "data-loss" for h in r.hazards)]
     if lost:

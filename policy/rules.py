@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from graph import types
 from plan import reachability
 
 BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
@@ -19,11 +20,11 @@ AUTHORITATIVE_IAM = ("iAMBinding:", "iAMPolicy:")
 """Project-wide grants that replace every other member of a role (or the whole policy)."""
 DEFAULT_COMPUTE_ACCOUNT = "-compute@developer.gserviceaccount.com"
 PROTECTED_IN_PROD = (
-    "gcp:container/cluster:Cluster",
-    "gcp:storage/bucket:Bucket",
-    "gcp:filestore/instance:Instance",
-    "gcp:compute/instanceGroupManager:InstanceGroupManager",
-    "pulumi-python:dynamic/tpu:QueuedResource",
+    types.CLUSTER,
+    types.BUCKET,
+    types.FILESTORE,
+    types.INSTANCE_GROUP_MANAGER,
+    types.QUEUED_RESOURCE,
 )
 """What holds state or costs most to rebuild (`ai-infra:protect`, docs/stack.md)."""
 SYSTEMS = ("Slurm ", "GPU cluster ", "TPU VMs ")
@@ -79,7 +80,7 @@ def buckets_are_private(resources: Sequence[Resource]) -> list[Violation]:
     return [
         Violation(r.urn, "needs uniform bucket-level access and public access prevention")
         for r in resources
-        if r.type == "gcp:storage/bucket:Bucket"
+        if r.type == types.BUCKET
         and (
             r.inputs.get("uniformBucketLevelAccess") is not True
             or r.inputs.get("publicAccessPrevention") != "enforced"
@@ -91,7 +92,7 @@ def private_nodes(resources: Sequence[Resource]) -> list[Violation]:
     return [
         Violation(r.urn, "nodes must be private (privateClusterConfig.enablePrivateNodes)")
         for r in resources
-        if r.type == "gcp:container/cluster:Cluster"
+        if r.type == types.CLUSTER
         and (r.inputs.get("privateClusterConfig") or {}).get("enablePrivateNodes") is not True
     ]
 
@@ -99,7 +100,7 @@ def private_nodes(resources: Sequence[Resource]) -> list[Violation]:
 def metadata_server_everywhere(resources: Sequence[Resource]) -> list[Violation]:
     found = []
     for r in resources:
-        if r.type not in ("gcp:container/nodePool:NodePool", "gcp:container/cluster:Cluster"):
+        if r.type not in (types.NODE_POOL, types.CLUSTER):
             continue
         mode = ((r.inputs.get("nodeConfig") or {}).get("workloadMetadataConfig") or {}).get("mode")
         if mode != "GKE_METADATA":
@@ -109,11 +110,11 @@ def metadata_server_everywhere(resources: Sequence[Resource]) -> list[Violation]
 
 def _accounts(r: Resource) -> list[str | None]:
     i = r.inputs
-    if r.type in ("gcp:container/nodePool:NodePool", "gcp:container/cluster:Cluster"):
+    if r.type in (types.NODE_POOL, types.CLUSTER):
         return [(i.get("nodeConfig") or {}).get("serviceAccount")]
-    if r.type in ("gcp:compute/instance:Instance", "gcp:compute/instanceTemplate:InstanceTemplate"):
+    if r.type in (types.INSTANCE, types.INSTANCE_TEMPLATE):
         return [(i.get("serviceAccount") or {}).get("email")]
-    if r.type == "pulumi-python:dynamic/tpu:QueuedResource":
+    if r.type == types.QUEUED_RESOURCE:
         return [i.get("serviceAccount")]
     return []
 
@@ -181,7 +182,7 @@ def team_namespaces_enforce_pod_security(resources: Sequence[Resource]) -> list[
     }
     found = []
     for r in resources:
-        if r.type != "kubernetes:core/v1:Namespace":
+        if r.type != types.NAMESPACE:
             continue
         labels = (r.inputs.get("metadata") or {}).get("labels") or {}
         if "ai-infra/team" not in labels:
@@ -206,10 +207,7 @@ def protected_in_prod(resources: Sequence[Resource]) -> list[Violation]:
             continue
         if r.type in PROTECTED_IN_PROD and not r.protect:
             found.append(Violation(r.urn, "is not protected in prod (ai-infra:protect)"))
-        if (
-            r.type == "gcp:container/cluster:Cluster"
-            and r.inputs.get("deletionProtection") is not True
-        ):
+        if r.type == types.CLUSTER and r.inputs.get("deletionProtection") is not True:
             found.append(Violation(r.urn, "has deletionProtection off in prod"))
     return found
 
@@ -218,7 +216,7 @@ def images_pinned_by_digest(resources: Sequence[Resource]) -> list[Violation]:
     """Advisory: a Deployment's image given by a tag can change under a running pod."""
     found = []
     for r in resources:
-        if r.type != "kubernetes:apps/v1:Deployment":
+        if r.type != types.DEPLOYMENT:
             continue
         spec = ((r.inputs.get("spec") or {}).get("template") or {}).get("spec") or {}
         for c in spec.get("containers") or []:

@@ -348,12 +348,33 @@ def _services(needs: Needs, policy: orgpolicy_v2.Policy) -> list[Finding]:
     return _list_findings(SERVICES, policy, users, fix)
 
 
+GUEST_ATTRIBUTES_KEY = "enable-guest-attributes"
+"""The metadata key that lets a VM write guest attributes (Compute Engine "Set and query guest
+attributes"); a VM that sets it publishes something there that someone reads."""
+
+
 def _guest_attributes(needs: Needs, policy: orgpolicy_v2.Policy) -> list[Finding]:
     on = enforced(policy)
     if not on:
         state = "not enforced" if on is False else "conditional: cannot evaluate"
         return [Finding(NAME, "ok" if on is False else "warn", GUEST_ATTRIBUTES, state)]
+    writers = [
+        m
+        for m in (*needs.vms, *needs.tpu_nodes)
+        if str(m.metadata.get(GUEST_ATTRIBUTES_KEY, "")).strip().casefold() == "true"
+    ]
     found = [
+        fail(
+            NAME,
+            f"{GUEST_ATTRIBUTES} for {m.source}",
+            f"enforced: its VMs set metadata {GUEST_ATTRIBUTES_KEY}=TRUE to publish guest "
+            "attributes, which the constraint forbids, so nothing waiting on them (a "
+            "readiness signal) ever hears back",
+            "ask for an exception for this project",
+        )
+        for m in writers
+    ]
+    found += [
         warn(
             NAME,
             f"{GUEST_ATTRIBUTES} for {n.source}",
@@ -363,6 +384,7 @@ def _guest_attributes(needs: Needs, policy: orgpolicy_v2.Policy) -> list[Finding
             "ask for an exception if the workloads read the workers' guest attributes",
         )
         for n in needs.tpu_nodes
+        if n not in writers
     ]
     return found or [ok(NAME, GUEST_ATTRIBUTES, "enforced; the plan reads no guest attributes")]
 

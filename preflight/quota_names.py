@@ -23,6 +23,12 @@ Sources, read 2026-11:
   values and the Filestore quota ids (except Enterprise, whose limit name
   `EnterpriseStorageGiBPerRegion` is on Filestore's own page). A wrong guess here only means
   "cannot check", never a wrong figure.
+- Cloud TPU API quota ids per zone and per region, as Google's quota errors spell them:
+  `TPUV4sPreemptiblePodPerProjectPerRegionForTPUAPI` and `TPUV5sPreemptibleLitepodPer...`
+  (marin-community/marin#87), `TPUV6EPreemptiblePerProjectPerRegionForTPUAPI` "Limit: 0 in
+  region us-east5" where the zone had quota, so both limits hold (marin-community/marin#1612),
+  `TPUV2sPodPerProjectPerRegionForTPUAPI,TPUV2sPodPerProjectPerZoneForTPUAPI` (a gcloud log in
+  BioMedBERT/biomedbert); `TPUV5PPerProjectPerRegionForTPUAPI` from public notes only.
 """
 
 from __future__ import annotations
@@ -130,16 +136,23 @@ def gke_tpu(family: str, preemptible: bool) -> tuple[QuotaName, ...]:
     return spot if preemptible else on_demand
 
 
-_TPU_API: dict[str, tuple[str, str]] = {
-    "v6e": ("TPU v6e cores", "TPUV6E"),
-    "v5p": ("TPU v5p cores", "TPUV5P"),
-    "v5litepod": ("TPU v5 lite pod cores", "TPUV5sLitepod"),
-    "v4": ("TPU v4 pod cores", "TPUV4Pod"),
-    "v3": ("TPU v3 pod cores", "TPUV3Pod"),
-    "v2": ("TPU v2 pod cores", "TPUV2sPod"),
+_TPU_API: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    "v6e": ("TPU v6e cores", (("TPUV6E", ""),)),
+    "v5p": ("TPU v5p cores", (("TPUV5P", ""),)),
+    "v5litepod": ("TPU v5 lite pod cores", (("TPUV5s", "Litepod"),)),
+    "v4": ("TPU v4 pod cores", (("TPUV4s", "Pod"), ("TPUV4", "Pod"))),
+    "v3": ("TPU v3 pod cores", (("TPUV3s", "Pod"), ("TPUV3", "Pod"))),
+    "v2": ("TPU v2 pod cores", (("TPUV2s", "Pod"),)),
 }
-"""Family -> (display name stem from Cloud TPU "Quotas", id stem seen in quota errors)."""
-_TPU_API_DEVICES = {"v2": ("TPU v2 cores", "TPUV2"), "v3": ("TPU v3 cores", "TPUV3")}
+"""Family -> (display name stem from Cloud TPU "Quotas", the quota id's (version, kind) parts).
+A preemptible id puts `Preemptible` between the two (`TPUV4sPreemptiblePodPerProjectPerRegion
+ForTPUAPI`, `TPUV5sPreemptibleLitepodPerProjectPerZoneForTPUAPI`, `TPUV6EPreemptible...`: see
+the sources above); v4 and v3 on demand list the `TPUV2sPod`-like spelling first and the older
+guess after it, no quoted error spelling either."""
+_TPU_API_DEVICES = {
+    "v2": ("TPU v2 cores", (("TPUV2", ""),)),
+    "v3": ("TPU v3 cores", (("TPUV3", ""),)),
+}
 """v2-8 and v3-8 are single devices, with quotas of their own apart from pods (Cloud TPU
 "Quotas": a v2 or v3 Pod quota cannot be used for v2-8 or v3-8)."""
 SMALL = frozenset({"v2-8", "v3-8", "v5litepod-1", "v5litepod-4", "v5litepod-8"})
@@ -160,18 +173,24 @@ def tpu_api(
     scope = "Zone" if per == "zone" else "Region"
     found: list[QuotaName] = []
     if accelerator in SMALL and family == "v5litepod":
+        serving = (("TPUV5sLitepodServing", spot), (f"TPUV5s{spot}LitepodServing", ""))
         found.append(
-            CloudQuota(TPU_API, ids=(f"TPUV5sLitepodServing{spot}PerProjectPer{scope}ForTPUAPI",))
+            CloudQuota(
+                TPU_API,
+                ids=tuple(
+                    dict.fromkeys(f"{a}{b}PerProjectPer{scope}ForTPUAPI" for a, b in serving)
+                ),
+            )
         )
     small = accelerator in SMALL and family in _TPU_API_DEVICES
     table = _TPU_API_DEVICES if small else _TPU_API
     if family in table:
-        display, stem = table[family]
+        display, stems = table[family]
         prefix = "Preemptible " if preemptible else ""
         found.append(
             CloudQuota(
                 TPU_API,
-                ids=(f"{stem}{spot}PerProjectPer{scope}ForTPUAPI",),
+                ids=tuple(f"{v}{spot}{k}PerProjectPer{scope}ForTPUAPI" for v, k in stems),
                 display_names=(f"{prefix}{display} per project per {per}",),
             )
         )

@@ -373,7 +373,11 @@ def test_a_protected_replace_is_refused_and_shows_its_blast_radius(tmp_path: Pat
         "currently marked for protection."
     )
     assert "set ai-infra:protect to false" in cluster["refusal"]
-    assert any("deletionProtection is true" in n for n in cluster["notes"])
+    # The provider's own guard fails the delete at apply: said as cannot complete (exit 3).
+    assert (
+        "cannot complete: the provider refuses to delete a cluster whose deletionProtection"
+        in (cluster["blocked"])
+    )
     # Every node pool, the Kubernetes provider and every Kubernetes object go with it.
     radius = {r["urn"]: r for r in document["diff"]["resources"] if r["cause"]}
     assert set(cluster["blastRadius"]) == set(radius)

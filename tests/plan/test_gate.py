@@ -71,7 +71,9 @@ def test_a_subnet_shrink_cannot_complete_while_unreplaced_vms_use_it(before) -> 
     for holder in ("gpucluster-demo-mig", "slurm-controller", "slurm-login-login-0"):
         assert holder in subnet.blocked, subnet.blocked
     assert "Slurm's controller runs (v2)" in subnet.blocked
-    assert "--replace 'urn:pulumi:gate::" in subnet.blocked
+    # --replace would not help (the engine deletes the subnet before it reaches them).
+    assert "pulumi destroy --target 'urn:pulumi:gate::" in subnet.blocked
+    assert "--replace" not in subnet.blocked
     # What reads the subnet and is not replaced is updated, with its input unknown.
     controller = _one(changes, "slurm-controller")
     assert controller.op is Op.UPDATE and controller.reads == subnet.urn
@@ -204,3 +206,34 @@ def test_the_markdown_summary_carries_the_reachability_change(tmp_path: Path, ca
     text = capsys.readouterr().out
     section = text.split("**Reachability:**\n", 1)[1]
     assert section.startswith("- opens a path: ") and "TPU VMs exp: tcp:8476" in section
+
+
+@pytest.mark.parametrize(("force", "said"), [(False, "the delete fails"), (True, "every object")])
+def test_deleting_a_bucket_says_what_its_force_destroy_does(force: bool, said: str) -> None:
+    with_bucket = build_graph(
+        {**SHARED, "ai-infra:buckets": [{"name": "data", "forceDestroy": force}]}, stack="gate"
+    )
+    (bucket,) = [
+        c
+        for c in diff(with_bucket, build_graph(SHARED, stack="gate"))
+        if c.resource.type == "gcp:storage/bucket:Bucket"
+    ]
+    assert bucket.op is Op.DELETE and bucket.destructive
+    (hazard,) = bucket.hazards
+    assert hazard.kind == "data-loss" and said in hazard.message, hazard.message
+
+
+def test_a_delete_the_provider_refuses_at_apply_cannot_complete(tmp_path: Path) -> None:
+    """A cluster with deletionProtection (without ai-infra:protect) replaced: the provider
+    fails the delete at apply, so the diff exits 3, not 2."""
+    cluster = {"maxPodsPerNode": 32, "deletionProtection": True}
+    now, base = _stack(
+        tmp_path,
+        _edited(cluster=cluster),
+        _edited(cluster={**cluster, "maxPodsPerNode": 64}),
+    )
+    built = report(now, base, None)
+    (change,) = [c for c in built.changes[0] if c.resource.name == "gke-cluster"]
+    assert change.op is Op.REPLACE and not change.refusal
+    assert "deletionProtection" in change.blocked
+    assert built.exit_code() == EXIT_REFUSED

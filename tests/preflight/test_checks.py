@@ -577,3 +577,16 @@ def test_guest_attributes_disabled_warns_for_tpu_vms(needs: Needs, world: World)
         "slurm.tpuNodesets[0]",
         "tpuVms[0]",
     ]
+
+
+def test_guest_attributes_disabled_fails_vms_that_publish_them(needs: Needs, world: World) -> None:
+    """A VM that sets enable-guest-attributes (a readiness signal, issue 30) cannot write them
+    under the constraint: that is a refusal of the plan, not a warning."""
+    world.policies["compute.disableGuestAttributesAccess"] = policy(Rule(enforce=True))
+    group = next(vm for vm in needs.vms if vm.config_key.startswith("gpuClusters"))
+    publishing = dataclasses.replace(group, metadata={"enable-guest-attributes": "TRUE"})
+    vms = tuple(publishing if vm is group else vm for vm in needs.vms)
+    found = run(org_policy, dataclasses.replace(needs, vms=vms), world)
+    failed = one(found, "fail", f"compute.disableGuestAttributesAccess for {group.source}")
+    assert "enable-guest-attributes=TRUE" in failed.detail
+    assert not with_status(run(org_policy, needs, world), "fail")

@@ -16,7 +16,7 @@ def test_cloud_tpu_quota_of_small_sizes_is_apart_from_pods() -> None:
     assert _first(names.tpu_api("v2", False, "v2-8")) == "TPUV2PerProjectPerZoneForTPUAPI"
     assert (
         _first(names.tpu_api("v2", True, "v2-32"))
-        == "TPUV2sPodPreemptiblePerProjectPerZoneForTPUAPI"
+        == "TPUV2sPreemptiblePodPerProjectPerZoneForTPUAPI"
     )
     serving, pod = names.tpu_api("v5litepod", False, "v5litepod-4")
     assert _first((serving,)) == "TPUV5sLitepodServingPerProjectPerZoneForTPUAPI"
@@ -44,3 +44,18 @@ def test_kinds_without_a_known_quota_have_no_candidates() -> None:
     assert names.gpu("nvidia-rtx-pro-6000", False) == ()
     assert names.gke_tpu("v2", False) == ()
     assert names.filestore("ZONAL") == ()
+
+
+def test_preemptible_cloud_tpu_ids_put_preemptible_after_the_version() -> None:
+    """As Google's quota errors spell them (preflight/quota_names.py, sources)."""
+    (v4,) = names.tpu_api("v4", True, "v4-32", per="region")
+    assert isinstance(v4, CloudQuota)
+    assert v4.ids[0] == "TPUV4sPreemptiblePodPerProjectPerRegionForTPUAPI"
+    (v5e,) = names.tpu_api("v5litepod", True, "v5litepod-16")
+    assert isinstance(v5e, CloudQuota)
+    assert v5e.ids == ("TPUV5sPreemptibleLitepodPerProjectPerZoneForTPUAPI",)
+    (v6e,) = names.tpu_api("v6e", True, "v6e-8", per="region")
+    assert isinstance(v6e, CloudQuota)
+    assert v6e.ids == ("TPUV6EPreemptiblePerProjectPerRegionForTPUAPI",)
+    (v2,) = names.tpu_api("v2", False, "v2-32", per="region")
+    assert isinstance(v2, CloudQuota) and v2.ids == ("TPUV2sPodPerProjectPerRegionForTPUAPI",)
