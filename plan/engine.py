@@ -151,7 +151,8 @@ class Graph:
 _CLUSTER_ENDPOINT = "203.0.113.10"
 _CLUSTER_CA = "bW9jay1jYQ=="
 _FILESTORE_IP = "192.0.2.2"
-INVENTED = frozenset({_CLUSTER_ENDPOINT, _CLUSTER_CA, _FILESTORE_IP})
+_LUSTRE_IP = "192.0.2.3"
+INVENTED = frozenset({_CLUSTER_ENDPOINT, _CLUSTER_CA, _FILESTORE_IP, _LUSTRE_IP})
 """Mock outputs GCP chooses at create time (addresses, certificates): a value holding one is
 unknown until `pulumi up`. Emails, names and bucket URLs follow from the inputs."""
 INVENTED_PREFIXES = ("https://www.googleapis.com/compute/v1/projects/",)
@@ -183,7 +184,31 @@ def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, A
     elif typ == "gcp:filestore/instance:Instance":
         # A predictable address from the documentation range, for mounts that read it.
         outputs["networks"] = [{"ipAddresses": [_FILESTORE_IP], "network": "mock"}]
+    elif typ == "gcp:lustre/instance:Instance":
+        outputs["mountPoint"] = f"{_LUSTRE_IP}@tcp:/{inputs.get('filesystem', '')}"
     return outputs
+
+
+EXISTING_SIZE_GIB = 18000
+"""The size of an existing instance the mock engine reads: what `pulumi up` reads is unknown."""
+
+
+def _fake_lookup(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """What reading an existing instance returns, predictably: its address from the same
+    invented ones, its share or file system named after it."""
+    if token == "gcp:filestore/getInstance:getInstance":
+        return {
+            "networks": [{"ipAddresses": [_FILESTORE_IP]}],
+            "fileShares": [{"name": "share", "capacityGb": EXISTING_SIZE_GIB}],
+        }
+    if token == "gcp:lustre/getInstance:getInstance":
+        filesystem = str(args.get("instanceId", "")).replace("-", "")[:8]
+        return {
+            "mountPoint": f"{_LUSTRE_IP}@tcp:/{filesystem}",
+            "filesystem": filesystem,
+            "capacityGib": str(EXISTING_SIZE_GIB),
+        }
+    return {}
 
 
 class _RecordingMocks(runtime_mocks.Mocks):
@@ -193,8 +218,11 @@ class _RecordingMocks(runtime_mocks.Mocks):
     def new_resource(self, args: runtime_mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         return f"{args.name}-id", _fake_outputs(args.typ, args.inputs, self.project)
 
-    def call(self, args: runtime_mocks.MockCallArgs) -> tuple[dict[str, Any], None]:
-        return {}, None
+    def call(
+        self, args: runtime_mocks.MockCallArgs
+    ) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        # No failures: the mock monitor iterates the second item, so it is a list, never None.
+        return _fake_lookup(args.token, args.args), []
 
 
 ROOT_STACK = "pulumi:pulumi:Stack"

@@ -5,7 +5,7 @@ ones that span systems: who owns each service account, and how many addresses th
 
 from __future__ import annotations
 
-from components import buckets, gke, gpu_clusters, locations, network, slurm, tpu_vms
+from components import buckets, gke, gpu_clusters, locations, network, slurm, storage, tpu_vms
 from components.base import PathPart, Problem, relative_path, under
 from components.context import label_problems
 from components.identity import ownership_problems, service_account_email
@@ -57,6 +57,16 @@ def problems(config: StackConfig) -> list[Problem]:
     found += vm_problems
     if config.slurm is not None:
         found += under("slurm", slurm.problems(config.slurm, ctx, buckets=bucket_names))
+    found += under(
+        "storage",
+        storage.problems(
+            config.resolved_storage,
+            teams=[t.name for t in config.teams],
+            team_buckets={t.name: list(t.buckets) for t in config.teams},
+            gcs_fuse_driver=config.cluster.gcs_fuse_csi_driver,
+            ranges=_stack_ranges(config),
+        ),
+    )
     found += ownership(config)
     found += under(
         "tpuVms",
@@ -99,6 +109,23 @@ def _gpu_subnets(config: StackConfig) -> dict[str, str]:
             continue
         found |= {f"gpuClusters[{i}] subnet {k}": cidr for k, cidr in enumerate(cidrs)}
     return found
+
+
+def _stack_ranges(config: StackConfig) -> dict[str, str]:
+    """Every range of the stack's VPC and of the networks its systems create, by where it is
+    written."""
+    net = config.network
+    found = {
+        "network.subnetCidr": net.subnet_cidr,
+        "network.podsCidr": net.pods_cidr,
+        "network.servicesCidr": net.services_cidr,
+        "network.masterCidr": net.master_cidr,
+    }
+    found |= {
+        f"network.additionalNodeNetworks[{i}]": n.subnet_cidr
+        for i, n in enumerate(net.additional_node_networks)
+    }
+    return found | _gpu_subnets(config)
 
 
 def account_claims(config: StackConfig) -> list[tuple[tuple[PathPart, ...], str]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import gke, gpu_clusters, network, slurm, tpu_vms
+from components import gke, gpu_clusters, network, slurm, storage, tpu_vms
 from components.buckets import Bucket, BucketArgs, BucketsHandle
 from components.network import Network, NetworkArgs, NetworkHandle
 from components.services import (
@@ -37,6 +37,9 @@ class Environment:
     gpu_clusters: dict[str, gpu_clusters.GpuCluster]
     tpu_vms: dict[str, tpu_vms.TpuVms]
     slurm: slurm.SlurmCluster | None
+    storage: storage.StorageHandle
+    team_volumes: dict[str, storage.TeamVolumes]
+    """Each granted team's volumes on GKE."""
     sources: dict[str, str]
     """Top-level component name -> the config key it comes from (`ai-infra:tpuSlices[2]`)."""
 
@@ -54,6 +57,9 @@ def build(config: StackConfig) -> Environment:
     apis = REQUIRED_SERVICES
     if config.cluster.image_streaming:
         apis += (IMAGE_STREAMING_SERVICE,)
+    stored = config.resolved_storage
+    if stored.needs_service_access:
+        apis += storage.STORAGE_SERVICES
     services = ProjectServices(
         source("services", "project"), ProjectServicesArgs(project=ctx.project, services=apis)
     )
@@ -73,19 +79,31 @@ def build(config: StackConfig) -> Environment:
             for i, entry in enumerate(config.buckets)
         }
     )
+    volumes = storage.build(stored, network=network, services=after_services, source=source)
+    gke_env = gke.build(
+        config.gke,
+        network_config=config.network,
+        network=network,
+        buckets=buckets,
+        services=after_services,
+        source=source,
+    )
+    team_volumes = {}
+    if gke_env is not None:
+        team_volumes = storage.build_team_volumes(
+            volumes,
+            namespaces={name: team.namespace for name, team in gke_env.teams.items()},
+            members={name: team.identity.member for name, team in gke_env.teams.items()},
+            buckets=buckets,
+            kubernetes=gke_env.kubernetes,
+            source=source,
+        )
     return Environment(
         config=config,
         services=services,
         network=network,
         buckets=buckets,
-        gke=gke.build(
-            config.gke,
-            network_config=config.network,
-            network=network,
-            buckets=buckets,
-            services=after_services,
-            source=source,
-        ),
+        gke=gke_env,
         tpu_vms=tpu_vms.build(
             config.tpu_vms,
             context=ctx,
@@ -109,6 +127,8 @@ def build(config: StackConfig) -> Environment:
             if config.slurm is not None
             else None
         ),
+        storage=volumes,
+        team_volumes=team_volumes,
         sources=sources,
     )
 
@@ -128,9 +148,16 @@ def describe(config: StackConfig) -> list[tuple[str, list[str]]]:
     sections += gpu_clusters.describe(config.gpu_clusters, config.context, config.bucket_names())
     if config.slurm is not None:
         sections += slurm.describe(config.slurm, config.context)
+    sections += storage.describe(config.resolved_storage, storage_mounts(config))
     if found := warnings(config):
         sections.append(("Warnings", [f"  {line}" for line in found]))
     return sections
+
+
+def storage_mounts(config: StackConfig) -> dict[str, list[tuple[str, storage.StorageMount]]]:
+    """Volume name -> (who, mount) of every system's `storage` list, for the plan."""
+    found: dict[str, list[tuple[str, storage.StorageMount]]] = {}
+    return found
 
 
 def diff_notices(after: StackConfig, mtus: Mapping[str, tuple[int, int]]) -> list[str]:

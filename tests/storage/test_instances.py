@@ -1,0 +1,88 @@
+"""What the stack creates for its volumes: private services access in its VPC, Filestore and
+Lustre instances provisioned through it, LNet admitted from its range alone, the APIs they
+need, and protection in production; and nothing at all for a stack without storage."""
+
+from __future__ import annotations
+
+import pytest
+
+from plan.engine import Graph
+from tests.conftest import build_graph, with_config
+from tests.storage.stack import RANGE, config
+
+
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    return build_graph(config())
+
+
+def test_private_services_access_allocates_the_configured_range_in_the_stacks_vpc(graph):
+    allocated = graph.named("storage-psa-range")
+    assert allocated.inputs["purpose"] == "VPC_PEERING"
+    assert allocated.inputs["addressType"] == "INTERNAL"
+    assert f"{allocated.inputs['address']}/{int(allocated.inputs['prefixLength'])}" == RANGE
+    vpc = graph.named("network-vpc")
+    assert vpc.urn in allocated.property_dependencies["network"]
+    connection = graph.named("storage-psa")
+    assert connection.inputs["service"] == "servicenetworking.googleapis.com"
+    assert connection.inputs["reservedPeeringRanges"] == ["ai-test-storage-psa"]
+
+
+def test_instances_are_provisioned_through_the_peering(graph):
+    connection = graph.named("storage-psa").urn
+    filestore = graph.named("storage-shared")
+    assert filestore.inputs["tier"] == "ZONAL"
+    assert filestore.inputs["fileShares"] == {"name": "share", "capacityGb": 1024}
+    (network,) = filestore.inputs["networks"]
+    assert network["connectMode"] == "PRIVATE_SERVICE_ACCESS"
+    assert network["reservedIpRange"] == "ai-test-storage-psa"
+    lustre = graph.named("storage-scratch")
+    assert lustre.inputs["network"] == "projects/test-project/global/networks/ai-test-vpc"
+    assert lustre.inputs["perUnitStorageThroughput"] == "500"
+    assert lustre.inputs["capacityGib"] == "18000"
+    assert lustre.inputs["location"] == "us-central1-a"
+    assert "gkeSupportEnabled" not in lustre.inputs
+    assert lustre.custom_timeouts["create"] == "60m"
+    for instance in (filestore, lustre):
+        assert connection in instance.dependencies, instance.urn
+        assert instance.inputs["labels"]["ai-infra-stack"] == "ai-test"
+
+
+def test_lnet_is_admitted_from_the_private_services_range_only(graph):
+    rule = graph.named("storage-allow-lustre")
+    assert rule.inputs["sourceRanges"] == [RANGE]
+    assert rule.inputs["allows"] == [{"protocol": "tcp", "ports": ["988"]}]
+    assert rule.inputs["direction"] == "INGRESS"
+
+
+def test_the_apis_the_instances_need_are_enabled(graph):
+    services = {r.inputs["service"] for r in graph.of_type("gcp:projects/service:Service")}
+    assert {"servicenetworking.googleapis.com", "lustre.googleapis.com"} <= services
+
+
+def test_a_protected_stack_protects_its_instances():
+    graph = build_graph(config(protect=True))
+    for name in ("storage-shared", "storage-scratch"):
+        assert graph.named(name).protect, name
+
+
+def test_a_stack_without_storage_registers_no_storage_and_enables_no_more_apis():
+    graph = build_graph(with_config())
+    assert not [r.urn for r in graph if ":storage:" in r.type or "servicenetworking" in r.type]
+    services = {r.inputs["service"] for r in graph.of_type("gcp:projects/service:Service")}
+    assert "lustre.googleapis.com" not in services
+
+
+def test_attached_buckets_and_instances_create_no_peering():
+    graph = build_graph(
+        config(
+            storage={
+                "volumes": [
+                    {"name": "data", "bucket": "datasets"},
+                    {"name": "old", "existingLustre": {"instance": "legacy"}},
+                ]
+            }
+        )
+    )
+    assert not graph.of_type("gcp:servicenetworking/connection:Connection")
+    assert not graph.of_type("gcp:lustre/instance:Instance")
