@@ -94,11 +94,14 @@ FREE_TYPES = frozenset(
         "pulumi-python:dynamic/slurm:ComputeCleanup",
         "gcp:compute/resizeRequest:ResizeRequest",
         "gcp:monitoring/dashboard:Dashboard",
+        "gcp:compute/globalAddress:GlobalAddress",
+        "gcp:servicenetworking/connection:Connection",
     }
 )
 """Resources with no charge of their own (a template bills through its group's VMs, and so
 does a resize request; a bucket object through its bucket's bytes; Slurm's cleanup deletes
-TPU and Compute Engine VMs on destroy; Cloud Monitoring dashboards are free)."""
+TPU and Compute Engine VMs on destroy; Cloud Monitoring dashboards are free; a private
+services access range and its peering bill nothing of their own, only the traffic over them)."""
 
 
 @dataclass(frozen=True)
@@ -489,6 +492,14 @@ class _Builder:
         quote = quotes.filestore(self.catalog, i["tier"], region_of(i["location"]))
         self.line(r, units=f"{size} GiB {i['tier']}", parts=[(quote, size, size)])
 
+    def lustre(self, r: Registration) -> None:
+        """Billed by provisioned capacity at the instance's throughput tier."""
+        i = integral(r.inputs)
+        size = int(i["capacityGib"])
+        tier = str(i["perUnitStorageThroughput"])
+        quote = quotes.lustre(self.catalog, tier, region_of(i["location"]))
+        self.line(r, units=f"{size} GiB at {tier} MBps/TiB", parts=[(quote, size, size)])
+
     def queued_resource(self, r: Registration) -> None:
         i = integral(r.inputs)
         shape = tpu_catalog.resolve(i["acceleratorType"])
@@ -629,6 +640,7 @@ class _Builder:
             "gcp:compute/disk:Disk": self.disk,
             "gcp:compute/instanceGroupManager:InstanceGroupManager": self.instance_group,
             "gcp:filestore/instance:Instance": self.filestore,
+            "gcp:lustre/instance:Instance": self.lustre,
             "pulumi-python:dynamic/tpu:QueuedResource": self.queued_resource,
         }
         nat_resources = []

@@ -56,7 +56,12 @@ def problems(config: StackConfig) -> list[Problem]:
     )
     found += vm_problems
     if config.slurm is not None:
-        found += under("slurm", slurm.problems(config.slurm, ctx, buckets=bucket_names))
+        found += under(
+            "slurm",
+            slurm.problems(
+                config.slurm, ctx, buckets=bucket_names, storage=config.resolved_storage
+            ),
+        )
     found += under(
         "storage",
         storage.problems(

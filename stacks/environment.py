@@ -122,7 +122,13 @@ def build(config: StackConfig) -> Environment:
         ),
         slurm=(
             slurm.build(
-                config.slurm, context=ctx, network=network, services=after_services, source=source
+                config.slurm,
+                context=ctx,
+                network=network,
+                storage=volumes,
+                buckets=buckets,
+                services=after_services,
+                source=source,
             )
             if config.slurm is not None
             else None
@@ -147,7 +153,9 @@ def describe(config: StackConfig) -> list[tuple[str, list[str]]]:
     sections += tpu_vms.describe(config.tpu_vms, config.context)
     sections += gpu_clusters.describe(config.gpu_clusters, config.context, config.bucket_names())
     if config.slurm is not None:
-        sections += slurm.describe(config.slurm, config.context)
+        sections += slurm.describe(
+            config.slurm, config.context, config.resolved_storage.lustre_names
+        )
     sections += storage.describe(config.resolved_storage, storage_mounts(config))
     if found := warnings(config):
         sections.append(("Warnings", [f"  {line}" for line in found]))
@@ -157,6 +165,18 @@ def describe(config: StackConfig) -> list[tuple[str, list[str]]]:
 def storage_mounts(config: StackConfig) -> dict[str, list[tuple[str, storage.StorageMount]]]:
     """Volume name -> (who, mount) of every system's `storage` list, for the plan."""
     found: dict[str, list[tuple[str, storage.StorageMount]]] = {}
+
+    def add(who: str, mounts: list[storage.StorageMount]) -> None:
+        for mount in mounts:
+            found.setdefault(mount.volume, []).append((who, mount))
+
+    if config.slurm is not None:
+        cluster = config.slurm
+        add(f"Slurm {cluster.cluster_name} (every VM)", cluster.storage)
+        for group in cluster.login_groups:
+            add(f"Slurm login group {group.name}", group.storage)
+        for nodeset in [*cluster.cpu_nodesets, *cluster.tpu_nodesets]:
+            add(f"Slurm nodeset {nodeset.name}", nodeset.storage)
     return found
 
 

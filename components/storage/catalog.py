@@ -64,10 +64,9 @@ class Tier:
             },
             key=lambda value: (abs(value - gib), value),
         )[:2]
-        return (
-            f"{gib:,} GiB is not a {self.name} capacity ({allowed}); the nearest are "
-            f"{' and '.join(f'{v:,}' for v in sorted(nearest))}"
-        )
+        shown = " and ".join(f"{v:,}" for v in sorted(nearest))
+        verb = "are" if len(nearest) > 1 else "is"
+        return f"{gib:,} GiB is not a {self.name} capacity ({allowed}); the nearest {verb} {shown}"
 
 
 FILESTORE_TIERS: dict[str, Tier] = {

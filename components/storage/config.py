@@ -244,6 +244,11 @@ class Storage:
         """Whether the stack allocates private services access for what it creates."""
         return bool(self.created)
 
+    @property
+    def lustre_names(self) -> frozenset[str]:
+        """The Lustre volumes, whose client is an unsigned kernel module."""
+        return frozenset(v.name for v in self.of_kind("lustre"))
+
     def of_kind(self, kind: Kind) -> list[Volume]:
         return [v for v in self.volumes.values() if v.kind == kind]
 

@@ -8,7 +8,7 @@ stacks protect every instance.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -16,10 +16,11 @@ import pulumi_gcp as gcp
 from pydantic import InstanceOf
 
 from components.base import Component, WiringModel
+from components.buckets import ACCESS_ROLES
 from components.network import NetworkHandle, filestore_ip, firewall_rule
 from components.storage.catalog import LUSTRE_PORT
-from components.storage.config import Storage, Volume
-from components.storage.mounts import Endpoint, lustre_endpoint
+from components.storage.config import Storage, StorageMount, Volume
+from components.storage.mounts import Endpoint, lustre_endpoint, network_storage_entry
 
 SERVICE_NETWORKING = "servicenetworking.googleapis.com"
 """The service producer private services access peers with; Filestore and Managed Lustre
@@ -43,6 +44,40 @@ class StorageHandle:
 
     def endpoint(self, name: str) -> pulumi.Output[Endpoint]:
         return self.endpoints[name]
+
+    def network_storage(
+        self, mounts: Sequence[StorageMount]
+    ) -> pulumi.Output[list[dict[str, str]]]:
+        """Slurm-GCP `network_storage` entries of a `storage` list, in its order, once the
+        volumes' addresses are known."""
+        volumes = self.storage.volumes
+        return pulumi.Output.all(
+            *[
+                self.endpoints[m.volume].apply(
+                    lambda e, m=m: network_storage_entry(
+                        e,
+                        path=m.mount_path,
+                        read_only=m.read_only,
+                        profile=volumes[m.volume].config.profile,
+                    )
+                )
+                for m in mounts
+            ]
+        )
+
+    def bucket_roles(self, mounts: Iterable[StorageMount]) -> dict[str, str]:
+        """Bucket (an `ai-infra:buckets` key, or a full name) -> the object role VMs mounting
+        `mounts` need: objectUser where any mount writes it, else objectViewer."""
+        roles: dict[str, str] = {}
+        for mount in mounts:
+            volume = self.storage.volumes[mount.volume]
+            if volume.kind != "gcs":
+                continue
+            bucket = volume.bucket_key or volume.instance
+            role = ACCESS_ROLES["read" if mount.read_only else "write"]
+            if roles.get(bucket) != ACCESS_ROLES["write"]:
+                roles[bucket] = role
+        return roles
 
 
 class StorageArgs(WiringModel):
