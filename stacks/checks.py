@@ -73,6 +73,7 @@ def problems(config: StackConfig) -> list[Problem]:
         ),
     )
     found += ownership(config)
+    found += filestore_names(config)
     found += under(
         "tpuVms",
         tpu_vms.stack_problems(
@@ -114,6 +115,26 @@ def _gpu_subnets(config: StackConfig) -> dict[str, str]:
             continue
         found |= {f"gpuClusters[{i}] subnet {k}": cidr for k, cidr in enumerate(cidrs)}
     return found
+
+
+def filestore_names(config: StackConfig) -> list[Problem]:
+    """Each Filestore instance name has one owner: Slurm's /home, a GPU cluster's share, or a
+    volume of `ai-infra:storage` (checked last, so that a clash is reported at the volume)."""
+    ctx = config.context
+    claims: list[tuple[tuple[PathPart, ...], str]] = []
+    if config.slurm is not None and config.slurm.home.filestore:
+        claims.append((("slurm",), ctx.name("slurm", config.slurm.cluster_name, "home")))
+    claims += [
+        (("gpuClusters", i, "nfsShares", k), f"{ctx.name(c.name)}-nfs{k}")
+        for i, c in enumerate(config.gpu_clusters)
+        for k in range(len(c.nfs_shares))
+    ]
+    claims += [
+        (("storage", "volumes", i), ctx.name(v.name))
+        for i, v in enumerate(config.storage.volumes)
+        if v.filestore is not None
+    ]
+    return ownership_problems(claims, "Filestore instance", "name", within_a_key=False)
 
 
 def _stack_ranges(config: StackConfig) -> dict[str, str]:

@@ -268,5 +268,12 @@ def export(env: Environment) -> None:
             for name, team in (env.gke.teams.items() if env.gke is not None else [])
         },
     )
+    pulumi.export(
+        "storage",
+        {
+            name: endpoint.apply(lambda e: {"kind": e.kind, "source": e.source})
+            for name, endpoint in env.storage.endpoints.items()
+        },
+    )
     if env.slurm is not None:
         pulumi.export("slurm", env.slurm.exports)

@@ -313,3 +313,16 @@ def test_an_unlisted_lustre_zone_is_accepted_when_said():
     )
     assert error is None, error
     assert graph.named("storage-scratch").inputs["location"] == "us-east5-a"
+
+
+def test_a_filestore_volume_named_like_a_gpu_clusters_share_is_refused():
+    found = refused(
+        {
+            "gpuClusters": [
+                {"name": "gpu", "nfsShares": [{"mountPath": "/nfs"}], "zone": "us-central1-a"}
+            ],
+            "storage": storage(volumes=volumes(3, name="gpu-nfs0")),
+        }
+    )
+    message = found["ai-infra:storage.volumes[3].name"]
+    assert "Filestore instance 'ai-test-gpu-nfs0' already belongs to gpuClusters[0]" in message

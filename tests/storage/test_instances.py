@@ -86,3 +86,10 @@ def test_attached_buckets_and_instances_create_no_peering():
     )
     assert not graph.of_type("gcp:servicenetworking/connection:Connection")
     assert not graph.of_type("gcp:lustre/instance:Instance")
+
+
+def test_the_stack_outputs_say_where_each_volume_is_served(graph):
+    outputs = graph.outputs or {}
+    assert outputs["storage"]["scratch"] == {"kind": "lustre", "source": "192.0.2.3@tcp:/scratch"}
+    assert outputs["storage"]["data"] == {"kind": "gcs", "source": "test-project-ai-test-datasets"}
+    assert outputs["storage"]["old-nfs"]["source"] == "192.0.2.2:/share"
