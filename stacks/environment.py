@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components import gke, gpu_clusters, network, slurm, storage, tpu_vms
+from components.base import under
 from components.buckets import Bucket, BucketArgs, BucketsHandle
 from components.network import Network, NetworkArgs, NetworkHandle
 from components.services import (
@@ -142,7 +143,14 @@ def build(config: StackConfig) -> Environment:
 def warnings(config: StackConfig) -> list[str]:
     """What a valid config may say but probably does not mean, as `path: message`; `pulumi
     up` logs them and the plan lists them."""
-    return [f"{render_path(w.path)}: {w.message}" for w in gke.warnings(config.gke)]
+    found = gke.warnings(config.gke)
+    found += under(
+        "storage",
+        storage.warnings(
+            config.resolved_storage, {b.name: b.hierarchical_namespace for b in config.buckets}
+        ),
+    )
+    return [f"{render_path(w.path)}: {w.message}" for w in found]
 
 
 def describe(config: StackConfig) -> list[tuple[str, list[str]]]:

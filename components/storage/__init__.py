@@ -16,7 +16,13 @@ from components.base import Source
 from components.buckets import BucketsHandle
 from components.network import NetworkHandle
 from components.storage.catalog import LUSTRE_TIERS
-from components.storage.checks import mount_problems, mounts_lustre, nested, problems
+from components.storage.checks import (
+    mount_problems,
+    mounts_lustre,
+    nested,
+    problems,
+    warnings,
+)
 from components.storage.config import (
     Storage,
     StorageConfig,
@@ -60,6 +66,7 @@ __all__ = [
     "network_storage_entry",
     "problems",
     "team_mounts",
+    "warnings",
 ]
 
 

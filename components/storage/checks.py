@@ -230,6 +230,26 @@ def _block_prefix(volume: VolumeConfig) -> int:
     return LUSTRE_BLOCK_PREFIX
 
 
+def warnings(storage: Storage, hierarchical: Mapping[str, bool]) -> list[Problem]:
+    """What a valid `ai-infra:storage` may say but probably does not mean, at paths under it:
+    checkpoints on a stack bucket without hierarchical namespace, where a checkpoint's
+    directory rename copies every object instead of one atomic rename (gcsfuse "Semantics":
+    renames of directories are not atomic on flat buckets). `hierarchical` maps each
+    `ai-infra:buckets` name to its `hierarchicalNamespace`."""
+    return [
+        Problem(
+            ("volumes", i, "bucket"),
+            f"checkpoints on bucket '{volume.bucket}', which has no hierarchical namespace: "
+            "saving a checkpoint by renaming its directory copies each object; set "
+            "hierarchicalNamespace: true on a new bucket for atomic renames",
+        )
+        for i, volume in enumerate(storage.config.volumes)
+        if volume.bucket is not None
+        and volume.profile == "checkpoint"
+        and hierarchical.get(volume.bucket) is False
+    ]
+
+
 def mount_problems(
     mounts: Sequence[StorageMount],
     storage: Storage,

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from plan.engine import record_program
+from stacks.environment import warnings
+from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.storage.stack import VOLUMES, config, storage
 
@@ -326,3 +328,13 @@ def test_a_filestore_volume_named_like_a_gpu_clusters_share_is_refused():
     )
     message = found["ai-infra:storage.volumes[3].name"]
     assert "Filestore instance 'ai-test-gpu-nfs0' already belongs to gpuClusters[0]" in message
+
+
+def test_checkpoints_on_a_flat_bucket_are_warned_of_not_refused():
+    flat = config(buckets=[{"name": "datasets"}, {"name": "checkpoints"}])
+    found = warnings(parse(flat, "test"))
+    assert any(
+        w.startswith("ai-infra:storage.volumes[1].bucket: checkpoints on bucket 'checkpoints'")
+        for w in found
+    ), found
+    assert not [w for w in warnings(parse(config(), "test")) if "storage" in w]
