@@ -85,7 +85,13 @@ def build(config: StackConfig) -> Environment:
             for i, entry in enumerate(config.buckets)
         }
     )
-    volumes = storage.build(stored, network=network, services=after_services, source=source)
+    volumes = storage.build(
+        stored,
+        network=network,
+        clients=storage_clients(config),
+        services=after_services,
+        source=source,
+    )
     gke_env = gke.build(
         config.gke,
         network_config=config.network,
@@ -179,28 +185,56 @@ def describe(config: StackConfig) -> list[tuple[str, list[str]]]:
         sections += slurm.describe(
             config.slurm, config.context, config.resolved_storage.lustre_names
         )
-    sections += storage.describe(config.resolved_storage, storage_mounts(config))
+    mounts = {
+        name: [(m.who, m.mount) for m in found] for name, found in storage_mounts(config).items()
+    }
+    sections += storage.describe(config.resolved_storage, mounts)
     if found := warnings(config):
         sections.append(("Warnings", [f"  {line}" for line in found]))
     return sections
 
 
-def storage_mounts(config: StackConfig) -> dict[str, list[tuple[str, storage.StorageMount]]]:
-    """Volume name -> (who, mount) of every system's `storage` list, for the plan."""
-    found: dict[str, list[tuple[str, storage.StorageMount]]] = {}
+@dataclass(frozen=True)
+class Mounted:
+    """One mount of a storage volume by a system: who mounts it (for the plan), where, and the
+    network tags of the VMs that do."""
 
-    def add(who: str, mounts: list[storage.StorageMount]) -> None:
+    who: str
+    mount: storage.StorageMount
+    tags: tuple[str, ...]
+
+
+def storage_mounts(config: StackConfig) -> dict[str, list[Mounted]]:
+    """Volume name -> every system's mount of it, from their `storage` lists."""
+    found: dict[str, list[Mounted]] = {}
+
+    def add(who: str, mounts: list[storage.StorageMount], tags: list[str]) -> None:
         for mount in mounts:
-            found.setdefault(mount.volume, []).append((who, mount))
+            found.setdefault(mount.volume, []).append(Mounted(who, mount, tuple(tags)))
 
     if config.slurm is not None:
         cluster = config.slurm
-        add(f"Slurm {cluster.cluster_name} (every VM)", cluster.storage)
+        tags = slurm.network_tags(cluster)["slurm"]
+        add(f"Slurm {cluster.cluster_name} (every VM)", cluster.storage, tags)
         for group in cluster.login_groups:
-            add(f"Slurm login group {group.name}", group.storage)
+            add(f"Slurm login group {group.name}", group.storage, tags)
         for nodeset in [*cluster.cpu_nodesets, *cluster.tpu_nodesets]:
-            add(f"Slurm nodeset {nodeset.name}", nodeset.storage)
+            add(f"Slurm nodeset {nodeset.name}", nodeset.storage, tags)
     return found
+
+
+def storage_clients(config: StackConfig) -> dict[str, list[str]]:
+    """Volume name -> the network tags of the VMs that mount it: GKE's nodes for a volume
+    granted to a team, and each system's VMs for one its `storage` lists mount."""
+    found: dict[str, set[str]] = {}
+    if config.cluster.enabled:
+        for grants in config.resolved_storage.team_grants().values():
+            for name in grants:
+                found.setdefault(name, set()).add(network.gke_node_tag(config.prefix))
+    for name, mounts in storage_mounts(config).items():
+        for mounted in mounts:
+            found.setdefault(name, set()).update(mounted.tags)
+    return {name: sorted(tags) for name, tags in found.items()}
 
 
 def diff_notices(after: StackConfig, mtus: Mapping[str, tuple[int, int]]) -> list[str]:

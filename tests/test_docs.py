@@ -110,9 +110,9 @@ INVENTORY: dict[str, dict[str, int]] = {
     },
     "storage": COMMON
     | {
-        "gcp:compute/firewall:Firewall": 4,
+        "gcp:compute/firewall:Firewall": 6,
         "gcp:compute/globalAddress:GlobalAddress": 1,
-        "gcp:container/nodePool:NodePool": 1,
+        "gcp:container/nodePool:NodePool": 2,
         "gcp:filestore/instance:Instance": 1,
         "gcp:lustre/instance:Instance": 1,
         "gcp:projects/iAMMember:IAMMember": 3,

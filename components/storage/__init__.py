@@ -8,7 +8,7 @@ mounts from `StorageHandle` endpoints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import pulumi
 
@@ -74,15 +74,19 @@ def build(
     storage: Storage,
     *,
     network: NetworkHandle,
+    clients: Mapping[str, Sequence[str]],
     services: pulumi.ResourceOptions,
     source: Source,
 ) -> StorageHandle:
     """Private services access, the instances the stack creates and every volume's endpoint;
-    an empty handle when `ai-infra:storage` has no volumes."""
+    an empty handle when `ai-infra:storage` has no volumes. `clients` gives the network tags
+    of the VMs that mount each volume."""
     if not storage.config.volumes:
         return StorageHandle(storage=storage, endpoints={}, resources={})
     return StorageInstances(
-        source("storage", "storage"), StorageArgs(storage=storage, network=network), services
+        source("storage", "storage"),
+        StorageArgs(storage=storage, network=network, clients=clients),
+        services,
     ).handle
 
 

@@ -18,6 +18,7 @@ from pydantic import InstanceOf
 from components.base import Component, WiringModel
 from components.buckets import ACCESS_ROLES
 from components.network import NetworkHandle, filestore_ip, firewall_rule
+from components.nfs import client_rules, export_options
 from components.storage.catalog import LUSTRE_PORT
 from components.storage.config import Storage, StorageMount, Volume
 from components.storage.mounts import Endpoint, lustre_endpoint, network_storage_entry
@@ -83,6 +84,9 @@ class StorageHandle:
 class StorageArgs(WiringModel):
     storage: InstanceOf[Storage]
     network: InstanceOf[NetworkHandle]
+    clients: Mapping[str, Sequence[str]] = {}
+    """Volume name -> the network tags of the VMs that mount it (GKE nodes, a Slurm cluster,
+    a GPU cluster, TPU VMs): the only ones the stack's firewall lets reach it."""
 
 
 class StorageInstances(Component):
@@ -103,6 +107,19 @@ class StorageInstances(Component):
                 assert connection is not None
                 instance = self._filestore(name, volume, args, connection)
                 resources[volume.name] = instance
+                client_rules(
+                    self,
+                    f"{name}-{volume.name}",
+                    project=ctx.project,
+                    network=args.network.self_link,
+                    name=volume.instance,
+                    share=instance,
+                    client_tags=args.clients.get(volume.name, ()),
+                    description=f"Storage volume {volume.name}",
+                    # Through private services access the share's reservedIpRange names the
+                    # allocation, not a range: its address is what clients reach.
+                    destination=filestore_ip(instance).apply(lambda ip: f"{ip}/32"),
+                )
                 capacity = config.filestore.capacity_gib
                 endpoints[volume.name] = filestore_ip(instance).apply(
                     lambda ip, v=volume, c=capacity: Endpoint("filestore", ip, f"/{v.share}", c)
@@ -155,16 +172,25 @@ class StorageInstances(Component):
             reserved_peering_ranges=[allocated.name],
             opts=self.child_opts(),
         )
-        if any(v.config.lustre is not None for v in storage.created):
+        clients = sorted(
+            {
+                tag
+                for v in storage.created
+                if v.config.lustre
+                for tag in args.clients.get(v.name, ())
+            }
+        )
+        if clients:
             firewall_rule(
                 self,
                 f"{name}-allow-lustre",
                 project=ctx.project,
                 network=args.network.name,
                 name=ctx.name("allow-lustre"),
-                description="Managed Lustre servers to their clients (LNet), from the private "
-                "services range",
+                description="Managed Lustre servers to the VMs that mount them (LNet), from the "
+                "private services range",
                 source_ranges=[cidr],
+                target_tags=clients,
                 allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(LUSTRE_PORT)])],
             )
         return connection
@@ -185,8 +211,13 @@ class StorageInstances(Component):
             name=volume.instance,
             location=volume.location,
             tier=spec.tier,
+            # Every client is a VM of the stack's subnet (GKE nodes mount for their pods).
+            # Root is not squashed, as on the other systems' shares: the share's root
+            # directory is root's, and a squashed root could make no directory in it.
             file_shares=gcp.filestore.InstanceFileSharesArgs(
-                name=volume.share, capacity_gb=spec.capacity_gib
+                name=volume.share,
+                capacity_gb=spec.capacity_gib,
+                nfs_export_options=export_options([args.network.subnet_cidr], root_squash=False),
             ),
             networks=[
                 gcp.filestore.InstanceNetworkArgs(

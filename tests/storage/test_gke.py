@@ -13,7 +13,7 @@ import pytest
 from components.storage.catalog import GCSFUSE_FILE_CACHE, GCSFUSE_PROFILES
 from components.storage.mounts import team_mounts
 from plan.diff import diff
-from plan.engine import Graph, Registration
+from plan.engine import Graph, Registration, peered_address
 from stacks.loading import parse
 from tests.conftest import build_graph
 from tests.storage.stack import VOLUMES, config, storage
@@ -26,6 +26,11 @@ driver": 1.33.2-gke.1111000 or later)."""
 @pytest.fixture(scope="module")
 def graph() -> Graph:
     return build_graph(config())
+
+
+def address_of(graph: Graph, name: str) -> str:
+    """A Filestore instance's address, as the mock engine invents it."""
+    return graph.named(name).outputs["networks"][0]["ipAddresses"][0]
 
 
 def of_kind(graph: Graph, kind: str) -> dict[str, Registration]:
@@ -88,12 +93,15 @@ def test_each_kind_names_its_driver_and_instance(graph):
     assert lustre["volumeHandle"] == "test-project/us-central1-a/ai-test-scratch"
     instance = graph.named("storage-scratch")
     assert lustre["volumeAttributes"]["filesystem"] == instance.inputs["filesystem"] == "scratch"
-    assert lustre["volumeAttributes"]["ip"] == "192.0.2.3"
+    assert lustre["volumeAttributes"]["ip"] == peered_address("ai-test-scratch")
     assert pvs["pretrain.scratch"].inputs["spec"]["capacity"] == {"storage": "18000Gi"}
     filestore = pvs["research.shared"].inputs["spec"]["csi"]
     assert filestore["driver"] == "filestore.csi.storage.gke.io"
     assert filestore["volumeHandle"] == "modeInstance/us-central1-a/ai-test-shared/share"
-    assert filestore["volumeAttributes"] == {"ip": "192.0.2.2", "volume": "share"}
+    assert filestore["volumeAttributes"] == {
+        "ip": address_of(graph, "storage-shared"),
+        "volume": "share",
+    }
     # Volumes of the instances the stack creates wait for them.
     assert instance.urn in pvs["pretrain.scratch"].dependencies
 
@@ -172,7 +180,10 @@ def test_an_existing_instance_granted_to_a_team_is_read_not_created():
     pvs = of_kind(graph, "PersistentVolume")
     lustre = pvs["research.old-lustre"].inputs["spec"]["csi"]
     assert lustre["volumeHandle"] == "test-project/us-central1-a/legacy-lustre"
-    assert lustre["volumeAttributes"] == {"ip": "192.0.2.3", "filesystem": "legacylu"}
+    assert lustre["volumeAttributes"] == {
+        "ip": peered_address("legacy-lustre"),
+        "filesystem": "legacylu",
+    }
     nfs = pvs["research.old-nfs"].inputs["spec"]["csi"]
     assert nfs["volumeHandle"] == "modeInstance/us-central1-a/legacy-nfs/share"
     created = {

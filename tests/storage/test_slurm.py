@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from plan.diff import diff
-from plan.engine import Graph, Registration, record_program
+from plan.engine import Graph, Registration, peered_address, record_program
 from stacks.messages import ConfigError
 from tests.conftest import build_graph
 from tests.storage.stack import config
@@ -75,7 +75,7 @@ def by_mount(entries: list[dict[str, str]]) -> dict[str, dict[str, str]]:
 def test_each_kind_is_written_as_toolkits_module_writes_it(graph):
     cluster = by_mount(document(graph, "config.yaml")["network_storage"])
     assert cluster["/scratch"] == {
-        "server_ip": "192.0.2.3@tcp",
+        "server_ip": f"{peered_address('ai-test-scratch')}@tcp",
         "remote_mount": "/scratch",
         "local_mount": "/scratch",
         "fs_type": "lustre",
@@ -95,14 +95,14 @@ def test_each_kind_is_written_as_toolkits_module_writes_it(graph):
     # The /home share stays first, the cluster's own entries after it.
     assert list(cluster) == ["/home", "/scratch", "/data"]
     tpu = by_mount(document(graph, "nodeset_tpu_configs/v2.yaml")["network_storage"])
-    assert tpu["/shared"]["server_ip"] == "192.0.2.2"
+    assert tpu["/shared"]["server_ip"] == peered_address("ai-test-shared")
     assert tpu["/shared"]["remote_mount"] == "/share" and tpu["/shared"]["fs_type"] == "nfs"
     ckpt = by_mount(document(graph, "nodeset_configs/cpu.yaml")["network_storage"])["/ckpt"]
     assert "file_cache_cache_file_for_range_read=true" in ckpt["mount_options"]
     assert "rename_dir_limit=200000" in ckpt["mount_options"]
     assert ckpt["mount_options"].endswith("dir_mode=777")
     login = by_mount(document(graph, "login_group_configs/login.yaml")["network_storage"])
-    assert login["/old"]["server_ip"] == "192.0.2.2"
+    assert login["/old"]["server_ip"] == peered_address("legacy-nfs")
 
 
 def grants(graph: Graph) -> set[tuple[str, str, str]]:
