@@ -8,8 +8,8 @@ from components.tpu_catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOUR
 from plan.engine import REPO_ROOT, load_stack_config
 from stacks.loading import parse
 from tests.conftest import build_graph
-from tests.crd_schema import validate
 from tests.gke.test_kueue import nominal, objects_of
+from workload.schemas import validate
 
 EXAMPLE = REPO_ROOT / "examples" / "multislice-jobset.yaml"
 

@@ -24,12 +24,12 @@ from components.tpu_catalog import TPU_RESOURCE, TPU_TAINT_KEY, resolve
 from plan.engine import REPO_ROOT, Graph, load_stack_config
 from stacks.loading import parse
 from tests.conftest import build_graph
-from tests.crd_schema import validate
-from tests.gke.chart_facts import CONTROL_PLANE_CALLS
 from tests.gke.netpol import Pod, connects
-from tests.gke.rbac import allowed
 from tests.gke.test_kueue import nominal, objects_of
 from tests.test_docs import examples
+from workload.chart_facts import CONTROL_PLANE_CALLS
+from workload.rbac import allowed
+from workload.schemas import validate
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GKE_TPU_TAINT = {"key": TPU_TAINT_KEY, "value": "present", "effect": "NoSchedule"}

@@ -12,7 +12,7 @@ from components.gke.quota import tpu_flavor_name
 from plan.engine import Graph, list_stacks, load_stack_config
 from stacks.loading import parse
 from tests.conftest import build_graph, with_config
-from tests.crd_schema import validate
+from workload.schemas import validate
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 # us-central1 offers every family: v5p and v5e in -a, v6e in -b, tpu7x in -c.

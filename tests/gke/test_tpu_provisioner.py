@@ -22,9 +22,9 @@ from plan.engine import REPO_ROOT, Graph, record_program
 from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
-from tests.crd_schema import validate
 from tests.gke.test_kueue import nominal, objects_of
 from tests.test_docs import examples
+from workload.schemas import validate
 
 DIGEST = "sha256:" + "ab" * 32
 IMAGE = f"us-docker.pkg.dev/test-project/images/tpu-provisioner@{DIGEST}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from plan.engine import Graph
-from tests.gke.chart_facts import CLUSTER_ROLES, Rule
+from workload.chart_facts import CLUSTER_ROLES, Rule
 
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
 
