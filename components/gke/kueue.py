@@ -63,6 +63,42 @@ aggregates into `edit` (only the viewer roles are). The chart names it `<fullnam
 (kueue v0.19.2 charts/kueue/templates/rbac/batch_user_role.yaml and _helpers.tpl)."""
 
 
+PODS_READY_TIMEOUT_MINUTES = 45
+"""How long an admitted workload has for all its pods to be ready before Kueue evicts it,
+releases its quota and requeues it. Kueue 0.19 has waitForPodsReady on whenever the config
+omits it, at 30 minutes (apis/config/v1beta2/defaults.go at v0.19.2). A provisioner-created
+slice does not exist when its job is admitted: the controller waits up to 30 minutes for the
+node-pool operation (internal/cloud/gke.go waitForGkeOp at 6789e2a), and then the nodes pull
+the image; 45 minutes keeps a slow but successful creation from being evicted and created
+again. Fixed slices already exist, and flex-start pods are created only once the
+ProvisioningRequest has its nodes, so neither comes near it."""
+REQUEUE_LIMIT = 5
+"""Evictions for pods not ready before Kueue deactivates the workload; Kueue's default is to
+requeue for ever (null). A job whose pods never start (an image that does not pull, capacity
+that never comes) otherwise takes its quota for 45 minutes in every cycle; after about six
+hours of attempts (backoffs of 1, 2, 4, 8 and 16 minutes between them) a person decides."""
+
+
+def wait_for_pods_ready() -> dict[str, Any]:
+    """Kueue's `waitForPodsReady`, every field explicit (configuration_types.go at v0.19.2)."""
+    timeout = f"{PODS_READY_TIMEOUT_MINUTES}m"
+    return {
+        "timeout": timeout,
+        # Admissions of other jobs go on while one waits: every flavor's quota is the
+        # capacity behind it, so admitted jobs never compete for the same nodes.
+        "blockAdmission": False,
+        # A running job whose pods stop being ready (a slice recreated by host maintenance or
+        # repair) gets as long again before its quota is released.
+        "recoveryTimeout": timeout,
+        "requeuingStrategy": {
+            "timestamp": "Eviction",
+            "backoffLimitCount": REQUEUE_LIMIT,
+            "backoffBaseSeconds": 60,
+            "backoffMaxSeconds": 3600,
+        },
+    }
+
+
 def kueue_manager_config() -> dict[str, Any]:
     """Kueue's Configuration. The chart takes it as one document that replaces its default, so
     it is complete here."""
@@ -93,6 +129,7 @@ def kueue_manager_config() -> dict[str, Any]:
         "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
         "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+        "waitForPodsReady": wait_for_pods_ready(),
     }
 
 
