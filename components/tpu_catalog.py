@@ -359,22 +359,41 @@ def _describe_sizes(family: TpuFamily) -> str:
     )
 
 
+HOST_SHAPES: dict[str, tuple[int, int]] = {
+    "ct4p-hightpu-4t": (240, 407),
+    "ct5lp-hightpu-1t": (24, 48),
+    "ct5lp-hightpu-4t": (112, 192),
+    "ct5lp-hightpu-8t": (224, 384),
+    "ct5p-hightpu-4t": (208, 448),
+    "ct6e-standard-1t": (44, 176),
+    "ct6e-standard-4t": (180, 720),
+    "ct6e-standard-8t": (180, 1440),
+    "tpu7x-standard-4t": (224, 960),
+}
+"""TPU host machine type -> (vCPUs, GiB of memory): the 4-chip VMs of v5p, v6e and TPU7x as
+Cloud TPU's tpu7x page tabulates them (208/448, 180/720, 224/960); v4 from tpu/docs/v4; v5e as
+Compute Engine lists its machine types (Cyclenerd machinetypes.csv); v6e's 1- and 8-chip VMs
+from tpu/docs/v6e. Compute Engine writes memory in GB of 2^30 bytes."""
+
+
 @dataclass(frozen=True)
 class TpuHost:
-    """One TPU host machine type: its family and the chips on one such VM."""
+    """One TPU host machine type: its family, the chips on one such VM, and its vCPUs and
+    memory (GiB)."""
 
     family: TpuFamily
     chips: int
+    vcpus: int
+    memory_gib: int
 
 
 def _hosts() -> dict[str, TpuHost]:
     hosts: dict[str, TpuHost] = {}
-    for family in FAMILIES:
-        if family.multi_host_machine_type:
-            hosts[family.multi_host_machine_type] = TpuHost(family, family.chips_per_multi_host_vm)
-        for machine, chips in family.single_host.values():
-            if machine:
-                hosts[machine] = TpuHost(family, chips)
+    machines = [(f, f.multi_host_machine_type, f.chips_per_multi_host_vm) for f in FAMILIES]
+    machines += [(f, m, chips) for f in FAMILIES for m, chips in f.single_host.values()]
+    for family, machine, chips in machines:
+        if machine:
+            hosts[machine] = TpuHost(family, chips, *HOST_SHAPES[machine])
     return hosts
 
 

@@ -197,6 +197,7 @@ def build(
             config=config.kueue,
             flavors=config.flavors,
             allocation=config.allocation,
+            cohort_cpu=config.host_quota(),
             kueue_release=batch.kueue,
         ),
         on_cluster,
@@ -210,6 +211,7 @@ def build(
                 config=team,
                 flavors=config.flavors,
                 quotas=config.allocation.teams[team.name],
+                cpu=config.cpu_quota(team),
                 flex_start_checks=queues.flex_start_checks,
                 kueue_release=batch.kueue,
                 cluster=cluster.cluster,
@@ -315,6 +317,7 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
         ]
         email = f"{config.context.name(team.name)}@{config.context.project}.iam.gserviceaccount.com"
         teams.append(f"  {team.name}/{team.name}: {', '.join(quotas) or 'no accelerator quota'}")
+        teams.append(f"    {_cpu_line(config, team)}")
         teams.append(f"    runs as {team.name}/{team.service_account} -> {email}")
     held = [
         f"{flavor}={quota} {resources[flavor]}"
@@ -331,6 +334,20 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
     if config.tpu_provisioner.enabled:
         sections.append(("TPU provisioner", _provisioner_lines(config)))
     return sections
+
+
+def _cpu_line(config: GkeConfig, team: TeamConfig) -> str:
+    """The team's `cpu` flavor quota and where it comes from."""
+    quota = config.cpu_quota(team)
+    derived = config.host_quota(team.name)
+    if team.cpu and team.memory:
+        source = "as set"
+    elif derived.cpu_millis:
+        source = "the allocatable CPU and memory of the nodes behind its accelerator quota"
+        source += f" (not of {', '.join(derived.unsized)})" if derived.unsized else ""
+    else:
+        source = "no nodes behind its quota: it borrows CPU with the slices it borrows"
+    return f"cpu {quota['cpu']}, memory {quota['memory']}: {source}"
 
 
 def _provisioner_lines(config: GkeConfig) -> list[str]:

@@ -624,8 +624,57 @@ def team_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]
 
 def warnings(config: GkeConfig) -> list[Problem]:
     """What a valid config may say but probably does not mean, at stack paths: a team's
-    explicit share of TPU capacity that is not a whole number of slices. A job runs on whole
-    slices, so the part of the share beyond them only ever lends to the cohort."""
+    explicit share of TPU capacity that is not a whole number of slices, and CPU or memory
+    quota below what the nodes behind the team's accelerator quota offer."""
+    return _share_warnings(config) + _cpu_warnings(config)
+
+
+def _cpu_warnings(config: GkeConfig) -> list[Problem]:
+    """A team whose `cpu` or `memory` is below the nodes behind its accelerator quota must
+    borrow to run a job on all of it, and is then reclaimed by any other team's job that asks
+    for its own nominal CPU; one whose GPU pools the catalog cannot size gets none of theirs."""
+    found = []
+    for i, team in enumerate(config.teams):
+        derived = config.host_quota(team.name)
+        for key, own, needed in (
+            ("cpu", team.cpu, derived.cpu),
+            ("memory", team.memory, derived.memory),
+        ):
+            if own is not None and quantity(own) < quantity(needed):
+                found.append(
+                    Problem(
+                        ("teams", i, key),
+                        f"{own} is below the {needed} the nodes behind the team's accelerator "
+                        "quota offer pods: a job on all of that quota borrows the rest and is "
+                        "preempted when another team reclaims it; raise it or leave it unset",
+                    )
+                )
+        if derived.unsized and (team.cpu is None or team.memory is None):
+            found.append(
+                Problem(
+                    ("teams", i, "cpu"),
+                    f"the catalog has no vCPU and memory figures for the nodes of "
+                    f"{', '.join(derived.unsized)}, so they add nothing to the team's derived "
+                    "CPU and memory quota; set cpu and memory",
+                )
+            )
+    return found
+
+
+_UNITS = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_UNITS |= {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+
+
+def quantity(text: str) -> float:
+    """A Kubernetes quantity as written in config (`200`, `500m`, `800Gi`) as a number."""
+    number = text.rstrip("kmMGTPi")
+    return float(number) * _UNITS[text[len(number) :]]
+
+
+def _share_warnings(config: GkeConfig) -> list[Problem]:
+    """A team's explicit share of TPU capacity that is not a whole number of slices: a job
+    runs on whole slices, so the part of the share beyond them only ever lends to the
+    cohort."""
     slice_units = {s.name: s.slice_units for f in config.flavors for s in f.sources}
     capacity = config.quota_sources()
     found = []

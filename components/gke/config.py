@@ -18,7 +18,14 @@ from components import tpu_catalog
 from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
 from components.context import StackContext
-from components.gke.quota import Allocation, Flavor, allocate, derive_flavors
+from components.gke.quota import (
+    Allocation,
+    Flavor,
+    HostQuota,
+    allocate,
+    derive_flavors,
+    host_quota,
+)
 from components.identity import service_account_email
 from components.network import MAX_NODE_NETWORKS, NetworkConfig, NodeNetwork
 from components.types import (
@@ -593,11 +600,14 @@ class TeamConfig(ConfigModel):
     (`0.25`) or a percentage (`"25%"`), best a whole number of slices. Entries a team does not
     name are split evenly, in whole slices, among the teams that do not name them; the rest
     stays with the cohort."""
-    cpu: Quantity = "1000"
-    """Nominal quota of the `cpu` flavor, in cores; high by default so that chips are the
-    constraint."""
-    memory: Quantity = "4000Gi"
-    """Nominal memory quota of the `cpu` flavor."""
+    cpu: Quantity | None = None
+    """Nominal quota of the `cpu` flavor, in cores. Unset: the allocatable CPU of the nodes
+    behind the team's TPU and GPU quota (GKE's node allocatable), so a job that takes the
+    team's whole quota never borrows CPU and is never reclaimed for it. Set it for CPU-only
+    jobs, or where the catalog cannot size a GPU pool's nodes."""
+    memory: Quantity | None = None
+    """Nominal memory quota of the `cpu` flavor; unset, the allocatable memory of the nodes
+    behind the team's TPU and GPU quota, as for `cpu`."""
     roles: list[IamRole] = Field(default_factory=list)
     """Extra project roles for the team's Google service account; basic roles are refused."""
     buckets: dict[str, BucketAccess] = Field(default_factory=dict)
@@ -793,3 +803,15 @@ class GkeConfig:
     def allocation(self) -> Allocation:
         """Each team's nominal quota per flavor, and the cohort's; for a valid config."""
         return allocate(self.flavors, {team.name: team.quota for team in self.teams})
+
+    def cpu_quota(self, team: TeamConfig) -> dict[str, str]:
+        """The team's `cpu` flavor quota: what it sets, else what the nodes behind its
+        accelerator quota offer pods; for a valid config."""
+        derived = self.host_quota(team.name)
+        return {"cpu": team.cpu or derived.cpu, "memory": team.memory or derived.memory}
+
+    def host_quota(self, team: str | None = None) -> HostQuota:
+        """The CPU and memory of the nodes behind a team's accelerator quota, or (None) the
+        cohort's; for a valid config."""
+        quotas = self.allocation.cohort if team is None else self.allocation.teams[team]
+        return host_quota(self.flavors, quotas)

@@ -18,7 +18,7 @@ from pydantic import SkipValidation
 
 from components.base import Component, WiringModel
 from components.gke.config import KueueConfig
-from components.gke.quota import Allocation, Flavor
+from components.gke.quota import Allocation, Flavor, HostQuota
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 MANAGED_NAMESPACE_LABEL = "ai-infra/kueue-managed"
@@ -276,6 +276,8 @@ class QueuesArgs(WiringModel):
     config: KueueConfig
     flavors: list[Flavor]
     allocation: Allocation
+    cohort_cpu: HostQuota
+    """The CPU and memory of the nodes behind the quota the cohort holds."""
     kueue_release: SkipValidation[pulumi.Resource]
 
 
@@ -306,7 +308,12 @@ class Queues(Component):
             )
 
         cohort_spec: dict[str, Any] = {}
-        groups = resource_groups(args.flavors, args.allocation.cohort)
+        # Always with the cpu group, so that quota moving in or out of the cohort changes
+        # only nominalQuotas.
+        cpu = args.cohort_cpu
+        groups = resource_groups(
+            args.flavors, args.allocation.cohort, cpu={"cpu": cpu.cpu, "memory": cpu.memory}
+        )
         if groups:
             cohort_spec["resourceGroups"] = groups
         kueue_object(

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from components import tpu_catalog
+from components import gpu_catalog, tpu_catalog
 from components.base import Problem
 from components.gpu_catalog import GPU_RESOURCE
 
@@ -33,6 +33,56 @@ CAPACITY_LABEL = "ai-infra/capacity"
 claim nodes of the same shape that are not flex-start."""
 MAX_FLAVORS_PER_GROUP = 64
 """Kueue's limit of flavors in one ClusterQueue resource group."""
+
+
+GIB = 2**30
+MIB = 2**20
+
+
+def allocatable(vcpus: int, memory_gib: int) -> tuple[int, int]:
+    """(millicores, bytes) a GKE Standard node of this size offers pods: its capacity less
+    what GKE reserves for the kubelet and system (6% of the first core, 1% of the second, 0.5%
+    of the next two, 0.25% of the rest; 25% of the first 4 GiB of memory, 20% of the next 4,
+    10% of the next 8, 6% of the next 112, 2% of the rest, and the kubelet's 100 MiB eviction
+    threshold: GKE "Standard cluster architecture", node allocatable resources)."""
+    reserved_millis = 0.0
+    for low, high, share in ((0, 1, 0.06), (1, 2, 0.01), (2, 4, 0.005), (4, vcpus, 0.0025)):
+        reserved_millis += max(0, min(vcpus, high) - low) * 1000 * share
+    reserved_bytes = 100 * MIB
+    for low, high, share in (
+        (0, 4, 0.25),
+        (4, 8, 0.2),
+        (8, 16, 0.1),
+        (16, 128, 0.06),
+        (128, memory_gib, 0.02),
+    ):
+        reserved_bytes += max(0, min(memory_gib, high) - low) * GIB * share
+    return vcpus * 1000 - math.ceil(reserved_millis), memory_gib * GIB - math.ceil(reserved_bytes)
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """The node a flavor's capacity comes in: its machine type, the chips or GPUs on one, and
+    what it offers pods (`allocatable`)."""
+
+    machine_type: str
+    units: int
+    cpu_millis: int
+    memory_bytes: int
+
+
+def tpu_node(shape: tpu_catalog.TpuShape) -> NodeShape:
+    host = tpu_catalog.TPU_HOSTS[shape.machine_type]
+    return NodeShape(shape.machine_type, host.chips, *allocatable(host.vcpus, host.memory_gib))
+
+
+def gpu_node(machine_type: str, gpus: int) -> NodeShape | None:
+    """A GPU pool's node, or None where the catalog does not know the machine's memory (N1
+    with attached GPUs, G4, A4X Max)."""
+    machine = gpu_catalog.fixed_gpus(machine_type)
+    if machine is None or machine.memory_gib is None:
+        return None
+    return NodeShape(machine_type, gpus, *allocatable(machine.vcpus, machine.memory_gib))
 
 
 @dataclass(frozen=True)
@@ -56,6 +106,8 @@ class Flavor:
     tolerations: list[dict[str, str]]
     flex_start: bool
     sources: list[Source] = field(default_factory=list)
+    node: NodeShape | None = None
+    """The node its capacity comes in; None where the catalog does not know the machine."""
 
 
 def tpu_flavor_name(slice_: TpuSliceConfig) -> str:
@@ -103,6 +155,7 @@ def derive_flavors(
                 node_labels=node_labels,
                 tolerations=tolerations,
                 flex_start=flex_start,
+                node=tpu_node(shape),
             )
         flavors[name].sources.append(source)
 
@@ -124,6 +177,7 @@ def derive_flavors(
             node_labels={NODE_POOL_LABEL: pool.name},
             tolerations=tolerations,
             flex_start=pool.provisioning == "flex-start",
+            node=gpu_node(pool.machine_type, pool.accelerator_count),
             sources=[Source(pool.name, pool.gpus)],
         )
     return list(flavors.values())
@@ -191,3 +245,41 @@ def allocate(flavors: Sequence[Flavor], shares: Mapping[str, Mapping[str, Share]
                 teams[team][flavor.name] += each
             cohort[flavor.name] += rest - each * len(implicit)
     return Allocation(teams=teams, cohort=cohort)
+
+
+@dataclass(frozen=True)
+class HostQuota:
+    """The CPU and memory of the nodes behind some accelerator quota, and the flavors whose
+    nodes the catalog cannot size."""
+
+    cpu_millis: int
+    memory_bytes: int
+    unsized: tuple[str, ...] = ()
+
+    @property
+    def cpu(self) -> str:
+        """As a Kubernetes quantity, in whole cores (rounded down)."""
+        return str(self.cpu_millis // 1000)
+
+    @property
+    def memory(self) -> str:
+        """As a Kubernetes quantity, in whole GiB (rounded down)."""
+        return f"{self.memory_bytes // GIB}Gi"
+
+
+def host_quota(flavors: Sequence[Flavor], quotas: Mapping[str, int]) -> HostQuota:
+    """What the nodes behind `quotas` (flavor -> chips or GPUs) offer pods: a team whose job
+    takes its whole accelerator quota then has the CPU and memory of those nodes as its own,
+    and never borrows them (and so is never reclaimed for them)."""
+    cpu = memory = 0
+    unsized = []
+    for flavor in flavors:
+        units = quotas.get(flavor.name, 0)
+        if not units:
+            continue
+        if flavor.node is None:
+            unsized.append(flavor.name)
+            continue
+        cpu += units * flavor.node.cpu_millis // flavor.node.units
+        memory += units * flavor.node.memory_bytes // flavor.node.units
+    return HostQuota(cpu, memory, tuple(unsized))

@@ -105,6 +105,8 @@ class TeamArgs(WiringModel):
     flavors: list[Flavor]
     quotas: dict[str, int]
     """Nominal quota per flavor for this team, from `quota.allocate`."""
+    cpu: dict[str, str]
+    """The `cpu` flavor's `cpu` and `memory` quota, from `GkeConfig.cpu_quota`."""
     flex_start_checks: list[str]
     kueue_release: SkipValidation[pulumi.Resource]
     cluster: SkipValidation[pulumi.Resource]
@@ -178,7 +180,7 @@ class Team(Component):
             cohort=args.cohort,
             flavors=args.flavors,
             quotas=args.quotas,
-            cpu={"cpu": team.cpu, "memory": team.memory},
+            cpu=args.cpu,
             flex_start_checks=args.flex_start_checks,
         )
         self.cluster_queue = kueue_object(

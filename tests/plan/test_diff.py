@@ -427,9 +427,14 @@ def test_team_quotas_are_shown_by_flavor_before_and_after(tmp_path: Path):
     assert "  quota pretrain: v5p-512 google.com/tpu 512 → 256" in text
     assert "  quota cohort ai-infra: v5p-512 google.com/tpu 0 → 256" in text
     assert "quota finetune" not in text and "quota research" not in text
-    # And on the queue itself, by flavor, not by list index.
+    # And on the queue itself, by flavor, not by list index; the CPU and memory of the
+    # slice's hosts go with it.
     pretrain = text.split("~ ClusterQueue team-pretrain-cluster-queue  (teams[0])\n")[1]
-    assert pretrain.startswith("    quota v5p-512 google.com/tpu: 512 → 256\n")
+    assert pretrain.startswith(
+        '    quota cpu cpu: "38035" → "24760"\n'
+        '    quota cpu memory: "100038Gi" → "72379Gi"\n'
+        "    quota v5p-512 google.com/tpu: 512 → 256\n"
+    )
 
 
 def test_a_configmap_data_change_replaces_the_configmap(tmp_path: Path):
