@@ -127,9 +127,10 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:core/v1:ConfigMap": 1,
         "kubernetes:core/v1:Namespace": 5,
         "kubernetes:core/v1:ServiceAccount": 3,
-        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 2,
-        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 4,
-        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+        # Each team's queues, and its `<team>-provisioned` pair for provisioner capacity.
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 4,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 6,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 3,
         "kubernetes:networking.k8s.io/v1:NetworkPolicy": 2,
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": 1,
@@ -293,9 +294,15 @@ def _key_values(name: str, graph: Graph) -> None:
     elif name == "provisioner":
         config_map = _one(graph, "kubernetes:core/v1:ConfigMap")["data"]
         assert (config_map["GCP_ZONE"], config_map["PROVIDER"]) == ("us-east5-a", "gke")
-        # The provisioner's 64 chips of v5p-32: 32 named by applied, the rest to research; the
-        # fixed slice's 16 chips, one slice, do not divide in two and stay with the cohort.
-        assert _quotas(graph) == {"research": 32, "applied": 32}
+        # The provisioner's 64 chips of v5p-32: 32 named by applied, the rest to research, in
+        # their provisioner queues; the fixed slice's 16 chips, one slice, do not divide in
+        # two and stay with the cohort.
+        assert _quotas(graph) == {
+            "research": 0,
+            "applied": 0,
+            "research-provisioned": 32,
+            "applied-provisioned": 32,
+        }
     elif name == "gke-fast-path":
         for pool in ("tune-0", "tune-1"):
             inputs = _pool(graph, pool)

@@ -36,7 +36,14 @@ from components.gke.config import (
     WorkloadIdentityConfig,
 )
 from components.gke.gpu_pools import GpuPool, GpuPoolArgs
-from components.gke.kueue import BatchSystem, BatchSystemArgs, Queues, QueuesArgs
+from components.gke.kueue import (
+    PODS_READY_TIMEOUT_MINUTES,
+    BatchSystem,
+    BatchSystemArgs,
+    Queues,
+    QueuesArgs,
+    provisioned_queue,
+)
 from components.gke.pod_networks import PodNetworks, PodNetworksArgs
 from components.gke.teams import GroupAccess, GroupAccessArgs, Team, TeamArgs
 from components.gke.tpu_provisioner import TpuProvisioner, TpuProvisionerArgs
@@ -212,6 +219,7 @@ def build(
                 flavors=config.flavors,
                 quotas=config.allocation.teams[team.name],
                 cpu=config.cpu_quota(team),
+                provisioned_cpu=config.host_quota(team.name, provisioned=True).quantities,
                 flex_start_checks=queues.flex_start_checks,
                 kueue_release=batch.kueue,
                 cluster=cluster.cluster,
@@ -309,15 +317,19 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
     if config.tpu_slices:
         slices.append(f"  upgrades: {_upgrade_policy(config)}")
     resources = {f.name: f.resource for f in config.flavors}
+    provisioned = {f.name for f in config.provisioned_flavors}
     teams = []
     for team in sorted(config.teams, key=lambda t: t.name):
         quotas = [
             f"{flavor}={quota} {resources[flavor]}"
             for flavor, quota in config.allocation.teams[team.name].items()
+            if flavor not in provisioned
         ]
         email = f"{config.context.name(team.name)}@{config.context.project}.iam.gserviceaccount.com"
         teams.append(f"  {team.name}/{team.name}: {', '.join(quotas) or 'no accelerator quota'}")
         teams.append(f"    {_cpu_line(config, team)}")
+        if provisioned:
+            teams.append(f"    {_provisioned_line(config, team)}")
         teams.append(f"    runs as {team.name}/{team.service_account} -> {email}")
     held = [
         f"{flavor}={quota} {resources[flavor]}"
@@ -350,6 +362,17 @@ def _cpu_line(config: GkeConfig, team: TeamConfig) -> str:
     return f"cpu {quota['cpu']}, memory {quota['memory']}: {source}"
 
 
+def _provisioned_line(config: GkeConfig, team: TeamConfig) -> str:
+    """The team's queue for provisioner-created slices."""
+    own = config.allocation.teams[team.name]
+    quotas = [f"{f.name}={own[f.name]} {f.resource}" for f in config.provisioned_flavors]
+    cpu = config.host_quota(team.name, provisioned=True)
+    return (
+        f"{provisioned_queue(team.name)} (outside the cohort, preempts nothing): "
+        f"{', '.join(quotas)}, cpu {cpu.cpu}, memory {cpu.memory}"
+    )
+
+
 def _provisioner_lines(config: GkeConfig) -> list[str]:
     """What the provisioner may create, where, as whom, and whose workload policies."""
     provisioner = config.tpu_provisioner
@@ -364,6 +387,7 @@ def _provisioner_lines(config: GkeConfig) -> list[str]:
             f"  up to {count} x {accelerator} ({shape.hosts} x {shape.machine_type}, "
             f"{shape.chips} chips) = {count * shape.chips} chips"
         )
+    lines.append(f"  billing bound: {_billing_bound(config)}")
     if any(s.family.workload_policy_for_multi_host for s in provisioner.shapes().values()):
         owner = (
             "created by this stack"
@@ -372,6 +396,24 @@ def _provisioner_lines(config: GkeConfig) -> list[str]:
         )
         lines.append(f"  workload policies tpu-provisioner-<topology>: {owner}")
     return lines
+
+
+def _billing_bound(config: GkeConfig) -> str:
+    """How many provisioner-created slices can bill at once, and what can add to them."""
+    running = []
+    for flavor in config.provisioned_flavors:
+        (source,) = flavor.sources
+        slices = sum(q[flavor.name] for q in config.allocation.teams.values())
+        running.append(
+            f"{slices // source.slice_units} x {flavor.name.removesuffix('-provisioned')}"
+        )
+    return (
+        f"{', '.join(running) or 'nothing'} running (the teams' provisioner queues, which never "
+        "borrow, lend or preempt), plus one idle slice per JobSet that Kueue evicted for pods "
+        f"not ready in {PODS_READY_TIMEOUT_MINUTES} minutes and has not yet readmitted, and per "
+        "JobSet deactivated or suspended by hand, until it is deleted (the controller keeps a "
+        "pool until its JobSet is gone, completed or failed)"
+    )
 
 
 def _upgrade_policy(config: GkeConfig) -> str:

@@ -23,6 +23,7 @@ from components.gke.config import (
     PROVISIONER_CHIPS_PER_NODE,
     PROVISIONER_MAX_PODS_PER_NODE,
     PROVISIONER_NAMESPACE,
+    PROVISIONER_SOURCE,
     WORKLOAD_POLICY_PREFIX,
     ClusterConfig,
     GkeConfig,
@@ -32,7 +33,7 @@ from components.gke.config import (
     TpuSliceConfig,
     when,
 )
-from components.gke.kueue import CHARTS
+from components.gke.kueue import CHARTS, provisioned_queue
 from components.gke.quota import explicit_units, flavor_problems
 from components.gpu_catalog import boot_disk_problem, gpu_problem, pool_capacity_problem
 from components.identity import account_id_problems, duplicate_roles, service_account_email
@@ -567,8 +568,18 @@ def team_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]
     claimed: dict[str, int] = {}
     fractions: dict[str, float] = {}
     groups: dict[str, tuple[int, str]] = {}  # slug -> (team index, group) first listing it
+    queues = {provisioned_queue(t.name): t.name for t in teams} if config.provisioned() else {}
     for i, team in enumerate(teams):
         entry: list[Problem] = []
+        if team.name in queues:
+            entry.append(
+                Problem(
+                    ("name",),
+                    f"'{team.name}' names team {queues[team.name]}'s queue for "
+                    "provisioner-created slices (its ClusterQueue and LocalQueue); choose "
+                    "another team name",
+                )
+            )
         if owner := namespace_owner(team.name):
             entry.append(
                 Problem(
@@ -626,7 +637,29 @@ def warnings(config: GkeConfig) -> list[Problem]:
     """What a valid config may say but probably does not mean, at stack paths: a team's
     explicit share of TPU capacity that is not a whole number of slices, and CPU or memory
     quota below what the nodes behind the team's accelerator quota offer."""
-    return _share_warnings(config) + _cpu_warnings(config)
+    return _share_warnings(config) + _cpu_warnings(config) + _provisioned_warnings(config)
+
+
+def _provisioned_warnings(config: GkeConfig) -> list[Problem]:
+    """Provisioner capacity that no team's quota takes stays with the cohort, which no team's
+    provisioner queue borrows from: the provisioner never creates it."""
+    found = []
+    for flavor in config.provisioned_flavors:
+        held = config.allocation.cohort[flavor.name]
+        if not held:
+            continue
+        (source,) = flavor.sources
+        accelerator = source.name.removeprefix(PROVISIONER_SOURCE)
+        found.append(
+            Problem(
+                ("tpuProvisioner", "quota", accelerator),
+                f"{held} of its {source.units} chips go to no team (whole slices do not divide "
+                "among the teams that name no share of it) and stay with the cohort, from which "
+                "provisioner queues never borrow, so no job can use them; give them to a team "
+                f"(quota: {{{source.name}: ...}}) or lower this count",
+            )
+        )
+    return found
 
 
 def _cpu_warnings(config: GkeConfig) -> list[Problem]:

@@ -810,8 +810,13 @@ class GkeConfig:
         derived = self.host_quota(team.name)
         return {"cpu": team.cpu or derived.cpu, "memory": team.memory or derived.memory}
 
-    def host_quota(self, team: str | None = None) -> HostQuota:
+    def host_quota(self, team: str | None = None, *, provisioned: bool = False) -> HostQuota:
         """The CPU and memory of the nodes behind a team's accelerator quota, or (None) the
-        cohort's; for a valid config."""
+        cohort's: in its ClusterQueue, or with `provisioned` in its queue for what the TPU
+        provisioner creates; for a valid config."""
         quotas = self.allocation.cohort if team is None else self.allocation.teams[team]
-        return host_quota(self.flavors, quotas)
+        return host_quota([f for f in self.flavors if f.provisioned == provisioned], quotas)
+
+    @property
+    def provisioned_flavors(self) -> list[Flavor]:
+        return [f for f in self.flavors if f.provisioned]

@@ -234,6 +234,30 @@ def resource_groups(
     return groups
 
 
+PROVISIONED_QUEUE_SUFFIX = "-provisioned"
+
+
+def provisioned_queue(team: str) -> str:
+    """The ClusterQueue and LocalQueue through which a team reaches what the TPU provisioner
+    creates."""
+    return f"{team}{PROVISIONED_QUEUE_SUFFIX}"
+
+
+def provisioned_queue_spec(
+    *, namespace: str, flavors: list[Flavor], quotas: dict[str, int], cpu: dict[str, str]
+) -> dict[str, Any]:
+    """A team's ClusterQueue for provisioner-created slices: outside the cohort, so it never
+    borrows or lends and is never reclaimed, and preempting nothing, so Kueue never suspends a
+    JobSet to make room: a suspended JobSet keeps its pool (the controller deletes one only
+    when its JobSet is gone, completed or failed), which would bill while idle."""
+    return {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": resource_groups([f for f in flavors if f.provisioned], quotas, cpu=cpu),
+        "preemption": {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"},
+    }
+
+
 def cluster_queue_spec(
     *,
     namespace: str,
@@ -244,7 +268,8 @@ def cluster_queue_spec(
     flex_start_checks: list[str],
 ) -> dict[str, Any]:
     """A team's ClusterQueue: its quota per flavor in the shared cohort, admitting workloads
-    from its own namespace only."""
+    from its own namespace only; provisioner flavors are in `provisioned_queue_spec`."""
+    flavors = [f for f in flavors if not f.provisioned]
     spec: dict[str, Any] = {
         "cohortName": cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
@@ -312,7 +337,9 @@ class Queues(Component):
         # only nominalQuotas.
         cpu = args.cohort_cpu
         groups = resource_groups(
-            args.flavors, args.allocation.cohort, cpu={"cpu": cpu.cpu, "memory": cpu.memory}
+            [f for f in args.flavors if not f.provisioned],
+            args.allocation.cohort,
+            cpu=cpu.quantities,
         )
         if groups:
             cohort_spec["resourceGroups"] = groups

@@ -1,7 +1,8 @@
 """Kueue flavors and quotas, derived from the slices and GPU pools; nobody types a chip count.
 
 A flavor is a distinct slice shape (accelerator and topology); flex-start capacity of a shape
-is a flavor of its own, because only it goes through the provisioning admission check. A
+is a flavor of its own, because only it goes through the provisioning admission check, and so
+is what the TPU provisioner may create, which teams reach through queues of its own. A
 flavor's capacity is the chips (or GPUs) of every slice of that shape. Each slice entry's chips
 are divided among teams: explicit shares first (chips, a fraction, or a percentage), then the
 rest evenly among the teams that set no share for it, in whole slices, since a job runs on
@@ -30,7 +31,10 @@ QUEUED_TOLERATION = {"key": QUEUED_PROVISIONING_TAINT, "operator": "Exists", "ef
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 CAPACITY_LABEL = "ai-infra/capacity"
 """Node label with a slice's provisioning; flex-start flavors select on it so that they never
-claim nodes of the same shape that are not flex-start."""
+claim nodes of the same shape that are not flex-start, and provisioner flavors carry it as
+`provisioned`, which the provisioner copies from the pod's selector onto the pool it creates
+(gke.go nodePoolForPod copies every selector outside cloud.google.com/ and google.com/)."""
+PROVISIONED = "provisioned"
 MAX_FLAVORS_PER_GROUP = 64
 """Kueue's limit of flavors in one ClusterQueue resource group."""
 
@@ -108,18 +112,25 @@ class Flavor:
     sources: list[Source] = field(default_factory=list)
     node: NodeShape | None = None
     """The node its capacity comes in; None where the catalog does not know the machine."""
+    provisioned: bool = False
+    """Capacity the TPU provisioner creates per JobSet: never borrowed, never lent (teams
+    reach it through ClusterQueues outside the cohort)."""
 
 
 def tpu_flavor_name(slice_: TpuSliceConfig) -> str:
     return shape_flavor_name(slice_.shape, flex_start=slice_.provisioning == "flex-start")
 
 
-def shape_flavor_name(shape: tpu_catalog.TpuShape, *, flex_start: bool = False) -> str:
+def shape_flavor_name(
+    shape: tpu_catalog.TpuShape, *, flex_start: bool = False, provisioned: bool = False
+) -> str:
     name = shape.accelerator
     if shape.topology != tpu_catalog.topologies_for(shape.accelerator)[0]:
         name += f"-{shape.topology}"
     if flex_start:
         name += "-flex-start"
+    if provisioned:
+        name += f"-{PROVISIONED}"
     return name
 
 
@@ -132,13 +143,17 @@ def derive_flavors(
     creates, then one per GPU pool.
 
     `provisioned` maps a quota source name (`tpuProvisioner.v5p-32`) to the shape and the chips
-    the provisioner may create of it. Its pools carry the same GKE TPU labels and taint as a
-    fixed slice's, so it adds capacity to the flavor of that shape rather than a second one.
+    the provisioner may create of it. That capacity is a `<shape>-provisioned` flavor of its
+    own, selecting `ai-infra/capacity: provisioned`: the controller keeps a pool until its
+    JobSet is gone, completed or failed (deletion_controller.go at 6789e2a), so a JobSet Kueue
+    suspends to lend or reclaim chips would keep billing an idle slice.
     """
     flavors: dict[str, Flavor] = {}
 
-    def add(shape: tpu_catalog.TpuShape, flex_start: bool, source: Source) -> None:
-        name = shape_flavor_name(shape, flex_start=flex_start)
+    def add(
+        shape: tpu_catalog.TpuShape, source: Source, flex_start: bool, provisioned: bool = False
+    ) -> None:
+        name = shape_flavor_name(shape, flex_start=flex_start, provisioned=provisioned)
         if name not in flavors:
             tolerations = [
                 {"key": tpu_catalog.TPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
@@ -149,6 +164,8 @@ def derive_flavors(
                 # do not tolerate it, never land on them.
                 tolerations.append(QUEUED_TOLERATION)
                 node_labels[CAPACITY_LABEL] = "flex-start"
+            if provisioned:
+                node_labels[CAPACITY_LABEL] = PROVISIONED
             flavors[name] = Flavor(
                 name=name,
                 resource=tpu_catalog.TPU_RESOURCE,
@@ -156,17 +173,18 @@ def derive_flavors(
                 tolerations=tolerations,
                 flex_start=flex_start,
                 node=tpu_node(shape),
+                provisioned=provisioned,
             )
         flavors[name].sources.append(source)
 
     for slice_ in slices:
         add(
             slice_.shape,
-            slice_.provisioning == "flex-start",
             Source(slice_.name, slice_.chips, slice_.shape.chips),
+            flex_start=slice_.provisioning == "flex-start",
         )
     for source_name, (shape, chips) in (provisioned or {}).items():
-        add(shape, False, Source(source_name, chips, shape.chips))
+        add(shape, Source(source_name, chips, shape.chips), flex_start=False, provisioned=True)
     for pool in gpu_pools:
         tolerations = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
         if pool.provisioning == "flex-start":
@@ -265,6 +283,11 @@ class HostQuota:
     def memory(self) -> str:
         """As a Kubernetes quantity, in whole GiB (rounded down)."""
         return f"{self.memory_bytes // GIB}Gi"
+
+    @property
+    def quantities(self) -> dict[str, str]:
+        """The `cpu` flavor's quota as a ClusterQueue lists it."""
+        return {"cpu": self.cpu, "memory": self.memory}
 
 
 def host_quota(flavors: Sequence[Flavor], quotas: Mapping[str, int]) -> HostQuota:

@@ -22,6 +22,8 @@ from components.gke.kueue import (
     MANAGED_NAMESPACE_LABEL,
     cluster_queue_spec,
     kueue_object,
+    provisioned_queue,
+    provisioned_queue_spec,
 )
 from components.gke.quota import Flavor
 from components.gke.workload_identity import (
@@ -107,6 +109,8 @@ class TeamArgs(WiringModel):
     """Nominal quota per flavor for this team, from `quota.allocate`."""
     cpu: dict[str, str]
     """The `cpu` flavor's `cpu` and `memory` quota, from `GkeConfig.cpu_quota`."""
+    provisioned_cpu: dict[str, str]
+    """The same for its queue of provisioner-created slices (unused without them)."""
     flex_start_checks: list[str]
     kueue_release: SkipValidation[pulumi.Resource]
     cluster: SkipValidation[pulumi.Resource]
@@ -206,8 +210,38 @@ class Team(Component):
             after_queue,
             namespace=team.name,
         )
+        if any(f.provisioned for f in args.flavors):
+            self._provisioned_queues(name, args)
         self.register_outputs(
             {"namespace": team.name, "queue": team.name, "serviceAccount": self.identity.email}
+        )
+
+    def _provisioned_queues(self, name: str, args: TeamArgs) -> None:
+        """The ClusterQueue and LocalQueue `<team>-provisioned` for what the TPU provisioner
+        creates (`kueue.provisioned_queue_spec`)."""
+        team = args.config
+        queue = provisioned_queue(team.name)
+        cluster_queue = kueue_object(
+            self,
+            f"{name}-provisioned-cluster-queue",
+            "ClusterQueue",
+            queue,
+            provisioned_queue_spec(
+                namespace=team.name,
+                flavors=args.flavors,
+                quotas=args.quotas,
+                cpu=args.provisioned_cpu,
+            ),
+            [args.kueue_release],
+        )
+        kueue_object(
+            self,
+            f"{name}-provisioned-local-queue",
+            "LocalQueue",
+            queue,
+            {"clusterQueue": queue},
+            [args.kueue_release, self.namespace, cluster_queue],
+            namespace=team.name,
         )
 
 

@@ -115,12 +115,18 @@ def submit(day: Day) -> tuple[str, dict[str, Any], dict[str, Any]]:
     flavor = flavors[fitting[0]]
     # Quota: its own nominal, or what the cohort can lend (nothing else runs yet).
     own = nominal(cluster_queue)[fitting[0]][TPU_RESOURCE]
+    cohort = cluster_queue["spec"].get("cohortName")
     lendable = sum(
-        nominal(q)[fitting[0]][TPU_RESOURCE] for q in objects_of(graph, "ClusterQueue").values()
+        nominal(q).get(fitting[0], {}).get(TPU_RESOURCE, 0)
+        for q in objects_of(graph, "ClusterQueue").values()
+        if cohort is not None and q["spec"].get("cohortName") == cohort
     )
-    lendable += (
-        nominal(objects_of(graph, "Cohort")["ai-infra"]).get(fitting[0], {}).get(TPU_RESOURCE, 0)
-    )
+    if cohort is None:
+        lendable = own  # a queue outside any cohort has only its own quota
+    else:
+        lendable += (
+            nominal(objects_of(graph, "Cohort")[cohort]).get(fitting[0], {}).get(TPU_RESOURCE, 0)
+        )
     assert request <= lendable, f"{request} chips exceed everything the cohort has"
     admitted = copy.deepcopy(pod)
     admitted["nodeSelector"] = {**pod.get("nodeSelector", {}), **flavor["spec"]["nodeLabels"]}
@@ -328,7 +334,7 @@ def test_the_provisioned_example_is_admitted_on_the_shape_the_provisioner_create
     graph = build_graph(raw, stack="provisioner")
     jobset = yaml.safe_load((REPO_ROOT / "examples" / "provisioned-jobset.yaml").read_text())
     queue, flavor, pod = submit(Day(graph, {"ml-research@example.com"}, jobset))
-    assert (queue, flavor["name"]) == ("research", "v5p-32")
+    assert (queue, flavor["name"]) == ("research-provisioned", "v5p-32-provisioned")
     ((_, replicas, per_replica),) = _pods(jobset)
     shape = config.tpu_provisioner.shapes()["v5p-32"]
     assert flavor["own"] % shape.chips == 0 and flavor["own"] >= replicas * shape.chips
@@ -341,7 +347,11 @@ def test_the_provisioned_example_is_admitted_on_the_shape_the_provisioner_create
     assert -(-chips // 4) == per_replica == shape.hosts
     assert f"ct5p-hightpu-{_chips(pod)}t" == shape.machine_type
     created = {
-        "labels": {**shape.node_labels, NODE_POOL_LABEL: "v5p-finetune-abcde"},
+        "labels": {
+            **shape.node_labels,
+            NODE_POOL_LABEL: "v5p-finetune-abcde",
+            "ai-infra/capacity": "provisioned",
+        },
         "taints": [GKE_TPU_TAINT],
     }
     assert lands_on(pod, created)
