@@ -120,7 +120,7 @@ INVENTORY: dict[str, dict[str, int]] = {
     | {
         "gcp:container/nodePool:NodePool": 2,
         "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
-        "gcp:projects/iAMMember:IAMMember": 4,
+        "gcp:projects/iAMMember:IAMMember": 5,
         "gcp:serviceaccount/account:Account": 4,
         "gcp:serviceaccount/iAMMember:IAMMember": 4,
         "kubernetes:apps/v1:Deployment": 1,
@@ -135,7 +135,8 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:Role": 1,
-        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 1,
+        # research's group: edit and batch-user in its namespace, clusterViewer.
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 3,
     },
     "gke-fast-path": COMMON
     | {

@@ -323,13 +323,11 @@ def test_research_runs_on_its_flex_start_slices_in_prod(prod: Graph):
         assert not lands_on(pod, pool), "only nodes made for this request"
 
 
-# The provisioner example, with its research team given a group.
+# The provisioner example of docs/tpu-provisioner.md.
 
 
 def test_the_provisioned_example_is_admitted_on_the_shape_the_provisioner_creates():
-    raw = copy.deepcopy(examples()["provisioner"].config)
-    raw["ai-infra:cluster"]["rbacSecurityGroup"] = "gke-security-groups@example.com"
-    raw["ai-infra:teams"][0]["groups"] = ["ml-research@example.com"]
+    raw = examples()["provisioner"].config
     config = parse(raw, "provisioner")
     graph = build_graph(raw, stack="provisioner")
     jobset = yaml.safe_load((REPO_ROOT / "examples" / "provisioned-jobset.yaml").read_text())
@@ -346,13 +344,20 @@ def test_the_provisioned_example_is_admitted_on_the_shape_the_provisioner_create
         chips *= int(dim)
     assert -(-chips // 4) == per_replica == shape.hosts
     assert f"ct5p-hightpu-{_chips(pod)}t" == shape.machine_type
+    # The pool's labels: the pod's own selectors outside cloud.google.com/ and google.com/,
+    # and the JobSet it was made for (gke.go nodePoolForPod at 6789e2a).
     created = {
         "labels": {
             **shape.node_labels,
             NODE_POOL_LABEL: "v5p-finetune-abcde",
             "ai-infra/capacity": "provisioned",
+            "google.com/tpu-provisioner-jobset-name": "v5p-finetune",
+            "google.com/tpu-provisioner-jobset-namespace": "research",
         },
         "taints": [GKE_TPU_TAINT],
     }
     assert lands_on(pod, created)
+    # A pool the controller keeps for another JobSet (suspended, say) never takes these pods.
+    other = {**created["labels"], "google.com/tpu-provisioner-jobset-name": "older-job"}
+    assert not lands_on(pod, {**created, "labels": other})
     reachable_by_control_plane(graph)

@@ -678,20 +678,29 @@ def test_example_jobset_is_what_the_provisioner_acts_on_through_the_team_queue()
     selector = pod["nodeSelector"]
     (accelerator,) = config.tpu_provisioner.quota
     shape = resolve(accelerator)
-    # The controller acts on a pod that selects the GKE TPU labels and requests google.com/tpu.
-    assert selector == {**shape.node_labels, "ai-infra/capacity": "provisioned"}
+    # The controller acts on a pod that selects the GKE TPU labels and requests google.com/tpu;
+    # the pod selects the pools it creates for this JobSet alone.
+    assert selector == {
+        **shape.node_labels,
+        "ai-infra/capacity": "provisioned",
+        "google.com/tpu-provisioner-jobset-name": jobset["metadata"]["name"],
+        "google.com/tpu-provisioner-jobset-namespace": namespace,
+    }
     (container,) = pod["containers"]
     assert container["resources"]["requests"][TPU_RESOURCE] == shape.chips_per_host
     assert job["template"]["spec"]["parallelism"] == shape.hosts
     assert job["template"]["spec"]["completions"] == shape.hosts
     assert job["replicas"] <= config.tpu_provisioner.quota[accelerator]
-    # Kueue has quota for the whole JobSet on the flavor those labels select.
+    # Kueue has quota for the whole JobSet on the one flavor of its queue those labels select.
+    queue = objects_of(graph, "ClusterQueue")[local_queue["spec"]["clusterQueue"]]
+    flavors = objects_of(graph, "ResourceFlavor")
     (flavor,) = [
         name
-        for name, f in objects_of(graph, "ResourceFlavor").items()
-        if f["spec"].get("nodeLabels") == selector
+        for name in nominal(queue)
+        if flavors[name]["spec"].get("nodeLabels")
+        and flavors[name]["spec"]["nodeLabels"].items() <= selector.items()
     ]
-    queue = objects_of(graph, "ClusterQueue")[local_queue["spec"]["clusterQueue"]]
+    assert flavor == "v5p-32-provisioned"
     assert nominal(queue)[flavor][TPU_RESOURCE] >= job["replicas"] * shape.chips
     assert pod["serviceAccountName"] == next(
         t.service_account for t in config.teams if t.name == namespace
