@@ -48,10 +48,15 @@ class TpuFamily:
     a supported version could still be below."""
     flex_start_zones: tuple[str, ...] = ()
     """Zones where GKE offers the family's node pools with flex-start (Dynamic Workload
-    Scheduler); empty where it offers none. GKE "About flex-start provisioning mode" (read
-    2026-11): v6e in asia-northeast1-b, us-east5-a and us-east5-b, v5e in us-west4-a, v5p in
-    us-east5-a; "TPU v3 and v4 are not supported", and tpu7x is not listed. The Cloud TPU API's
-    own flex-start list (queued resources) differs and is not this one."""
+    Scheduler). GKE "About flex-start provisioning mode" (read 2026-11): v6e in
+    asia-northeast1-b, us-east5-a and us-east5-b, v5e in us-west4-a, v5p in us-east5-a; "TPU v3
+    and v4 are not supported". tpu7x is not in that page's table, but Google's Cluster Toolkit
+    v1.95.0 ships tpu7x flex-start and queued-provisioning blueprints
+    (examples/gke-consumption-options/dws-flex-start/gke-tpu-7x, zone us-central1-c). A zone
+    listed nowhere takes `allowUnlistedZone`. The Cloud TPU API's own flex-start list (queued
+    resources) differs and is not this one."""
+    flex_start_unsupported: bool = False
+    """GKE says the family has no flex-start (v4), which no escape hatch overrides."""
     workload_policy_for_multi_host: bool = False
     """tpu7x places multi-host slices with a HIGH_THROUGHPUT workload policy, not COMPACT."""
     gke: bool = True
@@ -81,7 +86,7 @@ class TpuFamily:
 
     @property
     def flex_start(self) -> bool:
-        """Whether GKE offers flex-start for the family anywhere."""
+        """Whether GKE offers flex-start for the family in a zone the catalog lists."""
         return bool(self.flex_start_zones)
 
     def size_of(self, chips: int) -> int:
@@ -186,6 +191,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         multi_host_topologies=_cubic_topologies(max_chips=2048),
         zones=("us-central2-b",),
         boot_disk_type="pd-balanced",
+        flex_start_unsupported=True,
         tpu_vm_runtimes=_V4_RUNTIMES,
     ),
     TpuFamily(
@@ -272,6 +278,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         boot_disk_type="hyperdisk-balanced",
         # GKE "About Ironwood (TPU7x) in GKE": Standard clusters at this version and later.
         min_gke_version="1.34.0-gke.2201000",
+        flex_start_zones=("us-central1-c",),
         workload_policy_for_multi_host=True,
         dcn_gbps_per_chip=100,
         additional_node_networks=(
@@ -486,7 +493,10 @@ def flex_start_zone_problem(family: TpuFamily, zone: str) -> str | None:
     if zone in family.flex_start_zones:
         return None
     if not family.flex_start:
-        return f"GKE offers no flex-start for {family.prefix}"
+        return (
+            f"GKE lists no zone with flex-start for {family.prefix}; pick another provisioning "
+            "(or set allowUnlistedZone: true if Google offers it in this zone)"
+        )
     return (
         f"GKE offers flex-start {family.prefix} in {', '.join(family.flex_start_zones)}, not "
         f"{zone}; pick one of those zones, another provisioning (or set allowUnlistedZone: true "

@@ -432,7 +432,7 @@ def _slice_problems(entry: TpuSliceConfig, zone: str) -> list[Problem]:
         )
     inherited = "" if entry.zone else f"the slice inherits gcp:zone {zone}: "
     zone_problem = tpu_catalog.zone_problem(family, zone)
-    if entry.provisioning == "flex-start" and not family.flex_start:
+    if entry.provisioning == "flex-start" and family.flex_start_unsupported:
         offered = ", ".join(f.prefix for f in tpu_catalog.FAMILIES if f.flex_start)
         found.append(
             Problem(
