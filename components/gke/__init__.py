@@ -421,10 +421,10 @@ def _upgrade_policy(config: GkeConfig) -> str:
     if config.auto_upgrade:
         return (
             f"on channel {config.cluster.release_channel}, TPU pools hold upgrades until end "
-            "of support; the hold is set when a pool is created, so a switch to or from "
-            "releaseChannel NONE replaces every TPU pool"
+            "of support; the hold is set when a pool is created, so a switch from releaseChannel "
+            "NONE replaces every TPU pool created without it, and a switch to NONE keeps it"
         )
     return (
         "releaseChannel NONE: TPU pools never auto-upgrade (CPU and GPU pools do); a switch "
-        "to a channel replaces every TPU pool, which then holds upgrades until end of support"
+        "to a channel replaces every TPU pool created without its upgrade hold"
     )

@@ -637,7 +637,35 @@ def warnings(config: GkeConfig) -> list[Problem]:
     """What a valid config may say but probably does not mean, at stack paths: a team's
     explicit share of TPU capacity that is not a whole number of slices, and CPU or memory
     quota below what the nodes behind the team's accelerator quota offer."""
-    return _share_warnings(config) + _cpu_warnings(config) + _provisioned_warnings(config)
+    found = _share_warnings(config) + _cpu_warnings(config) + _provisioned_warnings(config)
+    return found + _channel_warnings(config)
+
+
+NO_CHANNEL_REMOVAL = "2027-06-14"
+"""GKE "Use release channels": not enrolling a cluster in a release channel is deprecated,
+allowed only for existing customers, and removed on June 14, 2027, when GKE enrolls the
+remaining clusters in Stable."""
+
+
+def _channel_warnings(config: GkeConfig) -> list[Problem]:
+    if config.cluster.release_channel != "NONE":
+        return []
+    provisioner = (
+        " The TPU provisioner (at 6789e2a) creates its pools with auto-upgrade off, which GKE "
+        "refuses on a channel: before then it needs a controller that creates pools with "
+        "auto-upgrade on and a node-pool exclusion holding their upgrades, as fixed slices have."
+        if config.tpu_provisioner.enabled
+        else ""
+    )
+    return [
+        Problem(
+            ("cluster", "releaseChannel"),
+            f"NONE is deprecated by GKE: only existing customers may set it, and on "
+            f"{NO_CHANNEL_REMOVAL} GKE enrolls such clusters in the Stable channel. Switching "
+            "to a channel replaces the TPU slice pools created without their upgrade hold."
+            + provisioner,
+        )
+    ]
 
 
 def _provisioned_warnings(config: GkeConfig) -> list[Problem]:

@@ -189,11 +189,13 @@ class ClusterConfig(ConfigModel):
     pool in `gcp:zone`, cheaper for dev."""
     release_channel: ReleaseChannel = "REGULAR"
     """`NONE` opts out of channels (needed by the TPU provisioner) and turns auto-upgrade off
-    on TPU slice pools; the CPU and GPU pools keep it. On a channel GKE requires auto-upgrade,
+    on TPU slice pools; the CPU and GPU pools keep it. GKE deprecates `NONE` and removes it on
+    2027-06-14, then enrolls such clusters in Stable. On a channel GKE requires auto-upgrade,
     and upgrading any node of a multi-host slice recreates the slice, so every TPU pool
     carries a node-pool exclusion that holds its upgrades until its version's end of support
     (then GKE upgrades regardless). The provider sets that hold only when it creates a pool:
-    switching from `NONE` to a channel (or back) replaces every TPU slice pool."""
+    switching from `NONE` to a channel replaces the TPU slice pools that lack it; switching to
+    `NONE` keeps it (it does nothing without auto-upgrade) and replaces nothing."""
     version: GkeVersion | None = None
     """Minimum control-plane version: `1.X`, `1.X.Y`, `1.X.Y-gke.N` or `latest`, quoted in YAML
     (`"1.34"`); a floor, not a pin. Defaults to the channel's default."""

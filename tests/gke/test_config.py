@@ -220,7 +220,8 @@ def test_tpu7x_flex_start_where_cluster_toolkit_runs_it_and_elsewhere_with_the_h
 
     parse(with_config(**slices("us-central1-c")), "test")
     found = problems(**slices("us-central1-ai1a"))
-    assert "GKE offers flex-start tpu7x in us-central1-c, not us-central1-ai1a" in (
-        found["ai-infra:tpuSlices[0].zone"]
+    assert (
+        "GKE offers flex-start tpu7x in us-central1-c, not us-central1-ai1a"
+        in (found["ai-infra:tpuSlices[0].zone"])
     )
     parse(with_config(**slices("us-central1-ai1a", allowUnlistedZone=True)), "test")

@@ -626,8 +626,18 @@ def test_provisioner_capacity_no_team_receives_is_a_warning():
         with_config(**enabled(quota={"v5p-32": 3}), teams=[{"name": "a"}, {"name": "b"}]),
         "test",
     )
-    (line,) = environment.warnings(config)
+    (line,) = [w for w in environment.warnings(config) if "tpuProvisioner" in w.split(":")[1]]
     assert line.startswith("ai-infra:tpuProvisioner.quota.v5p-32: 16 of its 48 chips")
+
+
+def test_no_release_channel_is_warned_about_with_what_the_provisioner_needs():
+    config = parse(with_config(**enabled(quota={"v5p-32": 2}), teams=[{"name": "a"}]), "test")
+    (line,) = environment.warnings(config)
+    assert line.startswith(
+        "ai-infra:cluster.releaseChannel: NONE is deprecated by GKE: only existing customers "
+        "may set it, and on 2027-06-14 GKE enrolls such clusters in the Stable channel."
+    )
+    assert "creates its pools with auto-upgrade off, which GKE refuses on a channel" in line
 
 
 def test_flex_start_tpu_slices_are_refused_beside_the_provisioner():

@@ -292,13 +292,27 @@ def test_max_pods_per_node_replaces_a_running_slice_pool(tmp_path: Path):
     assert "    maxPodsPerNode: 16 → 32  (forces replacement)" in text
 
 
-def test_lifting_the_upgrade_hold_replaces_the_slice_pool(tmp_path: Path):
-    """Dropping the release channel turns node auto-upgrade off (an update) and lifts the
-    slices' upgrade hold, which nodePoolUpdate cannot change on an existing pool: the program
-    replaces the pool for it (replace_on_changes), and the diff says so and why."""
+def test_dropping_the_release_channel_keeps_the_hold_and_updates_the_slice_pool(tmp_path: Path):
+    """Dropping the release channel turns node auto-upgrade off (an update); the slices'
+    upgrade hold does nothing without it, so the pool keeps it (ignore_changes) instead of
+    being replaced to lift it."""
     before = examples()["minimal"].config
     after = copy.deepcopy(before)
     after["ai-infra:cluster"]["releaseChannel"] = "NONE"
+    document, _ = edit(tmp_path, before, after)
+    entry = resource(document, "tpu-train-0")
+    assert entry["op"] == "update"
+    notes = {c["path"]: (c["effect"], c["note"]) for c in entry["changes"]}
+    assert notes == {"management.autoUpgrade": ("update", None)}
+    assert document["diff"]["summary"] == counts(update=2)
+
+
+def test_adding_the_upgrade_hold_replaces_the_slice_pool(tmp_path: Path):
+    """Back on a channel the hold must be on the pool, which nodePoolUpdate cannot change: the
+    program replaces the pool for it (replace_on_changes), and the diff says so and why."""
+    after = examples()["minimal"].config
+    before = copy.deepcopy(after)
+    before["ai-infra:cluster"]["releaseChannel"] = "NONE"
     document, text = edit(tmp_path, before, after)
     entry = resource(document, "tpu-train-0")
     assert entry["op"] == "replace"
