@@ -638,7 +638,23 @@ def warnings(config: GkeConfig) -> list[Problem]:
     explicit share of TPU capacity that is not a whole number of slices, and CPU or memory
     quota below what the nodes behind the team's accelerator quota offer."""
     found = _share_warnings(config) + _cpu_warnings(config) + _provisioned_warnings(config)
-    return found + _channel_warnings(config)
+    return found + _channel_warnings(config) + _idle_network_warnings(config)
+
+
+def _idle_network_warnings(config: GkeConfig) -> list[Problem]:
+    """A node network no slice or provisioner pool attaches to: its VPC, subnet and firewall
+    rule are built for nothing."""
+    used = config.node_network_users()
+    return [
+        Problem(
+            ("network", "additionalNodeNetworks", i),
+            f"no TPU slice or TPU provisioner pool attaches to {n.name} (v6e and tpu7x slices "
+            "attach unless they list their own), so its VPC, subnet and firewall rule serve "
+            "nothing; remove it, or name it in a slice's additionalNodeNetworks",
+        )
+        for i, n in enumerate(config.network.additional_node_networks)
+        if n.name not in used
+    ]
 
 
 NO_CHANNEL_REMOVAL = "2027-06-14"
@@ -882,6 +898,7 @@ def provisioner_problems(
     if network_config is not None:
         vpc = network_config.vpc_name(config.context.prefix)
         found += _network_problems(provisioner, vpc)
+        found += _stack_network_problems(config)
     if provisioner.additional_node_networks and not config.cluster.dataplane_v2:
         # GKE multi-networking, which additional node networks need, runs on Dataplane V2
         # only (GKE "Set up multi-network support for Pods", requirements).
@@ -929,6 +946,41 @@ def _network_problems(provisioner: TpuProvisionerConfig, cluster_vpc: str) -> li
                 )
             )
         seen.setdefault(extra.network, i)
+    return found
+
+
+def _stack_network_problems(config: GkeConfig) -> list[Problem]:
+    """`additionalNodeNetworks` entries that name the stack's own node networks are checked as
+    the stack's networks are when the provisioner attaches to them by default: the quota's
+    families must take a second NIC (the controller gives every pool the same ones), and an
+    entry naming one of the stack's VPCs must name its subnet (the subnets' capacity is
+    checked with the slices')."""
+    provisioner = config.tpu_provisioner
+    stack = {n.vpc: n for n in config.network.node_networks(config.context.prefix).values()}
+    found = []
+    for i, extra in enumerate(provisioner.additional_node_networks):
+        own = stack.get(extra.network)
+        if own is None:
+            continue
+        if extra.subnetwork != own.subnet:
+            found.append(
+                Problem(
+                    ("additionalNodeNetworks", i, "subnetwork"),
+                    f"'{extra.network}' is the VPC of network.additionalNodeNetworks "
+                    f"{own.name}, whose only subnet is '{own.subnet}'; name that subnet",
+                )
+            )
+            continue
+        for accelerator, shape in provisioner.shapes().items():
+            if problem := tpu_catalog.node_network_problem(shape.family):
+                found.append(
+                    Problem(
+                        ("additionalNodeNetworks", i),
+                        f"the controller gives every pool it creates this NIC, and "
+                        f"{accelerator} pools take none: {problem}",
+                    )
+                )
+                break
     return found
 
 

@@ -728,16 +728,21 @@ class GkeConfig:
 
     @property
     def provisioner_node_networks(self) -> list[NodeNetwork]:
-        """The additional node networks of the pools the TPU provisioner creates: all of the
-        stack's when every shape in its quota belongs to a family that takes them (the
-        controller gives every pool it creates the same networks), else none."""
+        """The stack's additional node networks the pools the TPU provisioner creates attach
+        to: those `tpuProvisioner.additionalNodeNetworks` names by VPC and subnet, or, when it
+        names none, all of them when every shape in its quota belongs to a family that takes
+        them (the controller gives every pool it creates the same networks), else none."""
         config = self.tpu_provisioner
-        if not config.enabled or not config.quota or config.additional_node_networks:
-            # Networks it names itself are none of the stack's.
+        if not config.enabled or not config.quota:
             return []
+        stack = self.network.node_networks(self.context.prefix)
+        if config.additional_node_networks:
+            own = {(n.vpc, n.subnet): n for n in stack.values()}
+            named = [(e.network, e.subnetwork) for e in config.additional_node_networks]
+            return [own[pair] for pair in named if pair in own]
         if any(s.family.additional_node_networks is None for s in config.shapes().values()):
             return []
-        return list(self.network.node_networks(self.context.prefix).values())
+        return list(stack.values())
 
     @property
     def provisioner_additional_networks(self) -> list[tuple[str, str]]:
