@@ -150,6 +150,28 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:networking.gke.io/v1:GKENetworkParamSet": 1,
         "kubernetes:networking.gke.io/v1:Network": 1,
     },
+    # Eight GPU NICs of an A3 Mega pool: a VPC, subnet and firewall rule each, GKE's pod
+    # network objects for each, and the TCPXO installer with its NRI device injector.
+    "gke-gpu-fast-path": COMMON
+    | {
+        "gcp:compute/firewall:Firewall": 11,
+        "gcp:compute/network:Network": 9,
+        "gcp:compute/subnetwork:Subnetwork": 9,
+        "gcp:container/nodePool:NodePool": 2,
+        "gcp:projects/iAMMember:IAMMember": 4,
+        "gcp:serviceaccount/account:Account": 2,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+        "kubernetes:core/v1:Namespace": 3,
+        "kubernetes:core/v1:ServiceAccount": 1,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 1,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+        "kubernetes:networking.gke.io/v1:GKENetworkParamSet": 8,
+        "kubernetes:networking.gke.io/v1:Network": 8,
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy": 1,
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 2,
+        "kubernetes:yaml/v2:ConfigFile": 2,
+    },
     "tpu-vms": TPU_VMS,
     "tpu-vms-spot": TPU_VMS,
     "gpu-cluster": COMMON
@@ -304,6 +326,16 @@ def _key_values(name: str, graph: Graph) -> None:
             "research-provisioned": 32,
             "applied-provisioned": 32,
         }
+    elif name == "gke-gpu-fast-path":
+        nics = _pool(graph, "mega")["networkConfig"]["additionalNodeNetworkConfigs"]
+        assert [n["network"] for n in nics] == [
+            f"ai-gke-gpu-fast-path-mega-gpu{k}-vpc" for k in range(8)
+        ]
+        (installer, injector) = sorted(
+            r.inputs["file"].rsplit("/", 1)[1]
+            for r in graph.of_type("kubernetes:yaml/v2:ConfigFile")
+        )
+        assert (installer, injector) == ("nccl-tcpxo-installer.yaml", "nri-device-injector.yaml")
     elif name == "gke-fast-path":
         for pool in ("tune-0", "tune-1"):
             inputs = _pool(graph, pool)

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.gke.gpu_direct import TRANSPORTS
 from workload.mounts import Mounts
 from workload.request import Request
 from workload.target import Target
@@ -52,7 +53,7 @@ def networking(target: Target, replicas: int) -> Networking:
         interfaces = [{"interfaceName": "eth0", "network": "default"}]
         interfaces += [
             {"interfaceName": f"eth{i}", "network": network}
-            for i, network in enumerate(target.networks, start=1)
+            for i, network in enumerate(target.networks, start=target.first_interface)
         ]
         return Networking(
             annotations={
@@ -60,9 +61,10 @@ def networking(target: Target, replicas: int) -> Networking:
                 INTERFACES: json.dumps(interfaces, separators=(",", ":")),
             },
             reason=(
-                "pod network on eth0, and the node's NICs in "
-                f"{', '.join(target.networks)} moved into the pod as eth1.. (GKE multi-network "
-                "Device interfaces)"
+                f"pod network on eth0, and the node's NICs in {', '.join(target.networks)} "
+                f"moved into the pod as eth{target.first_interface}.. (GKE multi-network Device "
+                "interfaces)"
+                + (f" for GKE's {target.transport.upper()} NCCL plugin" if target.transport else "")
             ),
         )
     if target.tpu and target.multi_host and replicas > 1:
@@ -139,7 +141,8 @@ def pod_template(
     metadata: dict[str, Any] = {"labels": {WORKLOAD_LABEL: request.name}}
     if target.provisioner and not target.provisioned:
         metadata["labels"][NO_PROVISIONING] = "true"
-    annotations = {**net.annotations, **mounts.annotations}
+    gpu = gpu_direct(target)
+    annotations = {**net.annotations, **mounts.annotations, **gpu.annotations}
     if annotations:
         metadata["annotations"] = annotations
     spec: dict[str, Any] = {
@@ -147,17 +150,64 @@ def pod_template(
         "restartPolicy": "Never",
         "nodeSelector": node_selector(request, target),
         "tolerations": target.tolerations,
-        "containers": [container(request, target, mounts)],
     }
+    if gpu.sidecars:
+        spec["initContainers"] = gpu.sidecars
+    spec["containers"] = [container(request, target, mounts, gpu)]
     if net.host_network:
         spec["hostNetwork"] = True
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
-    if mounts.volumes:
-        spec["volumes"] = mounts.volumes
+    if mounts.volumes or gpu.volumes:
+        spec["volumes"] = [*mounts.volumes, *gpu.volumes]
     return {"metadata": metadata, "spec": spec}
 
 
-def container(request: Request, target: Target, mounts: Mounts) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GpuDirectPod:
+    """What a pod on a GPU pool's fast path adds, as GKE's examples for the transport have it
+    (container-engine-accelerators gpudirect-tcpx/, gpudirect-tcpxo/ and gpudirect-rdma/
+    nccl-test manifests at components.gke.gpu_direct.INSTALLERS_COMMIT)."""
+
+    annotations: dict[str, str] = field(default_factory=dict)
+    sidecars: list[dict[str, Any]] = field(default_factory=list)
+    volumes: list[dict[str, Any]] = field(default_factory=list)
+    mounts: list[dict[str, Any]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    setup: str = ""
+
+
+def gpu_direct(target: Target) -> GpuDirectPod:
+    if target.transport is None:
+        return GpuDirectPod()
+    stack = TRANSPORTS[target.transport]
+    volumes = [{"name": name, "hostPath": {"path": path}} for name, path in stack.volumes]
+    # NCCL's shared-memory transport between the node's GPUs.
+    volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+    mounts = [{"name": name, "mountPath": path} for name, path in stack.mounts]
+    mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+    sidecars, annotations = [], {}
+    if stack.sidecar is not None:
+        sidecar = stack.sidecar
+        sidecars.append(
+            {
+                "name": sidecar.name,
+                "image": sidecar.image,
+                # A native sidecar: it runs beside the workload and the Job still completes.
+                "restartPolicy": "Always",
+                "command": list(sidecar.command),
+                "securityContext": {"capabilities": {"add": list(sidecar.capabilities)}},
+                "volumeMounts": [{"name": v, "mountPath": m} for v, m in sidecar.mounts],
+                "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
+            }
+        )
+        devices = "".join(f"- path: {path}\n" for path in stack.device_annotation)
+        annotations[f"devices.gke.io/container.{sidecar.name}"] = devices
+    return GpuDirectPod(annotations, sidecars, volumes, mounts, dict(stack.env), stack.setup)
+
+
+def container(
+    request: Request, target: Target, mounts: Mounts, gpu: GpuDirectPod
+) -> dict[str, Any]:
     requests: dict[str, Any] = {target.resource: target.per_node}
     if request.cpu:
         requests["cpu"] = request.cpu
@@ -173,10 +223,14 @@ def container(request: Request, target: Target, mounts: Mounts) -> dict[str, Any
             "limits": {k: v for k, v in requests.items() if k != "cpu"},
         },
     }
-    if request.command:
+    if request.command and gpu.setup:
+        # NCCL's settings for the transport come from a script the installer puts on the node.
+        main["command"] = ["/bin/bash", "-c", f'{gpu.setup} && exec "$@"', "--", *request.command]
+    elif request.command:
         main["command"] = request.command
-    if request.env:
-        main["env"] = [{"name": k, "value": v} for k, v in request.env.items()]
-    if mounts.volume_mounts:
-        main["volumeMounts"] = mounts.volume_mounts
+    env = {**gpu.env, **request.env}
+    if env:
+        main["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    if mounts.volume_mounts or gpu.mounts:
+        main["volumeMounts"] = [*mounts.volume_mounts, *gpu.mounts]
     return main

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.gke.config import PROVISIONER_NAMESPACE, PROVISIONER_SOURCE, TeamConfig
+from components.gke.gpu_direct import TRANSPORTS
 from components.gke.kueue import provisioned_queue
 from components.gke.quota import NodeShape, gpu_node, shape_flavor_name, tpu_flavor_name, tpu_node
-from components.gpu_catalog import GPU_RESOURCE
+from components.gpu_catalog import GPU_RESOURCE, Transport
 from components.tpu_catalog import TPU_RESOURCE, TpuShape
 from workload.stack import Stack
 
@@ -65,6 +66,10 @@ class Target:
     machine_type: str = ""
     node: NodeShape | None = None
     """What one node offers pods; None where the catalog cannot size the machine."""
+    first_interface: int = 1
+    """The pod interface the first of `networks` becomes (RDMA's start at eth2)."""
+    transport: Transport | None = None
+    """A GPU pool's GPUDirect or RDMA transport, when its nodes have their GPU NICs."""
 
     @property
     def namespace(self) -> str:
@@ -131,6 +136,9 @@ def resolve(stack: Stack, team_name: str, capacity: str) -> Target:
         }
     elif capacity in pools:
         i, pool = pools[capacity]
+        layout = pool.fast_path
+        stack_of = TRANSPORTS[layout.transport] if layout else None
+        networks = _pool_networks(stack, _pool_named(stack, pool.name))
         spec = {
             "flavor": f"gpu-{pool.name}",
             "queue": team.name,
@@ -139,7 +147,9 @@ def resolve(stack: Stack, team_name: str, capacity: str) -> Target:
             "nodes_per_slice": 1,
             "available": pool.max_nodes,
             "source": f"gpuPools[{i}] {pool.name}",
-            "networks": _pool_networks(stack, _pool_named(stack, pool.name)),
+            "networks": networks[stack_of.pod_networks] if stack_of else networks,
+            "first_interface": stack_of.first_interface if stack_of else 1,
+            "transport": layout.transport if layout else None,
             "machine_type": pool.machine_type,
             "node": gpu_node(pool.machine_type, pool.accelerator_count),
         }
@@ -205,10 +215,13 @@ def _pool_named(stack: Stack, name: str) -> list[dict[str, Any]]:
     ]
 
 
-def _network_names(stack: Stack) -> dict[str, str]:
-    """VPC name -> the GKE `Network` a pod names to take a NIC in it, from the
-    `GKENetworkParamSet`s the program registers."""
-    params = {p["metadata"]["name"]: p["spec"]["vpc"] for p in stack.objects("GKENetworkParamSet")}
+def _network_names(stack: Stack) -> dict[tuple[str, str], str]:
+    """(VPC, subnet) -> the GKE `Network` a pod names to take a NIC in it, from the
+    `GKENetworkParamSet`s the program registers (RDMA's NICs share a VPC, not a subnet)."""
+    params = {
+        p["metadata"]["name"]: (p["spec"]["vpc"], p["spec"]["vpcSubnet"])
+        for p in stack.objects("GKENetworkParamSet")
+    }
     return {
         params[n["spec"]["parametersRef"]["name"]]: n["metadata"]["name"]
         for n in stack.objects("Network", "networking.gke.io/v1")
@@ -223,12 +236,13 @@ def _pool_networks(stack: Stack, pools: list[dict[str, Any]]) -> list[str]:
         return []
     names = _network_names(stack)
     configs = pools[0].get("networkConfig", {}).get("additionalNodeNetworkConfigs", [])
-    return [names[c["network"]] for c in configs if c["network"] in names]
+    pairs = [(c["network"], c["subnetwork"]) for c in configs]
+    return [names[pair] for pair in pairs if pair in names]
 
 
 def _provisioner_networks(stack: Stack) -> list[str]:
     manager = stack.object("ConfigMap", "manager", PROVISIONER_NAMESPACE)
     listed = (manager or {}).get("data", {}).get(NETWORKS_ENV, "")
     names = _network_names(stack)
-    vpcs = [pair.split(":", 1)[0] for pair in listed.split(",") if pair]
-    return [names[v] for v in vpcs if v in names]
+    pairs = [tuple(pair.split(":", 1)) for pair in listed.split(",") if ":" in pair]
+    return [names[(vpc, subnet)] for vpc, subnet in pairs if (vpc, subnet) in names]

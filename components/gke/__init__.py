@@ -11,8 +11,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import gpu_catalog
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
+from components.gke import gpu_direct
 from components.gke.checks import (
     countable,
     max_nodes,
@@ -34,6 +36,12 @@ from components.gke.config import (
     TpuProvisionerConfig,
     TpuSliceConfig,
     WorkloadIdentityConfig,
+)
+from components.gke.gpu_direct import (
+    INSTALLERS_COMMIT,
+    INSTALLERS_REPOSITORY,
+    GpuDirect,
+    GpuDirectArgs,
 )
 from components.gke.gpu_pools import GpuPool, GpuPoolArgs
 from components.gke.kueue import (
@@ -177,6 +185,17 @@ def build(
             source("pod-networks", "network", "additionalNodeNetworks"),
             PodNetworksArgs(
                 networks=[h for name, h in network.node_networks.items() if name in used]
+            ),
+            # GKE serves the networking.gke.io kinds once multi-networking is on.
+            after_cluster,
+        )
+    transports = sorted({p.fast_path.transport for p in config.gpu_pools if p.fast_path})
+    if transports:
+        GpuDirect(
+            source("gpu-direct", "gpuPools"),
+            GpuDirectArgs(
+                transports=transports,
+                networks=[n for pool in gpu_pools.values() for n in pool.networks],
             ),
             # GKE serves the networking.gke.io kinds once multi-networking is on.
             after_cluster,
@@ -339,13 +358,44 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
     if held:
         # Quota no team was given (whole slices that do not divide): any team borrows it.
         teams.append(f"  cohort {config.kueue.cohort} holds: {', '.join(held)}")
-    sections = [
-        ("TPU slices", slices),
-        ("Teams (namespace/queue, nominal quota, Google service account)", teams or ["  none"]),
-    ]
+    sections = [("TPU slices", slices)]
+    if config.gpu_pools:
+        sections.append(("GPU pools", _gpu_pool_lines(config)))
+    sections.append(
+        ("Teams (namespace/queue, nominal quota, Google service account)", teams or ["  none"])
+    )
     if config.tpu_provisioner.enabled:
         sections.append(("TPU provisioner", _provisioner_lines(config)))
     return sections
+
+
+def _gpu_pool_lines(config: GkeConfig) -> list[str]:
+    """Each GPU pool's GPUs and NICs: the fast path its machine was built with, or one NIC."""
+    lines = []
+    prefix = config.context.prefix
+    for pool in config.gpu_pools:
+        lines.append(
+            f"  {pool.name}: up to {pool.max_nodes} x {pool.machine_type} "
+            f"({pool.accelerator_count} x {pool.accelerator_type}) = {pool.gpus} GPUs, "
+            f"{pool.provisioning}"
+        )
+        layout = pool.fast_path
+        if layout is None and gpu_catalog.nic_layout(pool.machine_type) is not None:
+            lines.append("    nics: eth0 only: NCCL runs over the node's one NIC (see Warnings)")
+            continue
+        if layout is None:
+            lines.append("    nics: eth0")
+            continue
+        stack = gpu_direct.TRANSPORTS[layout.transport]
+        nets = gpu_direct.network_names(pool.name, layout)
+        subnets = pool.gpu_subnets()
+        lines.append(
+            f"    nics: eth0 + {len(nets)} for {layout.transport.upper()} "
+            f"({', '.join(f'{n} {c}' for n, c in zip(nets, subnets, strict=True))}) in "
+            f"{prefix}-{pool.name}-* VPCs at MTU {layout.gpu_mtu}; NCCL plugin: "
+            f"{', '.join(stack.manifests)} at {INSTALLERS_REPOSITORY}@{INSTALLERS_COMMIT[:7]}"
+        )
+    return lines
 
 
 def _cpu_line(config: GkeConfig, team: TeamConfig) -> str:

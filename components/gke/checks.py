@@ -6,13 +6,14 @@ provisioner, and the Kueue flavors the slices make. `problems()` is the only ent
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from components import locations, network, tpu_catalog
+from components import gpu_catalog, locations, network, tpu_catalog
 from components.base import PathPart, Problem, duplicate_names, relative_path, slug, under
 from components.buckets import unknown_buckets
 from components.gke.config import (
@@ -33,6 +34,8 @@ from components.gke.config import (
     TpuSliceConfig,
     when,
 )
+from components.gke.gpu_direct import GPU_DIRECT_MACHINES
+from components.gke.gpu_direct import network_names as gpu_network_names
 from components.gke.kueue import CHARTS, provisioned_queue
 from components.gke.quota import explicit_units, flavor_problems
 from components.gpu_catalog import boot_disk_problem, gpu_problem, pool_capacity_problem
@@ -98,7 +101,8 @@ def problems(
     pools = under(
         "gpuPools",
         duplicate_names([g.name for g in config.gpu_pools], "gpuPools")
-        + gpu_pool_problems(config.gpu_pools),
+        + gpu_pool_problems(config.gpu_pools)
+        + gpu_direct_problems(config),
     )
     found += slices + pools
     for key, entries in (("tpuSlices", config.tpu_slices), ("gpuPools", config.gpu_pools)):
@@ -129,10 +133,11 @@ def problems(
         found.append(
             Problem(
                 ("cluster", "dataplaneV2"),
-                "pools attach to additional node networks, which need GKE multi-networking, "
-                "which needs Dataplane V2 ('Set up multi-network support for Pods'); set "
-                "dataplaneV2: true (this replaces the cluster) or opt the slices out with "
-                "additionalNodeNetworks: []",
+                "pools attach to additional node networks (TPU slices' DCN NICs or GPU pools' "
+                "GPU NICs), which need GKE multi-networking, which needs Dataplane V2 ('Set up "
+                "multi-network support for Pods'); set dataplaneV2: true (this replaces the "
+                "cluster), or opt the slices out with additionalNodeNetworks: [] and the GPU "
+                "pools with gpuDirect: false",
             )
         )
     if network_config is not None:
@@ -508,6 +513,116 @@ def gpu_pool_problems(pools: list[GpuPoolConfig]) -> list[Problem]:
     return found
 
 
+def gpu_direct_problems(config: GkeConfig) -> list[Problem]:
+    """`gpuPools[i]` problems of the GPU NICs a fast-path machine's nodes take: a range for
+    their subnets, each holding every node, names that fit, and GKE `Network` names that are
+    not the stack's node networks'."""
+    found = []
+    node_networks = {n.name for n in config.network.additional_node_networks}
+    net = config.network
+    taken = {
+        "network.subnetCidr": net.subnet_cidr,
+        "network.podsCidr": net.pods_cidr,
+        "network.servicesCidr": net.services_cidr,
+        "network.masterCidr": net.master_cidr,
+        **{
+            f"network.additionalNodeNetworks {n.name}": n.subnet_cidr
+            for n in net.additional_node_networks
+        },
+    }
+    for i, pool in enumerate(config.gpu_pools):
+        own = []
+        layout = pool.fast_path
+        if layout is None:
+            if pool.gpu_subnet_cidr is not None:
+                own.append(
+                    Problem(
+                        ("gpuSubnetCidr",),
+                        f"only for pools of {', '.join(GPU_DIRECT_MACHINES)} with gpuDirect on; "
+                        "remove it",
+                    )
+                )
+            found += [p.under(i) for p in own]
+            continue
+        if pool.gpu_subnet_cidr is None:
+            own.append(
+                Problem(
+                    ("gpuSubnetCidr",),
+                    f"{pool.machine_type} nodes take {layout.nics - 1} more NICs for GPU "
+                    "traffic, each in a subnet of its own; give the first subnet's range (e.g. "
+                    "10.140.0.0/24; the next ones follow at its size), or set gpuDirect: false "
+                    "to run NCCL over one NIC",
+                )
+            )
+        else:
+            subnet_problems = _gpu_subnet_problems(pool)
+            own += subnet_problems or _gpu_overlap_problems(pool, taken)
+            if not subnet_problems:
+                taken |= {
+                    f"gpuPools[{i}] GPU subnet {k}": c for k, c in enumerate(pool.gpu_subnets())
+                }
+        longest = f"{config.context.prefix}-{pool.name}-gpu{layout.nics}-internal"
+        if len(longest) > 63:
+            own.append(
+                Problem(
+                    ("name",),
+                    f"names its GPU networks like '{longest}', longer than Compute Engine's 63 "
+                    "characters; shorten the pool name or ai-infra:prefix",
+                )
+            )
+        if clash := node_networks & set(gpu_network_names(pool.name, layout)):
+            own.append(
+                Problem(
+                    ("name",),
+                    f"its GPU NICs' GKE Network objects would take the name(s) "
+                    f"{', '.join(sorted(clash))} of network.additionalNodeNetworks; rename one",
+                )
+            )
+        found += [p.under(i) for p in own]
+    return found
+
+
+def _gpu_overlap_problems(pool: GpuPoolConfig, taken: Mapping[str, str]) -> list[Problem]:
+    """A node has a NIC in each GPU subnet beside the cluster's own ranges, so none may overlap
+    them, the node networks' or another pool's GPU subnets (GKE "Set up multi-network
+    support for Pods": pod networks of one cluster must not overlap)."""
+    for cidr in pool.gpu_subnets():
+        for where, other in taken.items():
+            if ipaddress.IPv4Network(cidr).overlaps(ipaddress.IPv4Network(other)):
+                return [
+                    Problem(
+                        ("gpuSubnetCidr",),
+                        f"GPU subnet {cidr} overlaps {where} {other}; pick a free range for "
+                        "the pool's GPU subnets",
+                    )
+                ]
+    return []
+
+
+def _gpu_subnet_problems(pool: GpuPoolConfig) -> list[Problem]:
+    try:
+        subnets = pool.gpu_subnets()
+    except ValueError:
+        return [
+            Problem(
+                ("gpuSubnetCidr",),
+                f"{pool.gpu_subnet_cidr} and the subnets after it run past the IPv4 address "
+                "space; start lower",
+            )
+        ]
+    usable = ipaddress.IPv4Network(subnets[0]).num_addresses - 4
+    if usable < pool.max_nodes:
+        return [
+            Problem(
+                ("gpuSubnetCidr",),
+                f"each GPU subnet ({subnets[0]} and the next {len(subnets) - 1}) has {usable} "
+                f"usable addresses, but the pool grows to {pool.max_nodes} nodes, each taking "
+                "one; widen it",
+            )
+        ]
+    return []
+
+
 # ai-infra:workloadIdentities and ai-infra:teams
 
 
@@ -638,7 +753,31 @@ def warnings(config: GkeConfig) -> list[Problem]:
     explicit share of TPU capacity that is not a whole number of slices, and CPU or memory
     quota below what the nodes behind the team's accelerator quota offer."""
     found = _share_warnings(config) + _cpu_warnings(config) + _provisioned_warnings(config)
+    found += _one_nic_warnings(config)
     return found + _channel_warnings(config) + _idle_network_warnings(config)
+
+
+def _one_nic_warnings(config: GkeConfig) -> list[Problem]:
+    """A GPU pool of a machine built for GPUDirect or RDMA whose NCCL traffic would run over
+    the node's one NIC."""
+    found = []
+    for i, pool in enumerate(config.gpu_pools):
+        layout = gpu_catalog.nic_layout(pool.machine_type)
+        if layout is None or pool.fast_path is not None:
+            continue
+        why = (
+            "gpuDirect is false"
+            if pool.machine_type in GPU_DIRECT_MACHINES
+            else "its GKE fast path (NVIDIA's DRA driver and compute domains) is not built here"
+        )
+        found.append(
+            Problem(
+                ("gpuPools", i, "gpuDirect"),
+                f"{pool.machine_type} has {layout.gpu_nics} {layout.transport.upper()} NICs for "
+                f"GPU traffic, but {why}: multi-node NCCL runs over the node's one NIC",
+            )
+        )
+    return found
 
 
 def _idle_network_warnings(config: GkeConfig) -> list[Problem]:

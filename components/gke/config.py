@@ -6,6 +6,7 @@ location, deletion protection, the provisioner's zone and node account, the Kueu
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,6 +19,7 @@ from components import tpu_catalog
 from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
 from components.context import StackContext
+from components.gke.gpu_direct import fast_path as gpu_fast_path
 from components.gke.quota import (
     Allocation,
     Flavor,
@@ -26,9 +28,11 @@ from components.gke.quota import (
     derive_flavors,
     host_quota,
 )
+from components.gpu_catalog import GpuNicLayout
 from components.identity import service_account_email
 from components.network import MAX_NODE_NETWORKS, NetworkConfig, NodeNetwork
 from components.types import (
+    Cidr,
     DiskImage,
     DnsLabel,
     GceName,
@@ -342,11 +346,41 @@ class GpuPoolConfig(ConfigModel):
     hyperdisk-balanced."""
     max_pods_per_node: int = Field(default=GPU_MAX_PODS_PER_NODE, ge=8, le=256)
     """Pods per GPU node; sizes each node's block of `network.podsCidr` (a /26 at 32)."""
+    gpu_direct: bool = True
+    """Give a3-highgpu-8g (GPUDirect-TCPX), a3-megagpu-8g (GPUDirect-TCPXO), a3-ultragpu-8g
+    and a4-highgpu-8g (RDMA) nodes their GPU NICs, each in a VPC and subnet of its own (RDMA's
+    in one VPC with the zone's RoCE profile), GKE's pod network objects for them, and GKE's
+    NCCL plugin installer. `false` leaves NCCL on the node's one NIC, with a warning."""
+    gpu_subnet_cidr: Cidr | None = None
+    """The first of the consecutive, equally sized subnets of the GPU NICs (4 for A3 High, 8
+    for A3 Mega, 9 for A3 Ultra and A4: a second gVNIC, then 8 RDMA NICs), e.g.
+    `10.140.0.0/24`; each holds an address per node. Required for those machines."""
 
     @property
     def gpus(self) -> int:
         """GPUs the pool provides at its largest."""
         return self.max_nodes * self.accelerator_count
+
+    @property
+    def fast_path(self) -> GpuNicLayout | None:
+        """The GPU NIC layout the pool's nodes are built with, or None (one NIC)."""
+        return gpu_fast_path(self.machine_type) if self.gpu_direct else None
+
+    def gpu_subnets(self) -> list[str]:
+        """The GPU NICs' subnets, in NIC order; for a pool with a fast path and a range."""
+        layout = self.fast_path
+        if layout is None or self.gpu_subnet_cidr is None:
+            return []
+        first = ipaddress.IPv4Network(self.gpu_subnet_cidr)
+        count = layout.gpu_nics + (layout.host_nics - 1 if layout.rdma else 0)
+        return [
+            str(
+                ipaddress.IPv4Network(
+                    (int(first.network_address) + k * first.num_addresses, first.prefixlen)
+                )
+            )
+            for k in range(count)
+        ]
 
 
 # ai-infra:workloadIdentities
@@ -758,8 +792,10 @@ class GkeConfig:
     def multi_networking(self) -> bool:
         """Whether any pool attaches to an additional node network; the cluster then needs
         multi-networking."""
-        return bool(self.provisioner_additional_networks) or any(
-            self.slice_node_networks(s) for s in self.tpu_slices
+        return (
+            bool(self.provisioner_additional_networks)
+            or any(self.slice_node_networks(s) for s in self.tpu_slices)
+            or any(g.fast_path for g in self.gpu_pools)
         )
 
     def node_network_users(self) -> dict[str, list[tuple[str, int]]]:

@@ -107,3 +107,22 @@ def test_slices_with_extra_nics_take_them_through_the_networks_the_stack_built(
         nics = pool.inputs["networkConfig"]["additionalNodeNetworkConfigs"]
         assert [i["network"] for i in interfaces[1:]] == [params[n["network"]] for n in nics]
         assert {i["network"] for i in interfaces[1:]} <= networks
+
+
+def test_an_a3_mega_job_takes_its_nics_sidecar_and_nccl_settings():
+    template = pod(manifest(REPO_ROOT / "examples" / "a3mega-jobset.yaml"))
+    interfaces = json.loads(template["metadata"]["annotations"][INTERFACES])
+    assert [i["network"] for i in interfaces] == ["default", *(f"mega-gpu{k}" for k in range(8))]
+    assert [i["interfaceName"] for i in interfaces] == [f"eth{k}" for k in range(9)]
+    spec = template["spec"]
+    (sidecar,) = spec["initContainers"]
+    assert (sidecar["name"], sidecar["restartPolicy"]) == ("tcpxo-daemon", "Always")
+    devices = template["metadata"]["annotations"]["devices.gke.io/container.tcpxo-daemon"]
+    assert yaml.safe_load(devices)[-1] == {"path": "/dev/dmabuf_import_helper"}
+    (main,) = spec["containers"]
+    assert main["command"][:3] == [
+        "/bin/bash",
+        "-c",
+        'source /usr/local/nvidia/lib64/nccl-env-profile.sh && exec "$@"',
+    ]
+    assert main["command"][4:] == ["torchrun", "--nnodes=16", "--nproc-per-node=8", "train.py"]

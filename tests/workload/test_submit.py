@@ -3,6 +3,7 @@ and submitted through the official client, against an in-memory API server."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -168,3 +169,65 @@ def test_a_bucket_the_team_is_not_granted_is_refused(run: Run):
     )
     assert code == 2
     assert "bucket 'checkpoints' is not granted to team research (it has: datasets)" in err
+
+
+def test_an_rdma_job_takes_the_mrdma_nics_from_eth2_and_leaves_the_second_gvnic(
+    run: Run, tmp_path, monkeypatch
+):
+    pool = {
+        "name": "ultra",
+        "machineType": "a3-ultragpu-8g",
+        "acceleratorType": "nvidia-h200-141gb",
+        "acceleratorCount": 8,
+        "maxNodes": 2,
+        "provisioning": "spot",
+        "diskType": "hyperdisk-balanced",
+        "gpuSubnetCidr": "10.140.0.0/28",
+    }
+    config = {
+        "gcp:project": "p-rdma",
+        "gcp:region": "us-east5",
+        "gcp:zone": "us-east5-a",
+        "ai-infra:protect": False,
+        "ai-infra:gpuPools": [pool],
+        "ai-infra:teams": [{"name": "t"}],
+    }
+    (tmp_path / "Pulumi.rdma.yaml").write_text(yaml.safe_dump({"config": config}))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(
+        "Pulumi.rdma.yaml",
+        "submit",
+        "--team",
+        "t",
+        "--slice",
+        "ultra",
+        "--nodes",
+        "2",
+        "--name",
+        "nccl",
+        "--image",
+        "nvcr.io/nvidia/pytorch:24.12-py3",
+        "--",
+        "python",
+        "t.py",
+    )
+    assert code == 1, err  # the team lists no groups: RBAC has no one to allow
+    jobset = manifest(out)
+    template = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    interfaces = json.loads(template["metadata"]["annotations"]["networking.gke.io/interfaces"])
+    assert interfaces == [
+        {"interfaceName": "eth0", "network": "default"},
+        *({"interfaceName": f"eth{j + 2}", "network": f"ultra-rdma{j}"} for j in range(8)),
+    ]
+    spec = template["spec"]
+    assert "initContainers" not in spec
+    assert {v["name"]: v.get("hostPath", {}).get("path") for v in spec["volumes"]} == {
+        "library-dir-host": "/home/kubernetes/bin/nvidia",
+        "gib": "/home/kubernetes/bin/gib",
+        "dshm": None,
+    }
+    assert spec["containers"][0]["command"][2].startswith(
+        "source /usr/local/gib/scripts/set_nccl_env.sh"
+    )
+    assert checks(out)["RBAC"].startswith("FAIL no group may create JobSets in t")
+    assert "not submitted: a check failed" in err
