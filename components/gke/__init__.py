@@ -296,7 +296,8 @@ def _teams(
                 f.node_labels[ACCELERATOR_LABEL]
                 for f in config.flavors
                 if ACCELERATOR_LABEL in f.node_labels
-            ]
+            ],
+            gpu_direct_pools=[p.name for p in config.gpu_pools if p.fast_path],
         ),
         on_cluster,
     )
@@ -418,9 +419,17 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
         if provisioned:
             teams.append(f"    {_provisioned_line(config, team)}")
         teams.append(f"    runs as {team.name}/{team.service_account} -> {email}")
+        exceptions = [
+            *(["hostNetwork for Kueue-managed TPU pods"] if team.tpu_host_network else []),
+            *(
+                ["GPUDirect host paths for Kueue-managed fast-path GPU pods"]
+                if team.gpu_direct_pods
+                else []
+            ),
+        ]
         security = (
-            "baseline by admission policy, hostNetwork for Kueue-managed TPU pods"
-            if team.tpu_host_network
+            f"baseline by admission policy, {' and '.join(exceptions)}"
+            if exceptions
             else f"{team.pod_security} (Pod Security Admission) and the admission policies"
         )
         teams.append(f"    pods: {security}; members: {MEMBER_ROLE} + {BATCH_USER_ROLE}")

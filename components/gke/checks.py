@@ -725,6 +725,22 @@ def team_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]
                     "baseline with tpuHostNetwork, or drop tpuHostNetwork",
                 )
             )
+        if team.gpu_direct_pods and team.pod_security == "restricted":
+            entry.append(
+                Problem(
+                    ("gpuDirectPods",),
+                    "the restricted level refuses host paths and NET_ADMIN outright; use "
+                    "podSecurity: baseline with gpuDirectPods, or drop gpuDirectPods",
+                )
+            )
+        if team.gpu_direct_pods and not any(p.fast_path for p in config.gpu_pools):
+            entry.append(
+                Problem(
+                    ("gpuDirectPods",),
+                    "no gpuPools entry is built on its fast path (A3, A3 Mega, A3 Ultra or A4 "
+                    "with GPU NICs), so there is nothing it would allow; drop gpuDirectPods",
+                )
+            )
         for key, share in team.quota.items():
             if key not in sources:
                 entry.append(

@@ -707,6 +707,12 @@ class TeamConfig(ConfigModel):
     multislice JobSets do; every other baseline check still holds (an admission policy
     enforces them instead of Pod Security Admission, which cannot make that exception).
     Not with `podSecurity: restricted`."""
+    gpu_direct_pods: bool = False
+    """Let the team's Kueue-managed pods on a GPU pool built on its fast path (A3, A3 Mega,
+    A3 Ultra, A4 with GPU NICs) mount the host paths of GKE's GPUDirect/RDMA manifests and give
+    the receive daemon NET_ADMIN, as GKE's examples do; every other baseline check still holds
+    (an admission policy enforces them instead of Pod Security Admission). Not with
+    `podSecurity: restricted`."""
 
 
 # The system as a whole, resolved.

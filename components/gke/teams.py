@@ -18,7 +18,7 @@ from components.base import Component, WiringModel, slug
 from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.gke import admission
-from components.gke.admission import HOST_NETWORK_LABEL, TEAM_LABEL
+from components.gke.admission import GPU_DIRECT_LABEL, HOST_NETWORK_LABEL, TEAM_LABEL
 from components.gke.config import TeamConfig
 from components.gke.kueue import (
     BATCH_USER_ROLE,
@@ -90,6 +90,9 @@ def namespace_labels(team: TeamConfig) -> dict[str, str]:
     }
     if team.tpu_host_network:
         labels[HOST_NETWORK_LABEL] = "true"
+    if team.gpu_direct_pods:
+        labels[GPU_DIRECT_LABEL] = "true"
+    if team.tpu_host_network or team.gpu_direct_pods:
         labels["pod-security.kubernetes.io/warn"] = "baseline"
         labels["pod-security.kubernetes.io/audit"] = "baseline"
     else:
@@ -336,6 +339,9 @@ class Team(Component):
 class TenancyArgs(WiringModel):
     tpu_accelerators: list[str]
     """Accelerator label values of the stack's TPU flavors, where hostNetwork may run."""
+    gpu_direct_pools: list[str] = Field(default_factory=list)
+    """GPU pools built on their fast path, where gpuDirectPods teams' pods may take GKE's
+    GPUDirect host paths and NET_ADMIN."""
 
 
 class Tenancy(Component):
@@ -351,7 +357,7 @@ class Tenancy(Component):
             rules=MEMBER_RULES,
             opts=self.child_opts(),
         )
-        for policy in admission.policies(args.tpu_accelerators):
+        for policy in admission.policies(args.tpu_accelerators, args.gpu_direct_pools):
             admission.register(name, policy, self.child_opts())
         self.register_outputs({"policies": [p.name for p in admission.policies([])]})
 

@@ -62,6 +62,28 @@ def test_a_host_network_team_enforces_baseline_by_policy_not_by_pod_security_adm
     assert labels["ai-infra/tpu-host-network"] == "true"
 
 
+def test_a_gpu_direct_team_enforces_baseline_by_policy_too():
+    mega = {
+        "name": "mega",
+        "machineType": "a3-megagpu-8g",
+        "acceleratorType": "nvidia-h100-mega-80gb",
+        "acceleratorCount": 8,
+        "maxNodes": 2,
+        "gpuSubnetCidr": "10.140.0.0/28",
+    }
+    graph = build_graph(
+        with_config(
+            **{"gcp:region": "us-east5", "gcp:zone": "us-east5-a"},
+            gpuPools=[mega],
+            teams=[{"name": "vision", "gpuDirectPods": True}],
+        )
+    )
+    labels = graph.named("team-vision-namespace").inputs["metadata"]["labels"]
+    assert "pod-security.kubernetes.io/enforce" not in labels
+    assert labels["pod-security.kubernetes.io/audit"] == "baseline"
+    assert labels["ai-infra/gpu-direct-pods"] == "true"
+
+
 def test_team_identity_is_bound_both_ways(graph):
     email = "ai-test-vision@test-project.iam.gserviceaccount.com"
     assert graph.named("team-vision-identity-sa").inputs["accountId"] == "ai-test-vision"
