@@ -1,8 +1,8 @@
 """The offline checks of a rendered JobSet, in the order a person would ask them: does the
 slice exist and hold the job, is the JobSet what the pinned JobSet CRD accepts, may the team's
-members create it (RBAC as the program binds it, resolved against the charts' roles), and can
-Kueue ever admit it. A check that fails for a flag's value raises `FlagError` naming the flag;
-the rest are reported.
+members create it (RBAC as the program binds it, resolved against the charts' roles), do the
+team namespace's admission policies let it and its pods in, and can Kueue ever admit it. A
+check that fails for a flag's value raises `FlagError` naming the flag; the rest are reported.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from kubernetes.utils.quantity import parse_quantity
 
+from components.gke.admission import Refusal, refusals
 from components.gke.quota import GIB
 from workload import rbac
 from workload.admission import admit
@@ -22,6 +23,8 @@ from workload.stack import Stack
 from workload.target import FlagError, Target
 
 JOBSETS = ("jobset.x-k8s.io", "jobsets")
+POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 
 
 @dataclass(frozen=True)
@@ -137,3 +140,64 @@ def admission_check(stack: Stack, target: Target, jobset: dict[str, Any]) -> Che
         parts.append(f"{fit.resource} {fit.requested.normalize():f} on {fit.flavor} ({own})")
     detail = f"ClusterQueue {admission.cluster_queue}: {'; '.join(parts)}"
     return Check("Kueue admission", True, detail)
+
+
+def created_objects(jobset: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JobSet and what the API server sees created of it: each replicated job's first Job
+    (the JobSet controller's), and a pod of it as the Job controller makes it once Kueue has
+    admitted it (its controller owner is the Job, which the policies read as Kueue-managed)."""
+    meta = jobset["metadata"]
+    created = [jobset]
+    for replicated in jobset["spec"]["replicatedJobs"]:
+        job_name = f"{meta['name']}-{replicated['name']}-0"
+        job = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": job_name, "namespace": meta["namespace"]},
+            "spec": replicated["template"]["spec"],
+        }
+        template = replicated["template"]["spec"]["template"]
+        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job_name, "controller": True}
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                **template.get("metadata", {}),
+                "name": f"{job_name}-0",
+                "namespace": meta["namespace"],
+                "ownerReferences": [owner],
+            },
+            "spec": template["spec"],
+        }
+        created += [job, pod]
+    return created
+
+
+def policy_check(stack: Stack, target: Target, jobset: dict[str, Any]) -> Check:
+    """The admission policies bound to the team's namespace, as the program registers them
+    (components/gke/admission.py), evaluated with CEL on the JobSet, its Jobs and its pods."""
+    bindings = {b.inputs["spec"]["policyName"]: b.inputs for b in stack.graph.of_type(BINDING)}
+    documents = [
+        (p.inputs, bindings[p.inputs["metadata"]["name"]])
+        for p in stack.graph.of_type(POLICY)
+        if p.inputs["metadata"]["name"] in bindings
+    ]
+    namespace = stack.object("Namespace", target.namespace)
+    if namespace is None:
+        return Check("admission policies", False, f"no namespace {target.namespace} in the stack")
+    found: dict[Refusal, list[str]] = {}
+    for obj in created_objects(jobset):
+        for refusal in refusals(obj, namespace, documents):
+            found.setdefault(refusal, []).append(obj["kind"])
+    if found:
+        problems = [
+            f"{r.policy} refuses the {'/'.join(dict.fromkeys(kinds))}: {r.message}"
+            for r, kinds in found.items()
+        ]
+        return Check("admission policies", False, "; ".join(problems))
+    return Check(
+        "admission policies",
+        True,
+        f"the JobSet, its Jobs and pods pass the {len(documents)} policies bound to "
+        f"{target.namespace}",
+    )

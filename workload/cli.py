@@ -158,6 +158,7 @@ def render(
         checks.capacity_check(request, target),
         checks.crd_check(manifest),
         checks.rbac_check(stack, target, groups),
+        checks.policy_check(stack, target, manifest),
         checks.admission_check(stack, target, manifest),
     ]
     notes = [

@@ -54,7 +54,13 @@ def test_a_dry_run_prints_the_manifest_and_what_it_checked_and_sends_nothing(
 ):
     code, out, _ = run(*PRETRAIN)
     assert code == 0
-    assert set(checks(out)) == {"capacity", "JobSet CRD", "RBAC", "Kueue admission"}
+    assert set(checks(out)) == {
+        "capacity",
+        "JobSet CRD",
+        "RBAC",
+        "admission policies",
+        "Kueue admission",
+    }
     assert all(c.startswith("ok") for c in checks(out).values())
     jobset = manifest(out)
     assert jobset["metadata"]["namespace"] == "pretrain"
@@ -171,8 +177,27 @@ def test_a_bucket_the_team_is_not_granted_is_refused(run: Run):
     assert "bucket 'checkpoints' is not granted to team research (it has: datasets)" in err
 
 
+def test_a_job_the_namespace_policies_refuse_is_not_sent(run: Run, api: FakeApi):
+    # finetune may borrow pretrain's v5p slices, but a multislice job there runs on the host
+    # network, which only tpuHostNetwork teams (pretrain) may use.
+    api.writable.add("finetune")
+    argv = [*PRETRAIN, "--apply"]
+    argv[argv.index("pretrain")] = "finetune"
+    code, out, err = run(*argv)
+    assert code == 1, err
+    found = checks(out)
+    assert found["admission policies"].startswith(
+        "FAIL ai-infra-team-pod-security refuses the JobSet/Job/Pod: hostNetwork is allowed "
+        "only to Kueue-managed pods"
+    )
+    assert found["Kueue admission"].startswith("ok")
+    assert "not submitted: a check failed" in err
+    assert api.calls == []
+
+
+@pytest.mark.parametrize("gpu_direct_pods", [False, True])
 def test_an_rdma_job_takes_the_mrdma_nics_from_eth2_and_leaves_the_second_gvnic(
-    run: Run, tmp_path, monkeypatch
+    run: Run, tmp_path, monkeypatch, gpu_direct_pods: bool
 ):
     pool = {
         "name": "ultra",
@@ -190,12 +215,14 @@ def test_an_rdma_job_takes_the_mrdma_nics_from_eth2_and_leaves_the_second_gvnic(
         "gcp:zone": "us-east5-a",
         "ai-infra:protect": False,
         "ai-infra:gpuPools": [pool],
-        "ai-infra:teams": [{"name": "t"}],
+        "ai-infra:teams": [{"name": "t", "gpuDirectPods": gpu_direct_pods}],
     }
-    (tmp_path / "Pulumi.rdma.yaml").write_text(yaml.safe_dump({"config": config}))
+    # A stack file per case: the command's stacks are cached by their file name.
+    stack_file = f"Pulumi.rdma{int(gpu_direct_pods)}.yaml"
+    (tmp_path / stack_file).write_text(yaml.safe_dump({"config": config}))
     monkeypatch.chdir(tmp_path)
     code, out, err = run(
-        "Pulumi.rdma.yaml",
+        stack_file,
         "submit",
         "--team",
         "t",
@@ -230,4 +257,10 @@ def test_an_rdma_job_takes_the_mrdma_nics_from_eth2_and_leaves_the_second_gvnic(
         "source /usr/local/gib/scripts/set_nccl_env.sh"
     )
     assert checks(out)["RBAC"].startswith("FAIL no group may create JobSets in t")
+    # GKE's RDMA pods mount the installer's host paths: only a gpuDirectPods team may.
+    policies = checks(out)["admission policies"]
+    if gpu_direct_pods:
+        assert policies.startswith("ok"), policies
+    else:
+        assert policies.startswith("FAIL") and "hostPath volumes are not allowed" in policies
     assert "not submitted: a check failed" in err
