@@ -385,13 +385,11 @@ from tpu/docs/v6e. Compute Engine writes memory in GB of 2^30 bytes."""
 
 @dataclass(frozen=True)
 class TpuHost:
-    """One TPU host machine type: its family, the chips on one such VM, and its vCPUs and
-    memory (GiB)."""
+    """One TPU host machine type: its family and the chips on one such VM (its vCPUs and
+    memory are in `HOST_SHAPES`)."""
 
     family: TpuFamily
     chips: int
-    vcpus: int
-    memory_gib: int
 
 
 def _hosts() -> dict[str, TpuHost]:
@@ -400,7 +398,7 @@ def _hosts() -> dict[str, TpuHost]:
     machines += [(f, m, chips) for f in FAMILIES for m, chips in f.single_host.values()]
     for family, machine, chips in machines:
         if machine:
-            hosts[machine] = TpuHost(family, chips, *HOST_SHAPES[machine])
+            hosts[machine] = TpuHost(family, chips)
     return hosts
 
 

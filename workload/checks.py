@@ -14,6 +14,7 @@ from kubernetes.utils.quantity import parse_quantity
 
 from components.gke.admission import Refusal, refusals
 from components.gke.quota import GIB
+from graph import types
 from workload import rbac
 from workload.admission import admit
 from workload.render import replicas_and_pods
@@ -23,8 +24,6 @@ from workload.stack import Stack
 from workload.target import FlagError, Target
 
 JOBSETS = ("jobset.x-k8s.io", "jobsets")
-POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
-BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 
 
 @dataclass(frozen=True)
@@ -176,10 +175,13 @@ def created_objects(jobset: dict[str, Any]) -> list[dict[str, Any]]:
 def policy_check(stack: Stack, target: Target, jobset: dict[str, Any]) -> Check:
     """The admission policies bound to the team's namespace, as the program registers them
     (components/gke/admission.py), evaluated with CEL on the JobSet, its Jobs and its pods."""
-    bindings = {b.inputs["spec"]["policyName"]: b.inputs for b in stack.graph.of_type(BINDING)}
+    bindings = {
+        b.inputs["spec"]["policyName"]: b.inputs
+        for b in stack.graph.of_type(types.VALIDATING_ADMISSION_POLICY_BINDING)
+    }
     documents = [
         (p.inputs, bindings[p.inputs["metadata"]["name"]])
-        for p in stack.graph.of_type(POLICY)
+        for p in stack.graph.of_type(types.VALIDATING_ADMISSION_POLICY)
         if p.inputs["metadata"]["name"] in bindings
     ]
     namespace = stack.object("Namespace", target.namespace)

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan.engine import Graph, list_stacks, run_program, stack_file
+from graph import types
+from graph.model import Graph
+from plan.engine import list_stacks, run_program, stack_file
 from stacks.config import StackConfig
 from stacks.loading import parse, read_stack_text
 from stacks.messages import ConfigError
@@ -36,7 +38,7 @@ class Stack:
             if api and group_version != api:
                 continue
             yield {"apiVersion": group_version, "kind": kind, **r.inputs}
-        for r in self.graph.of_type("kubernetes:yaml/v2:ConfigGroup"):
+        for r in self.graph.of_type(types.CONFIG_GROUP):
             yield from (o for o in r.inputs.get("objs", []) if o.get("kind") == kind)
 
     def object(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:

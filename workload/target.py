@@ -15,6 +15,7 @@ from components.gke.kueue import provisioned_queue
 from components.gke.quota import NodeShape, gpu_node, shape_flavor_name, tpu_flavor_name, tpu_node
 from components.gpu_catalog import GPU_RESOURCE, Transport
 from components.tpu_catalog import TPU_RESOURCE, TpuShape
+from graph import types
 from workload.stack import Stack
 
 SLICE_LABEL = "ai-infra/slice"
@@ -202,17 +203,13 @@ def _toleration(toleration: dict[str, Any]) -> dict[str, Any]:
 def _pools_of_slice(stack: Stack, name: str) -> list[dict[str, Any]]:
     return [
         r.inputs
-        for r in stack.graph.of_type("gcp:container/nodePool:NodePool")
+        for r in stack.graph.of_type(types.NODE_POOL)
         if r.inputs.get("nodeConfig", {}).get("labels", {}).get(SLICE_LABEL) == name
     ]
 
 
 def _pool_named(stack: Stack, name: str) -> list[dict[str, Any]]:
-    return [
-        r.inputs
-        for r in stack.graph.of_type("gcp:container/nodePool:NodePool")
-        if r.inputs.get("name") == name
-    ]
+    return [r.inputs for r in stack.graph.of_type(types.NODE_POOL) if r.inputs.get("name") == name]
 
 
 def _network_names(stack: Stack) -> dict[tuple[str, str], str]:

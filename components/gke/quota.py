@@ -77,7 +77,8 @@ class NodeShape:
 
 def tpu_node(shape: tpu_catalog.TpuShape) -> NodeShape:
     host = tpu_catalog.TPU_HOSTS[shape.machine_type]
-    return NodeShape(shape.machine_type, host.chips, *allocatable(host.vcpus, host.memory_gib))
+    vcpus, memory_gib = tpu_catalog.HOST_SHAPES[shape.machine_type]
+    return NodeShape(shape.machine_type, host.chips, *allocatable(vcpus, memory_gib))
 
 
 def gpu_node(machine_type: str, gpus: int) -> NodeShape | None:
