@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from graph import types
+from graph.capacity import Inventory, Machines, read
 from graph.model import Graph
 from plan.engine import list_stacks, run_program, stack_file
 from stacks.config import StackConfig
@@ -40,6 +42,16 @@ class Stack:
             yield {"apiVersion": group_version, "kind": kind, **r.inputs}
         for r in self.graph.of_type(types.CONFIG_GROUP):
             yield from (o for o in r.inputs.get("objs", []) if o.get("kind") == kind)
+
+    @cached_property
+    def inventory(self) -> Inventory:
+        """What the graph brings up, as the plan, cost and preflight read it (graph.capacity)."""
+        return read(self.graph)
+
+    def machines(self, config_key: str) -> list[Machines]:
+        """The machines of one config entry (`tpuSlices[0]`, `gpuPools[1]`,
+        `tpuProvisioner.quota.v5p-32`), as the plan counts them."""
+        return [m for m in self.inventory.machines if m.config_key == config_key]
 
     def object(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         for obj in self.objects(kind):

@@ -1,7 +1,8 @@
 """Where a team's job runs, resolved from the stack's config and the graph its program registers:
 the team's namespace, Kubernetes service account and LocalQueue, the flavor its pods are
 admitted on (node labels and tolerations as the ResourceFlavor carries them), the slice shape
-or GPU node, how many of them exist, and the node networks their NICs are in.
+or GPU node, how many of them exist (as graph.capacity counts them for the plan), and the node
+networks their NICs are in.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from components.gke.quota import NodeShape, gpu_node, shape_flavor_name, tpu_fla
 from components.gpu_catalog import GPU_RESOURCE, Transport
 from components.tpu_catalog import TPU_RESOURCE, TpuShape
 from graph import types
+from graph.capacity import Machines
 from workload.stack import Stack
 
 SLICE_LABEL = "ai-infra/slice"
@@ -102,16 +104,17 @@ def resolve(stack: Stack, team_name: str, capacity: str) -> Target:
     slices = {s.name: (i, s) for i, s in enumerate(gke.tpu_slices)}
     pools = {p.name: (i, p) for i, p in enumerate(gke.gpu_pools)}
     if capacity.startswith(PROVISIONER_SOURCE) and capacity in gke.provisioned():
-        shape, chips = gke.provisioned()[capacity]
+        shape, _ = gke.provisioned()[capacity]
         accelerator = capacity.removeprefix(PROVISIONER_SOURCE)
+        key = f"tpuProvisioner.quota.{accelerator}"
         spec = {
             "flavor": shape_flavor_name(shape, provisioned=True),
             "queue": provisioned_queue(team.name),
             "resource": TPU_RESOURCE,
             "per_node": shape.chips_per_host,
             "nodes_per_slice": shape.hosts,
-            "available": chips // shape.chips,
-            "source": f"tpuProvisioner.quota.{accelerator}",
+            "available": sum(m.slices.count for m in _machines(stack, key) if m.slices),
+            "source": key,
             "shape": shape,
             "networks": _provisioner_networks(stack),
             "provisioned": True,
@@ -127,7 +130,8 @@ def resolve(stack: Stack, team_name: str, capacity: str) -> Target:
             "resource": TPU_RESOURCE,
             "per_node": shape.chips_per_host,
             "nodes_per_slice": shape.hosts,
-            "available": entry.count,
+            # A node pool per slice.
+            "available": len(_machines(stack, f"tpuSlices[{i}]")),
             "source": f"tpuSlices[{i}] {entry.name}",
             "shape": shape,
             "pin": {SLICE_LABEL: entry.name},
@@ -146,7 +150,7 @@ def resolve(stack: Stack, team_name: str, capacity: str) -> Target:
             "resource": GPU_RESOURCE,
             "per_node": pool.accelerator_count,
             "nodes_per_slice": 1,
-            "available": pool.max_nodes,
+            "available": sum(m.full for m in _machines(stack, f"gpuPools[{i}]")),
             "source": f"gpuPools[{i}] {pool.name}",
             "networks": networks[stack_of.pod_networks] if stack_of else networks,
             "first_interface": stack_of.first_interface if stack_of else 1,
@@ -193,6 +197,15 @@ def _from_graph(stack: Stack, common: dict[str, Any], spec: dict[str, Any]) -> T
         node_labels=dict(sorted(flavor_spec.get("nodeLabels", {}).items())),
         tolerations=[_toleration(t) for t in flavor_spec.get("tolerations", [])],
     )
+
+
+def _machines(stack: Stack, key: str) -> list[Machines]:
+    """The entry's machines as the plan reads them from the graph; an entry the graph builds
+    nothing for cannot run a job."""
+    found = stack.machines(key)
+    if not found:
+        raise FlagError("--slice", f"{key} brings up no nodes in the stack's graph")
+    return found
 
 
 def _toleration(toleration: dict[str, Any]) -> dict[str, Any]:
