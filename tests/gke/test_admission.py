@@ -15,7 +15,7 @@ from components.gke import admission
 from components.gke.admission import HOST_NETWORK_LABEL, TEAM_LABEL, refusals
 from components.tpu_catalog import ACCELERATOR_LABEL, TPU_TAINT_KEY
 from plan.engine import REPO_ROOT, Graph, load_stack_config
-from tests.conftest import build_graph, with_config
+from tests.conftest import build_graph, with_config, with_mega_pool
 
 VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
@@ -257,17 +257,6 @@ def test_an_erring_expression_refuses_as_failure_policy_fail(documents):
     assert refusals(broken, namespace("vision"), documents)
 
 
-MEGA = {
-    "name": "mega",
-    "machineType": "a3-megagpu-8g",
-    "acceleratorType": "nvidia-h100-mega-80gb",
-    "acceleratorCount": 8,
-    "maxNodes": 2,
-    "provisioning": "spot",
-    "gpuSubnetCidr": "10.140.0.0/28",
-}
-
-
 PLAIN_POOL = {
     "machineType": "g2-standard-8",
     "acceleratorType": "nvidia-l4",
@@ -299,9 +288,8 @@ def tcpxo_pod(namespace: str, **changes: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def gpu_documents() -> list[tuple[dict[str, Any], dict[str, Any]]]:
     graph = build_graph(
-        with_config(
-            **{"gcp:region": "us-east5", "gcp:zone": "us-east5-a"},
-            gpuPools=[MEGA, {**PLAIN_POOL, "name": "plain"}],
+        with_mega_pool(
+            gpuPools=[{**PLAIN_POOL, "name": "plain"}],
             teams=[{"name": "vision", "gpuDirectPods": True}, {"name": "speech"}],
         )
     )

@@ -10,7 +10,7 @@ import pytest
 
 from stacks.loading import parse
 from stacks.messages import ConfigError
-from tests.conftest import build_graph, with_config
+from tests.conftest import build_graph, with_config, with_mega_pool
 
 
 def problems(**overrides: Any) -> dict[str, str]:
@@ -230,17 +230,12 @@ def test_tpu7x_flex_start_where_cluster_toolkit_runs_it_and_elsewhere_with_the_h
 def test_gpu_direct_pods_needs_a_fast_path_pool_and_not_restricted():
     found = problems(teams=[{"name": "a", "gpuDirectPods": True}])
     assert "no gpuPools entry is built on its fast path" in found["ai-infra:teams[0].gpuDirectPods"]
-    mega = {
-        "name": "mega",
-        "machineType": "a3-megagpu-8g",
-        "acceleratorType": "nvidia-h100-mega-80gb",
-        "acceleratorCount": 8,
-        "maxNodes": 2,
-        "gpuSubnetCidr": "10.140.0.0/28",
-    }
-    found = problems(
-        **{"gcp:region": "us-east5", "gcp:zone": "us-east5-a"},
-        gpuPools=[mega],
-        teams=[{"name": "a", "gpuDirectPods": True, "podSecurity": "restricted"}],
-    )
+    with pytest.raises(ConfigError) as error:
+        parse(
+            with_mega_pool(
+                teams=[{"name": "a", "gpuDirectPods": True, "podSecurity": "restricted"}]
+            ),
+            "test",
+        )
+    found = dict(error.value.rendered)
     assert "restricted level refuses host paths" in found["ai-infra:teams[0].gpuDirectPods"]

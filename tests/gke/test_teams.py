@@ -11,7 +11,7 @@ from plan.engine import run_program
 from plan.netpol import Pod, connects, egress_allowed
 from stacks.loading import parse
 from stacks.messages import ConfigError
-from tests.conftest import build_graph, with_config
+from tests.conftest import build_graph, with_config, with_mega_pool
 
 TEAMS = dict(
     cluster={"rbacSecurityGroup": "gke-security-groups@example.com"},
@@ -63,21 +63,7 @@ def test_a_host_network_team_enforces_baseline_by_policy_not_by_pod_security_adm
 
 
 def test_a_gpu_direct_team_enforces_baseline_by_policy_too():
-    mega = {
-        "name": "mega",
-        "machineType": "a3-megagpu-8g",
-        "acceleratorType": "nvidia-h100-mega-80gb",
-        "acceleratorCount": 8,
-        "maxNodes": 2,
-        "gpuSubnetCidr": "10.140.0.0/28",
-    }
-    graph = build_graph(
-        with_config(
-            **{"gcp:region": "us-east5", "gcp:zone": "us-east5-a"},
-            gpuPools=[mega],
-            teams=[{"name": "vision", "gpuDirectPods": True}],
-        )
-    )
+    graph = build_graph(with_mega_pool(teams=[{"name": "vision", "gpuDirectPods": True}]))
     labels = graph.named("team-vision-namespace").inputs["metadata"]["labels"]
     assert "pod-security.kubernetes.io/enforce" not in labels
     assert labels["pod-security.kubernetes.io/audit"] == "baseline"
