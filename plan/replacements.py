@@ -575,6 +575,17 @@ class HelmReleaseRules(Rules):
         return Verdict(Effect.UPDATE, "helm upgrade in place")
 
 
+class ConfigFileRules(Rules):
+    """yaml/v2 ConfigFile: a component the provider expands from a file or URL; a new `file`
+    is read at `pulumi up` and its objects updated, created or deleted one by one, which the
+    offline diff cannot see (the URL's content is not fetched here)."""
+
+    source = "pulumi-kubernetes yaml/v2 configfile.go"
+
+    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
+        return Verdict(Effect.UPDATE, "the provider applies the objects of the new manifest")
+
+
 class ConfigGroupRules(Rules):
     """yaml/v2 ConfigGroup: a component the provider expands; each object is a child."""
 
@@ -758,6 +769,8 @@ def rules_for(token: str) -> Rules | None:
         return HelmReleaseRules()
     if token == types.CONFIG_GROUP:
         return ConfigGroupRules()
+    if token == types.CONFIG_FILE:
+        return ConfigFileRules()
     if token == types.KUBERNETES_PROVIDER:
         return KubernetesProviderRules()
     if token.startswith("kubernetes:") and not token.startswith(

@@ -298,13 +298,27 @@ def test_max_pods_per_node_replaces_a_running_slice_pool(tmp_path: Path):
     assert "    maxPodsPerNode: 16 → 32  (forces replacement)" in text
 
 
-def test_lifting_the_upgrade_hold_replaces_the_slice_pool(tmp_path: Path):
-    """Dropping the release channel turns node auto-upgrade off (an update) and lifts the
-    slices' upgrade hold, which nodePoolUpdate cannot change on an existing pool: the program
-    replaces the pool for it (replace_on_changes), and the diff says so and why."""
+def test_dropping_the_release_channel_keeps_the_hold_and_updates_the_slice_pool(tmp_path: Path):
+    """Dropping the release channel turns node auto-upgrade off (an update); the slices'
+    upgrade hold does nothing without it, so the pool keeps it (ignore_changes) instead of
+    being replaced to lift it."""
     before = examples()["minimal"].config
     after = copy.deepcopy(before)
     after["ai-infra:cluster"]["releaseChannel"] = "NONE"
+    document, _ = edit(tmp_path, before, after)
+    entry = resource(document, "tpu-train-0")
+    assert entry["op"] == "update"
+    notes = {c["path"]: (c["effect"], c["note"]) for c in entry["changes"]}
+    assert notes == {"management.autoUpgrade": ("update", None)}
+    assert document["diff"]["summary"] == counts(update=2)
+
+
+def test_adding_the_upgrade_hold_replaces_the_slice_pool(tmp_path: Path):
+    """Back on a channel the hold must be on the pool, which nodePoolUpdate cannot change: the
+    program replaces the pool for it (replace_on_changes), and the diff says so and why."""
+    after = examples()["minimal"].config
+    before = copy.deepcopy(after)
+    before["ai-infra:cluster"]["releaseChannel"] = "NONE"
     document, text = edit(tmp_path, before, after)
     entry = resource(document, "tpu-train-0")
     assert entry["op"] == "replace"
@@ -437,9 +451,14 @@ def test_team_quotas_are_shown_by_flavor_before_and_after(tmp_path: Path):
     assert "  quota pretrain: v5p-512 google.com/tpu 512 → 256" in text
     assert "  quota cohort ai-infra: v5p-512 google.com/tpu 0 → 256" in text
     assert "quota finetune" not in text and "quota research" not in text
-    # And on the queue itself, by flavor, not by list index.
+    # And on the queue itself, by flavor, not by list index; the CPU and memory of the
+    # slice's hosts go with it.
     pretrain = text.split("~ ClusterQueue team-pretrain-cluster-queue  (teams[0])\n")[1]
-    assert pretrain.startswith("    quota v5p-512 google.com/tpu: 512 → 256\n")
+    assert pretrain.startswith(
+        '    quota cpu cpu: "38035" → "24760"\n'
+        '    quota cpu memory: "100038Gi" → "72379Gi"\n'
+        "    quota v5p-512 google.com/tpu: 512 → 256\n"
+    )
 
 
 def test_a_configmap_data_change_replaces_the_configmap(tmp_path: Path):
