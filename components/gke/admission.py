@@ -68,8 +68,17 @@ SAFE_SYSCTLS = (
     "net.ipv4.tcp_fin_timeout",
     "net.ipv4.tcp_keepalive_intvl",
     "net.ipv4.tcp_keepalive_probes",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
 )
-"""The baseline level's safe sysctls (Pod Security Standards, up to Kubernetes 1.32)."""
+"""The baseline level's safe sysctls as of Kubernetes 1.32 (pod-security-admission v0.34.0
+policy/check_sysctls.go; tcp_rmem and tcp_wmem joined at 1.32, and a kubelet older than that
+refuses them itself)."""
+SELINUX_TYPES = ("", "container_t", "container_init_t", "container_kvm_t", "container_engine_t")
+"""The SELinux types the baseline level allows (check_seLinuxOptions.go, 1.31 and later)."""
+APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
+"""The deprecated per-container AppArmor annotation, which the baseline level still reads:
+`runtime/default` or `localhost/<profile>` only (check_appArmorProfile.go)."""
 
 
 @dataclass(frozen=True)
@@ -103,12 +112,19 @@ _METAS = (
     "object.spec.replicatedJobs.map(r, has(r.template.spec.template.metadata) ? "
     "r.template.spec.template.metadata : {})"
 )
-_CONTAINERS = (
-    "variables.specs.map(s, "
-    "(has(s.containers) ? s.containers : []) + "
-    "(has(s.initContainers) ? s.initContainers : []) + "
-    "(has(s.ephemeralContainers) ? s.ephemeralContainers : []))"
-)
+
+
+def _containers_of(spec: str) -> str:
+    """Every container of a pod spec, init and ephemeral ones included, as Pod Security
+    Admission visits them (policy/visitor.go)."""
+    return (
+        f"(has({spec}.containers) ? {spec}.containers : []) + "
+        f"(has({spec}.initContainers) ? {spec}.initContainers : []) + "
+        f"(has({spec}.ephemeralContainers) ? {spec}.ephemeralContainers : [])"
+    )
+
+
+_CONTAINERS = f"variables.specs.map(s, {_containers_of('s')})"
 _KUEUE_MANAGED = (
     "object.kind != 'Pod' || (has(object.metadata.ownerReferences) && "
     "object.metadata.ownerReferences.exists(o, o.apiVersion == 'batch/v1' && "
@@ -117,6 +133,9 @@ _KUEUE_MANAGED = (
 """A Job or JobSet in a team namespace is Kueue's (managedJobsNamespaceSelector), and so is
 a pod the Job controller made for one; a pod of any other owner, or of none, is not."""
 WORKLOADS = (("", "pods"), ("batch", "jobs"), ("jobset.x-k8s.io", "jobsets"))
+EPHEMERAL_CONTAINERS = ("", "pods/ephemeralcontainers")
+"""The subresource `kubectl debug` adds containers through: a rule for `pods` does not match
+it, and the ephemeral container is judged like any other."""
 
 
 def _all_containers(condition: str) -> str:
@@ -129,6 +148,38 @@ def _all_specs(condition: str) -> str:
 
 def _quoted(values: Sequence[str]) -> str:
     return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
+def _selinux(context: str) -> str:
+    """A security context's SELinux options as the baseline level allows them."""
+    options = f"{context}.seLinuxOptions"
+    return (
+        f"!has({options}) || (!has({options}.user) && !has({options}.role) && "
+        f"(!has({options}.type) || {options}.type in {_quoted(SELINUX_TYPES)}))"
+    )
+
+
+def _no_host_process(context: str) -> str:
+    options = f"{context}.windowsOptions"
+    return f"!has({options}) || !has({options}.hostProcess) || !{options}.hostProcess"
+
+
+def _no_probe_host(c: str) -> str:
+    """No probe or lifecycle handler of container `c` sets `host` (check_hostProbesAndhost
+    Lifecycle.go): httpGet and tcpSocket only, as that check reads them."""
+    handlers = [f"{c}.{p}" for p in ("livenessProbe", "readinessProbe", "startupProbe")]
+    handlers += [f"{c}.lifecycle.{h}" for h in ("postStart", "preStop")]
+    clauses = []
+    for handler in handlers:
+        parent = handler.rsplit(".", 1)[0]
+        guard = f"!has({handler})" if parent == c else f"!has({parent}) || !has({handler})"
+        hosts = " && ".join(
+            f"(!has({handler}.{kind}) || !has({handler}.{kind}.host) || "
+            f"{handler}.{kind}.host == '')"
+            for kind in ("httpGet", "tcpSocket")
+        )
+        clauses.append(f"({guard} || ({hosts}))")
+    return " && ".join(clauses)
 
 
 def _pod_security(tpu_accelerators: Sequence[str]) -> Policy:
@@ -164,11 +215,13 @@ def _pod_security(tpu_accelerators: Sequence[str]) -> Policy:
             ),
             "privileged containers are not allowed (Pod Security baseline)",
         ),
+        # A host-network pod's ports are host ports: the API server defaults hostPort to
+        # containerPort for them (pkg/apis/core/v1/defaults.go), before admission.
         Check(
-            "variables.specs.all(s, has(s.hostNetwork) && s.hostNetwork || "
-            "[(has(s.containers) ? s.containers : []), "
-            "(has(s.initContainers) ? s.initContainers : [])].all(cs, cs.all(c, "
-            "!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))))",
+            _all_specs(
+                f"has(s.hostNetwork) && s.hostNetwork || ({_containers_of('s')}).all(c, "
+                "!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))"
+            ),
             "hostPort is not allowed (Pod Security baseline)",
         ),
         Check(
@@ -214,31 +267,36 @@ def _pod_security(tpu_accelerators: Sequence[str]) -> Policy:
             "AppArmor profile Unconfined is not allowed (Pod Security baseline)",
         ),
         Check(
-            "variables.specs.all(s, !has(s.securityContext) || "
-            "!has(s.securityContext.seLinuxOptions) || "
-            "(!has(s.securityContext.seLinuxOptions.user) && "
-            "!has(s.securityContext.seLinuxOptions.role))) && "
-            + _all_containers(
-                f"!{security} || !has(c.securityContext.seLinuxOptions) || "
-                "(!has(c.securityContext.seLinuxOptions.user) && "
-                "!has(c.securityContext.seLinuxOptions.role))"
-            ),
-            "SELinux user and role may not be set (Pod Security baseline)",
+            _all_specs(f"!has(s.securityContext) || {_selinux('s.securityContext')}")
+            + " && "
+            + _all_containers(f"!{security} || {_selinux('c.securityContext')}"),
+            "SELinux user and role may not be set, and the type only to "
+            f"{', '.join(t for t in SELINUX_TYPES if t)} (Pod Security baseline)",
         ),
         Check(
-            _all_containers(
-                f"!{security} || !has(c.securityContext.windowsOptions) || "
-                "!has(c.securityContext.windowsOptions.hostProcess) || "
-                "!c.securityContext.windowsOptions.hostProcess"
-            ),
+            _all_specs(f"!has(s.securityContext) || {_no_host_process('s.securityContext')}")
+            + " && "
+            + _all_containers(f"!{security} || {_no_host_process('c.securityContext')}"),
             "Windows host processes are not allowed (Pod Security baseline)",
+        ),
+        Check(
+            "variables.metas.all(m, !has(m.annotations) || m.annotations.all(k, "
+            f"!k.startsWith('{APPARMOR_ANNOTATION}') || m.annotations[k] == '' || "
+            "m.annotations[k] == 'runtime/default' || m.annotations[k].startsWith('localhost/')))",
+            "AppArmor annotations may name runtime/default or localhost/ profiles only "
+            "(Pod Security baseline)",
+        ),
+        Check(
+            _all_containers(_no_probe_host("c")),
+            "probes and lifecycle hooks may not name a host: the kubelet would connect there "
+            "from the node (Pod Security baseline, 1.34)",
         ),
     )
     return Policy(
         "ai-infra-team-pod-security",
-        WORKLOADS,
+        (*WORKLOADS, EPHEMERAL_CONTAINERS),
         checks,
-        (("specs", _SPECS), ("containers", _CONTAINERS)),
+        (("specs", _SPECS), ("containers", _CONTAINERS), ("metas", _METAS)),
     )
 
 
@@ -465,11 +523,14 @@ def refusals(
     obj: Mapping[str, Any],
     namespace: Mapping[str, Any],
     documents: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+    *,
+    subresource: str = "",
 ) -> list[Refusal]:
     """What the API server would refuse of `obj` (a Pod, Job, JobSet or DaemonSet, as a
     manifest) on create in `namespace` (the Namespace object), under `documents`: (policy,
-    binding) manifests, as `manifest` renders them or as a plan registered them. Only the
-    policies this module writes are understood: resource rules, a namespace selector, Deny."""
+    binding) manifests, as `manifest` renders them or as a plan registered them; with
+    `subresource` (`ephemeralcontainers`), a write of the pod through it. Only the policies
+    this module writes are understood: resource rules, a namespace selector, Deny."""
     kind = obj.get("kind", "")
     resource = _RESOURCES.get(kind)
     labels = (namespace.get("metadata") or {}).get("labels") or {}
@@ -477,9 +538,10 @@ def refusals(
     for policy, binding in documents:
         spec = policy["spec"]
         rules = spec["matchConstraints"]["resourceRules"]
-        if resource is None or not any(
-            resource[0] in r["apiGroups"] and resource[1] in r["resources"] for r in rules
-        ):
+        if resource is None:
+            continue
+        name = f"{resource[1]}/{subresource}" if subresource else resource[1]
+        if not any(resource[0] in r["apiGroups"] and name in r["resources"] for r in rules):
             continue
         if not _namespace_selected(binding, labels):
             continue

@@ -104,6 +104,50 @@ HOSTILE: list[tuple[str, dict[str, Any], str]] = [
         pod(containers=[container(securityContext={"procMount": "Unmasked"})]),
         "procMount",
     ),
+    (
+        "an SELinux type beyond the container ones",
+        pod(securityContext={"seLinuxOptions": {"type": "spc_t"}}),
+        "SELinux",
+    ),
+    (
+        "a container's SELinux type beyond the container ones",
+        pod(containers=[container(securityContext={"seLinuxOptions": {"type": "unconfined_t"}})]),
+        "SELinux",
+    ),
+    (
+        "a pod-level Windows host process",
+        pod(securityContext={"windowsOptions": {"hostProcess": True}}),
+        "Windows",
+    ),
+    (
+        "an unconfined AppArmor annotation",
+        pod(
+            metadata={
+                "name": "p",
+                "namespace": "vision",
+                "annotations": {"container.apparmor.security.beta.kubernetes.io/c": "unconfined"},
+            }
+        ),
+        "AppArmor",
+    ),
+    (
+        "a probe that names a host",
+        pod(
+            containers=[container(livenessProbe={"tcpSocket": {"host": "10.0.0.2", "port": 6817}})]
+        ),
+        "name a host",
+    ),
+    (
+        "a lifecycle hook that names a host",
+        pod(
+            containers=[
+                container(
+                    lifecycle={"preStop": {"httpGet": {"host": "169.254.169.254", "port": 80}}}
+                )
+            ]
+        ),
+        "name a host",
+    ),
     ("TPU toleration without a queue", pod(tolerations=[KUEUE_TOLERATION]), "Kueue-managed"),
     (
         "GPU toleration without a queue",
@@ -161,6 +205,48 @@ def test_the_same_pods_wrapped_in_a_job_are_refused_too(documents, case, obj, wo
         "spec": {"template": {"metadata": obj["metadata"], "spec": obj["spec"]}},
     }
     assert refusals(job, namespace("vision"), documents), case
+
+
+def test_what_baseline_allows_is_admitted(documents):
+    allowed = pod(
+        securityContext={
+            "seLinuxOptions": {"type": "container_t", "level": "s0:c1,c2"},
+            "sysctls": [{"name": "net.ipv4.tcp_rmem", "value": "4096 87380 6291456"}],
+        },
+        containers=[
+            container(
+                securityContext={"capabilities": {"add": ["NET_BIND_SERVICE"]}},
+                readinessProbe={"httpGet": {"path": "/healthz", "port": 8080}},
+            )
+        ],
+        metadata={
+            "name": "p",
+            "namespace": "vision",
+            "annotations": {"container.apparmor.security.beta.kubernetes.io/c": "runtime/default"},
+        },
+    )
+    assert refusals(allowed, namespace("vision"), documents) == []
+
+
+def test_an_ephemeral_container_is_judged_like_any_other(documents):
+    # `kubectl debug` writes the pod through pods/ephemeralcontainers, which a rule for pods
+    # does not match.
+    debug = {"name": "debug", "image": "busybox", "securityContext": {"privileged": True}}
+    running = pod(ephemeralContainers=[debug])
+
+    def through_debug() -> list[admission.Refusal]:
+        return refusals(running, namespace("vision"), documents, subresource="ephemeralcontainers")
+
+    found = through_debug()
+    assert [r.policy for r in found] == ["ai-infra-team-pod-security"]
+    assert "privileged" in found[0].message
+    debug["securityContext"] = {}
+    debug["ports"] = [{"containerPort": 22, "hostPort": 22}]
+    assert [r.message for r in through_debug()] == [
+        "hostPort is not allowed (Pod Security baseline)"
+    ]
+    del debug["ports"]
+    assert through_debug() == []
 
 
 def test_a_plain_pod_and_another_namespace_are_left_alone(documents):
