@@ -81,6 +81,13 @@ APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 `runtime/default` or `localhost/<profile>` only (check_appArmorProfile.go)."""
 
 
+_CHANGES_SPEC = "request.operation != 'UPDATE' || object.spec != oldObject.spec"
+"""An update is judged only when it changes what the checks read, as Pod Security Admission
+ignores pod updates that leave the spec alone: the Job controller removing its finalizer from
+a pod admitted under an older policy (a slice since removed, tpuHostNetwork since turned off),
+or the garbage collector orphaning it, must not be refused."""
+
+
 @dataclass(frozen=True)
 class Check:
     expression: str
@@ -96,6 +103,8 @@ class Policy:
     """(API group, resource) pairs it sees on CREATE and UPDATE."""
     checks: tuple[Check, ...]
     variables: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    conditions: tuple[tuple[str, str], ...] = (("creates-or-changes-the-spec", _CHANGES_SPEC),)
+    """matchConditions (name, expression): which requests it judges at all."""
 
 
 # A pod's specs and metadata, whatever the object: a Pod, a Job's template, each replicated
@@ -346,6 +355,14 @@ def _annotations() -> Policy:
             ),
         ),
         (("metas", _METAS),),
+        (
+            (
+                "creates-or-changes-the-spec-or-annotations",
+                f"{_CHANGES_SPEC} || "
+                "(has(object.metadata.annotations) ? object.metadata.annotations : {}) != "
+                "(has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {})",
+            ),
+        ),
     )
 
 
@@ -391,6 +408,7 @@ def manifest(policy: Policy) -> dict[str, Any]:
                     for group, resource in policy.resources
                 ]
             },
+            "matchConditions": [{"name": n, "expression": e} for n, e in policy.conditions],
             "variables": [{"name": n, "expression": e} for n, e in policy.variables],
             "validations": [
                 {"expression": c.expression, "message": c.message} for c in policy.checks
@@ -436,6 +454,10 @@ def register(name: str, policy: Policy, opts: pulumi.ResourceOptions) -> list[pu
                     for r in spec["matchConstraints"]["resourceRules"]
                 ]
             ),
+            match_conditions=[
+                v1.MatchConditionArgs(name=c["name"], expression=c["expression"])
+                for c in spec["matchConditions"]
+            ],
             variables=[
                 v1.VariableArgs(name=v["name"], expression=v["expression"])
                 for v in spec["variables"]
@@ -489,7 +511,8 @@ def _env() -> Any:
 
     return cel.NewEnv(
         variables={
-            name: cel.Type.DYN for name in ("object", "oldObject", "namespaceObject", "variables")
+            name: cel.Type.DYN
+            for name in ("object", "oldObject", "namespaceObject", "request", "variables")
         }
     )
 
@@ -524,13 +547,18 @@ def refusals(
     namespace: Mapping[str, Any],
     documents: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
     *,
+    old: Mapping[str, Any] | None = None,
     subresource: str = "",
 ) -> list[Refusal]:
     """What the API server would refuse of `obj` (a Pod, Job, JobSet or DaemonSet, as a
-    manifest) on create in `namespace` (the Namespace object), under `documents`: (policy,
-    binding) manifests, as `manifest` renders them or as a plan registered them; with
-    `subresource` (`ephemeralcontainers`), a write of the pod through it. Only the policies
-    this module writes are understood: resource rules, a namespace selector, Deny."""
+    manifest) on create in `namespace` (the Namespace object), or on update from `old`, under
+    `documents`: (policy, binding) manifests, as `manifest` renders them or as a plan
+    registered them; with `subresource` (`ephemeralcontainers`), an update through it. Only
+    the policies this module writes are understood: resource rules, match conditions, a
+    namespace selector, Deny."""
+    if subresource and old is None:
+        raise ValueError("a write through a subresource is an update: pass `old`")
+    request = {"operation": "CREATE" if old is None else "UPDATE"}
     kind = obj.get("kind", "")
     resource = _RESOURCES.get(kind)
     labels = (namespace.get("metadata") or {}).get("labels") or {}
@@ -545,7 +573,19 @@ def refusals(
             continue
         if not _namespace_selected(binding, labels):
             continue
-        data: dict[str, Any] = {"object": obj, "namespaceObject": namespace, "oldObject": None}
+        data: dict[str, Any] = {
+            "object": obj,
+            "namespaceObject": namespace,
+            "oldObject": old,
+            "request": request,
+        }
+        conditions = [_evaluate(c["expression"], data) for c in spec.get("matchConditions", [])]
+        if False in conditions:
+            continue
+        if None in conditions:
+            # An erring condition under failurePolicy Fail refuses the request.
+            found.append(Refusal(policy["metadata"]["name"], "a match condition failed"))
+            continue
         variables: dict[str, Any] = {}
         for variable in spec.get("variables") or []:
             variables[variable["name"]] = _evaluate(

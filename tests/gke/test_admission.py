@@ -235,7 +235,9 @@ def test_an_ephemeral_container_is_judged_like_any_other(documents):
     running = pod(ephemeralContainers=[debug])
 
     def through_debug() -> list[admission.Refusal]:
-        return refusals(running, namespace("vision"), documents, subresource="ephemeralcontainers")
+        return refusals(
+            running, namespace("vision"), documents, old=pod(), subresource="ephemeralcontainers"
+        )
 
     found = through_debug()
     assert [r.policy for r in found] == ["ai-infra-team-pod-security"]
@@ -247,6 +249,53 @@ def test_an_ephemeral_container_is_judged_like_any_other(documents):
     ]
     del debug["ports"]
     assert through_debug() == []
+
+
+def test_an_update_is_judged_only_when_it_changes_what_the_policies_read(documents):
+    # A host-network pod admitted while its team had tpuHostNetwork, which it no longer has:
+    # the Job controller must still be able to take its finalizer off, as Pod Security
+    # Admission lets a pod update through that leaves the spec alone.
+    admitted = pod(
+        hostNetwork=True,
+        nodeSelector=TPU_SELECTOR,
+        tolerations=[KUEUE_TOLERATION],
+        metadata={
+            "name": "p",
+            "namespace": "speech",
+            "ownerReferences": JOB_OWNER,
+            "finalizers": ["batch.kubernetes.io/job-tracking"],
+        },
+    )
+    assert refusals(admitted, namespace("speech", host_network=True), documents) == []
+    opted_out = namespace("speech")
+    assert refusals(admitted, opted_out, documents)
+    finished = copy.deepcopy(admitted)
+    finished["metadata"]["finalizers"] = []
+    assert refusals(finished, opted_out, documents, old=admitted) == []
+    # What the policies read is judged again: a toleration added, annotations for the
+    # provisioner, a suspended Job's template given them.
+    tolerating = copy.deepcopy(admitted)
+    tolerating["spec"]["tolerations"].append({"key": "x", "operator": "Exists"})
+    assert refusals(tolerating, opted_out, documents, old=admitted)
+    plain = pod()
+    annotated = copy.deepcopy(plain)
+    annotated["metadata"]["annotations"] = {
+        "tpu-provisioner.cloud.google.com/node-service-account": "other@p.iam.gserviceaccount.com"
+    }
+    found = refusals(annotated, namespace("vision"), documents, old=plain)
+    assert [r.policy for r in found] == ["ai-infra-team-provisioner-annotations"]
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "vision"},
+        "spec": {"suspend": True, "template": {"metadata": {}, "spec": plain["spec"]}},
+    }
+    steered = copy.deepcopy(job)
+    steered["spec"]["template"]["metadata"] = annotated["metadata"]
+    assert refusals(steered, namespace("vision"), documents, old=job)
+    labelled = copy.deepcopy(plain)
+    labelled["metadata"]["labels"] = {"app": "x"}
+    assert refusals(labelled, namespace("vision"), documents, old=plain) == []
 
 
 def test_a_plain_pod_and_another_namespace_are_left_alone(documents):
