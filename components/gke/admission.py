@@ -22,7 +22,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import tpu_catalog
+from components import gpu_catalog, tpu_catalog
 
 TEAM_LABEL = "ai-infra/team"
 HOST_NETWORK_LABEL = "ai-infra/tpu-host-network"
@@ -37,10 +37,14 @@ PROVISIONER_ANNOTATIONS = "tpu-provisioner.cloud.google.com/"
 service account and copied labels (internal/cloud/common.go and gke.go at 6789e2a)."""
 ACCELERATOR_TAINTS = (
     tpu_catalog.TPU_TAINT_KEY,
-    "nvidia.com/gpu",
+    gpu_catalog.GPU_RESOURCE,
     "cloud.google.com/gke-queued",
 )
 """Taints on TPU, GPU and flex-start nodes, which only Kueue's flavors add to a pod."""
+ACCELERATOR_RESOURCES = (tpu_catalog.TPU_RESOURCE, gpu_catalog.GPU_RESOURCE)
+"""Chips a pod requests: only Kueue-managed pods may, or a Deployment's pending TPU pod
+would have the provisioner create node pools outside every queue (creation_controller.go at
+6789e2a reconciles any unschedulable pod that requests them, whoever owns it)."""
 BASELINE_CAPABILITIES = (
     "AUDIT_WRITE",
     "CHOWN",
@@ -334,12 +338,53 @@ def _scheduling() -> Policy:
                 "or JobSet in a LocalQueue",
             ),
             Check(
+                f"({_KUEUE_MANAGED}) || "
+                + _all_containers(
+                    "!has(c.resources) || "
+                    + " && ".join(
+                        f"(!has(c.resources.{kind}) || c.resources.{kind}.all(r, "
+                        f"!(r in {_quoted(ACCELERATOR_RESOURCES)})))"
+                        for kind in ("requests", "limits")
+                    )
+                ),
+                "TPU and GPU chips go to Kueue-managed pods only: run it as a Job or JobSet "
+                "in a LocalQueue",
+            ),
+            Check(
                 _all_specs("!has(s.nodeName) || s.nodeName == ''"),
                 "nodeName bypasses the scheduler and the nodes' taints; use a nodeSelector",
             ),
+            Check(
+                "object.kind != 'Job' || !has(object.metadata.ownerReferences) || "
+                f"request.userInfo.username == '{_jobset_controller()}' || "
+                "object.metadata.ownerReferences.all(o, o.kind != 'JobSet' || "
+                "(request.operation == 'UPDATE' && has(oldObject.metadata.ownerReferences) && "
+                "o in oldObject.metadata.ownerReferences))",
+                "only the JobSet controller makes a JobSet's Jobs: Kueue leaves those to the "
+                "JobSet's admission, so a Job claiming one would run outside the queue",
+            ),
         ),
-        (("specs", _SPECS),),
+        (("specs", _SPECS), ("containers", _CONTAINERS)),
+        (
+            (
+                "creates-or-changes-the-spec-or-a-jobs-owners",
+                f"{_CHANGES_SPEC} || object.kind == 'Job' && "
+                "(has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []) "
+                "!= (has(oldObject.metadata.ownerReferences) ? "
+                "oldObject.metadata.ownerReferences : [])",
+            ),
+        ),
     )
+
+
+def _jobset_controller() -> str:
+    """The user the JobSet controller acts as. Kueue treats a Job whose controller is a
+    JobSet as that JobSet's child, suspended only while the JobSet is not admitted, and
+    leaves "same-namespace ownership spoofing" out of its scope (jobframework/reconciler.go
+    FindAncestorJobManagedByKueue, v0.19.2)."""
+    from components.gke.kueue import JOBSET_CONTROLLER  # kueue.py imports this module
+
+    return JOBSET_CONTROLLER
 
 
 def _annotations() -> Policy:
@@ -549,16 +594,18 @@ def refusals(
     *,
     old: Mapping[str, Any] | None = None,
     subresource: str = "",
+    user: str = "member@example.com",
 ) -> list[Refusal]:
     """What the API server would refuse of `obj` (a Pod, Job, JobSet or DaemonSet, as a
     manifest) on create in `namespace` (the Namespace object), or on update from `old`, under
     `documents`: (policy, binding) manifests, as `manifest` renders them or as a plan
-    registered them; with `subresource` (`ephemeralcontainers`), an update through it. Only
+    registered them; with `subresource` (`ephemeralcontainers`), an update through it; `user`
+    makes the request (a team member; `kueue.JOBSET_CONTROLLER` for a JobSet's Jobs). Only
     the policies this module writes are understood: resource rules, match conditions, a
     namespace selector, Deny."""
     if subresource and old is None:
         raise ValueError("a write through a subresource is an update: pass `old`")
-    request = {"operation": "CREATE" if old is None else "UPDATE"}
+    request = {"operation": "CREATE" if old is None else "UPDATE", "userInfo": {"username": user}}
     kind = obj.get("kind", "")
     resource = _RESOURCES.get(kind)
     labels = (namespace.get("metadata") or {}).get("labels") or {}

@@ -13,6 +13,7 @@ import yaml
 
 from components.gke import admission
 from components.gke.admission import HOST_NETWORK_LABEL, TEAM_LABEL, refusals
+from components.gke.kueue import JOBSET_CONTROLLER
 from components.tpu_catalog import ACCELERATOR_LABEL, TPU_TAINT_KEY
 from plan.engine import REPO_ROOT, Graph, load_stack_config
 from tests.conftest import build_graph, with_config
@@ -152,6 +153,25 @@ HOSTILE: list[tuple[str, dict[str, Any], str]] = [
     (
         "GPU toleration without a queue",
         pod(tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}]),
+        "Kueue-managed",
+    ),
+    (
+        "TPU chips outside Kueue (a Deployment's pod the provisioner would make a pool for)",
+        pod(
+            containers=[container(resources={"requests": {"google.com/tpu": "4"}})],
+            metadata={
+                "name": "p",
+                "namespace": "vision",
+                "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "u"}
+                ],
+            },
+        ),
+        "Kueue-managed",
+    ),
+    (
+        "GPU chips outside Kueue",
+        pod(containers=[container(resources={"limits": {"nvidia.com/gpu": "1"}})]),
         "Kueue-managed",
     ),
     ("tolerate everything", pod(tolerations=[{"operator": "Exists"}]), "name its taint"),
@@ -298,6 +318,49 @@ def test_an_update_is_judged_only_when_it_changes_what_the_policies_read(documen
     assert refusals(labelled, namespace("vision"), documents, old=plain) == []
 
 
+def child_job(owner: str = "train") -> dict[str, Any]:
+    """A Job that names a JobSet as its controller, as the JobSet controller makes them."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"{owner}-workers-0",
+            "namespace": "vision",
+            "ownerReferences": [
+                {
+                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet",
+                    "name": owner,
+                    "uid": "admitted-jobset-uid",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {"template": {"spec": pod(tolerations=[KUEUE_TOLERATION])["spec"]}},
+    }
+
+
+def test_only_the_jobset_controller_makes_a_jobsets_jobs(documents):
+    # Kueue runs a JobSet's Job unsuspended once the JobSet is admitted: a member's Job that
+    # claims an admitted JobSet would take free TPU hosts outside the queue.
+    forged = child_job()
+    found = refusals(forged, namespace("vision"), documents)
+    assert [r.policy for r in found] == ["ai-infra-team-scheduling"]
+    assert "JobSet controller" in found[0].message
+    assert refusals(forged, namespace("vision"), documents, user=JOBSET_CONTROLLER) == []
+    # ... nor may a member's own Job be given such an owner afterwards.
+    own = child_job()
+    del own["metadata"]["ownerReferences"]
+    assert refusals(own, namespace("vision"), documents) == []
+    assert refusals(forged, namespace("vision"), documents, old=own)
+    # The owner the controller set stays through other updates (the garbage collector
+    # orphaning it, a member suspending it).
+    suspended = child_job()
+    suspended["spec"]["suspend"] = True
+    assert refusals(suspended, namespace("vision"), documents, old=child_job()) == []
+    assert refusals(own, namespace("vision"), documents, old=child_job()) == []
+
+
 def test_a_plain_pod_and_another_namespace_are_left_alone(documents):
     assert refusals(pod(), namespace("vision"), documents) == []
     outside = {"kind": "Namespace", "metadata": {"name": "kube-system", "labels": {}}}
@@ -365,6 +428,11 @@ def test_the_example_jobsets_and_their_pods_are_admitted():
             "spec": {**template["spec"], "tolerations": [KUEUE_TOLERATION]},
         }
         assert refusals(admitted, ns, registered(graph)) == [], file
+        # The JobSet's Jobs, which its controller makes once Kueue has admitted it.
+        job = child_job(jobset["metadata"]["name"])
+        job["metadata"]["namespace"] = ns["metadata"]["name"]
+        job["spec"] = copy.deepcopy(jobset["spec"]["replicatedJobs"][0]["template"]["spec"])
+        assert refusals(job, ns, registered(graph), user=JOBSET_CONTROLLER) == [], file
 
 
 def test_the_registered_policies_are_the_manifests_the_offline_check_uses(documents):
