@@ -38,9 +38,11 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 def network(text: object) -> Network | None:
     """An address range, or None where there is none to read: a Filestore share's range is an
     output, which the policy pack sees only once the share exists (under `pulumi preview` it
-    is unknown, or absent from a new resource's properties)."""
+    is unknown, or absent from a new resource's properties). A range written with host bits
+    (`10.1.2.3/0`) is read as the range it covers, not as none: the firewall and NetworkPolicy
+    APIs are not this reader, and `no-internet-ingress` must see such a /0."""
     try:
-        return ipaddress.ip_network(str(text))
+        return ipaddress.ip_network(str(text), strict=False)
     except ValueError:
         return None
 

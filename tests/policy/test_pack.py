@@ -214,6 +214,16 @@ def test_a_seeded_violation_fails_its_policy(rule, type_, change, stack):
     assert rule in MANDATORY
 
 
+@pytest.mark.parametrize("internet", ["0.0.0.0/0", "10.1.2.3/0", "::/0"])
+def test_the_whole_internet_fails_however_it_is_written(internet: str):
+    def change(props: dict[str, Any]) -> None:
+        _open(props)
+        props["sourceRanges"] = ["10.0.0.0/8", internet]
+
+    found = run(_edit("gcp:compute/firewall:Firewall", change, graph_of("dev")))
+    assert found["no-internet-ingress"], internet
+
+
 def test_an_authoritative_project_grant_fails():
     resources = policy_resources(graph_of("dev"))
     grant = next(r for r in resources if r.resource_type == "gcp:projects/iAMMember:IAMMember")
