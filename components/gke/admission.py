@@ -357,11 +357,12 @@ def _scheduling() -> Policy:
             Check(
                 "object.kind != 'Job' || !has(object.metadata.ownerReferences) || "
                 f"request.userInfo.username == '{_jobset_controller()}' || "
-                "object.metadata.ownerReferences.all(o, o.kind != 'JobSet' || "
+                "object.metadata.ownerReferences.all(o, !(o.kind in ['Job', 'JobSet']) || "
                 "(request.operation == 'UPDATE' && has(oldObject.metadata.ownerReferences) && "
                 "o in oldObject.metadata.ownerReferences))",
-                "only the JobSet controller makes a JobSet's Jobs: Kueue leaves those to the "
-                "JobSet's admission, so a Job claiming one would run outside the queue",
+                "only the JobSet controller makes a JobSet's Jobs, and no Job is another "
+                "Job's: Kueue leaves a child to its owner's admission, so a Job claiming one "
+                "would run outside the queue",
             ),
         ),
         (("specs", _SPECS), ("containers", _CONTAINERS)),
@@ -379,7 +380,9 @@ def _scheduling() -> Policy:
 
 def _jobset_controller() -> str:
     """The user the JobSet controller acts as. Kueue treats a Job whose controller is a
-    JobSet as that JobSet's child, suspended only while the JobSet is not admitted, and
+    JobSet, or a Job (batch/job is an enabled integration too, and a Job is never top-level:
+    integrationmanager.go getJobTypeForOwner), as that owner's child, suspended only while the
+    owner is not admitted, and
     leaves "same-namespace ownership spoofing" out of its scope (jobframework/reconciler.go
     FindAncestorJobManagedByKueue, v0.19.2)."""
     from components.gke.kueue import JOBSET_CONTROLLER  # kueue.py imports this module

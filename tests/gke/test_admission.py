@@ -361,6 +361,23 @@ def test_only_the_jobset_controller_makes_a_jobsets_jobs(documents):
     assert refusals(own, namespace("vision"), documents, old=child_job()) == []
 
 
+def test_no_job_claims_another_job(documents):
+    # batch/job is a Kueue integration as well: a Job whose controller is the member's
+    # admitted Job is that Job's child to Kueue, run unsuspended beside it, queue or no queue.
+    forged = child_job()
+    forged["metadata"]["ownerReferences"][0].update(
+        {"apiVersion": "batch/v1", "kind": "Job", "uid": "admitted-job-uid"}
+    )
+    found = refusals(forged, namespace("vision"), documents)
+    assert [r.policy for r in found] == ["ai-infra-team-scheduling"]
+    assert "no Job is another Job's" in found[0].message
+    assert refusals(forged, namespace("vision"), documents, user=JOBSET_CONTROLLER) == []
+    # A CronJob's Jobs are Kueue's own top-level Jobs (CronJob is no integration).
+    scheduled = copy.deepcopy(forged)
+    scheduled["metadata"]["ownerReferences"][0].update({"kind": "CronJob"})
+    assert refusals(scheduled, namespace("vision"), documents) == []
+
+
 def test_a_plain_pod_and_another_namespace_are_left_alone(documents):
     assert refusals(pod(), namespace("vision"), documents) == []
     outside = {"kind": "Namespace", "metadata": {"name": "kube-system", "labels": {}}}
