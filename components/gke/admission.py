@@ -351,6 +351,21 @@ def _scheduling() -> Policy:
                 "in a LocalQueue",
             ),
             Check(
+                "object.kind != 'Pod' || !has(object.spec.tolerations) || "
+                "!object.spec.tolerations.exists(t, has(t.key) && "
+                f"t.key in {_quoted(ACCELERATOR_TAINTS)}) || "
+                "variables.containers.exists(cs, cs.exists(c, has(c.resources) && ("
+                + " || ".join(
+                    f"(has(c.resources.{kind}) && c.resources.{kind}.exists(r, "
+                    f"r in {_quoted(ACCELERATOR_RESOURCES)}))"
+                    for kind in ("requests", "limits")
+                )
+                + ")))",
+                "a pod that tolerates TPU, GPU or flex-start taints must request their chips: "
+                "Kueue admits a chipless pod on CPU quota alone, and it would take room on "
+                "accelerator hosts, another team's slice included",
+            ),
+            Check(
                 _all_specs("!has(s.nodeName) || s.nodeName == ''"),
                 "nodeName bypasses the scheduler and the nodes' taints; use a nodeSelector",
             ),

@@ -279,6 +279,7 @@ def test_an_update_is_judged_only_when_it_changes_what_the_policies_read(documen
         hostNetwork=True,
         nodeSelector=TPU_SELECTOR,
         tolerations=[KUEUE_TOLERATION],
+        containers=[container(resources={"limits": {"google.com/tpu": "4"}})],
         metadata={
             "name": "p",
             "namespace": "speech",
@@ -378,6 +379,31 @@ def test_no_job_claims_another_job(documents):
     assert refusals(scheduled, namespace("vision"), documents) == []
 
 
+def test_a_kueue_pod_on_accelerator_hosts_requests_their_chips(documents):
+    # Kueue admits a pod that requests no chips on CPU quota alone (the cpu flavor has no
+    # node labels), so a Job's pod that tolerates the TPU taint and selects a slice's nodes
+    # would sit on TPU hosts, another team's included, and keep their pods off.
+    squatter = pod(
+        nodeSelector=TPU_SELECTOR,
+        tolerations=[KUEUE_TOLERATION],
+        containers=[container(resources={"requests": {"cpu": "8"}})],
+        metadata={"name": "p", "namespace": "vision", "ownerReferences": JOB_OWNER},
+    )
+    found = refusals(squatter, namespace("vision"), documents)
+    assert [r.policy for r in found] == ["ai-infra-team-scheduling"]
+    assert "must request their chips" in found[0].message
+    for kind in ("requests", "limits"):
+        worker = copy.deepcopy(squatter)
+        worker["spec"]["containers"][0]["resources"][kind] = {"google.com/tpu": "4"}
+        assert refusals(worker, namespace("vision"), documents) == [], kind
+    gpu = pod(
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}],
+        initContainers=[container(resources={"limits": {"nvidia.com/gpu": "1"}})],
+        metadata={"name": "p", "namespace": "vision", "ownerReferences": JOB_OWNER},
+    )
+    assert refusals(gpu, namespace("vision"), documents) == []
+
+
 def test_a_plain_pod_and_another_namespace_are_left_alone(documents):
     assert refusals(pod(), namespace("vision"), documents) == []
     outside = {"kind": "Namespace", "metadata": {"name": "kube-system", "labels": {}}}
@@ -390,6 +416,7 @@ def test_host_network_only_for_kueue_pods_on_tpu_slices_of_an_opted_in_team(docu
         dnsPolicy="ClusterFirstWithHostNet",
         nodeSelector=TPU_SELECTOR,
         tolerations=[KUEUE_TOLERATION],
+        containers=[container(resources={"limits": {"google.com/tpu": "4"}})],
         metadata={"name": "p", "namespace": "speech", "ownerReferences": JOB_OWNER},
     )
     assert refusals(kueue_tpu_pod, namespace("speech", host_network=True), documents) == []
