@@ -7,7 +7,9 @@ Sources: Compute Engine "Accelerator-optimized machine family" and "GPU machine 
 last updated 2026-04); GKE "Deploy GPU workloads" for the A100 40GB type string, which the
 Compute page writes both as nvidia-tesla-a100 and nvidia-a100-40gb. vCPU counts as tabulated by
 Cyclenerd/google-cloud-pricing-cost-calculator@build/gcp.yml (2026-08) and Cluster Toolkit
-v1.95.0 blueprints.
+v1.95.0 blueprints; memory as the same Compute Engine page tabulates it (A2 85 or 170 GB per
+GPU, A3 High/Mega/Edge 1,872 GB, A3 Ultra 2,952 GB, A4 3,968 GB, A4X 884 GB, G2 4 GB per
+vCPU), where Compute Engine's GB is 2^30 bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class GpuMachine:
     """Boot disk types the machine accepts."""
     vcpus: int = 0
     """vCPUs of the machine type, which cap its NICs."""
+    memory_gib: int | None = None
+    """Memory of the machine type in GiB (Compute Engine's GB), where the sources give it."""
 
 
 _PD = ("pd-balanced", "pd-ssd")
@@ -42,19 +46,33 @@ Balanced in Cluster Toolkit v1.95.0 (examples/ml-slurm-g4.yaml, a4xmax-bm bluepr
 
 
 def _series(
-    prefix: str, gpu: str, counts: dict[str, int], disks: tuple[str, ...], vcpus_per_gpu: int
+    prefix: str,
+    gpu: str,
+    counts: dict[str, int],
+    disks: tuple[str, ...],
+    vcpus_per_gpu: int,
+    gib_per_gpu: int | None = None,
 ) -> dict[str, GpuMachine]:
     return {
-        f"{prefix}-{suffix}": GpuMachine(gpu, n, disks, vcpus_per_gpu * n)
+        f"{prefix}-{suffix}": GpuMachine(
+            gpu, n, disks, vcpus_per_gpu * n, gib_per_gpu * n if gib_per_gpu else None
+        )
         for suffix, n in counts.items()
     }
 
 
 def _by_vcpus(
-    prefix: str, gpu: str, gpus: dict[int, int], disks: tuple[str, ...]
+    prefix: str,
+    gpu: str,
+    gpus: dict[int, int],
+    disks: tuple[str, ...],
+    gib_per_vcpu: int | None = None,
 ) -> dict[str, GpuMachine]:
     """A series named by vCPUs (g2-standard-24): `gpus` maps vCPUs to GPUs."""
-    return {f"{prefix}-{v}": GpuMachine(gpu, n, disks, v) for v, n in gpus.items()}
+    return {
+        f"{prefix}-{v}": GpuMachine(gpu, n, disks, v, gib_per_vcpu * v if gib_per_vcpu else None)
+        for v, n in gpus.items()
+    }
 
 
 FIXED_GPU_MACHINES: dict[str, GpuMachine] = {
@@ -64,14 +82,16 @@ FIXED_GPU_MACHINES: dict[str, GpuMachine] = {
         {"1g": 1, "2g": 2, "4g": 4, "8g": 8},
         (*_PD, "pd-standard"),
         12,
+        85,
     ),
-    "a2-megagpu-16g": GpuMachine("nvidia-tesla-a100", 16, (*_PD, "pd-standard"), 96),
+    "a2-megagpu-16g": GpuMachine("nvidia-tesla-a100", 16, (*_PD, "pd-standard"), 96, 1360),
     **_series(
         "a2-ultragpu",
         "nvidia-a100-80gb",
         {"1g": 1, "2g": 2, "4g": 4, "8g": 8},
         (*_PD, "pd-standard"),
         12,
+        170,
     ),
     **_series(
         "a3-highgpu",
@@ -79,12 +99,13 @@ FIXED_GPU_MACHINES: dict[str, GpuMachine] = {
         {"1g": 1, "2g": 2, "4g": 4, "8g": 8},
         _PD_AND_HYPERDISK,
         26,
+        234,
     ),
-    **_series("a3-megagpu", "nvidia-h100-mega-80gb", {"8g": 8}, _PD_AND_HYPERDISK, 26),
-    **_series("a3-edgegpu", "nvidia-h100-80gb", {"8g": 8}, _PD_AND_HYPERDISK, 26),
-    **_series("a3-ultragpu", "nvidia-h200-141gb", {"8g": 8}, _HYPERDISK_ONLY, 28),
-    **_series("a4-highgpu", "nvidia-b200", {"8g": 8}, _HYPERDISK_ONLY, 28),
-    **_series("a4x-highgpu", "nvidia-gb200", {"4g": 4}, _HYPERDISK_ONLY, 35),
+    **_series("a3-megagpu", "nvidia-h100-mega-80gb", {"8g": 8}, _PD_AND_HYPERDISK, 26, 234),
+    **_series("a3-edgegpu", "nvidia-h100-80gb", {"8g": 8}, _PD_AND_HYPERDISK, 26, 234),
+    **_series("a3-ultragpu", "nvidia-h200-141gb", {"8g": 8}, _HYPERDISK_ONLY, 28, 369),
+    **_series("a4-highgpu", "nvidia-b200", {"8g": 8}, _HYPERDISK_ONLY, 28, 496),
+    **_series("a4x-highgpu", "nvidia-gb200", {"4g": 4}, _HYPERDISK_ONLY, 35, 221),
     # Bare metal, two 72-core Grace sockets at one thread per core (Cluster Toolkit v1.95.0
     # a4x-maxgpu-4g-metal/a4xmax-bm-slurm-blueprint.yaml).
     "a4x-maxgpu-4g-metal": GpuMachine("nvidia-gb300", 4, _HYPERDISK_ONLY, 144),
@@ -95,6 +116,7 @@ FIXED_GPU_MACHINES: dict[str, GpuMachine] = {
         "nvidia-l4",
         {4: 1, 8: 1, 12: 1, 16: 1, 32: 1, 24: 2, 48: 4, 96: 8},
         _PD,
+        4,
     ),
     # G4 (RTX PRO 6000) in whole GPUs; g4-standard-6/12/24 carry a fraction of one, which a
     # GPU count cannot express (Cluster Toolkit pkg/config/hardware.go, machine_mappings.json).

@@ -35,7 +35,7 @@ IAP_TCP_FORWARDING_RANGE = "35.235.240.0/20"
 WEBHOOK_PORTS = ("443", "8082", "8443", "9443")
 """Pod ports the GKE control plane must reach: the Kueue and JobSet webhooks serve on 9443 and
 Kueue's visibility APIServices on 8082, which the Kueue chart always installs (charts'
-webhook/service.yaml and visibility/service.yaml targetPorts, tests/gke/chart_facts.py)."""
+webhook/service.yaml and visibility/service.yaml targetPorts, workload/chart_facts.py)."""
 
 
 DEFAULT_MTU = 1460

@@ -48,10 +48,15 @@ class TpuFamily:
     a supported version could still be below."""
     flex_start_zones: tuple[str, ...] = ()
     """Zones where GKE offers the family's node pools with flex-start (Dynamic Workload
-    Scheduler); empty where it offers none. GKE "About flex-start provisioning mode" (read
-    2026-11): v6e in asia-northeast1-b, us-east5-a and us-east5-b, v5e in us-west4-a, v5p in
-    us-east5-a; "TPU v3 and v4 are not supported", and tpu7x is not listed. The Cloud TPU API's
-    own flex-start list (queued resources) differs and is not this one."""
+    Scheduler). GKE "About flex-start provisioning mode" (read 2026-11): v6e in
+    asia-northeast1-b, us-east5-a and us-east5-b, v5e in us-west4-a, v5p in us-east5-a; "TPU v3
+    and v4 are not supported". tpu7x is not in that page's table, but Google's Cluster Toolkit
+    v1.95.0 ships tpu7x flex-start and queued-provisioning blueprints
+    (examples/gke-consumption-options/dws-flex-start/gke-tpu-7x, zone us-central1-c). A zone
+    listed nowhere takes `allowUnlistedZone`. The Cloud TPU API's own flex-start list (queued
+    resources) differs and is not this one."""
+    flex_start_unsupported: bool = False
+    """GKE says the family has no flex-start (v4), which no escape hatch overrides."""
     workload_policy_for_multi_host: bool = False
     """tpu7x places multi-host slices with a HIGH_THROUGHPUT workload policy, not COMPACT."""
     gke: bool = True
@@ -81,7 +86,7 @@ class TpuFamily:
 
     @property
     def flex_start(self) -> bool:
-        """Whether GKE offers flex-start for the family anywhere."""
+        """Whether GKE offers flex-start for the family in a zone the catalog lists."""
         return bool(self.flex_start_zones)
 
     def size_of(self, chips: int) -> int:
@@ -186,6 +191,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         multi_host_topologies=_cubic_topologies(max_chips=2048),
         zones=("us-central2-b",),
         boot_disk_type="pd-balanced",
+        flex_start_unsupported=True,
         tpu_vm_runtimes=_V4_RUNTIMES,
     ),
     TpuFamily(
@@ -272,6 +278,7 @@ FAMILIES: tuple[TpuFamily, ...] = (
         boot_disk_type="hyperdisk-balanced",
         # GKE "About Ironwood (TPU7x) in GKE": Standard clusters at this version and later.
         min_gke_version="1.34.0-gke.2201000",
+        flex_start_zones=("us-central1-c",),
         workload_policy_for_multi_host=True,
         dcn_gbps_per_chip=100,
         additional_node_networks=(
@@ -359,9 +366,27 @@ def _describe_sizes(family: TpuFamily) -> str:
     )
 
 
+HOST_SHAPES: dict[str, tuple[int, int]] = {
+    "ct4p-hightpu-4t": (240, 407),
+    "ct5lp-hightpu-1t": (24, 48),
+    "ct5lp-hightpu-4t": (112, 192),
+    "ct5lp-hightpu-8t": (224, 384),
+    "ct5p-hightpu-4t": (208, 448),
+    "ct6e-standard-1t": (44, 176),
+    "ct6e-standard-4t": (180, 720),
+    "ct6e-standard-8t": (180, 1440),
+    "tpu7x-standard-4t": (224, 960),
+}
+"""TPU host machine type -> (vCPUs, GiB of memory): the 4-chip VMs of v5p, v6e and TPU7x as
+Cloud TPU's tpu7x page tabulates them (208/448, 180/720, 224/960); v4 from tpu/docs/v4; v5e as
+Compute Engine lists its machine types (Cyclenerd machinetypes.csv); v6e's 1- and 8-chip VMs
+from tpu/docs/v6e. Compute Engine writes memory in GB of 2^30 bytes."""
+
+
 @dataclass(frozen=True)
 class TpuHost:
-    """One TPU host machine type: its family and the chips on one such VM."""
+    """One TPU host machine type: its family and the chips on one such VM (its vCPUs and
+    memory are in `HOST_SHAPES`)."""
 
     family: TpuFamily
     chips: int
@@ -369,12 +394,11 @@ class TpuHost:
 
 def _hosts() -> dict[str, TpuHost]:
     hosts: dict[str, TpuHost] = {}
-    for family in FAMILIES:
-        if family.multi_host_machine_type:
-            hosts[family.multi_host_machine_type] = TpuHost(family, family.chips_per_multi_host_vm)
-        for machine, chips in family.single_host.values():
-            if machine:
-                hosts[machine] = TpuHost(family, chips)
+    machines = [(f, f.multi_host_machine_type, f.chips_per_multi_host_vm) for f in FAMILIES]
+    machines += [(f, m, chips) for f in FAMILIES for m, chips in f.single_host.values()]
+    for family, machine, chips in machines:
+        if machine:
+            hosts[machine] = TpuHost(family, chips)
     return hosts
 
 
@@ -467,7 +491,10 @@ def flex_start_zone_problem(family: TpuFamily, zone: str) -> str | None:
     if zone in family.flex_start_zones:
         return None
     if not family.flex_start:
-        return f"GKE offers no flex-start for {family.prefix}"
+        return (
+            f"GKE lists no zone with flex-start for {family.prefix}; pick another provisioning "
+            "(or set allowUnlistedZone: true if Google offers it in this zone)"
+        )
     return (
         f"GKE offers flex-start {family.prefix} in {', '.join(family.flex_start_zones)}, not "
         f"{zone}; pick one of those zones, another provisioning (or set allowUnlistedZone: true "

@@ -174,7 +174,8 @@ def pods_reach_systems_only_where_opted_in(resources: Sequence[Resource]) -> lis
 
 def team_namespaces_enforce_pod_security(resources: Sequence[Resource]) -> list[Violation]:
     """A team namespace enforces baseline or restricted through Pod Security Admission, or
-    (with the host network on TPU slices) through the pod security admission policy."""
+    (with the host network on TPU slices, or GPUDirect pods on fast-path GPU pools) through
+    the pod security admission policy."""
     policies = {
         (r.inputs.get("metadata") or {}).get("name")
         for r in resources
@@ -190,7 +191,8 @@ def team_namespaces_enforce_pod_security(resources: Sequence[Resource]) -> list[
         enforced = labels.get("pod-security.kubernetes.io/enforce")
         if enforced in ("baseline", "restricted"):
             continue
-        if labels.get("ai-infra/tpu-host-network") == "true" and (
+        relaxed = ("ai-infra/tpu-host-network", "ai-infra/gpu-direct-pods")
+        if any(labels.get(k) == "true" for k in relaxed) and (
             "ai-infra-team-pod-security" in policies
         ):
             continue

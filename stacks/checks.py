@@ -120,9 +120,15 @@ def tag_problems(config: StackConfig) -> list[Problem]:
 
 
 def _gpu_subnets(config: StackConfig) -> dict[str, str]:
-    """The subnets GPU clusters create for themselves, by where they come from; a cluster
-    whose ranges run past the address space is gpuClusters' own problem."""
+    """The subnets GPU clusters and GKE GPU pools create for their GPU NICs, by where they
+    come from; ranges that run past the address space are each system's own problem."""
     found = {}
+    for i, pool in enumerate(config.gpu_pools):
+        try:
+            cidrs = pool.gpu_subnets()
+        except ValueError:
+            continue
+        found |= {f"gpuPools[{i}] GPU subnet {k}": cidr for k, cidr in enumerate(cidrs)}
     for i, cluster in enumerate(config.gpu_clusters):
         if cluster.network == "default":
             continue

@@ -37,6 +37,21 @@ def with_config(**overrides: Any) -> dict[str, Any]:
     return config
 
 
+def with_mega_pool(**overrides: Any) -> dict[str, Any]:
+    """with_config with an A3 Mega pool `mega` on its fast path, in a zone that has them."""
+    mega = {
+        "name": "mega",
+        "machineType": "a3-megagpu-8g",
+        "acceleratorType": "nvidia-h100-mega-80gb",
+        "acceleratorCount": 8,
+        "maxNodes": 2,
+        "gpuSubnetCidr": "10.140.0.0/28",
+    }
+    pools = [mega, *overrides.pop("gpuPools", [])]
+    zone = {"gcp:region": "us-east5", "gcp:zone": "us-east5-a"}
+    return with_config(**zone, gpuPools=pools, **overrides)
+
+
 @pytest.fixture
 def build() -> Build:
     def _build(stack: str = "test", **overrides: Any) -> Graph:

@@ -128,21 +128,23 @@ INVENTORY: dict[str, dict[str, int]] = {
     | {
         "gcp:container/nodePool:NodePool": 3,
         "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
-        "gcp:projects/iAMMember:IAMMember": 4,
+        "gcp:projects/iAMMember:IAMMember": 5,
         "gcp:serviceaccount/account:Account": 4,
         "gcp:serviceaccount/iAMMember:IAMMember": 4,
         "kubernetes:apps/v1:Deployment": 1,
         "kubernetes:core/v1:ConfigMap": 1,
         "kubernetes:core/v1:Namespace": 5,
         "kubernetes:core/v1:ServiceAccount": 3,
-        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 2,
-        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 4,
-        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+        # Each team's queues, and its `<team>-provisioned` pair for provisioner capacity.
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 4,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 6,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 3,
         "kubernetes:networking.k8s.io/v1:NetworkPolicy": 2,
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 2,
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:Role": 1,
-        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 1,
+        # research's group: edit and batch-user in its namespace, clusterViewer.
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 3,
     },
     "gke-fast-path": COMMON
     | {
@@ -155,6 +157,28 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
         "kubernetes:networking.gke.io/v1:GKENetworkParamSet": 1,
         "kubernetes:networking.gke.io/v1:Network": 1,
+    },
+    # Eight GPU NICs of an A3 Mega pool: a VPC, subnet and firewall rule each, GKE's pod
+    # network objects for each, and the TCPXO installer with its NRI device injector.
+    "gke-gpu-fast-path": COMMON
+    | {
+        "gcp:compute/firewall:Firewall": 11,
+        "gcp:compute/network:Network": 9,
+        "gcp:compute/subnetwork:Subnetwork": 9,
+        "gcp:container/nodePool:NodePool": 3,
+        "gcp:projects/iAMMember:IAMMember": 4,
+        "gcp:serviceaccount/account:Account": 2,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+        "kubernetes:core/v1:Namespace": 3,
+        "kubernetes:core/v1:ServiceAccount": 1,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 1,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+        "kubernetes:networking.gke.io/v1:GKENetworkParamSet": 8,
+        "kubernetes:networking.gke.io/v1:Network": 8,
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy": 1,
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 2,
+        "kubernetes:yaml/v2:ConfigFile": 2,
     },
     "tpu-vms": TPU_VMS,
     # As tpu-vms, and the opening of its JAX port to the pods range.
@@ -307,9 +331,25 @@ def _key_values(name: str, graph: Graph) -> None:
     elif name == "provisioner":
         config_map = _one(graph, "kubernetes:core/v1:ConfigMap")["data"]
         assert (config_map["GCP_ZONE"], config_map["PROVIDER"]) == ("us-east5-a", "gke")
-        # The provisioner's 64 chips of v5p-32: 32 named by applied, the rest to research; the
-        # fixed slice's 16 chips, one slice, do not divide in two and stay with the cohort.
-        assert _quotas(graph) == {"research": 32, "applied": 32}
+        # The provisioner's 64 chips of v5p-32: 32 named by applied, the rest to research, in
+        # their provisioner queues; the fixed slice's 16 chips, one slice, do not divide in
+        # two and stay with the cohort.
+        assert _quotas(graph) == {
+            "research": 0,
+            "applied": 0,
+            "research-provisioned": 32,
+            "applied-provisioned": 32,
+        }
+    elif name == "gke-gpu-fast-path":
+        nics = _pool(graph, "mega")["networkConfig"]["additionalNodeNetworkConfigs"]
+        assert [n["network"] for n in nics] == [
+            f"ai-gke-gpu-fast-path-mega-gpu{k}-vpc" for k in range(8)
+        ]
+        (installer, injector) = sorted(
+            r.inputs["file"].rsplit("/", 1)[1]
+            for r in graph.of_type("kubernetes:yaml/v2:ConfigFile")
+        )
+        assert (installer, injector) == ("nccl-tcpxo-installer.yaml", "nri-device-injector.yaml")
     elif name == "gke-fast-path":
         for pool in ("tune-0", "tune-1"):
             inputs = _pool(graph, pool)

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import gpu_catalog
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
+from components.gke import gpu_direct
 from components.gke.checks import (
     countable,
     max_nodes,
@@ -35,13 +37,21 @@ from components.gke.config import (
     TpuSliceConfig,
     WorkloadIdentityConfig,
 )
+from components.gke.gpu_direct import (
+    INSTALLERS_COMMIT,
+    INSTALLERS_REPOSITORY,
+    GpuDirect,
+    GpuDirectArgs,
+)
 from components.gke.gpu_pools import GpuPool, GpuPoolArgs
 from components.gke.kueue import (
     BATCH_USER_ROLE,
+    PODS_READY_TIMEOUT_MINUTES,
     BatchSystem,
     BatchSystemArgs,
     Queues,
     QueuesArgs,
+    provisioned_queue,
 )
 from components.gke.pod_networks import PodNetworks, PodNetworksArgs
 from components.gke.teams import (
@@ -146,6 +156,17 @@ def build(
             # GKE serves the networking.gke.io kinds once multi-networking is on.
             after_cluster,
         )
+    transports = sorted({p.fast_path.transport for p in config.gpu_pools if p.fast_path})
+    if transports:
+        GpuDirect(
+            source("gpu-direct", "gpuPools"),
+            GpuDirectArgs(
+                transports=transports,
+                networks=[n for pool in gpu_pools.values() for n in pool.networks],
+            ),
+            # GKE serves the networking.gke.io kinds once multi-networking is on.
+            after_cluster,
+        )
     batch = BatchSystem(
         source("batch", "kueue"),
         BatchSystemArgs(system_pool=cluster.system_pool, webhook_firewall=network.webhook_firewall),
@@ -169,6 +190,7 @@ def build(
             config=config.kueue,
             flavors=config.flavors,
             allocation=config.allocation,
+            cohort_cpu=config.host_quota(),
             kueue_release=batch.kueue,
         ),
         on_cluster,
@@ -274,7 +296,8 @@ def _teams(
                 f.node_labels[ACCELERATOR_LABEL]
                 for f in config.flavors
                 if ACCELERATOR_LABEL in f.node_labels
-            ]
+            ],
+            gpu_direct_pools=[p.name for p in config.gpu_pools if p.fast_path],
         ),
         on_cluster,
     )
@@ -287,6 +310,8 @@ def _teams(
                 config=team,
                 flavors=config.flavors,
                 quotas=config.allocation.teams[team.name],
+                cpu=config.cpu_quota(team),
+                provisioned_cpu=config.host_quota(team.name, provisioned=True).quantities,
                 flex_start_checks=queues.flex_start_checks,
                 kueue_release=batch.kueue,
                 cluster=cluster.cluster,
@@ -380,18 +405,31 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
     if config.tpu_slices:
         slices.append(f"  upgrades: {_upgrade_policy(config)}")
     resources = {f.name: f.resource for f in config.flavors}
+    provisioned = {f.name for f in config.provisioned_flavors}
     teams = []
     for team in sorted(config.teams, key=lambda t: t.name):
         quotas = [
             f"{flavor}={quota} {resources[flavor]}"
             for flavor, quota in config.allocation.teams[team.name].items()
+            if flavor not in provisioned
         ]
         email = f"{config.context.name(team.name)}@{config.context.project}.iam.gserviceaccount.com"
         teams.append(f"  {team.name}/{team.name}: {', '.join(quotas) or 'no accelerator quota'}")
+        teams.append(f"    {_cpu_line(config, team)}")
+        if provisioned:
+            teams.append(f"    {_provisioned_line(config, team)}")
         teams.append(f"    runs as {team.name}/{team.service_account} -> {email}")
+        exceptions = [
+            *(["hostNetwork for Kueue-managed TPU pods"] if team.tpu_host_network else []),
+            *(
+                ["GPUDirect host paths for Kueue-managed fast-path GPU pods"]
+                if team.gpu_direct_pods
+                else []
+            ),
+        ]
         security = (
-            "baseline by admission policy, hostNetwork for Kueue-managed TPU pods"
-            if team.tpu_host_network
+            f"baseline by admission policy, {' and '.join(exceptions)}"
+            if exceptions
             else f"{team.pod_security} (Pod Security Admission) and the admission policies"
         )
         teams.append(f"    pods: {security}; members: {MEMBER_ROLE} + {BATCH_USER_ROLE}")
@@ -403,13 +441,69 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
     if held:
         # Quota no team was given (whole slices that do not divide): any team borrows it.
         teams.append(f"  cohort {config.kueue.cohort} holds: {', '.join(held)}")
-    sections = [
-        ("TPU slices", slices),
-        ("Teams (namespace/queue, nominal quota, Google service account)", teams or ["  none"]),
-    ]
+    sections = [("TPU slices", slices)]
+    if config.gpu_pools:
+        sections.append(("GPU pools", _gpu_pool_lines(config)))
+    sections.append(
+        ("Teams (namespace/queue, nominal quota, Google service account)", teams or ["  none"])
+    )
     if config.tpu_provisioner.enabled:
         sections.append(("TPU provisioner", _provisioner_lines(config)))
     return sections
+
+
+def _gpu_pool_lines(config: GkeConfig) -> list[str]:
+    """Each GPU pool's GPUs and NICs: the fast path its machine was built with, or one NIC."""
+    lines = []
+    prefix = config.context.prefix
+    for pool in config.gpu_pools:
+        lines.append(
+            f"  {pool.name}: up to {pool.max_nodes} x {pool.machine_type} "
+            f"({pool.accelerator_count} x {pool.accelerator_type}) = {pool.gpus} GPUs, "
+            f"{pool.provisioning}"
+        )
+        layout = pool.fast_path
+        if layout is None and gpu_catalog.nic_layout(pool.machine_type) is not None:
+            lines.append("    nics: eth0 only: NCCL runs over the node's one NIC (see Warnings)")
+            continue
+        if layout is None:
+            lines.append("    nics: eth0")
+            continue
+        stack = gpu_direct.TRANSPORTS[layout.transport]
+        nets = gpu_direct.network_names(pool.name, layout)
+        subnets = pool.gpu_subnets()
+        lines.append(
+            f"    nics: eth0 + {len(nets)} for {layout.transport.upper()} "
+            f"({', '.join(f'{n} {c}' for n, c in zip(nets, subnets, strict=True))}) in "
+            f"{prefix}-{pool.name}-* VPCs at MTU {layout.gpu_mtu}; NCCL plugin: "
+            f"{', '.join(stack.manifests)} at {INSTALLERS_REPOSITORY}@{INSTALLERS_COMMIT[:7]}"
+        )
+    return lines
+
+
+def _cpu_line(config: GkeConfig, team: TeamConfig) -> str:
+    """The team's `cpu` flavor quota and where it comes from."""
+    quota = config.cpu_quota(team)
+    derived = config.host_quota(team.name)
+    if team.cpu and team.memory:
+        source = "as set"
+    elif derived.cpu_millis:
+        source = "the allocatable CPU and memory of the nodes behind its accelerator quota"
+        source += f" (not of {', '.join(derived.unsized)})" if derived.unsized else ""
+    else:
+        source = "no nodes behind its quota: it borrows CPU with the slices it borrows"
+    return f"cpu {quota['cpu']}, memory {quota['memory']}: {source}"
+
+
+def _provisioned_line(config: GkeConfig, team: TeamConfig) -> str:
+    """The team's queue for provisioner-created slices."""
+    own = config.allocation.teams[team.name]
+    quotas = [f"{f.name}={own[f.name]} {f.resource}" for f in config.provisioned_flavors]
+    cpu = config.host_quota(team.name, provisioned=True)
+    return (
+        f"{provisioned_queue(team.name)} (outside the cohort, preempts nothing): "
+        f"{', '.join(quotas)}, cpu {cpu.cpu}, memory {cpu.memory}"
+    )
 
 
 def _provisioner_lines(config: GkeConfig) -> list[str]:
@@ -429,6 +523,7 @@ def _provisioner_lines(config: GkeConfig) -> list[str]:
             f"  up to {count} x {accelerator} ({shape.hosts} x {shape.machine_type}, "
             f"{shape.chips} chips) = {count * shape.chips} chips"
         )
+    lines.append(f"  billing bound: {_billing_bound(config)}")
     if any(s.family.workload_policy_for_multi_host for s in provisioner.shapes().values()):
         owner = (
             "created by this stack"
@@ -439,15 +534,33 @@ def _provisioner_lines(config: GkeConfig) -> list[str]:
     return lines
 
 
+def _billing_bound(config: GkeConfig) -> str:
+    """How many provisioner-created slices can bill at once, and what can add to them."""
+    running = []
+    for flavor in config.provisioned_flavors:
+        (source,) = flavor.sources
+        slices = sum(q[flavor.name] for q in config.allocation.teams.values())
+        running.append(
+            f"{slices // source.slice_units} x {flavor.name.removesuffix('-provisioned')}"
+        )
+    return (
+        f"{', '.join(running) or 'nothing'} running (the teams' provisioner queues, which never "
+        "borrow, lend or preempt), plus one idle slice per JobSet that Kueue evicted for pods "
+        f"not ready in {PODS_READY_TIMEOUT_MINUTES} minutes and has not yet readmitted, and per "
+        "JobSet deactivated or suspended by hand, until it is deleted (the controller keeps a "
+        "pool until its JobSet is gone, completed or failed)"
+    )
+
+
 def _upgrade_policy(config: GkeConfig) -> str:
     """How TPU pools are upgraded, and what a channel switch does to them (node_pools.py)."""
     if config.auto_upgrade:
         return (
             f"on channel {config.cluster.release_channel}, TPU pools hold upgrades until end "
-            "of support; the hold is set when a pool is created, so a switch to or from "
-            "releaseChannel NONE replaces every TPU pool"
+            "of support; the hold is set when a pool is created, so a switch from releaseChannel "
+            "NONE replaces every TPU pool created without it, and a switch to NONE keeps it"
         )
     return (
         "releaseChannel NONE: TPU pools never auto-upgrade (CPU and GPU pools do); a switch "
-        "to a channel replaces every TPU pool, which then holds upgrades until end of support"
+        "to a channel replaces every TPU pool created without its upgrade hold"
     )

@@ -9,7 +9,10 @@ Why policies and not only Pod Security Admission: PSA's `baseline` level refuses
 `hostNetwork` outright, and GKE's multislice JobSets run with it ("Deploy TPU Multislices in
 GKE", the example JobSet's `hostNetwork: true`). A team that opts in (`tpuHostNetwork`) keeps
 every other baseline check here, and hostNetwork only for Kueue-managed pods pinned to a TPU
-slice of the stack; its namespace's PSA labels then only warn and audit at baseline.
+slice of the stack; its namespace's PSA labels then only warn and audit at baseline. A team
+that opts in to `gpuDirectPods` likewise keeps every baseline check except what GKE's GPUDirect
+and RDMA pod manifests need on a fast-path GPU pool: their host paths and the receive daemon's
+NET_ADMIN.
 """
 
 from __future__ import annotations
@@ -23,11 +26,16 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import gpu_catalog, tpu_catalog
+from components.gke.gpu_direct import TRANSPORTS
 
 TEAM_LABEL = "ai-infra/team"
 HOST_NETWORK_LABEL = "ai-infra/tpu-host-network"
 """On a team namespace whose team set `tpuHostNetwork`: its Kueue-managed TPU pods may use
 the host network. Team members cannot label namespaces (cluster-scoped)."""
+GPU_DIRECT_LABEL = "ai-infra/gpu-direct-pods"
+"""On a team namespace whose team set `gpuDirectPods`: its Kueue-managed pods on a fast-path GPU
+pool may mount GKE's GPUDirect/RDMA host paths and add NET_ADMIN."""
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 SYSTEM_TAINT = "components.gke.io/gke-managed-components"
 """The system pool's taint: GKE's own system pods tolerate it ("Isolate your workloads in
 dedicated node pools"), the charts and the provisioner are given a toleration, team pods may
@@ -83,6 +91,16 @@ SELINUX_TYPES = ("", "container_t", "container_init_t", "container_kvm_t", "cont
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 """The deprecated per-container AppArmor annotation, which the baseline level still reads:
 `runtime/default` or `localhost/<profile>` only (check_appArmorProfile.go)."""
+
+GPU_DIRECT_HOST_PATHS = tuple(sorted({p for t in TRANSPORTS.values() for _, p in t.volumes}))
+"""The host paths GKE's GPUDirect-TCPX, TCPXO and RDMA pods mount (gpu_direct.TRANSPORTS)."""
+GPU_DIRECT_CAPABILITIES = tuple(
+    sorted(
+        {c for t in TRANSPORTS.values() if t.sidecar for c in t.sidecar.capabilities}
+        - set(BASELINE_CAPABILITIES)
+    )
+)
+"""What the TCPX/TCPXO receive daemon adds beyond baseline (NET_ADMIN)."""
 
 
 _CHANGES_SPEC = "request.operation != 'UPDATE' || object.spec != oldObject.spec"
@@ -195,17 +213,31 @@ def _no_probe_host(c: str) -> str:
     return " && ".join(clauses)
 
 
-def _pod_security(tpu_accelerators: Sequence[str]) -> Policy:
-    """The baseline level's checks (Pod Security Standards), hostNetwork as the module says."""
+def _labelled(label: str) -> str:
+    return (
+        f"has(namespaceObject.metadata.labels) && '{label}' in namespaceObject.metadata.labels "
+        f"&& namespaceObject.metadata.labels['{label}'] == 'true'"
+    )
+
+
+def _gpu_direct(pools: Sequence[str]) -> str:
+    """Every pod spec of a Kueue-managed object pinned to a fast-path GPU pool, in a namespace
+    whose team set gpuDirectPods."""
+    pinned = _all_specs(
+        f"has(s.nodeSelector) && '{NODE_POOL_LABEL}' in s.nodeSelector && "
+        f"s.nodeSelector['{NODE_POOL_LABEL}'] in {_quoted(pools)}"
+    )
+    return f"{_labelled(GPU_DIRECT_LABEL)} && ({_KUEUE_MANAGED}) && {pinned}"
+
+
+def _pod_security(tpu_accelerators: Sequence[str], gpu_direct_pools: Sequence[str]) -> Policy:
+    """The baseline level's checks (Pod Security Standards), hostNetwork and the GPU fast
+    path as the module says."""
     pinned = (
         f"has(s.nodeSelector) && '{tpu_catalog.ACCELERATOR_LABEL}' in s.nodeSelector && "
         f"s.nodeSelector['{tpu_catalog.ACCELERATOR_LABEL}'] in {_quoted(tpu_accelerators)}"
     )
-    host_network_allowed = (
-        f"has(namespaceObject.metadata.labels) && '{HOST_NETWORK_LABEL}' in "
-        f"namespaceObject.metadata.labels && namespaceObject.metadata.labels"
-        f"['{HOST_NETWORK_LABEL}'] == 'true' && ({_KUEUE_MANAGED}) && {pinned}"
-    )
+    host_network_allowed = f"{_labelled(HOST_NETWORK_LABEL)} && ({_KUEUE_MANAGED}) && {pinned}"
     security = "has(c.securityContext)"
     checks = (
         Check(
@@ -218,8 +250,12 @@ def _pod_security(tpu_accelerators: Sequence[str]) -> Policy:
             "hostPID and hostIPC are not allowed (Pod Security baseline)",
         ),
         Check(
-            _all_specs("!has(s.volumes) || s.volumes.all(v, !has(v.hostPath))"),
-            "hostPath volumes are not allowed (Pod Security baseline)",
+            _all_specs(
+                "!has(s.volumes) || s.volumes.all(v, !has(v.hostPath) || (variables.gpuDirect "
+                f"&& v.hostPath.path in {_quoted(GPU_DIRECT_HOST_PATHS)}))"
+            ),
+            "hostPath volumes are not allowed (Pod Security baseline), but for GKE's GPUDirect "
+            "paths in Kueue-managed pods on a fast-path GPU pool of a team that set gpuDirectPods",
         ),
         Check(
             _all_containers(
@@ -241,9 +277,12 @@ def _pod_security(tpu_accelerators: Sequence[str]) -> Policy:
             _all_containers(
                 f"!{security} || !has(c.securityContext.capabilities) || "
                 "!has(c.securityContext.capabilities.add) || "
-                f"c.securityContext.capabilities.add.all(a, a in {_quoted(BASELINE_CAPABILITIES)})"
+                f"c.securityContext.capabilities.add.all(a, a in {_quoted(BASELINE_CAPABILITIES)} "
+                f"|| (variables.gpuDirect && a in {_quoted(GPU_DIRECT_CAPABILITIES)}))"
             ),
-            "capabilities beyond the baseline set are not allowed (Pod Security baseline)",
+            "capabilities beyond the baseline set are not allowed (Pod Security baseline), but "
+            "NET_ADMIN in Kueue-managed pods on a fast-path GPU pool of a team that set "
+            "gpuDirectPods",
         ),
         Check(
             _all_containers(
@@ -309,7 +348,12 @@ def _pod_security(tpu_accelerators: Sequence[str]) -> Policy:
         "ai-infra-team-pod-security",
         (*WORKLOADS, EPHEMERAL_CONTAINERS),
         checks,
-        (("specs", _SPECS), ("containers", _CONTAINERS), ("metas", _METAS)),
+        (
+            ("specs", _SPECS),
+            ("containers", _CONTAINERS),
+            ("metas", _METAS),
+            ("gpuDirect", _gpu_direct(gpu_direct_pools)),
+        ),
     )
 
 
@@ -443,11 +487,12 @@ def _daemonsets() -> Policy:
     )
 
 
-def policies(tpu_accelerators: Sequence[str]) -> list[Policy]:
+def policies(tpu_accelerators: Sequence[str], gpu_direct_pools: Sequence[str] = ()) -> list[Policy]:
     """Every team-namespace policy; `tpu_accelerators` are the accelerator label values of
-    the stack's TPU flavors, where hostNetwork may run."""
+    the stack's TPU flavors, where hostNetwork may run, and `gpu_direct_pools` the GPU pools
+    built on their fast path, where gpuDirectPods teams' pods may take what GKE's manifests do."""
     return [
-        _pod_security(sorted(set(tpu_accelerators))),
+        _pod_security(sorted(set(tpu_accelerators)), sorted(set(gpu_direct_pools))),
         _scheduling(),
         _annotations(),
         _daemonsets(),
@@ -663,6 +708,10 @@ def refusals(
     return found
 
 
-def stack_documents(tpu_accelerators: Sequence[str]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def stack_documents(
+    tpu_accelerators: Sequence[str], gpu_direct_pools: Sequence[str] = ()
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """The stack's policies and bindings as manifests, for `refusals`."""
-    return [(manifest(p), binding_manifest(p)) for p in policies(tpu_accelerators)]
+    return [
+        (manifest(p), binding_manifest(p)) for p in policies(tpu_accelerators, gpu_direct_pools)
+    ]

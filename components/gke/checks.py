@@ -6,13 +6,14 @@ provisioner, and the Kueue flavors the slices make. `problems()` is the only ent
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from components import locations, network, tpu_catalog
+from components import gpu_catalog, locations, network, tpu_catalog
 from components.base import PathPart, Problem, duplicate_names, relative_path, slug, under
 from components.buckets import unknown_buckets
 from components.gke.config import (
@@ -23,6 +24,7 @@ from components.gke.config import (
     PROVISIONER_CHIPS_PER_NODE,
     PROVISIONER_MAX_PODS_PER_NODE,
     PROVISIONER_NAMESPACE,
+    PROVISIONER_SOURCE,
     SYSTEM_MAX_PODS_PER_NODE,
     SYSTEM_POOL,
     WORKLOAD_POLICY_PREFIX,
@@ -34,7 +36,9 @@ from components.gke.config import (
     TpuSliceConfig,
     when,
 )
-from components.gke.kueue import CHARTS
+from components.gke.gpu_direct import GPU_DIRECT_MACHINES
+from components.gke.gpu_direct import network_names as gpu_network_names
+from components.gke.kueue import CHARTS, provisioned_queue
 from components.gke.quota import explicit_units, flavor_problems
 from components.gpu_catalog import boot_disk_problem, gpu_problem, pool_capacity_problem
 from components.identity import account_id_problems, duplicate_roles, service_account_email
@@ -99,7 +103,8 @@ def problems(
     pools = under(
         "gpuPools",
         duplicate_names([g.name for g in config.gpu_pools], "gpuPools")
-        + gpu_pool_problems(config.gpu_pools),
+        + gpu_pool_problems(config.gpu_pools)
+        + gpu_direct_problems(config),
     )
     found += slices + pools
     for key, entries in (("tpuSlices", config.tpu_slices), ("gpuPools", config.gpu_pools)):
@@ -130,10 +135,11 @@ def problems(
         found.append(
             Problem(
                 ("cluster", "dataplaneV2"),
-                "pools attach to additional node networks, which need GKE multi-networking, "
-                "which needs Dataplane V2 ('Set up multi-network support for Pods'); set "
-                "dataplaneV2: true (this replaces the cluster) or opt the slices out with "
-                "additionalNodeNetworks: []",
+                "pools attach to additional node networks (TPU slices' DCN NICs or GPU pools' "
+                "GPU NICs), which need GKE multi-networking, which needs Dataplane V2 ('Set up "
+                "multi-network support for Pods'); set dataplaneV2: true (this replaces the "
+                "cluster), or opt the slices out with additionalNodeNetworks: [] and the GPU "
+                "pools with gpuDirect: false",
             )
         )
     if network_config is not None:
@@ -444,7 +450,7 @@ def _slice_problems(entry: TpuSliceConfig, zone: str) -> list[Problem]:
         )
     inherited = "" if entry.zone else f"the slice inherits gcp:zone {zone}: "
     zone_problem = tpu_catalog.zone_problem(family, zone)
-    if entry.provisioning == "flex-start" and not family.flex_start:
+    if entry.provisioning == "flex-start" and family.flex_start_unsupported:
         offered = ", ".join(f.prefix for f in tpu_catalog.FAMILIES if f.flex_start)
         found.append(
             Problem(
@@ -520,6 +526,116 @@ def gpu_pool_problems(pools: list[GpuPoolConfig]) -> list[Problem]:
     return found
 
 
+def gpu_direct_problems(config: GkeConfig) -> list[Problem]:
+    """`gpuPools[i]` problems of the GPU NICs a fast-path machine's nodes take: a range for
+    their subnets, each holding every node, names that fit, and GKE `Network` names that are
+    not the stack's node networks'."""
+    found = []
+    node_networks = {n.name for n in config.network.additional_node_networks}
+    net = config.network
+    taken = {
+        "network.subnetCidr": net.subnet_cidr,
+        "network.podsCidr": net.pods_cidr,
+        "network.servicesCidr": net.services_cidr,
+        "network.masterCidr": net.master_cidr,
+        **{
+            f"network.additionalNodeNetworks {n.name}": n.subnet_cidr
+            for n in net.additional_node_networks
+        },
+    }
+    for i, pool in enumerate(config.gpu_pools):
+        own = []
+        layout = pool.fast_path
+        if layout is None:
+            if pool.gpu_subnet_cidr is not None:
+                own.append(
+                    Problem(
+                        ("gpuSubnetCidr",),
+                        f"only for pools of {', '.join(GPU_DIRECT_MACHINES)} with gpuDirect on; "
+                        "remove it",
+                    )
+                )
+            found += [p.under(i) for p in own]
+            continue
+        if pool.gpu_subnet_cidr is None:
+            own.append(
+                Problem(
+                    ("gpuSubnetCidr",),
+                    f"{pool.machine_type} nodes take {layout.nics - 1} more NICs for GPU "
+                    "traffic, each in a subnet of its own; give the first subnet's range (e.g. "
+                    "10.140.0.0/24; the next ones follow at its size), or set gpuDirect: false "
+                    "to run NCCL over one NIC",
+                )
+            )
+        else:
+            subnet_problems = _gpu_subnet_problems(pool)
+            own += subnet_problems or _gpu_overlap_problems(pool, taken)
+            if not subnet_problems:
+                taken |= {
+                    f"gpuPools[{i}] GPU subnet {k}": c for k, c in enumerate(pool.gpu_subnets())
+                }
+        longest = f"{config.context.prefix}-{pool.name}-gpu{layout.nics}-internal"
+        if len(longest) > 63:
+            own.append(
+                Problem(
+                    ("name",),
+                    f"names its GPU networks like '{longest}', longer than Compute Engine's 63 "
+                    "characters; shorten the pool name or ai-infra:prefix",
+                )
+            )
+        if clash := node_networks & set(gpu_network_names(pool.name, layout)):
+            own.append(
+                Problem(
+                    ("name",),
+                    f"its GPU NICs' GKE Network objects would take the name(s) "
+                    f"{', '.join(sorted(clash))} of network.additionalNodeNetworks; rename one",
+                )
+            )
+        found += [p.under(i) for p in own]
+    return found
+
+
+def _gpu_overlap_problems(pool: GpuPoolConfig, taken: Mapping[str, str]) -> list[Problem]:
+    """A node has a NIC in each GPU subnet beside the cluster's own ranges, so none may overlap
+    them, the node networks' or another pool's GPU subnets (GKE "Set up multi-network
+    support for Pods": pod networks of one cluster must not overlap)."""
+    for cidr in pool.gpu_subnets():
+        for where, other in taken.items():
+            if ipaddress.IPv4Network(cidr).overlaps(ipaddress.IPv4Network(other)):
+                return [
+                    Problem(
+                        ("gpuSubnetCidr",),
+                        f"GPU subnet {cidr} overlaps {where} {other}; pick a free range for "
+                        "the pool's GPU subnets",
+                    )
+                ]
+    return []
+
+
+def _gpu_subnet_problems(pool: GpuPoolConfig) -> list[Problem]:
+    try:
+        subnets = pool.gpu_subnets()
+    except ValueError:
+        return [
+            Problem(
+                ("gpuSubnetCidr",),
+                f"{pool.gpu_subnet_cidr} and the subnets after it run past the IPv4 address "
+                "space; start lower",
+            )
+        ]
+    usable = ipaddress.IPv4Network(subnets[0]).num_addresses - 4
+    if usable < pool.max_nodes:
+        return [
+            Problem(
+                ("gpuSubnetCidr",),
+                f"each GPU subnet ({subnets[0]} and the next {len(subnets) - 1}) has {usable} "
+                f"usable addresses, but the pool grows to {pool.max_nodes} nodes, each taking "
+                "one; widen it",
+            )
+        ]
+    return []
+
+
 # ai-infra:workloadIdentities and ai-infra:teams
 
 
@@ -580,8 +696,18 @@ def team_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]
     claimed: dict[str, int] = {}
     fractions: dict[str, float] = {}
     groups: dict[str, tuple[int, str]] = {}  # slug -> (team index, group) first listing it
+    queues = {provisioned_queue(t.name): t.name for t in teams} if config.provisioned() else {}
     for i, team in enumerate(teams):
         entry: list[Problem] = []
+        if team.name in queues:
+            entry.append(
+                Problem(
+                    ("name",),
+                    f"'{team.name}' names team {queues[team.name]}'s queue for "
+                    "provisioner-created slices (its ClusterQueue and LocalQueue); choose "
+                    "another team name",
+                )
+            )
         if owner := namespace_owner(team.name):
             entry.append(
                 Problem(
@@ -597,6 +723,22 @@ def team_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]
                     ("tpuHostNetwork",),
                     "the restricted level refuses the host network outright; use podSecurity: "
                     "baseline with tpuHostNetwork, or drop tpuHostNetwork",
+                )
+            )
+        if team.gpu_direct_pods and team.pod_security == "restricted":
+            entry.append(
+                Problem(
+                    ("gpuDirectPods",),
+                    "the restricted level refuses host paths and NET_ADMIN outright; use "
+                    "podSecurity: baseline with gpuDirectPods, or drop gpuDirectPods",
+                )
+            )
+        if team.gpu_direct_pods and not any(p.fast_path for p in config.gpu_pools):
+            entry.append(
+                Problem(
+                    ("gpuDirectPods",),
+                    "no gpuPools entry is built on its fast path (A3, A3 Mega, A3 Ultra or A4 "
+                    "with GPU NICs), so there is nothing it would allow; drop gpuDirectPods",
                 )
             )
         for key, share in team.quota.items():
@@ -645,8 +787,147 @@ def team_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]
 
 def warnings(config: GkeConfig) -> list[Problem]:
     """What a valid config may say but probably does not mean, at stack paths: a team's
-    explicit share of TPU capacity that is not a whole number of slices. A job runs on whole
-    slices, so the part of the share beyond them only ever lends to the cohort."""
+    explicit share of TPU capacity that is not a whole number of slices, and CPU or memory
+    quota below what the nodes behind the team's accelerator quota offer."""
+    found = _share_warnings(config) + _cpu_warnings(config) + _provisioned_warnings(config)
+    found += _one_nic_warnings(config)
+    return found + _channel_warnings(config) + _idle_network_warnings(config)
+
+
+def _one_nic_warnings(config: GkeConfig) -> list[Problem]:
+    """A GPU pool of a machine built for GPUDirect or RDMA whose NCCL traffic would run over
+    the node's one NIC."""
+    found = []
+    for i, pool in enumerate(config.gpu_pools):
+        layout = gpu_catalog.nic_layout(pool.machine_type)
+        if layout is None or pool.fast_path is not None:
+            continue
+        why = (
+            "gpuDirect is false"
+            if pool.machine_type in GPU_DIRECT_MACHINES
+            else "its GKE fast path (NVIDIA's DRA driver and compute domains) is not built here"
+        )
+        found.append(
+            Problem(
+                ("gpuPools", i, "gpuDirect"),
+                f"{pool.machine_type} has {layout.gpu_nics} {layout.transport.upper()} NICs for "
+                f"GPU traffic, but {why}: multi-node NCCL runs over the node's one NIC",
+            )
+        )
+    return found
+
+
+def _idle_network_warnings(config: GkeConfig) -> list[Problem]:
+    """A node network no slice or provisioner pool attaches to: its VPC, subnet and firewall
+    rule are built for nothing."""
+    used = config.node_network_users()
+    return [
+        Problem(
+            ("network", "additionalNodeNetworks", i),
+            f"no TPU slice or TPU provisioner pool attaches to {n.name} (v6e and tpu7x slices "
+            "attach unless they list their own), so its VPC, subnet and firewall rule serve "
+            "nothing; remove it, or name it in a slice's additionalNodeNetworks",
+        )
+        for i, n in enumerate(config.network.additional_node_networks)
+        if n.name not in used
+    ]
+
+
+NO_CHANNEL_REMOVAL = "2027-06-14"
+"""GKE "Use release channels": not enrolling a cluster in a release channel is deprecated,
+allowed only for existing customers, and removed on June 14, 2027, when GKE enrolls the
+remaining clusters in Stable."""
+
+
+def _channel_warnings(config: GkeConfig) -> list[Problem]:
+    if config.cluster.release_channel != "NONE":
+        return []
+    provisioner = (
+        " The TPU provisioner (at 6789e2a) creates its pools with auto-upgrade off, which GKE "
+        "refuses on a channel: before then it needs a controller that creates pools with "
+        "auto-upgrade on and a node-pool exclusion holding their upgrades, as fixed slices have."
+        if config.tpu_provisioner.enabled
+        else ""
+    )
+    return [
+        Problem(
+            ("cluster", "releaseChannel"),
+            f"NONE is deprecated by GKE: only existing customers may set it, and on "
+            f"{NO_CHANNEL_REMOVAL} GKE enrolls such clusters in the Stable channel. Switching "
+            "to a channel replaces the TPU slice pools created without their upgrade hold."
+            + provisioner,
+        )
+    ]
+
+
+def _provisioned_warnings(config: GkeConfig) -> list[Problem]:
+    """Provisioner capacity that no team's quota takes stays with the cohort, which no team's
+    provisioner queue borrows from: the provisioner never creates it."""
+    found = []
+    for flavor in config.provisioned_flavors:
+        held = config.allocation.cohort[flavor.name]
+        if not held:
+            continue
+        (source,) = flavor.sources
+        accelerator = source.name.removeprefix(PROVISIONER_SOURCE)
+        found.append(
+            Problem(
+                ("tpuProvisioner", "quota", accelerator),
+                f"{held} of its {source.units} chips go to no team (whole slices do not divide "
+                "among the teams that name no share of it) and stay with the cohort, from which "
+                "provisioner queues never borrow, so no job can use them; give them to a team "
+                f"(quota: {{{source.name}: ...}}) or lower this count",
+            )
+        )
+    return found
+
+
+def _cpu_warnings(config: GkeConfig) -> list[Problem]:
+    """A team whose `cpu` or `memory` is below the nodes behind its accelerator quota must
+    borrow to run a job on all of it, and is then reclaimed by any other team's job that asks
+    for its own nominal CPU; one whose GPU pools the catalog cannot size gets none of theirs."""
+    found = []
+    for i, team in enumerate(config.teams):
+        derived = config.host_quota(team.name)
+        for key, own, needed in (
+            ("cpu", team.cpu, derived.cpu),
+            ("memory", team.memory, derived.memory),
+        ):
+            if own is not None and quantity(own) < quantity(needed):
+                found.append(
+                    Problem(
+                        ("teams", i, key),
+                        f"{own} is below the {needed} the nodes behind the team's accelerator "
+                        "quota offer pods: a job on all of that quota borrows the rest and is "
+                        "preempted when another team reclaims it; raise it or leave it unset",
+                    )
+                )
+        if derived.unsized and (team.cpu is None or team.memory is None):
+            found.append(
+                Problem(
+                    ("teams", i, "cpu"),
+                    f"the catalog has no vCPU and memory figures for the nodes of "
+                    f"{', '.join(derived.unsized)}, so they add nothing to the team's derived "
+                    "CPU and memory quota; set cpu and memory",
+                )
+            )
+    return found
+
+
+_UNITS = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_UNITS |= {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+
+
+def quantity(text: str) -> float:
+    """A Kubernetes quantity as written in config (`200`, `500m`, `800Gi`) as a number."""
+    number = text.rstrip("kmMGTPi")
+    return float(number) * _UNITS[text[len(number) :]]
+
+
+def _share_warnings(config: GkeConfig) -> list[Problem]:
+    """A team's explicit share of TPU capacity that is not a whole number of slices: a job
+    runs on whole slices, so the part of the share beyond them only ever lends to the
+    cohort."""
     slice_units = {s.name: s.slice_units for f in config.flavors for s in f.sources}
     capacity = config.quota_sources()
     found = []
@@ -793,6 +1074,7 @@ def provisioner_problems(
     if network_config is not None:
         vpc = network_config.vpc_name(config.context.prefix)
         found += _network_problems(provisioner, vpc)
+        found += _stack_network_problems(config)
     if provisioner.additional_node_networks and not config.cluster.dataplane_v2:
         # GKE multi-networking, which additional node networks need, runs on Dataplane V2
         # only (GKE "Set up multi-network support for Pods", requirements).
@@ -840,6 +1122,41 @@ def _network_problems(provisioner: TpuProvisionerConfig, cluster_vpc: str) -> li
                 )
             )
         seen.setdefault(extra.network, i)
+    return found
+
+
+def _stack_network_problems(config: GkeConfig) -> list[Problem]:
+    """`additionalNodeNetworks` entries that name the stack's own node networks are checked as
+    the stack's networks are when the provisioner attaches to them by default: the quota's
+    families must take a second NIC (the controller gives every pool the same ones), and an
+    entry naming one of the stack's VPCs must name its subnet (the subnets' capacity is
+    checked with the slices')."""
+    provisioner = config.tpu_provisioner
+    stack = {n.vpc: n for n in config.network.node_networks(config.context.prefix).values()}
+    found = []
+    for i, extra in enumerate(provisioner.additional_node_networks):
+        own = stack.get(extra.network)
+        if own is None:
+            continue
+        if extra.subnetwork != own.subnet:
+            found.append(
+                Problem(
+                    ("additionalNodeNetworks", i, "subnetwork"),
+                    f"'{extra.network}' is the VPC of network.additionalNodeNetworks "
+                    f"{own.name}, whose only subnet is '{own.subnet}'; name that subnet",
+                )
+            )
+            continue
+        for accelerator, shape in provisioner.shapes().items():
+            if problem := tpu_catalog.node_network_problem(shape.family):
+                found.append(
+                    Problem(
+                        ("additionalNodeNetworks", i),
+                        f"the controller gives every pool it creates this NIC, and "
+                        f"{accelerator} pools take none: {problem}",
+                    )
+                )
+                break
     return found
 
 

@@ -6,6 +6,7 @@ location, deletion protection, the provisioner's zone and node account, the Kueu
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,10 +19,20 @@ from components import tpu_catalog
 from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
 from components.context import StackContext
-from components.gke.quota import Allocation, Flavor, allocate, derive_flavors
+from components.gke.gpu_direct import fast_path as gpu_fast_path
+from components.gke.quota import (
+    Allocation,
+    Flavor,
+    HostQuota,
+    allocate,
+    derive_flavors,
+    host_quota,
+)
+from components.gpu_catalog import GpuNicLayout
 from components.identity import service_account_email
 from components.network import MAX_NODE_NETWORKS, NetworkConfig, NodeNetwork
 from components.types import (
+    Cidr,
     DiskImage,
     DnsLabel,
     GceName,
@@ -202,11 +213,13 @@ class ClusterConfig(ConfigModel):
     pool in `gcp:zone`, cheaper for dev."""
     release_channel: ReleaseChannel = "REGULAR"
     """`NONE` opts out of channels (needed by the TPU provisioner) and turns auto-upgrade off
-    on TPU slice pools; the CPU and GPU pools keep it. On a channel GKE requires auto-upgrade,
+    on TPU slice pools; the CPU and GPU pools keep it. GKE deprecates `NONE` and removes it on
+    2027-06-14, then enrolls such clusters in Stable. On a channel GKE requires auto-upgrade,
     and upgrading any node of a multi-host slice recreates the slice, so every TPU pool
     carries a node-pool exclusion that holds its upgrades until its version's end of support
     (then GKE upgrades regardless). The provider sets that hold only when it creates a pool:
-    switching from `NONE` to a channel (or back) replaces every TPU slice pool."""
+    switching from `NONE` to a channel replaces the TPU slice pools that lack it; switching to
+    `NONE` keeps it (it does nothing without auto-upgrade) and replaces nothing."""
     version: GkeVersion | None = None
     """Minimum control-plane version: `1.X`, `1.X.Y`, `1.X.Y-gke.N` or `latest`, quoted in YAML
     (`"1.34"`); a floor, not a pin. Defaults to the channel's default."""
@@ -357,11 +370,41 @@ class GpuPoolConfig(ConfigModel):
     hyperdisk-balanced."""
     max_pods_per_node: int = Field(default=GPU_MAX_PODS_PER_NODE, ge=8, le=256)
     """Pods per GPU node; sizes each node's block of `network.podsCidr` (a /26 at 32)."""
+    gpu_direct: bool = True
+    """Give a3-highgpu-8g (GPUDirect-TCPX), a3-megagpu-8g (GPUDirect-TCPXO), a3-ultragpu-8g
+    and a4-highgpu-8g (RDMA) nodes their GPU NICs, each in a VPC and subnet of its own (RDMA's
+    in one VPC with the zone's RoCE profile), GKE's pod network objects for them, and GKE's
+    NCCL plugin installer. `false` leaves NCCL on the node's one NIC, with a warning."""
+    gpu_subnet_cidr: Cidr | None = None
+    """The first of the consecutive, equally sized subnets of the GPU NICs (4 for A3 High, 8
+    for A3 Mega, 9 for A3 Ultra and A4: a second gVNIC, then 8 RDMA NICs), e.g.
+    `10.140.0.0/24`; each holds an address per node. Required for those machines."""
 
     @property
     def gpus(self) -> int:
         """GPUs the pool provides at its largest."""
         return self.max_nodes * self.accelerator_count
+
+    @property
+    def fast_path(self) -> GpuNicLayout | None:
+        """The GPU NIC layout the pool's nodes are built with, or None (one NIC)."""
+        return gpu_fast_path(self.machine_type) if self.gpu_direct else None
+
+    def gpu_subnets(self) -> list[str]:
+        """The GPU NICs' subnets, in NIC order; for a pool with a fast path and a range."""
+        layout = self.fast_path
+        if layout is None or self.gpu_subnet_cidr is None:
+            return []
+        first = ipaddress.IPv4Network(self.gpu_subnet_cidr)
+        count = layout.gpu_nics + (layout.host_nics - 1 if layout.rdma else 0)
+        return [
+            str(
+                ipaddress.IPv4Network(
+                    (int(first.network_address) + k * first.num_addresses, first.prefixlen)
+                )
+            )
+            for k in range(count)
+        ]
 
 
 # ai-infra:workloadIdentities
@@ -635,11 +678,14 @@ class TeamConfig(ConfigModel):
     (`0.25`) or a percentage (`"25%"`), best a whole number of slices. Entries a team does not
     name are split evenly, in whole slices, among the teams that do not name them; the rest
     stays with the cohort."""
-    cpu: Quantity = "1000"
-    """Nominal quota of the `cpu` flavor, in cores; high by default so that chips are the
-    constraint."""
-    memory: Quantity = "4000Gi"
-    """Nominal memory quota of the `cpu` flavor."""
+    cpu: Quantity | None = None
+    """Nominal quota of the `cpu` flavor, in cores. Unset: the allocatable CPU of the nodes
+    behind the team's TPU and GPU quota (GKE's node allocatable), so a job that takes the
+    team's whole quota never borrows CPU and is never reclaimed for it. Set it for CPU-only
+    jobs, or where the catalog cannot size a GPU pool's nodes."""
+    memory: Quantity | None = None
+    """Nominal memory quota of the `cpu` flavor; unset, the allocatable memory of the nodes
+    behind the team's TPU and GPU quota, as for `cpu`."""
     roles: list[IamRole] = Field(default_factory=list)
     """Extra project roles for the team's Google service account; basic roles are refused."""
     buckets: dict[str, BucketAccess] = Field(default_factory=dict)
@@ -661,6 +707,12 @@ class TeamConfig(ConfigModel):
     multislice JobSets do; every other baseline check still holds (an admission policy
     enforces them instead of Pod Security Admission, which cannot make that exception).
     Not with `podSecurity: restricted`."""
+    gpu_direct_pods: bool = False
+    """Let the team's Kueue-managed pods on a GPU pool built on its fast path (A3, A3 Mega,
+    A3 Ultra, A4 with GPU NICs) mount the host paths of GKE's GPUDirect/RDMA manifests and give
+    the receive daemon NET_ADMIN, as GKE's examples do; every other baseline check still holds
+    (an admission policy enforces them instead of Pod Security Admission). Not with
+    `podSecurity: restricted`."""
 
 
 # The system as a whole, resolved.
@@ -767,16 +819,21 @@ class GkeConfig:
 
     @property
     def provisioner_node_networks(self) -> list[NodeNetwork]:
-        """The additional node networks of the pools the TPU provisioner creates: all of the
-        stack's when every shape in its quota belongs to a family that takes them (the
-        controller gives every pool it creates the same networks), else none."""
+        """The stack's additional node networks the pools the TPU provisioner creates attach
+        to: those `tpuProvisioner.additionalNodeNetworks` names by VPC and subnet, or, when it
+        names none, all of them when every shape in its quota belongs to a family that takes
+        them (the controller gives every pool it creates the same networks), else none."""
         config = self.tpu_provisioner
-        if not config.enabled or not config.quota or config.additional_node_networks:
-            # Networks it names itself are none of the stack's.
+        if not config.enabled or not config.quota:
             return []
+        stack = self.network.node_networks(self.context.prefix)
+        if config.additional_node_networks:
+            own = {(n.vpc, n.subnet): n for n in stack.values()}
+            named = [(e.network, e.subnetwork) for e in config.additional_node_networks]
+            return [own[pair] for pair in named if pair in own]
         if any(s.family.additional_node_networks is None for s in config.shapes().values()):
             return []
-        return list(self.network.node_networks(self.context.prefix).values())
+        return list(stack.values())
 
     @property
     def provisioner_additional_networks(self) -> list[tuple[str, str]]:
@@ -792,8 +849,10 @@ class GkeConfig:
     def multi_networking(self) -> bool:
         """Whether any pool attaches to an additional node network; the cluster then needs
         multi-networking."""
-        return bool(self.provisioner_additional_networks) or any(
-            self.slice_node_networks(s) for s in self.tpu_slices
+        return (
+            bool(self.provisioner_additional_networks)
+            or any(self.slice_node_networks(s) for s in self.tpu_slices)
+            or any(g.fast_path for g in self.gpu_pools)
         )
 
     def node_network_users(self) -> dict[str, list[tuple[str, int]]]:
@@ -844,3 +903,20 @@ class GkeConfig:
     def allocation(self) -> Allocation:
         """Each team's nominal quota per flavor, and the cohort's; for a valid config."""
         return allocate(self.flavors, {team.name: team.quota for team in self.teams})
+
+    def cpu_quota(self, team: TeamConfig) -> dict[str, str]:
+        """The team's `cpu` flavor quota: what it sets, else what the nodes behind its
+        accelerator quota offer pods; for a valid config."""
+        derived = self.host_quota(team.name)
+        return {"cpu": team.cpu or derived.cpu, "memory": team.memory or derived.memory}
+
+    def host_quota(self, team: str | None = None, *, provisioned: bool = False) -> HostQuota:
+        """The CPU and memory of the nodes behind a team's accelerator quota, or (None) the
+        cohort's: in its ClusterQueue, or with `provisioned` in its queue for what the TPU
+        provisioner creates; for a valid config."""
+        quotas = self.allocation.cohort if team is None else self.allocation.teams[team]
+        return host_quota([f for f in self.flavors if f.provisioned == provisioned], quotas)
+
+    @property
+    def provisioned_flavors(self) -> list[Flavor]:
+        return [f for f in self.flavors if f.provisioned]

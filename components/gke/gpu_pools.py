@@ -1,5 +1,7 @@
-"""GKE GPU node pools: a machine type with attached NVIDIA GPUs and GKE-managed drivers. GPU
-clusters outside Kubernetes are `ai-infra:gpuClusters`.
+"""GKE GPU node pools: a machine type with attached NVIDIA GPUs and GKE-managed drivers, and
+for A3 High, A3 Mega, A3 Ultra and A4 the GPU NICs of their fast path (gpu_direct.py), each an
+additional node network in a VPC of its own (RDMA's NICs share one with the zone's RoCE
+profile). GPU clusters outside Kubernetes are `ai-infra:gpuClusters`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ from components.base import Component, WiringModel
 from components.context import StackContext
 from components.gke.cluster import ClusterHandle
 from components.gke.config import GpuPoolConfig
+from components.gke.gpu_direct import GpuNetwork, network_names
 from components.gke.node_pools import node_config, pool_sizing
+from components.gke.pod_networks import DEVICE_MODE, RDMA_DEVICE_MODE
+from components.gpu_catalog import roce_profile
+from components.network import custom_vpc, subnet_in, vpc_with_subnet
 
 
 class GpuPoolArgs(WiringModel):
@@ -22,14 +28,28 @@ class GpuPoolArgs(WiringModel):
 
 
 class GpuPool(Component):
-    """One autoscaled GPU node pool in one zone."""
+    """One autoscaled GPU node pool in one zone, with its GPU NICs' networks."""
 
     node_pool: gcp.container.NodePool
+    networks: list[GpuNetwork]
+    """GKE's view of the GPU NICs, for the pod network objects; empty without a fast path."""
 
     def __init__(self, name: str, args: GpuPoolArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ai-infra:gke:GpuPool", name, opts)
         cluster = args.cluster
         config = args.config
+        self.networks = self._gpu_networks(name, args)
+        network_config = None
+        if self.networks:
+            # ForceNew, as for TPU slices: a pool's NICs are fixed when it is created.
+            network_config = gcp.container.NodePoolNetworkConfigArgs(
+                additional_node_network_configs=[
+                    gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
+                        network=n.vpc, subnetwork=n.subnet
+                    )
+                    for n in self.networks
+                ]
+            )
         flex_start = config.provisioning == "flex-start"
         sizing = pool_sizing(config.max_nodes, min_nodes=config.min_nodes, flex_start=flex_start)
         self.node_pool = gcp.container.NodePool(
@@ -77,9 +97,71 @@ class GpuPool(Component):
                     )
                 ],
             ),
+            network_config=network_config,
             initial_node_count=sizing.initial_node_count,
             autoscaling=sizing.autoscaling,
             queued_provisioning=sizing.queued_provisioning,
-            opts=self.child_opts(ignore_changes=["initialNodeCount"]),
+            # A pool's NICs are fixed when it is created, and the provider does not replace
+            # it when they go (the block is computed): their change replaces the pool,
+            # deleting first, as the new pool takes the same name.
+            opts=self.child_opts(
+                ignore_changes=["initialNodeCount"],
+                replace_on_changes=["networkConfig"],
+                delete_before_replace=True,
+            ),
         )
-        self.register_outputs({"nodePool": self.node_pool.name})
+        self.register_outputs(
+            {"nodePool": self.node_pool.name, "gpuNetworks": [n.name for n in self.networks]}
+        )
+
+    def _gpu_networks(self, name: str, args: GpuPoolArgs) -> list[GpuNetwork]:
+        """The GPU NICs' VPCs and subnets, at the layout's MTUs: a VPC each for TCPX's and
+        TCPXO's gVNICs and RDMA's second gVNIC, with traffic allowed inside its subnet; and
+        for RDMA one VPC with the zone's RoCE network profile and a subnet per MRDMA NIC
+        (Cluster Toolkit v1.95.0 gke-a3-ultragpu and gke-a4: no firewall rules there)."""
+        config, ctx = args.config, args.context
+        layout = config.fast_path
+        if layout is None:
+            return []
+        subnets = config.gpu_subnets()
+        names = network_names(config.name, layout)
+        base = f"{ctx.prefix}-{config.name}"
+        gvnics = layout.host_nics - 1 if layout.rdma else layout.gpu_nics
+        found = []
+        for k in range(gvnics):
+            vpc, subnet = vpc_with_subnet(
+                self,
+                project=ctx.project,
+                region=ctx.region,
+                cidr=subnets[k],
+                mtu=layout.host_mtu if layout.rdma else layout.gpu_mtu,
+                description=f"GPU NIC {k + 1} of the GKE pool {config.name}",
+                vpc=(f"{name}-gpu{k}-vpc", f"{base}-gpu{k}-vpc"),
+                subnet=(f"{name}-gpu{k}-subnet", f"{base}-gpu{k}-subnet"),
+                firewall=(f"{name}-gpu{k}-internal", f"{base}-gpu{k}-internal"),
+            )
+            found.append(GpuNetwork(names[k], vpc.name, subnet.name, DEVICE_MODE))
+        if layout.rdma:
+            zone = ctx.zone_of(config.zone)
+            rdma = custom_vpc(
+                self,
+                f"{name}-rdma-vpc",
+                project=ctx.project,
+                name=f"{base}-rdma-vpc",
+                mtu=layout.gpu_mtu,
+                profile=roce_profile(ctx.project, zone),
+            )
+            for j, cidr in enumerate(subnets[gvnics:]):
+                subnet = subnet_in(
+                    self,
+                    f"{name}-rdma{j}-subnet",
+                    project=ctx.project,
+                    region=ctx.region,
+                    name=f"{base}-rdma{j}-subnet",
+                    network=rdma,
+                    cidr=cidr,
+                )
+                found.append(
+                    GpuNetwork(names[gvnics + j], rdma.name, subnet.name, RDMA_DEVICE_MODE)
+                )
+        return found

@@ -19,7 +19,7 @@ from pydantic import SkipValidation
 from components.base import Component, WiringModel
 from components.gke.admission import SYSTEM_TAINT
 from components.gke.config import SYSTEM_POOL, KueueConfig
-from components.gke.quota import Allocation, Flavor
+from components.gke.quota import Allocation, Flavor, HostQuota
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 MANAGED_NAMESPACE_LABEL = "ai-infra/kueue-managed"
@@ -76,6 +76,42 @@ aggregates into `edit` (only the viewer roles are). The chart names it `<fullnam
 (kueue v0.19.2 charts/kueue/templates/rbac/batch_user_role.yaml and _helpers.tpl)."""
 
 
+PODS_READY_TIMEOUT_MINUTES = 45
+"""How long an admitted workload has for all its pods to be ready before Kueue evicts it,
+releases its quota and requeues it. Kueue 0.19 has waitForPodsReady on whenever the config
+omits it, at 30 minutes (apis/config/v1beta2/defaults.go at v0.19.2). A provisioner-created
+slice does not exist when its job is admitted: the controller waits up to 30 minutes for the
+node-pool operation (internal/cloud/gke.go waitForGkeOp at 6789e2a), and then the nodes pull
+the image; 45 minutes keeps a slow but successful creation from being evicted and created
+again. Fixed slices already exist, and flex-start pods are created only once the
+ProvisioningRequest has its nodes, so neither comes near it."""
+REQUEUE_LIMIT = 5
+"""Evictions for pods not ready before Kueue deactivates the workload; Kueue's default is to
+requeue for ever (null). A job whose pods never start (an image that does not pull, capacity
+that never comes) otherwise takes its quota for 45 minutes in every cycle; after about six
+hours of attempts (backoffs of 1, 2, 4, 8 and 16 minutes between them) a person decides."""
+
+
+def wait_for_pods_ready() -> dict[str, Any]:
+    """Kueue's `waitForPodsReady`, every field explicit (configuration_types.go at v0.19.2)."""
+    timeout = f"{PODS_READY_TIMEOUT_MINUTES}m"
+    return {
+        "timeout": timeout,
+        # Admissions of other jobs go on while one waits: every flavor's quota is the
+        # capacity behind it, so admitted jobs never compete for the same nodes.
+        "blockAdmission": False,
+        # A running job whose pods stop being ready (a slice recreated by host maintenance or
+        # repair) gets as long again before its quota is released.
+        "recoveryTimeout": timeout,
+        "requeuingStrategy": {
+            "timestamp": "Eviction",
+            "backoffLimitCount": REQUEUE_LIMIT,
+            "backoffBaseSeconds": 60,
+            "backoffMaxSeconds": 3600,
+        },
+    }
+
+
 def kueue_manager_config() -> dict[str, Any]:
     """Kueue's Configuration. The chart takes it as one document that replaces its default, so
     it is complete here."""
@@ -106,6 +142,7 @@ def kueue_manager_config() -> dict[str, Any]:
         "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
         "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+        "waitForPodsReady": wait_for_pods_ready(),
     }
 
 
@@ -218,6 +255,30 @@ def resource_groups(
     return groups
 
 
+PROVISIONED_QUEUE_SUFFIX = "-provisioned"
+
+
+def provisioned_queue(team: str) -> str:
+    """The ClusterQueue and LocalQueue through which a team reaches what the TPU provisioner
+    creates."""
+    return f"{team}{PROVISIONED_QUEUE_SUFFIX}"
+
+
+def provisioned_queue_spec(
+    *, namespace: str, flavors: list[Flavor], quotas: dict[str, int], cpu: dict[str, str]
+) -> dict[str, Any]:
+    """A team's ClusterQueue for provisioner-created slices: outside the cohort, so it never
+    borrows or lends and is never reclaimed, and preempting nothing, so Kueue never suspends a
+    JobSet to make room: a suspended JobSet keeps its pool (the controller deletes one only
+    when its JobSet is gone, completed or failed), which would bill while idle."""
+    return {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": resource_groups([f for f in flavors if f.provisioned], quotas, cpu=cpu),
+        "preemption": {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"},
+    }
+
+
 def cluster_queue_spec(
     *,
     namespace: str,
@@ -228,7 +289,8 @@ def cluster_queue_spec(
     flex_start_checks: list[str],
 ) -> dict[str, Any]:
     """A team's ClusterQueue: its quota per flavor in the shared cohort, admitting workloads
-    from its own namespace only."""
+    from its own namespace only; provisioner flavors are in `provisioned_queue_spec`."""
+    flavors = [f for f in flavors if not f.provisioned]
     spec: dict[str, Any] = {
         "cohortName": cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
@@ -260,6 +322,8 @@ class QueuesArgs(WiringModel):
     config: KueueConfig
     flavors: list[Flavor]
     allocation: Allocation
+    cohort_cpu: HostQuota
+    """The CPU and memory of the nodes behind the quota the cohort holds."""
     kueue_release: SkipValidation[pulumi.Resource]
 
 
@@ -290,7 +354,14 @@ class Queues(Component):
             )
 
         cohort_spec: dict[str, Any] = {}
-        groups = resource_groups(args.flavors, args.allocation.cohort)
+        # Always with the cpu group, so that quota moving in or out of the cohort changes
+        # only nominalQuotas.
+        cpu = args.cohort_cpu
+        groups = resource_groups(
+            [f for f in args.flavors if not f.provisioned],
+            args.allocation.cohort,
+            cpu=cpu.quantities,
+        )
         if groups:
             cohort_spec["resourceGroups"] = groups
         kueue_object(

@@ -35,9 +35,17 @@ HOLD_REPLACES = ("maintenancePolicies",)
 """The provider sends a pool's maintenance policy only when it creates the pool: its update
 path has no branch for it (terraform-provider-google 8.0 and google-beta 93c65b2,
 resource_container_node_pool.go: `maintenance_policy` is read in expandNodePool, never in
-nodePoolUpdate). An update would report the hold added and leave the pool without it, so a
-change to it (a switch from releaseChannel NONE to a channel, or back) replaces the pool,
-which then gets it at creation."""
+nodePoolUpdate). An update would report the hold added and leave the pool without it, so
+adding it (a switch from releaseChannel NONE to a channel) replaces the pool, which then gets
+it at creation."""
+
+
+def hold_kept(auto_upgrade: bool) -> list[str]:
+    """Without auto-upgrade (releaseChannel NONE) a pool's hold does nothing, so a switch to
+    NONE keeps whatever the pool has (ignore_changes) rather than replacing every slice to
+    remove it; a pool that kept its hold is not replaced when the channel comes back either,
+    as the engine compares the new hold with the one in state."""
+    return [] if auto_upgrade else [*HOLD_REPLACES]
 
 
 @dataclass(frozen=True)

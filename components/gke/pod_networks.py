@@ -18,7 +18,9 @@ NETWORKING_API = "networking.gke.io/v1"
 networks.networking.gke.io, gkenetworkparamsets.networking.gke.io; both cluster-scoped)."""
 DEVICE_MODE = "NetDevice"
 """The whole NIC moves into one pod as a kernel network device, what a gVNIC takes; the other
-mode, DPDK-VFIO, is for user-space drivers (GKENetworkParamSet `deviceMode`)."""
+modes are DPDK-VFIO, for user-space drivers, and RDMA, for the MRDMA NICs of A3 Ultra and A4
+(GKENetworkParamSet `deviceMode`; GKE "Run RDMA workloads on A3 Ultra and A4")."""
+RDMA_DEVICE_MODE = "RDMA"
 
 
 class PodNetworksArgs(WiringModel):
@@ -35,32 +37,47 @@ class PodNetworks(Component):
     ):
         super().__init__("ai-infra:gke:PodNetworks", name, opts)
         for handle in args.networks:
-            network = handle.network
-            params = k8s.apiextensions.CustomResource(
-                f"{name}-{network.name}-params",
-                api_version=NETWORKING_API,
-                kind="GKENetworkParamSet",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=network.name),
-                spec={
-                    "vpc": handle.vpc_name,
-                    "vpcSubnet": handle.subnet_name,
-                    "deviceMode": DEVICE_MODE,
-                },
-                opts=self.child_opts(),
-            )
-            k8s.apiextensions.CustomResource(
-                f"{name}-{network.name}",
-                api_version=NETWORKING_API,
-                kind="Network",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=network.name),
-                spec={
-                    "type": "Device",
-                    "parametersRef": {
-                        "group": NETWORKING_API.split("/")[0],
-                        "kind": "GKENetworkParamSet",
-                        "name": network.name,
-                    },
-                },
-                opts=self.child_opts(depends_on=[params]),
+            pod_network(
+                self,
+                f"{name}-{handle.network.name}",
+                handle.network.name,
+                vpc=handle.vpc_name,
+                subnet=handle.subnet_name,
             )
         self.register_outputs({"networks": [h.network.name for h in args.networks]})
+
+
+def pod_network(
+    parent: Component,
+    resource_name: str,
+    name: str,
+    *,
+    vpc: pulumi.Input[str],
+    subnet: pulumi.Input[str],
+    device_mode: str = DEVICE_MODE,
+) -> k8s.apiextensions.CustomResource:
+    """A `GKENetworkParamSet` for a VPC's subnet and the `Device` `Network` pods name to take
+    a node's NIC in it, both called `name`."""
+    params = k8s.apiextensions.CustomResource(
+        f"{resource_name}-params",
+        api_version=NETWORKING_API,
+        kind="GKENetworkParamSet",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=name),
+        spec={"vpc": vpc, "vpcSubnet": subnet, "deviceMode": device_mode},
+        opts=parent.child_opts(),
+    )
+    return k8s.apiextensions.CustomResource(
+        resource_name,
+        api_version=NETWORKING_API,
+        kind="Network",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=name),
+        spec={
+            "type": "Device",
+            "parametersRef": {
+                "group": NETWORKING_API.split("/")[0],
+                "kind": "GKENetworkParamSet",
+                "name": name,
+            },
+        },
+        opts=parent.child_opts(depends_on=[params]),
+    )

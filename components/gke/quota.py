@@ -1,7 +1,8 @@
 """Kueue flavors and quotas, derived from the slices and GPU pools; nobody types a chip count.
 
 A flavor is a distinct slice shape (accelerator and topology); flex-start capacity of a shape
-is a flavor of its own, because only it goes through the provisioning admission check. A
+is a flavor of its own, because only it goes through the provisioning admission check, and so
+is what the TPU provisioner may create, which teams reach through queues of its own. A
 flavor's capacity is the chips (or GPUs) of every slice of that shape. Each slice entry's chips
 are divided among teams: explicit shares first (chips, a fraction, or a percentage), then the
 rest evenly among the teams that set no share for it, in whole slices, since a job runs on
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from components import tpu_catalog
+from components import gpu_catalog, tpu_catalog
 from components.base import Problem
 from components.gpu_catalog import GPU_RESOURCE
 
@@ -30,9 +31,63 @@ QUEUED_TOLERATION = {"key": QUEUED_PROVISIONING_TAINT, "operator": "Exists", "ef
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 CAPACITY_LABEL = "ai-infra/capacity"
 """Node label with a slice's provisioning; flex-start flavors select on it so that they never
-claim nodes of the same shape that are not flex-start."""
+claim nodes of the same shape that are not flex-start, and provisioner flavors carry it as
+`provisioned`, which the provisioner copies from the pod's selector onto the pool it creates
+(gke.go nodePoolForPod copies every selector outside cloud.google.com/ and google.com/)."""
+PROVISIONED = "provisioned"
 MAX_FLAVORS_PER_GROUP = 64
 """Kueue's limit of flavors in one ClusterQueue resource group."""
+
+
+GIB = 2**30
+MIB = 2**20
+
+
+def allocatable(vcpus: int, memory_gib: int) -> tuple[int, int]:
+    """(millicores, bytes) a GKE Standard node of this size offers pods: its capacity less
+    what GKE reserves for the kubelet and system (6% of the first core, 1% of the second, 0.5%
+    of the next two, 0.25% of the rest; 25% of the first 4 GiB of memory, 20% of the next 4,
+    10% of the next 8, 6% of the next 112, 2% of the rest, and the kubelet's 100 MiB eviction
+    threshold: GKE "Standard cluster architecture", node allocatable resources)."""
+    reserved_millis = 0.0
+    for low, high, share in ((0, 1, 0.06), (1, 2, 0.01), (2, 4, 0.005), (4, vcpus, 0.0025)):
+        reserved_millis += max(0, min(vcpus, high) - low) * 1000 * share
+    reserved_bytes = 100 * MIB
+    for low, high, share in (
+        (0, 4, 0.25),
+        (4, 8, 0.2),
+        (8, 16, 0.1),
+        (16, 128, 0.06),
+        (128, memory_gib, 0.02),
+    ):
+        reserved_bytes += max(0, min(memory_gib, high) - low) * GIB * share
+    return vcpus * 1000 - math.ceil(reserved_millis), memory_gib * GIB - math.ceil(reserved_bytes)
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """The node a flavor's capacity comes in: its machine type, the chips or GPUs on one, and
+    what it offers pods (`allocatable`)."""
+
+    machine_type: str
+    units: int
+    cpu_millis: int
+    memory_bytes: int
+
+
+def tpu_node(shape: tpu_catalog.TpuShape) -> NodeShape:
+    host = tpu_catalog.TPU_HOSTS[shape.machine_type]
+    vcpus, memory_gib = tpu_catalog.HOST_SHAPES[shape.machine_type]
+    return NodeShape(shape.machine_type, host.chips, *allocatable(vcpus, memory_gib))
+
+
+def gpu_node(machine_type: str, gpus: int) -> NodeShape | None:
+    """A GPU pool's node, or None where the catalog does not know the machine's memory (N1
+    with attached GPUs, G4, A4X Max)."""
+    machine = gpu_catalog.fixed_gpus(machine_type)
+    if machine is None or machine.memory_gib is None:
+        return None
+    return NodeShape(machine_type, gpus, *allocatable(machine.vcpus, machine.memory_gib))
 
 
 @dataclass(frozen=True)
@@ -56,18 +111,27 @@ class Flavor:
     tolerations: list[dict[str, str]]
     flex_start: bool
     sources: list[Source] = field(default_factory=list)
+    node: NodeShape | None = None
+    """The node its capacity comes in; None where the catalog does not know the machine."""
+    provisioned: bool = False
+    """Capacity the TPU provisioner creates per JobSet: never borrowed, never lent (teams
+    reach it through ClusterQueues outside the cohort)."""
 
 
 def tpu_flavor_name(slice_: TpuSliceConfig) -> str:
     return shape_flavor_name(slice_.shape, flex_start=slice_.provisioning == "flex-start")
 
 
-def shape_flavor_name(shape: tpu_catalog.TpuShape, *, flex_start: bool = False) -> str:
+def shape_flavor_name(
+    shape: tpu_catalog.TpuShape, *, flex_start: bool = False, provisioned: bool = False
+) -> str:
     name = shape.accelerator
     if shape.topology != tpu_catalog.topologies_for(shape.accelerator)[0]:
         name += f"-{shape.topology}"
     if flex_start:
         name += "-flex-start"
+    if provisioned:
+        name += f"-{PROVISIONED}"
     return name
 
 
@@ -80,13 +144,17 @@ def derive_flavors(
     creates, then one per GPU pool.
 
     `provisioned` maps a quota source name (`tpuProvisioner.v5p-32`) to the shape and the chips
-    the provisioner may create of it. Its pools carry the same GKE TPU labels and taint as a
-    fixed slice's, so it adds capacity to the flavor of that shape rather than a second one.
+    the provisioner may create of it. That capacity is a `<shape>-provisioned` flavor of its
+    own, selecting `ai-infra/capacity: provisioned`: the controller keeps a pool until its
+    JobSet is gone, completed or failed (deletion_controller.go at 6789e2a), so a JobSet Kueue
+    suspends to lend or reclaim chips would keep billing an idle slice.
     """
     flavors: dict[str, Flavor] = {}
 
-    def add(shape: tpu_catalog.TpuShape, flex_start: bool, source: Source) -> None:
-        name = shape_flavor_name(shape, flex_start=flex_start)
+    def add(
+        shape: tpu_catalog.TpuShape, source: Source, flex_start: bool, provisioned: bool = False
+    ) -> None:
+        name = shape_flavor_name(shape, flex_start=flex_start, provisioned=provisioned)
         if name not in flavors:
             tolerations = [
                 {"key": tpu_catalog.TPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
@@ -97,23 +165,27 @@ def derive_flavors(
                 # do not tolerate it, never land on them.
                 tolerations.append(QUEUED_TOLERATION)
                 node_labels[CAPACITY_LABEL] = "flex-start"
+            if provisioned:
+                node_labels[CAPACITY_LABEL] = PROVISIONED
             flavors[name] = Flavor(
                 name=name,
                 resource=tpu_catalog.TPU_RESOURCE,
                 node_labels=node_labels,
                 tolerations=tolerations,
                 flex_start=flex_start,
+                node=tpu_node(shape),
+                provisioned=provisioned,
             )
         flavors[name].sources.append(source)
 
     for slice_ in slices:
         add(
             slice_.shape,
-            slice_.provisioning == "flex-start",
             Source(slice_.name, slice_.chips, slice_.shape.chips),
+            flex_start=slice_.provisioning == "flex-start",
         )
     for source_name, (shape, chips) in (provisioned or {}).items():
-        add(shape, False, Source(source_name, chips, shape.chips))
+        add(shape, Source(source_name, chips, shape.chips), flex_start=False, provisioned=True)
     for pool in gpu_pools:
         tolerations = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
         if pool.provisioning == "flex-start":
@@ -124,6 +196,7 @@ def derive_flavors(
             node_labels={NODE_POOL_LABEL: pool.name},
             tolerations=tolerations,
             flex_start=pool.provisioning == "flex-start",
+            node=gpu_node(pool.machine_type, pool.accelerator_count),
             sources=[Source(pool.name, pool.gpus)],
         )
     return list(flavors.values())
@@ -191,3 +264,46 @@ def allocate(flavors: Sequence[Flavor], shares: Mapping[str, Mapping[str, Share]
                 teams[team][flavor.name] += each
             cohort[flavor.name] += rest - each * len(implicit)
     return Allocation(teams=teams, cohort=cohort)
+
+
+@dataclass(frozen=True)
+class HostQuota:
+    """The CPU and memory of the nodes behind some accelerator quota, and the flavors whose
+    nodes the catalog cannot size."""
+
+    cpu_millis: int
+    memory_bytes: int
+    unsized: tuple[str, ...] = ()
+
+    @property
+    def cpu(self) -> str:
+        """As a Kubernetes quantity, in whole cores (rounded down)."""
+        return str(self.cpu_millis // 1000)
+
+    @property
+    def memory(self) -> str:
+        """As a Kubernetes quantity, in whole GiB (rounded down)."""
+        return f"{self.memory_bytes // GIB}Gi"
+
+    @property
+    def quantities(self) -> dict[str, str]:
+        """The `cpu` flavor's quota as a ClusterQueue lists it."""
+        return {"cpu": self.cpu, "memory": self.memory}
+
+
+def host_quota(flavors: Sequence[Flavor], quotas: Mapping[str, int]) -> HostQuota:
+    """What the nodes behind `quotas` (flavor -> chips or GPUs) offer pods: a team whose job
+    takes its whole accelerator quota then has the CPU and memory of those nodes as its own,
+    and never borrows them (and so is never reclaimed for them)."""
+    cpu = memory = 0
+    unsized = []
+    for flavor in flavors:
+        units = quotas.get(flavor.name, 0)
+        if not units:
+            continue
+        if flavor.node is None:
+            unsized.append(flavor.name)
+            continue
+        cpu += units * flavor.node.cpu_millis // flavor.node.units
+        memory += units * flavor.node.memory_bytes // flavor.node.units
+    return HostQuota(cpu, memory, tuple(unsized))

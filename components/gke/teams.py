@@ -18,7 +18,7 @@ from components.base import Component, WiringModel, slug
 from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.gke import admission
-from components.gke.admission import HOST_NETWORK_LABEL, TEAM_LABEL
+from components.gke.admission import GPU_DIRECT_LABEL, HOST_NETWORK_LABEL, TEAM_LABEL
 from components.gke.config import TeamConfig
 from components.gke.kueue import (
     BATCH_USER_ROLE,
@@ -26,6 +26,8 @@ from components.gke.kueue import (
     MANAGED_NAMESPACE_LABEL,
     cluster_queue_spec,
     kueue_object,
+    provisioned_queue,
+    provisioned_queue_spec,
 )
 from components.gke.quota import Flavor
 from components.gke.workload_identity import (
@@ -88,6 +90,9 @@ def namespace_labels(team: TeamConfig) -> dict[str, str]:
     }
     if team.tpu_host_network:
         labels[HOST_NETWORK_LABEL] = "true"
+    if team.gpu_direct_pods:
+        labels[GPU_DIRECT_LABEL] = "true"
+    if team.tpu_host_network or team.gpu_direct_pods:
         labels["pod-security.kubernetes.io/warn"] = "baseline"
         labels["pod-security.kubernetes.io/audit"] = "baseline"
     else:
@@ -189,6 +194,10 @@ class TeamArgs(WiringModel):
     flavors: list[Flavor]
     quotas: dict[str, int]
     """Nominal quota per flavor for this team, from `quota.allocate`."""
+    cpu: dict[str, str]
+    """The `cpu` flavor's `cpu` and `memory` quota, from `GkeConfig.cpu_quota`."""
+    provisioned_cpu: dict[str, str]
+    """The same for its queue of provisioner-created slices (unused without them)."""
     flex_start_checks: list[str]
     kueue_release: SkipValidation[pulumi.Resource]
     cluster: SkipValidation[pulumi.Resource]
@@ -266,7 +275,7 @@ class Team(Component):
             cohort=args.cohort,
             flavors=args.flavors,
             quotas=args.quotas,
-            cpu={"cpu": team.cpu, "memory": team.memory},
+            cpu=args.cpu,
             flex_start_checks=args.flex_start_checks,
         )
         self.cluster_queue = kueue_object(
@@ -292,14 +301,47 @@ class Team(Component):
             after_queue,
             namespace=team.name,
         )
+        if any(f.provisioned for f in args.flavors):
+            self._provisioned_queues(name, args)
         self.register_outputs(
             {"namespace": team.name, "queue": team.name, "serviceAccount": self.identity.email}
+        )
+
+    def _provisioned_queues(self, name: str, args: TeamArgs) -> None:
+        """The ClusterQueue and LocalQueue `<team>-provisioned` for what the TPU provisioner
+        creates (`kueue.provisioned_queue_spec`)."""
+        team = args.config
+        queue = provisioned_queue(team.name)
+        cluster_queue = kueue_object(
+            self,
+            f"{name}-provisioned-cluster-queue",
+            "ClusterQueue",
+            queue,
+            provisioned_queue_spec(
+                namespace=team.name,
+                flavors=args.flavors,
+                quotas=args.quotas,
+                cpu=args.provisioned_cpu,
+            ),
+            [args.kueue_release],
+        )
+        kueue_object(
+            self,
+            f"{name}-provisioned-local-queue",
+            "LocalQueue",
+            queue,
+            {"clusterQueue": queue},
+            [args.kueue_release, self.namespace, cluster_queue],
+            namespace=team.name,
         )
 
 
 class TenancyArgs(WiringModel):
     tpu_accelerators: list[str]
     """Accelerator label values of the stack's TPU flavors, where hostNetwork may run."""
+    gpu_direct_pools: list[str] = Field(default_factory=list)
+    """GPU pools built on their fast path, where gpuDirectPods teams' pods may take GKE's
+    GPUDirect host paths and NET_ADMIN."""
 
 
 class Tenancy(Component):
@@ -315,7 +357,7 @@ class Tenancy(Component):
             rules=MEMBER_RULES,
             opts=self.child_opts(),
         )
-        for policy in admission.policies(args.tpu_accelerators):
+        for policy in admission.policies(args.tpu_accelerators, args.gpu_direct_pools):
             admission.register(name, policy, self.child_opts())
         self.register_outputs({"policies": [p.name for p in admission.policies([])]})
 

@@ -16,7 +16,13 @@ from components.base import Component, WiringModel
 from components.context import StackContext
 from components.gke.cluster import ClusterHandle
 from components.gke.config import TpuSliceConfig
-from components.gke.node_pools import HOLD_REPLACES, hold_upgrades, node_config, pool_sizing
+from components.gke.node_pools import (
+    HOLD_REPLACES,
+    hold_kept,
+    hold_upgrades,
+    node_config,
+    pool_sizing,
+)
 from components.gke.quota import CAPACITY_LABEL
 from components.network import NodeNetworkHandle
 from components.placement import workload_policy
@@ -79,6 +85,7 @@ class TpuSlice(Component):
                 *HOLD_REPLACES,
             ],
             "delete_before_replace": True,
+            "ignore_changes": hold_kept(cluster.auto_upgrade),
         }
         # Additional node networks are ForceNew on a pool (terraform-provider-google
         # node_pool `additional_node_network_configs`; GKE: "interfaces cannot be added or
@@ -149,7 +156,9 @@ class TpuSlice(Component):
                     opts=self.child_opts(**replace_whole_slice)
                     if shape.multi_host
                     else self.child_opts(
-                        replace_on_changes=[*HOLD_REPLACES], delete_before_replace=True
+                        replace_on_changes=[*HOLD_REPLACES],
+                        delete_before_replace=True,
+                        ignore_changes=hold_kept(cluster.auto_upgrade),
                     ),
                 )
             )

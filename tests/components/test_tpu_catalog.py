@@ -161,4 +161,12 @@ def test_flex_start_zones_are_zones_of_the_family():
         "v5litepod": ("us-west4-a",),
         "v5p": ("us-east5-a",),
         "v6e": ("asia-northeast1-b", "us-east5-a", "us-east5-b"),
+        # Where Cluster Toolkit's tpu7x flex-start blueprints run it.
+        "tpu7x": ("us-central1-c",),
     }
+
+
+def test_every_tpu_host_has_its_vcpus_and_memory():
+    # The team CPU/memory quota sizes each TPU node from these (components/gke/quota.py).
+    assert set(tpu_catalog.HOST_SHAPES) == set(tpu_catalog.TPU_HOSTS)
+    assert all(v > 0 and m > 0 for v, m in tpu_catalog.HOST_SHAPES.values())

@@ -16,7 +16,7 @@ from components.gke.admission import HOST_NETWORK_LABEL, TEAM_LABEL, refusals
 from components.gke.kueue import JOBSET_CONTROLLER
 from components.tpu_catalog import ACCELERATOR_LABEL, TPU_TAINT_KEY
 from plan.engine import REPO_ROOT, Graph, load_stack_config
-from tests.conftest import build_graph, with_config
+from tests.conftest import build_graph, with_config, with_mega_pool
 
 VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
@@ -457,7 +457,13 @@ def test_the_example_jobsets_and_their_pods_are_admitted():
     )
     for file, graph in (("multislice-jobset.yaml", prod), ("provisioned-jobset.yaml", provisioner)):
         jobset = yaml.safe_load((REPO_ROOT / "examples" / file).read_text())
-        ns = namespace(jobset["metadata"]["namespace"])
+        # The namespace as the program registers it: prod's pretrain team runs its multislice
+        # JobSet on the host network (tpuHostNetwork), as GKE's multislice guide does.
+        (ns,) = [
+            {"kind": "Namespace", **r.inputs}
+            for r in graph.of_type("kubernetes:core/v1:Namespace")
+            if r.inputs["metadata"]["name"] == jobset["metadata"]["namespace"]
+        ]
         assert refusals(jobset, ns, registered(graph)) == [], file
         # The pod the Job controller makes once Kueue admits it, with the flavor's toleration.
         template = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
@@ -496,3 +502,84 @@ def test_an_erring_expression_refuses_as_failure_policy_fail(documents):
         "spec": {},
     }
     assert refusals(broken, namespace("vision"), documents)
+
+
+PLAIN_POOL = {
+    "machineType": "g2-standard-8",
+    "acceleratorType": "nvidia-l4",
+    "acceleratorCount": 1,
+    "maxNodes": 1,
+}
+
+
+def tcpxo_pod(namespace: str, **changes: Any) -> dict[str, Any]:
+    """A pod of GKE's TCPXO example as the Job controller makes it on the pool `mega`."""
+    sidecar = container(
+        name="tcpxo-daemon",
+        restartPolicy="Always",
+        securityContext={"capabilities": {"add": ["NET_ADMIN", "NET_BIND_SERVICE"]}},
+    )
+    spec = {
+        "nodeSelector": {"cloud.google.com/gke-nodepool": "mega"},
+        "initContainers": [sidecar],
+        "volumes": [
+            {"name": "libraries", "hostPath": {"path": "/home/kubernetes/bin/nvidia/lib64"}},
+            {"name": "sys", "hostPath": {"path": "/sys"}},
+            {"name": "proc-sys", "hostPath": {"path": "/proc/sys"}},
+        ],
+        "metadata": {"name": "p", "namespace": namespace, "ownerReferences": JOB_OWNER},
+    }
+    return pod(**{**spec, **changes})
+
+
+@pytest.fixture(scope="module")
+def gpu_documents() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    graph = build_graph(
+        with_mega_pool(
+            gpuPools=[{**PLAIN_POOL, "name": "plain"}],
+            teams=[{"name": "vision", "gpuDirectPods": True}, {"name": "speech"}],
+        )
+    )
+    return registered(graph)
+
+
+def gpu_namespace(name: str, *, gpu_direct: bool) -> dict[str, Any]:
+    ns = namespace(name)
+    if gpu_direct:
+        ns["metadata"]["labels"][admission.GPU_DIRECT_LABEL] = "true"
+    return ns
+
+
+def test_gpu_direct_pods_only_on_fast_path_pools_of_an_opted_in_team(gpu_documents):
+    vision = gpu_namespace("vision", gpu_direct=True)
+    assert refusals(tcpxo_pod("vision"), vision, gpu_documents) == []
+    # The same pod in a team that did not opt in, on a pool without GPU NICs, or not made by
+    # the Job controller (so not Kueue's), is held to baseline.
+    speech = gpu_namespace("speech", gpu_direct=False)
+    assert {
+        r.message.split(" (")[0] for r in refusals(tcpxo_pod("speech"), speech, gpu_documents)
+    } == {
+        "hostPath volumes are not allowed",
+        "capabilities beyond the baseline set are not allowed",
+    }
+    plain = tcpxo_pod("vision", nodeSelector={"cloud.google.com/gke-nodepool": "plain"})
+    assert len(refusals(plain, vision, gpu_documents)) == 2
+    orphan = tcpxo_pod("vision")
+    del orphan["metadata"]["ownerReferences"]
+    assert len(refusals(orphan, vision, gpu_documents)) == 2
+    # Only GKE's paths and NET_ADMIN: the node's root or another capability stays refused.
+    root = tcpxo_pod("vision", volumes=[{"name": "root", "hostPath": {"path": "/"}}])
+    assert [r.message for r in refusals(root, vision, gpu_documents)] == [
+        next(c.message for c in admission.policies([])[0].checks if "hostPath" in c.message)
+    ]
+    sys_admin = tcpxo_pod(
+        "vision",
+        initContainers=[
+            container(name="d", securityContext={"capabilities": {"add": ["SYS_ADMIN"]}})
+        ],
+    )
+    assert len(refusals(sys_admin, vision, gpu_documents)) == 1
+    privileged = tcpxo_pod(
+        "vision", initContainers=[container(name="d", securityContext={"privileged": True})]
+    )
+    assert len(refusals(privileged, vision, gpu_documents)) == 1

@@ -10,7 +10,7 @@ import pytest
 
 from stacks.loading import parse
 from stacks.messages import ConfigError
-from tests.conftest import build_graph, with_config
+from tests.conftest import build_graph, with_config, with_mega_pool
 
 
 def problems(**overrides: Any) -> dict[str, str]:
@@ -191,24 +191,51 @@ def test_the_escape_hatch_accepts_an_unlisted_flex_start_zone():
     assert parse(raw, "test").tpu_slices[0].zone == "us-central1-b"
 
 
-@pytest.mark.parametrize(
-    ("accelerator", "region", "zone"),
-    [("tpu7x-8", "us-central1", "us-central1-c"), ("v4-8", "us-central2", "us-central2-b")],
-)
-def test_families_without_flex_start_are_refused_even_with_the_escape_hatch(
-    accelerator: str, region: str, zone: str
-):
+def test_v4_has_no_flex_start_even_with_the_escape_hatch():
+    # GKE "About flex-start": "TPU v3 and v4 are not supported".
     found = problems(
-        **{"gcp:region": region, "gcp:zone": zone},
+        **{"gcp:region": "us-central2", "gcp:zone": "us-central2-b"},
         tpuSlices=[
             {
                 "name": "f",
-                "accelerator": accelerator,
+                "accelerator": "v4-8",
                 "provisioning": "flex-start",
                 "allowUnlistedZone": True,
             }
         ],
     )
     message = found["ai-infra:tpuSlices[0].provisioning"]
-    assert "GKE offers no flex-start for" in message
-    assert message.endswith("(v5litepod, v5p, v6e)")
+    assert "GKE offers no flex-start for v4" in message
+    assert message.endswith("(v5litepod, v5p, v6e, tpu7x)")
+
+
+def test_tpu7x_flex_start_where_cluster_toolkit_runs_it_and_elsewhere_with_the_hatch():
+    def slices(zone: str, **hatch: bool) -> dict[str, object]:
+        entry = {"name": "f", "accelerator": "tpu7x-16", "provisioning": "flex-start"}
+        return {
+            "gcp:region": "us-central1",
+            "gcp:zone": zone,
+            "tpuSlices": [{**entry, **hatch}],
+        }
+
+    parse(with_config(**slices("us-central1-c")), "test")
+    found = problems(**slices("us-central1-ai1a"))
+    assert (
+        "GKE offers flex-start tpu7x in us-central1-c, not us-central1-ai1a"
+        in (found["ai-infra:tpuSlices[0].zone"])
+    )
+    parse(with_config(**slices("us-central1-ai1a", allowUnlistedZone=True)), "test")
+
+
+def test_gpu_direct_pods_needs_a_fast_path_pool_and_not_restricted():
+    found = problems(teams=[{"name": "a", "gpuDirectPods": True}])
+    assert "no gpuPools entry is built on its fast path" in found["ai-infra:teams[0].gpuDirectPods"]
+    with pytest.raises(ConfigError) as error:
+        parse(
+            with_mega_pool(
+                teams=[{"name": "a", "gpuDirectPods": True, "podSecurity": "restricted"}]
+            ),
+            "test",
+        )
+    found = dict(error.value.rendered)
+    assert "restricted level refuses host paths" in found["ai-infra:teams[0].gpuDirectPods"]

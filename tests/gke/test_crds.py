@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.gke.kueue import CHARTS
-from tests.crd_schema import CRDS, validate
+from workload.schemas import CRDS, validate
 
 
 def test_crd_folders_match_the_pinned_charts():

@@ -25,11 +25,11 @@ from plan.engine import REPO_ROOT, Graph, load_stack_config
 from plan.netpol import Pod, connects
 from stacks.loading import parse
 from tests.conftest import build_graph
-from tests.crd_schema import validate
-from tests.gke.chart_facts import CONTROL_PLANE_CALLS
-from tests.gke.rbac import allowed
 from tests.gke.test_kueue import nominal, objects_of
 from tests.test_docs import examples
+from workload.chart_facts import CONTROL_PLANE_CALLS
+from workload.rbac import allowed
+from workload.schemas import validate
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GKE_TPU_TAINT = {"key": TPU_TAINT_KEY, "value": "present", "effect": "NoSchedule"}
@@ -115,12 +115,18 @@ def submit(day: Day) -> tuple[str, dict[str, Any], dict[str, Any]]:
     flavor = flavors[fitting[0]]
     # Quota: its own nominal, or what the cohort can lend (nothing else runs yet).
     own = nominal(cluster_queue)[fitting[0]][TPU_RESOURCE]
+    cohort = cluster_queue["spec"].get("cohortName")
     lendable = sum(
-        nominal(q)[fitting[0]][TPU_RESOURCE] for q in objects_of(graph, "ClusterQueue").values()
+        nominal(q).get(fitting[0], {}).get(TPU_RESOURCE, 0)
+        for q in objects_of(graph, "ClusterQueue").values()
+        if cohort is not None and q["spec"].get("cohortName") == cohort
     )
-    lendable += (
-        nominal(objects_of(graph, "Cohort")["ai-infra"]).get(fitting[0], {}).get(TPU_RESOURCE, 0)
-    )
+    if cohort is None:
+        lendable = own  # a queue outside any cohort has only its own quota
+    else:
+        lendable += (
+            nominal(objects_of(graph, "Cohort")[cohort]).get(fitting[0], {}).get(TPU_RESOURCE, 0)
+        )
     assert request <= lendable, f"{request} chips exceed everything the cohort has"
     admitted = copy.deepcopy(pod)
     admitted["nodeSelector"] = {**pod.get("nodeSelector", {}), **flavor["spec"]["nodeLabels"]}
@@ -317,18 +323,16 @@ def test_research_runs_on_its_flex_start_slices_in_prod(prod: Graph):
         assert not lands_on(pod, pool), "only nodes made for this request"
 
 
-# The provisioner example, with its research team given a group.
+# The provisioner example of docs/tpu-provisioner.md.
 
 
 def test_the_provisioned_example_is_admitted_on_the_shape_the_provisioner_creates():
-    raw = copy.deepcopy(examples()["provisioner"].config)
-    raw["ai-infra:cluster"]["rbacSecurityGroup"] = "gke-security-groups@example.com"
-    raw["ai-infra:teams"][0]["groups"] = ["ml-research@example.com"]
+    raw = examples()["provisioner"].config
     config = parse(raw, "provisioner")
     graph = build_graph(raw, stack="provisioner")
     jobset = yaml.safe_load((REPO_ROOT / "examples" / "provisioned-jobset.yaml").read_text())
     queue, flavor, pod = submit(Day(graph, {"ml-research@example.com"}, jobset))
-    assert (queue, flavor["name"]) == ("research", "v5p-32")
+    assert (queue, flavor["name"]) == ("research-provisioned", "v5p-32-provisioned")
     ((_, replicas, per_replica),) = _pods(jobset)
     shape = config.tpu_provisioner.shapes()["v5p-32"]
     assert flavor["own"] % shape.chips == 0 and flavor["own"] >= replicas * shape.chips
@@ -340,9 +344,20 @@ def test_the_provisioned_example_is_admitted_on_the_shape_the_provisioner_create
         chips *= int(dim)
     assert -(-chips // 4) == per_replica == shape.hosts
     assert f"ct5p-hightpu-{_chips(pod)}t" == shape.machine_type
+    # The pool's labels: the pod's own selectors outside cloud.google.com/ and google.com/,
+    # and the JobSet it was made for (gke.go nodePoolForPod at 6789e2a).
     created = {
-        "labels": {**shape.node_labels, NODE_POOL_LABEL: "v5p-finetune-abcde"},
+        "labels": {
+            **shape.node_labels,
+            NODE_POOL_LABEL: "v5p-finetune-abcde",
+            "ai-infra/capacity": "provisioned",
+            "google.com/tpu-provisioner-jobset-name": "v5p-finetune",
+            "google.com/tpu-provisioner-jobset-namespace": "research",
+        },
         "taints": [GKE_TPU_TAINT],
     }
     assert lands_on(pod, created)
+    # A pool the controller keeps for another JobSet (suspended, say) never takes these pods.
+    other = {**created["labels"], "google.com/tpu-provisioner-jobset-name": "older-job"}
+    assert not lands_on(pod, {**created, "labels": other})
     reachable_by_control_plane(graph)

@@ -19,6 +19,7 @@ from plan.cli import main as plan_main
 from plan.cli import mtu_changes
 from plan.diff import Op, diff
 from plan.engine import Graph, list_stacks, load_stack_config, record_program
+from stacks import environment
 from stacks.config import StackConfig
 from stacks.environment import diff_notices
 from stacks.loading import parse
@@ -115,7 +116,7 @@ def test_the_diff_prints_the_mtu_notice(tmp_path: Path, capsys):
 
     base = write("base", stack(network={"mtu": 1460}))
     edited = write("edited", stack())
-    assert plan_main([str(edited), "--base", str(base)]) == 0
+    assert plan_main([str(edited), "--base", str(base)]) == 2
     out = capsys.readouterr().out
     assert "~ Network network-vpc" in out
     assert "    mtu: 1460 → 8896" in out
@@ -315,6 +316,63 @@ def test_provisioner_hosts_count_against_the_node_network():
     assert "64 nodes" in message and "the TPU provisioner's pools" in message
 
 
+def explicitly(quota: dict[str, int], network: str, subnet: str, **dcn: Any) -> dict[str, Any]:
+    """The provisioner naming a node network itself, as `tpuProvisioner.additionalNodeNetworks`
+    does."""
+    raw = provisioner(quota, **dcn)
+    raw["ai-infra:tpuProvisioner"]["additionalNodeNetworks"] = [
+        {"network": network, "subnetwork": subnet}
+    ]
+    return raw
+
+
+def test_naming_the_stacks_own_node_network_is_checked_as_the_default_path():
+    # 20 v6e-256 slices are 1280 hosts; a /22 holds 1020.
+    small = {"additionalNodeNetworks": [{"name": "dcn-1", "subnetCidr": "10.200.0.0/22"}]}
+    raw = explicitly({"v6e-256": 20}, "ai-test-dcn-1-vpc", "ai-test-dcn-1-subnet", **small)
+    with pytest.raises(ConfigError) as raised:
+        parse(raw, "test")
+    message = dict(raised.value.rendered)["ai-infra:network.additionalNodeNetworks[0].subnetCidr"]
+    assert "1020 usable addresses, but 1280 nodes can attach to dcn-1" in message
+    # Within capacity it is the stack's network: counted, and its pod network objects built.
+    raw = explicitly({"v6e-16": 2}, "ai-test-dcn-1-vpc", "ai-test-dcn-1-subnet")
+    assert parse(raw, "test").gke.node_network_users() == {
+        "dcn-1": [("the TPU provisioner's pools", 8)]
+    }
+    assert build_graph(raw).named("pod-networks-dcn-1").inputs["metadata"] == {"name": "dcn-1"}
+
+
+def test_naming_the_stacks_node_network_for_shapes_without_a_second_nic_is_refused():
+    raw = explicitly({"v5p-16": 1}, "ai-test-dcn-1-vpc", "ai-test-dcn-1-subnet")
+    raw["ai-infra:tpuProvisioner"]["zone"] = "us-east5-a"
+    with pytest.raises(ConfigError) as raised:
+        parse(raw, "test")
+    message = dict(raised.value.rendered)["ai-infra:tpuProvisioner.additionalNodeNetworks[0]"]
+    assert message.startswith("the controller gives every pool it creates this NIC, and v5p-16")
+    assert "additional node networks are for v6e and tpu7x only" in message
+
+
+def test_naming_a_node_network_vpc_with_another_subnet_is_refused():
+    raw = explicitly({"v6e-16": 1}, "ai-test-dcn-1-vpc", "elsewhere")
+    with pytest.raises(ConfigError) as raised:
+        parse(raw, "test")
+    path = "ai-infra:tpuProvisioner.additionalNodeNetworks[0].subnetwork"
+    assert "whose only subnet is 'ai-test-dcn-1-subnet'" in dict(raised.value.rendered)[path]
+
+
+def test_a_node_network_no_pool_uses_is_a_warning():
+    # v5p takes no node network, so dcn-1 serves nothing.
+    config = parse(
+        with_config(tpuSlices=[{"name": "p", "accelerator": "v5p-16"}], network=DCN), "test"
+    )
+    (line,) = environment.warnings(config)
+    assert line.startswith(
+        "ai-infra:network.additionalNodeNetworks[0]: no TPU slice or TPU provisioner pool "
+        "attaches to dcn-1"
+    )
+    assert environment.warnings(parse(stack(network=DCN), "test")) == []
+
+
 def test_an_existing_vpc_named_like_a_node_network_vpc_is_refused():
     graph, error = record_program(
         with_config(network={"existingVpc": "ai-test-dcn-1-vpc", **DCN}),
@@ -373,7 +431,7 @@ def test_the_json_diff_carries_the_notices(tmp_path: Path, capsys):
     base.write_text(yaml.safe_dump({"config": stack(network={"mtu": 1500})}))
     edited = tmp_path / "Pulumi.edited.yaml"
     edited.write_text(yaml.safe_dump({"config": stack()}))
-    assert plan_main([str(edited), "--base", str(base), "--json"]) == 0
+    assert plan_main([str(edited), "--base", str(base), "--json"]) == 2
     document = json.loads(capsys.readouterr().out)
     (notice,) = document["diff"]["notices"]
     assert notice.startswith("MTU 1500 -> 8896 updates ")

@@ -85,6 +85,8 @@ def test_gpu_pools_on_capacity_the_machine_is_not_sold_as_are_refused(
         "acceleratorType": gpu,
         "acceleratorCount": count,
         "diskType": "hyperdisk-balanced",
+        # Capacity alone: the GPU NICs of a3-ultragpu-8g are tests/gke/test_gpu_fast_path.py's.
+        "gpuDirect": False,
     }
     for provisioning in refused:
         named = {"reservation": "gpu-reservation"} if provisioning == "reservation" else {}

@@ -12,7 +12,7 @@ from components.gke.quota import tpu_flavor_name
 from plan.engine import Graph, list_stacks, load_stack_config
 from stacks.loading import parse
 from tests.conftest import build_graph, with_config
-from tests.crd_schema import validate
+from workload.schemas import validate
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 # us-central1 offers every family: v5p and v5e in -a, v6e in -b, tpu7x in -c.
@@ -402,3 +402,27 @@ def test_fresh_dev_stack_critical_path():
 
 def objects_of_type(graph: Graph, kind: str) -> list[str]:
     return [r.urn for r in graph if r.type == f"kubernetes:{KUEUE}:{kind}"]
+
+
+def test_wait_for_pods_ready_is_explicit_and_outlasts_a_provisioned_slice(mixed):
+    """Kueue 0.19 turns waitForPodsReady on at 30 minutes when the config omits it; the
+    program sets every field, with room for the provisioner's 30-minute node-pool wait."""
+    values = mixed.named("batch-kueue").inputs["values"]
+    manager = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    ready = manager["waitForPodsReady"]
+    # The json names of Kueue's WaitForPodsReady and RequeuingStrategy (v0.19.2).
+    assert set(ready) == {"timeout", "blockAdmission", "recoveryTimeout", "requeuingStrategy"}
+    assert set(ready["requeuingStrategy"]) == {
+        "timestamp",
+        "backoffLimitCount",
+        "backoffBaseSeconds",
+        "backoffMaxSeconds",
+    }
+    minutes = int(ready["timeout"].removesuffix("m"))
+    assert minutes > 30  # the provisioner's waitForGkeOp
+    assert ready["recoveryTimeout"] == ready["timeout"]
+    assert ready["blockAdmission"] is False
+    strategy = ready["requeuingStrategy"]
+    assert strategy["timestamp"] == "Eviction"
+    assert 0 < strategy["backoffLimitCount"] < 10
+    assert strategy["backoffBaseSeconds"] <= strategy["backoffMaxSeconds"]

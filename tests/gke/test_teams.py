@@ -11,7 +11,7 @@ from plan.engine import run_program
 from plan.netpol import Pod, connects, egress_allowed
 from stacks.loading import parse
 from stacks.messages import ConfigError
-from tests.conftest import build_graph, with_config
+from tests.conftest import build_graph, with_config, with_mega_pool
 
 TEAMS = dict(
     cluster={"rbacSecurityGroup": "gke-security-groups@example.com"},
@@ -60,6 +60,14 @@ def test_a_host_network_team_enforces_baseline_by_policy_not_by_pod_security_adm
     assert "pod-security.kubernetes.io/enforce" not in labels
     assert labels["pod-security.kubernetes.io/warn"] == "baseline"
     assert labels["ai-infra/tpu-host-network"] == "true"
+
+
+def test_a_gpu_direct_team_enforces_baseline_by_policy_too():
+    graph = build_graph(with_mega_pool(teams=[{"name": "vision", "gpuDirectPods": True}]))
+    labels = graph.named("team-vision-namespace").inputs["metadata"]["labels"]
+    assert "pod-security.kubernetes.io/enforce" not in labels
+    assert labels["pod-security.kubernetes.io/audit"] == "baseline"
+    assert labels["ai-infra/gpu-direct-pods"] == "true"
 
 
 def test_team_identity_is_bound_both_ways(graph):

@@ -15,16 +15,18 @@ from pydantic import ValidationError
 
 from components import gke
 from components.gke.config import TpuProvisionerConfig
+from components.gke.quota import tpu_node
 from components.tpu_catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, resolve
 from components.types import is_digest_pinned
 from plan.cli import main as plan_main
 from plan.engine import REPO_ROOT, Graph, record_program
+from stacks import environment
 from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
-from tests.crd_schema import validate
-from tests.gke.test_kueue import nominal, objects_of
+from tests.gke.test_kueue import kueue_objects, nominal, objects_of
 from tests.test_docs import examples
+from workload.schemas import validate
 
 DIGEST = "sha256:" + "ab" * 32
 IMAGE = f"us-docker.pkg.dev/test-project/images/tpu-provisioner@{DIGEST}"
@@ -593,19 +595,52 @@ def test_plan_shows_image_zone_and_node_service_account(tmp_path: Path, capsys):
     )
 
 
-# Kueue: provisioner-created capacity as quota on the shared shape flavors.
+# Kueue: provisioner-created capacity as flavors of its own, in queues outside the cohort.
 
 
-def test_provisioner_capacity_joins_the_flavor_of_its_shape(graph):
+def test_provisioner_capacity_is_its_own_flavor_in_queues_that_never_borrow_or_lend(graph):
     flavors = objects_of(graph, "ResourceFlavor")
-    assert sorted(flavors) == ["cpu", "v5p-32"]
+    assert sorted(flavors) == ["cpu", "v5p-32", "v5p-32-provisioned"]
     assert flavors["v5p-32"]["spec"]["nodeLabels"] == resolve("v5p-32").node_labels
+    # The controller copies this selector onto the pool it creates (gke.go nodePoolForPod),
+    # and fixed v5p-32 pools carry another capacity label.
+    assert flavors["v5p-32-provisioned"]["spec"]["nodeLabels"] == {
+        **resolve("v5p-32").node_labels,
+        "ai-infra/capacity": "provisioned",
+    }
     queues = objects_of(graph, "ClusterQueue")
-    # Up to four provisioned slices (64 chips) split evenly, two each; the one fixed v5p-32
-    # slice (16 chips) does not divide in two, so the cohort holds it.
-    assert nominal(queues["research"])["v5p-32"][TPU_RESOURCE] == 32
-    assert nominal(queues["applied"])["v5p-32"][TPU_RESOURCE] == 32
-    assert nominal(objects_of(graph, "Cohort")["ai-infra"])["v5p-32"][TPU_RESOURCE] == 16
+    assert sorted(queues) == ["applied", "applied-provisioned", "research", "research-provisioned"]
+    # Up to four provisioned slices (64 chips) split evenly, two each, each team's in a queue
+    # outside the cohort that preempts nothing; the one fixed v5p-32 slice (16 chips) does
+    # not divide in two, so the cohort holds it.
+    for team in ("research", "applied"):
+        own = queues[f"{team}-provisioned"]
+        assert nominal(own)["v5p-32-provisioned"][TPU_RESOURCE] == 32
+        assert "v5p-32" not in nominal(own)
+        assert "cohortName" not in own["spec"]
+        assert own["spec"]["preemption"] == {
+            "reclaimWithinCohort": "Never",
+            "withinClusterQueue": "Never",
+        }
+        assert own["spec"]["namespaceSelector"] == {
+            "matchLabels": {"kubernetes.io/metadata.name": team}
+        }
+        # The CPU of the eight hosts behind its two slices.
+        assert int(nominal(own)["cpu"]["cpu"]) == 8 * tpu_node(resolve("v5p-32")).cpu_millis // 1000
+        shared = nominal(queues[team])
+        assert "v5p-32-provisioned" not in shared and shared["v5p-32"][TPU_RESOURCE] == 0
+    cohort = nominal(objects_of(graph, "Cohort")["ai-infra"])
+    assert cohort["v5p-32"][TPU_RESOURCE] == 16 and "v5p-32-provisioned" not in cohort
+    local = {
+        (q["metadata"]["namespace"], q["metadata"]["name"]): q["spec"]["clusterQueue"]
+        for q in objects_of_kind(graph, "LocalQueue")
+    }
+    assert local[("research", "research-provisioned")] == "research-provisioned"
+    assert local[("research", "default")] == "research"
+
+
+def objects_of_kind(graph: Graph, kind: str) -> list[dict[str, Any]]:
+    return [o for _, o in kueue_objects(graph) if o["kind"] == kind]
 
 
 def test_a_shape_only_the_provisioner_creates_gets_its_flavor(build):
@@ -617,19 +652,50 @@ def test_a_shape_only_the_provisioner_creates_gets_its_flavor(build):
         ],
     )
     flavors = objects_of(graph, "ResourceFlavor")
-    assert flavors["v6e-16"]["spec"]["nodeLabels"] == {
+    assert flavors["v6e-16-provisioned"]["spec"]["nodeLabels"] == {
         ACCELERATOR_LABEL: "tpu-v6e-slice",
         TOPOLOGY_LABEL: "4x4",
+        "ai-infra/capacity": "provisioned",
     }
-    assert flavors["v6e-16"]["spec"]["tolerations"] == [
+    assert flavors["v6e-16-provisioned"]["spec"]["tolerations"] == [
         {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
     ]
     queues = objects_of(graph, "ClusterQueue")
     # One of the two 16-chip slices named, the other to applied.
-    assert nominal(queues["research"])["v6e-16"][TPU_RESOURCE] == 16
-    assert nominal(queues["applied"])["v6e-16"][TPU_RESOURCE] == 16
+    assert nominal(queues["research-provisioned"])["v6e-16-provisioned"][TPU_RESOURCE] == 16
+    assert nominal(queues["applied-provisioned"])["v6e-16-provisioned"][TPU_RESOURCE] == 16
     pools = {r.inputs["name"] for r in graph.of_type("gcp:container/nodePool:NodePool")}
     assert pools == {"cpu", "system"}, "only the CPU and system pools"
+
+
+def test_a_team_named_like_another_teams_provisioner_queue_is_refused():
+    found = problems(
+        **enabled(quota={"v5p-32": 2}),
+        teams=[{"name": "research"}, {"name": "research-provisioned"}],
+    )
+    assert "ai-infra:teams[1].name" in found
+    assert "research's queue for provisioner-created slices" in found["ai-infra:teams[1].name"]
+
+
+def test_provisioner_capacity_no_team_receives_is_a_warning():
+    # Three slices between two teams without shares: one each, the third with the cohort,
+    # which no provisioner queue borrows from.
+    config = parse(
+        with_config(**enabled(quota={"v5p-32": 3}), teams=[{"name": "a"}, {"name": "b"}]),
+        "test",
+    )
+    (line,) = [w for w in environment.warnings(config) if "tpuProvisioner" in w.split(":")[1]]
+    assert line.startswith("ai-infra:tpuProvisioner.quota.v5p-32: 16 of its 48 chips")
+
+
+def test_no_release_channel_is_warned_about_with_what_the_provisioner_needs():
+    config = parse(with_config(**enabled(quota={"v5p-32": 2}), teams=[{"name": "a"}]), "test")
+    (line,) = environment.warnings(config)
+    assert line.startswith(
+        "ai-infra:cluster.releaseChannel: NONE is deprecated by GKE: only existing customers "
+        "may set it, and on 2027-06-14 GKE enrolls such clusters in the Stable channel."
+    )
+    assert "creates its pools with auto-upgrade off, which GKE refuses on a channel" in line
 
 
 def test_flex_start_tpu_slices_are_refused_beside_the_provisioner():
@@ -680,20 +746,29 @@ def test_example_jobset_is_what_the_provisioner_acts_on_through_the_team_queue()
     selector = pod["nodeSelector"]
     (accelerator,) = config.tpu_provisioner.quota
     shape = resolve(accelerator)
-    # The controller acts on a pod that selects the GKE TPU labels and requests google.com/tpu.
-    assert selector == shape.node_labels
+    # The controller acts on a pod that selects the GKE TPU labels and requests google.com/tpu;
+    # the pod selects the pools it creates for this JobSet alone.
+    assert selector == {
+        **shape.node_labels,
+        "ai-infra/capacity": "provisioned",
+        "google.com/tpu-provisioner-jobset-name": jobset["metadata"]["name"],
+        "google.com/tpu-provisioner-jobset-namespace": namespace,
+    }
     (container,) = pod["containers"]
     assert container["resources"]["requests"][TPU_RESOURCE] == shape.chips_per_host
     assert job["template"]["spec"]["parallelism"] == shape.hosts
     assert job["template"]["spec"]["completions"] == shape.hosts
     assert job["replicas"] <= config.tpu_provisioner.quota[accelerator]
-    # Kueue has quota for the whole JobSet on the flavor those labels select.
+    # Kueue has quota for the whole JobSet on the one flavor of its queue those labels select.
+    queue = objects_of(graph, "ClusterQueue")[local_queue["spec"]["clusterQueue"]]
+    flavors = objects_of(graph, "ResourceFlavor")
     (flavor,) = [
         name
-        for name, f in objects_of(graph, "ResourceFlavor").items()
-        if f["spec"].get("nodeLabels") == selector
+        for name in nominal(queue)
+        if flavors[name]["spec"].get("nodeLabels")
+        and flavors[name]["spec"]["nodeLabels"].items() <= selector.items()
     ]
-    queue = objects_of(graph, "ClusterQueue")[local_queue["spec"]["clusterQueue"]]
+    assert flavor == "v5p-32-provisioned"
     assert nominal(queue)[flavor][TPU_RESOURCE] >= job["replicas"] * shape.chips
     assert pod["serviceAccountName"] == next(
         t.service_account for t in config.teams if t.name == namespace
@@ -734,7 +809,7 @@ def test_enabling_the_provisioner_adds_only_its_own_resources():
     }
 
 
-def test_provisioner_quota_changes_only_the_queues():
+def test_provisioner_quota_adds_its_flavor_and_queues_and_changes_only_the_controller():
     base = {
         **enabled(),
         "tpuSlices": [{"name": "train", "accelerator": "v5p-32"}],
@@ -749,14 +824,16 @@ def test_provisioner_quota_changes_only_the_queues():
     )
     old = {r.urn: r for r in before}
     new = {r.urn: r for r in after}
-    assert set(old) == set(new)
+    assert set(old) <= set(new)
+    assert {new[u].name for u in set(new) - set(old)} == {
+        "queues-flavor-v5p-32-provisioned",
+        "team-research-provisioned-cluster-queue",
+        "team-research-provisioned-local-queue",
+    }
     changed = {new[u].name for u in old if old[u].inputs != new[u].inputs}
     # The new setting reaches the controller: the pod template's digest of its config moves.
-    assert changed == {
-        "team-research-cluster-queue",
-        "tpu-provisioner-config",
-        "tpu-provisioner-deployment",
-    }
+    # The team's shared queue keeps its fixed v5p-32 slice.
+    assert changed == {"tpu-provisioner-config", "tpu-provisioner-deployment"}
     data = after.named("tpu-provisioner-config").inputs["data"]
     assert data["GCP_NODE_DISK_TYPE"] == "pd-balanced"
     template = after.named("tpu-provisioner-deployment").inputs["spec"]["template"]
@@ -770,8 +847,9 @@ def test_provisioner_quota_changes_only_the_queues():
         **after.named("tpu-provisioner-deployment").inputs["spec"],
         "template": None,
     }
-    queue = nominal(objects_of(after, "ClusterQueue")["research"])
-    assert queue["v5p-32"][TPU_RESOURCE] == 16 + 2 * 16
+    queues = objects_of(after, "ClusterQueue")
+    assert nominal(queues["research"])["v5p-32"][TPU_RESOURCE] == 16
+    assert nominal(queues["research-provisioned"])["v5p-32-provisioned"][TPU_RESOURCE] == 2 * 16
 
 
 # Bad input the controller or GKE would trip on, refused before anything registers.
@@ -925,6 +1003,7 @@ def test_the_plan_says_what_the_provisioner_may_create_and_whose_policies_it_use
         with_config(
             **{"gcp:region": "us-central1", "gcp:zone": "us-central1-c"},
             **enabled(quota={"tpu7x-128": 2}, createWorkloadPolicies=False),
+            teams=[{"name": "a"}],
         ),
         "test",
     )
@@ -935,6 +1014,11 @@ def test_the_plan_says_what_the_provisioner_may_create_and_whose_policies_it_use
         "cannot test)",
         f"  zone us-central1-c, nodes run as {NODES}, 15 pods per node, forceOnDemand true",
         "  up to 2 x tpu7x-128 (16 x tpu7x-standard-4t, 64 chips) = 128 chips",
+        "  billing bound: 2 x tpu7x-128 running (the teams' provisioner queues, which never "
+        "borrow, lend or preempt), plus one idle slice per JobSet that Kueue evicted for pods "
+        "not ready in 45 minutes and has not yet readmitted, and per JobSet deactivated or "
+        "suspended by hand, until it is deleted (the controller keeps a pool until its JobSet "
+        "is gone, completed or failed)",
         "  workload policies tpu-provisioner-<topology>: another stack's in this project and "
         "region (createWorkloadPolicies: false)",
     ]

@@ -323,9 +323,11 @@ def test_every_tpu_pool_carries_its_host_maintenance_interval_and_no_other_pool_
         assert "hostMaintenancePolicy" not in graph.named(other).inputs["nodeConfig"]
 
 
-def test_a_switch_between_none_and_a_channel_replaces_every_tpu_pool(build):
-    # The provider sends the hold only on create: the switch must replace the slices' pools,
-    # and the offline diff says so. The CPU and GPU pools keep upgrading and are untouched.
+def test_a_switch_to_a_channel_replaces_every_tpu_pool_and_a_switch_to_none_none(build):
+    # The provider sends the hold only on create: adding it must replace the slices' pools,
+    # and the offline diff says so. Without auto-upgrade the hold does nothing, so a switch to
+    # NONE keeps it (ignore_changes) and only turns auto-upgrade off in place. The CPU and GPU
+    # pools keep upgrading and are untouched.
     config = dict(
         tpuSlices=[
             {"name": "multi", "accelerator": "v5p-16"},
@@ -335,16 +337,25 @@ def test_a_switch_between_none_and_a_channel_replaces_every_tpu_pool(build):
     )
     none = build(cluster={"releaseChannel": "NONE"}, **config)
     regular = build(cluster={"releaseChannel": "REGULAR"}, **config)
-    for before, after in ((none, regular), (regular, none)):
-        changes = {c.resource.name: c for c in diff(before, after) if not c.is_component}
-        replaced = {name for name, c in changes.items() if c.op is Op.REPLACE}
-        assert replaced == {"tpu-multi-0", "tpu-single-pool"}
-        for name in replaced:
-            hold = [c for c in changes[name].changes if c.path[0] == "maintenancePolicies"]
-            assert hold and all(c.replaces for c in hold), name
-            assert after.named(name).delete_before_replace, name
-        assert set(changes) == replaced | {"gke-cluster"}
-        assert changes["gke-cluster"].op is Op.UPDATE
+    pools = {"tpu-multi-0", "tpu-single-pool"}
+
+    changes = {c.resource.name: c for c in diff(none, regular) if not c.is_component}
+    assert {name for name, c in changes.items() if c.op is Op.REPLACE} == pools
+    for name in pools:
+        hold = [c for c in changes[name].changes if c.path[0] == "maintenancePolicies"]
+        assert hold and all(c.replaces for c in hold), name
+        assert regular.named(name).delete_before_replace, name
+    assert set(changes) == pools | {"gke-cluster"}
+
+    changes = {c.resource.name: c for c in diff(regular, none) if not c.is_component}
+    assert set(changes) == pools | {"gke-cluster"}
+    for name in pools:
+        assert changes[name].op is Op.UPDATE, name
+        assert [(c.rendered_path, c.old, c.new) for c in changes[name].changes] == [
+            ("management.autoUpgrade", True, False)
+        ]
+        assert none.named(name).ignore_changes == ("maintenancePolicies",)
+    assert changes["gke-cluster"].op is Op.UPDATE
 
 
 def test_the_plan_says_how_tpu_pools_upgrade_and_what_a_switch_does():

@@ -137,19 +137,19 @@ def test_no_slices_removes_pools_and_flavors_and_leaves_the_rest_untouched():
         "queues-flavor-v5p-16",
         "queues-flavor-v6e-16",
     }
-    # The queues lose their TPU resource group, the cohort its only one, and the pod security
-    # policy the TPU accelerators hostNetwork may pin; nothing else changed.
+    # The queues and the cohort lose their TPU resource group (the cpu group stays, its
+    # quota with the nodes gone), and the pod security policy the TPU accelerators hostNetwork
+    # may pin; nothing else changed.
     assert names(changed) == {
         "team-red-cluster-queue",
         "team-blue-cluster-queue",
         "queues-cohort",
         "tenancy-ai-infra-team-pod-security",
     }
-    for queue in ("team-red-cluster-queue", "team-blue-cluster-queue"):
+    for queue in ("team-red-cluster-queue", "team-blue-cluster-queue", "queues-cohort"):
         ((path, (old, new)),) = paths(d, queue).items()
         assert path == "spec.resourceGroups[1]" and new is ABSENT, queue
         assert [f["name"] for f in old["flavors"]] == ["v5p-16", "v6e-16"], queue
-    assert list(paths(d, "queues-cohort")) == ["spec.resourceGroups"]
     for kept in (
         "gke-cluster",
         "gke-cpu",
@@ -176,11 +176,8 @@ def test_resizing_a_slice_touches_only_its_pool_and_flavor():
         "team-blue-cluster-queue",
         "queues-cohort",
     }
-    for queue in ("team-red-cluster-queue", "team-blue-cluster-queue"):
+    for queue in ("team-red-cluster-queue", "team-blue-cluster-queue", "queues-cohort"):
         assert paths(d, queue) == {"spec.resourceGroups[1].flavors[1].name": ("v6e-16", "v6e-32")}
-    assert paths(d, "queues-cohort") == {
-        "spec.resourceGroups[0].flavors[1].name": ("v6e-16", "v6e-32")
-    }
     assert paths(d, "tpu-b-0") == {
         "nodeCount": (4, 8),
         "placementPolicy.tpuTopology": ("4x4", "4x8"),

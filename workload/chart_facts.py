@@ -1,6 +1,7 @@
 """Facts about what the pinned charts install, recorded from their templates (not copied), for
-tests that check the program against them: which ClusterRoles exist with which labels, rules
-and aggregation, and which webhooks and APIServices the control plane calls on which pod port.
+the workload command's RBAC check and the tests that check the program against them: which
+ClusterRoles exist with which labels, rules and aggregation, and which webhooks and APIServices
+the control plane calls on which pod port.
 
 Sources, as the program installs them (release name = chart name, so `<fullname>` is `kueue`
 or `jobset`, charts' _helpers.tpl):

@@ -1,6 +1,7 @@
 """Validate rendered Kubernetes objects against upstream CRD schemas, strictly: like
 server-side apply, a field the schema does not define is an error. The CRDs live in
-`tests/crds/<project>-v<version>/` (see the README there)."""
+`workload/crds/<project>-v<version>/` (see the README there); the workload command checks its
+JobSets against them, and the tests every Kueue object the program renders."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import yaml
 
 from plan.engine import REPO_ROOT
 
-CRDS = REPO_ROOT / "tests" / "crds"
+CRDS = REPO_ROOT / "workload" / "crds"
 
 
 def _strict(schema: Any) -> Any:

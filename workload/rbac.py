@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from plan.engine import Graph
-from tests.gke.chart_facts import CLUSTER_ROLES, Rule
-
-RBAC = "kubernetes:rbac.authorization.k8s.io/v1"
+from graph import types
+from graph.model import Graph
+from workload.chart_facts import CLUSTER_ROLES, Rule
 
 
 def _rendered_rules(rules: list[dict[str, Any]]) -> list[Rule]:
@@ -27,7 +26,7 @@ def cluster_role_rules(graph: Graph, name: str) -> list[Rule]:
     """The effective rules of ClusterRole `name`, rendered by the program or recorded from a
     chart; a role nobody creates is an error, not an empty grant."""
     rendered = [
-        r for r in graph.of_type(f"{RBAC}:ClusterRole") if r.inputs["metadata"]["name"] == name
+        r for r in graph.of_type(types.CLUSTER_ROLE) if r.inputs["metadata"]["name"] == name
     ]
     if rendered:
         return _rendered_rules(rendered[0].inputs.get("rules", []))
@@ -67,11 +66,11 @@ def allowed(
     """Whether a user in `groups` may `verb` `resource` of API `group` in `namespace` (None:
     cluster-scoped), through the bindings the program renders."""
     rules: list[Rule] = []
-    for binding in graph.of_type(f"{RBAC}:ClusterRoleBinding"):
+    for binding in graph.of_type(types.CLUSTER_ROLE_BINDING):
         if _subject_matches(binding.inputs["subjects"], groups):
             rules += cluster_role_rules(graph, binding.inputs["roleRef"]["name"])
     if namespace is not None:
-        for binding in graph.of_type(f"{RBAC}:RoleBinding"):
+        for binding in graph.of_type(types.ROLE_BINDING):
             meta = binding.inputs["metadata"]
             if meta["namespace"] != namespace:
                 continue
@@ -83,7 +82,7 @@ def allowed(
             else:
                 (role,) = [
                     r
-                    for r in graph.of_type(f"{RBAC}:Role")
+                    for r in graph.of_type(types.ROLE)
                     if (r.inputs["metadata"]["name"], r.inputs["metadata"].get("namespace"))
                     == (ref["name"], namespace)
                 ]
