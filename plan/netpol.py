@@ -34,6 +34,19 @@ class Graph(Protocol):
 
 
 TYPE = types.NETWORK_POLICY
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def network(text: object) -> Network | None:
+    """An address range, or None where there is none to read: a Filestore share's range is an
+    output, which the policy pack sees only once the share exists (under `pulumi preview` it
+    is unknown, or absent from a new resource's properties). A range written with host bits
+    (`10.1.2.3/0`) is read as the range it covers, not as none: the firewall and NetworkPolicy
+    APIs are not this reader, and `no-internet-ingress` must see such a /0."""
+    try:
+        return ipaddress.ip_network(str(text), strict=False)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -62,10 +75,11 @@ def _peer_matches(peer_rule: dict[str, Any], policy_namespace: str, peer: Peer) 
         if not isinstance(peer, str):
             return False  # ipBlock is for addresses outside the cluster
         block = peer_rule["ipBlock"]
-        address = ipaddress.ip_network(peer)
-        if not address.subnet_of(ipaddress.ip_network(block["cidr"])):  # type: ignore[arg-type]
+        address, allowed = network(peer), network(block["cidr"])
+        if address is None or allowed is None or not address.subnet_of(allowed):  # type: ignore[arg-type]
             return False
-        return not any(address.overlaps(ipaddress.ip_network(c)) for c in block.get("except", []))
+        excepted = (network(c) for c in block.get("except", []))
+        return not any(e is None or address.overlaps(e) for e in excepted)
     if isinstance(peer, str):
         return False
     if "namespaceSelector" in peer_rule:

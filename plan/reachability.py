@@ -14,13 +14,12 @@ pack all call `matrix()`.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from graph import types
-from plan.netpol import Graph, Pod, rule_ports
+from plan.netpol import Graph, Pod, network, rule_ports
 
 IAP_RANGE = "35.235.240.0/20"
 """Identity-Aware Proxy's TCP forwarding range (components/network.py states it too; this
@@ -160,7 +159,8 @@ def _last(link: Any) -> str:
 
 
 def _overlaps(a: str, b: str) -> bool:
-    return bool(a and b) and ipaddress.ip_network(a).overlaps(ipaddress.ip_network(b))
+    first, second = network(a), network(b)
+    return first is not None and second is not None and first.overlaps(second)
 
 
 def _rules(graph: Graph) -> list[_Rule]:

@@ -7,13 +7,13 @@ registered, never the config.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from graph import types
 from plan import reachability
+from plan.netpol import network
 
 BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
 AUTHORITATIVE_IAM = ("iAMBinding:", "iAMPolicy:")
@@ -136,7 +136,8 @@ def no_internet_ingress(resources: Sequence[Resource]) -> list[Violation]:
         if not r.inputs.get("allows"):
             continue
         for cidr in r.inputs.get("sourceRanges") or []:
-            if ipaddress.ip_network(cidr).prefixlen == 0:
+            source = network(cidr)
+            if source is not None and source.prefixlen == 0:
                 found.append(Violation(r.urn, f"admits {cidr}: the whole internet"))
     return found
 

@@ -514,8 +514,8 @@ def _provisioner_lines(config: GkeConfig) -> list[str]:
     provisioner = config.tpu_provisioner
     lines = [
         f"  IAM: custom role {custom_role_id(config.context.prefix)} on cluster "
-        f"{config.cluster_name} only (an IAM condition on the resource name, which GKE is "
-        "documented to recognise and this plan cannot test)",
+        f"{config.cluster_name} in {config.location} only (an IAM condition on the resource "
+        "name in each form GKE may give it, which this plan cannot test)",
         f"  zone {config.provisioner_zone}, nodes run as "
         f"{config.provisioner_node_service_account}, {PROVISIONER_MAX_PODS_PER_NODE} pods per "
         f"node, forceOnDemand {str(provisioner.force_on_demand).lower()}",

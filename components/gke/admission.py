@@ -25,7 +25,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import tpu_catalog
+from components import gpu_catalog, tpu_catalog
 from components.gke.gpu_direct import TRANSPORTS
 
 TEAM_LABEL = "ai-infra/team"
@@ -45,10 +45,14 @@ PROVISIONER_ANNOTATIONS = "tpu-provisioner.cloud.google.com/"
 service account and copied labels (internal/cloud/common.go and gke.go at 6789e2a)."""
 ACCELERATOR_TAINTS = (
     tpu_catalog.TPU_TAINT_KEY,
-    "nvidia.com/gpu",
+    gpu_catalog.GPU_RESOURCE,
     "cloud.google.com/gke-queued",
 )
 """Taints on TPU, GPU and flex-start nodes, which only Kueue's flavors add to a pod."""
+ACCELERATOR_RESOURCES = (tpu_catalog.TPU_RESOURCE, gpu_catalog.GPU_RESOURCE)
+"""Chips a pod requests: only Kueue-managed pods may, or a Deployment's pending TPU pod
+would have the provisioner create node pools outside every queue (creation_controller.go at
+6789e2a reconciles any unschedulable pod that requests them, whoever owns it)."""
 BASELINE_CAPABILITIES = (
     "AUDIT_WRITE",
     "CHOWN",
@@ -76,8 +80,18 @@ SAFE_SYSCTLS = (
     "net.ipv4.tcp_fin_timeout",
     "net.ipv4.tcp_keepalive_intvl",
     "net.ipv4.tcp_keepalive_probes",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
 )
-"""The baseline level's safe sysctls (Pod Security Standards, up to Kubernetes 1.32)."""
+"""The baseline level's safe sysctls as of Kubernetes 1.32 (pod-security-admission v0.34.0
+policy/check_sysctls.go; tcp_rmem and tcp_wmem joined at 1.32, and a kubelet older than that
+refuses them itself)."""
+SELINUX_TYPES = ("", "container_t", "container_init_t", "container_kvm_t", "container_engine_t")
+"""The SELinux types the baseline level allows (check_seLinuxOptions.go, 1.31 and later)."""
+APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
+"""The deprecated per-container AppArmor annotation, which the baseline level still reads:
+`runtime/default` or `localhost/<profile>` only (check_appArmorProfile.go)."""
+
 GPU_DIRECT_HOST_PATHS = tuple(sorted({p for t in TRANSPORTS.values() for _, p in t.volumes}))
 """The host paths GKE's GPUDirect-TCPX, TCPXO and RDMA pods mount (gpu_direct.TRANSPORTS)."""
 GPU_DIRECT_CAPABILITIES = tuple(
@@ -87,6 +101,13 @@ GPU_DIRECT_CAPABILITIES = tuple(
     )
 )
 """What the TCPX/TCPXO receive daemon adds beyond baseline (NET_ADMIN)."""
+
+
+_CHANGES_SPEC = "request.operation != 'UPDATE' || object.spec != oldObject.spec"
+"""An update is judged only when it changes what the checks read, as Pod Security Admission
+ignores pod updates that leave the spec alone: the Job controller removing its finalizer from
+a pod admitted under an older policy (a slice since removed, tpuHostNetwork since turned off),
+or the garbage collector orphaning it, must not be refused."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +125,8 @@ class Policy:
     """(API group, resource) pairs it sees on CREATE and UPDATE."""
     checks: tuple[Check, ...]
     variables: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    conditions: tuple[tuple[str, str], ...] = (("creates-or-changes-the-spec", _CHANGES_SPEC),)
+    """matchConditions (name, expression): which requests it judges at all."""
 
 
 # A pod's specs and metadata, whatever the object: a Pod, a Job's template, each replicated
@@ -120,12 +143,19 @@ _METAS = (
     "object.spec.replicatedJobs.map(r, has(r.template.spec.template.metadata) ? "
     "r.template.spec.template.metadata : {})"
 )
-_CONTAINERS = (
-    "variables.specs.map(s, "
-    "(has(s.containers) ? s.containers : []) + "
-    "(has(s.initContainers) ? s.initContainers : []) + "
-    "(has(s.ephemeralContainers) ? s.ephemeralContainers : []))"
-)
+
+
+def _containers_of(spec: str) -> str:
+    """Every container of a pod spec, init and ephemeral ones included, as Pod Security
+    Admission visits them (policy/visitor.go)."""
+    return (
+        f"(has({spec}.containers) ? {spec}.containers : []) + "
+        f"(has({spec}.initContainers) ? {spec}.initContainers : []) + "
+        f"(has({spec}.ephemeralContainers) ? {spec}.ephemeralContainers : [])"
+    )
+
+
+_CONTAINERS = f"variables.specs.map(s, {_containers_of('s')})"
 _KUEUE_MANAGED = (
     "object.kind != 'Pod' || (has(object.metadata.ownerReferences) && "
     "object.metadata.ownerReferences.exists(o, o.apiVersion == 'batch/v1' && "
@@ -134,6 +164,9 @@ _KUEUE_MANAGED = (
 """A Job or JobSet in a team namespace is Kueue's (managedJobsNamespaceSelector), and so is
 a pod the Job controller made for one; a pod of any other owner, or of none, is not."""
 WORKLOADS = (("", "pods"), ("batch", "jobs"), ("jobset.x-k8s.io", "jobsets"))
+EPHEMERAL_CONTAINERS = ("", "pods/ephemeralcontainers")
+"""The subresource `kubectl debug` adds containers through: a rule for `pods` does not match
+it, and the ephemeral container is judged like any other."""
 
 
 def _all_containers(condition: str) -> str:
@@ -146,6 +179,38 @@ def _all_specs(condition: str) -> str:
 
 def _quoted(values: Sequence[str]) -> str:
     return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
+def _selinux(context: str) -> str:
+    """A security context's SELinux options as the baseline level allows them."""
+    options = f"{context}.seLinuxOptions"
+    return (
+        f"!has({options}) || (!has({options}.user) && !has({options}.role) && "
+        f"(!has({options}.type) || {options}.type in {_quoted(SELINUX_TYPES)}))"
+    )
+
+
+def _no_host_process(context: str) -> str:
+    options = f"{context}.windowsOptions"
+    return f"!has({options}) || !has({options}.hostProcess) || !{options}.hostProcess"
+
+
+def _no_probe_host(c: str) -> str:
+    """No probe or lifecycle handler of container `c` sets `host` (check_hostProbesAndhost
+    Lifecycle.go): httpGet and tcpSocket only, as that check reads them."""
+    handlers = [f"{c}.{p}" for p in ("livenessProbe", "readinessProbe", "startupProbe")]
+    handlers += [f"{c}.lifecycle.{h}" for h in ("postStart", "preStop")]
+    clauses = []
+    for handler in handlers:
+        parent = handler.rsplit(".", 1)[0]
+        guard = f"!has({handler})" if parent == c else f"!has({parent}) || !has({handler})"
+        hosts = " && ".join(
+            f"(!has({handler}.{kind}) || !has({handler}.{kind}.host) || "
+            f"{handler}.{kind}.host == '')"
+            for kind in ("httpGet", "tcpSocket")
+        )
+        clauses.append(f"({guard} || ({hosts}))")
+    return " && ".join(clauses)
 
 
 def _labelled(label: str) -> str:
@@ -199,11 +264,13 @@ def _pod_security(tpu_accelerators: Sequence[str], gpu_direct_pools: Sequence[st
             ),
             "privileged containers are not allowed (Pod Security baseline)",
         ),
+        # A host-network pod's ports are host ports: the API server defaults hostPort to
+        # containerPort for them (pkg/apis/core/v1/defaults.go), before admission.
         Check(
-            "variables.specs.all(s, has(s.hostNetwork) && s.hostNetwork || "
-            "[(has(s.containers) ? s.containers : []), "
-            "(has(s.initContainers) ? s.initContainers : [])].all(cs, cs.all(c, "
-            "!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))))",
+            _all_specs(
+                f"has(s.hostNetwork) && s.hostNetwork || ({_containers_of('s')}).all(c, "
+                "!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))"
+            ),
             "hostPort is not allowed (Pod Security baseline)",
         ),
         Check(
@@ -252,33 +319,39 @@ def _pod_security(tpu_accelerators: Sequence[str], gpu_direct_pools: Sequence[st
             "AppArmor profile Unconfined is not allowed (Pod Security baseline)",
         ),
         Check(
-            "variables.specs.all(s, !has(s.securityContext) || "
-            "!has(s.securityContext.seLinuxOptions) || "
-            "(!has(s.securityContext.seLinuxOptions.user) && "
-            "!has(s.securityContext.seLinuxOptions.role))) && "
-            + _all_containers(
-                f"!{security} || !has(c.securityContext.seLinuxOptions) || "
-                "(!has(c.securityContext.seLinuxOptions.user) && "
-                "!has(c.securityContext.seLinuxOptions.role))"
-            ),
-            "SELinux user and role may not be set (Pod Security baseline)",
+            _all_specs(f"!has(s.securityContext) || {_selinux('s.securityContext')}")
+            + " && "
+            + _all_containers(f"!{security} || {_selinux('c.securityContext')}"),
+            "SELinux user and role may not be set, and the type only to "
+            f"{', '.join(t for t in SELINUX_TYPES if t)} (Pod Security baseline)",
         ),
         Check(
-            _all_containers(
-                f"!{security} || !has(c.securityContext.windowsOptions) || "
-                "!has(c.securityContext.windowsOptions.hostProcess) || "
-                "!c.securityContext.windowsOptions.hostProcess"
-            ),
+            _all_specs(f"!has(s.securityContext) || {_no_host_process('s.securityContext')}")
+            + " && "
+            + _all_containers(f"!{security} || {_no_host_process('c.securityContext')}"),
             "Windows host processes are not allowed (Pod Security baseline)",
+        ),
+        Check(
+            "variables.metas.all(m, !has(m.annotations) || m.annotations.all(k, "
+            f"!k.startsWith('{APPARMOR_ANNOTATION}') || m.annotations[k] == '' || "
+            "m.annotations[k] == 'runtime/default' || m.annotations[k].startsWith('localhost/')))",
+            "AppArmor annotations may name runtime/default or localhost/ profiles only "
+            "(Pod Security baseline)",
+        ),
+        Check(
+            _all_containers(_no_probe_host("c")),
+            "probes and lifecycle hooks may not name a host: the kubelet would connect there "
+            "from the node (Pod Security baseline, 1.34)",
         ),
     )
     return Policy(
         "ai-infra-team-pod-security",
-        WORKLOADS,
+        (*WORKLOADS, EPHEMERAL_CONTAINERS),
         checks,
         (
             ("specs", _SPECS),
             ("containers", _CONTAINERS),
+            ("metas", _METAS),
             ("gpuDirect", _gpu_direct(gpu_direct_pools)),
         ),
     )
@@ -309,12 +382,71 @@ def _scheduling() -> Policy:
                 "or JobSet in a LocalQueue",
             ),
             Check(
+                f"({_KUEUE_MANAGED}) || "
+                + _all_containers(
+                    "!has(c.resources) || "
+                    + " && ".join(
+                        f"(!has(c.resources.{kind}) || c.resources.{kind}.all(r, "
+                        f"!(r in {_quoted(ACCELERATOR_RESOURCES)})))"
+                        for kind in ("requests", "limits")
+                    )
+                ),
+                "TPU and GPU chips go to Kueue-managed pods only: run it as a Job or JobSet "
+                "in a LocalQueue",
+            ),
+            Check(
+                "object.kind != 'Pod' || !has(object.spec.tolerations) || "
+                "!object.spec.tolerations.exists(t, has(t.key) && "
+                f"t.key in {_quoted(ACCELERATOR_TAINTS)}) || "
+                "variables.containers.exists(cs, cs.exists(c, has(c.resources) && ("
+                + " || ".join(
+                    f"(has(c.resources.{kind}) && c.resources.{kind}.exists(r, "
+                    f"r in {_quoted(ACCELERATOR_RESOURCES)}))"
+                    for kind in ("requests", "limits")
+                )
+                + ")))",
+                "a pod that tolerates TPU, GPU or flex-start taints must request their chips: "
+                "Kueue admits a chipless pod on CPU quota alone, and it would take room on "
+                "accelerator hosts, another team's slice included",
+            ),
+            Check(
                 _all_specs("!has(s.nodeName) || s.nodeName == ''"),
                 "nodeName bypasses the scheduler and the nodes' taints; use a nodeSelector",
             ),
+            Check(
+                "object.kind != 'Job' || !has(object.metadata.ownerReferences) || "
+                f"request.userInfo.username == '{_jobset_controller()}' || "
+                "object.metadata.ownerReferences.all(o, !(o.kind in ['Job', 'JobSet']) || "
+                "(request.operation == 'UPDATE' && has(oldObject.metadata.ownerReferences) && "
+                "o in oldObject.metadata.ownerReferences))",
+                "only the JobSet controller makes a JobSet's Jobs, and no Job is another "
+                "Job's: Kueue leaves a child to its owner's admission, so a Job claiming one "
+                "would run outside the queue",
+            ),
         ),
-        (("specs", _SPECS),),
+        (("specs", _SPECS), ("containers", _CONTAINERS)),
+        (
+            (
+                "creates-or-changes-the-spec-or-a-jobs-owners",
+                f"{_CHANGES_SPEC} || object.kind == 'Job' && "
+                "(has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []) "
+                "!= (has(oldObject.metadata.ownerReferences) ? "
+                "oldObject.metadata.ownerReferences : [])",
+            ),
+        ),
     )
+
+
+def _jobset_controller() -> str:
+    """The user the JobSet controller acts as. Kueue treats a Job whose controller is a
+    JobSet, or a Job (batch/job is an enabled integration too, and a Job is never top-level:
+    integrationmanager.go getJobTypeForOwner), as that owner's child, suspended only while the
+    owner is not admitted, and
+    leaves "same-namespace ownership spoofing" out of its scope (jobframework/reconciler.go
+    FindAncestorJobManagedByKueue, v0.19.2)."""
+    from components.gke.kueue import JOBSET_CONTROLLER  # kueue.py imports this module
+
+    return JOBSET_CONTROLLER
 
 
 def _annotations() -> Policy:
@@ -330,6 +462,14 @@ def _annotations() -> Policy:
             ),
         ),
         (("metas", _METAS),),
+        (
+            (
+                "creates-or-changes-the-spec-or-annotations",
+                f"{_CHANGES_SPEC} || "
+                "(has(object.metadata.annotations) ? object.metadata.annotations : {}) != "
+                "(has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {})",
+            ),
+        ),
     )
 
 
@@ -376,6 +516,7 @@ def manifest(policy: Policy) -> dict[str, Any]:
                     for group, resource in policy.resources
                 ]
             },
+            "matchConditions": [{"name": n, "expression": e} for n, e in policy.conditions],
             "variables": [{"name": n, "expression": e} for n, e in policy.variables],
             "validations": [
                 {"expression": c.expression, "message": c.message} for c in policy.checks
@@ -421,6 +562,10 @@ def register(name: str, policy: Policy, opts: pulumi.ResourceOptions) -> list[pu
                     for r in spec["matchConstraints"]["resourceRules"]
                 ]
             ),
+            match_conditions=[
+                v1.MatchConditionArgs(name=c["name"], expression=c["expression"])
+                for c in spec["matchConditions"]
+            ],
             variables=[
                 v1.VariableArgs(name=v["name"], expression=v["expression"])
                 for v in spec["variables"]
@@ -474,7 +619,8 @@ def _env() -> Any:
 
     return cel.NewEnv(
         variables={
-            name: cel.Type.DYN for name in ("object", "oldObject", "namespaceObject", "variables")
+            name: cel.Type.DYN
+            for name in ("object", "oldObject", "namespaceObject", "request", "variables")
         }
     )
 
@@ -508,11 +654,21 @@ def refusals(
     obj: Mapping[str, Any],
     namespace: Mapping[str, Any],
     documents: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+    *,
+    old: Mapping[str, Any] | None = None,
+    subresource: str = "",
+    user: str = "member@example.com",
 ) -> list[Refusal]:
     """What the API server would refuse of `obj` (a Pod, Job, JobSet or DaemonSet, as a
-    manifest) on create in `namespace` (the Namespace object), under `documents`: (policy,
-    binding) manifests, as `manifest` renders them or as a plan registered them. Only the
-    policies this module writes are understood: resource rules, a namespace selector, Deny."""
+    manifest) on create in `namespace` (the Namespace object), or on update from `old`, under
+    `documents`: (policy, binding) manifests, as `manifest` renders them or as a plan
+    registered them; with `subresource` (`ephemeralcontainers`), an update through it; `user`
+    makes the request (a team member; `kueue.JOBSET_CONTROLLER` for a JobSet's Jobs). Only
+    the policies this module writes are understood: resource rules, match conditions, a
+    namespace selector, Deny."""
+    if subresource and old is None:
+        raise ValueError("a write through a subresource is an update: pass `old`")
+    request = {"operation": "CREATE" if old is None else "UPDATE", "userInfo": {"username": user}}
     kind = obj.get("kind", "")
     resource = _RESOURCES.get(kind)
     labels = (namespace.get("metadata") or {}).get("labels") or {}
@@ -520,13 +676,26 @@ def refusals(
     for policy, binding in documents:
         spec = policy["spec"]
         rules = spec["matchConstraints"]["resourceRules"]
-        if resource is None or not any(
-            resource[0] in r["apiGroups"] and resource[1] in r["resources"] for r in rules
-        ):
+        if resource is None:
+            continue
+        name = f"{resource[1]}/{subresource}" if subresource else resource[1]
+        if not any(resource[0] in r["apiGroups"] and name in r["resources"] for r in rules):
             continue
         if not _namespace_selected(binding, labels):
             continue
-        data: dict[str, Any] = {"object": obj, "namespaceObject": namespace, "oldObject": None}
+        data: dict[str, Any] = {
+            "object": obj,
+            "namespaceObject": namespace,
+            "oldObject": old,
+            "request": request,
+        }
+        conditions = [_evaluate(c["expression"], data) for c in spec.get("matchConditions", [])]
+        if False in conditions:
+            continue
+        if None in conditions:
+            # An erring condition under failurePolicy Fail refuses the request.
+            found.append(Refusal(policy["metadata"]["name"], "a match condition failed"))
+            continue
         variables: dict[str, Any] = {}
         for variable in spec.get("variables") or []:
             variables[variable["name"]] = _evaluate(

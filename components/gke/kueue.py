@@ -62,6 +62,12 @@ CHARTS: dict[str, Chart] = {
     ),
 }
 """The one place chart versions are pinned."""
+JOBSET_CONTROLLER = (
+    f"system:serviceaccount:{CHARTS['jobset'].namespace}:{CHARTS['jobset'].name}-controller"
+)
+"""The user the JobSet controller acts as: the chart's service account is `<fullname>
+-controller` (jobset v0.12.0 charts/jobset/templates/controller/_helpers.tpl), fullname the
+release name, which contains the chart name (_helpers.tpl)."""
 BATCH_USER_ROLE = f"{CHARTS['kueue'].name}-batch-user-role"
 """Kueue's ClusterRole for people who submit jobs: it aggregates every role labelled
 `rbac.kueue.x-k8s.io/batch-user`, among them JobSet create/delete/update, which neither chart

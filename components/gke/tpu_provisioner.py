@@ -113,21 +113,28 @@ deletes clusters. container.clusters.update still lets it change any node pool o
 (GKE has no per-pool permission); `cluster_condition` holds the grant to this stack's cluster."""
 
 
-def cluster_condition(cluster: str) -> gcp.projects.IAMMemberConditionArgs:
+def cluster_condition(cluster: str, location: str) -> gcp.projects.IAMMemberConditionArgs:
     """The custom role holds on the stack's own cluster only: any resource under
-    `.../clusters/<cluster>` (the cluster and its node pools, whichever GKE checks the
-    permission on), or under no cluster at all (`.../operations/<id>`, which the controller
-    polls). IAM documents container.googleapis.com among the services that recognise resource
-    attributes ("Resource attributes for IAM Conditions"); this has not been run against GKE
-    here, so the plan and docs/tpu-provisioner.md say so. Without it, container.clusters.update
-    reaches every cluster of the project."""
-    under = f"/clusters/{cluster}"
+    `<location>/clusters/<cluster>` (the cluster and its node pools, whichever GKE checks the
+    permission on), under `clusters/<cluster>` named with no location, or under no cluster at
+    all (`.../operations/<id>`, which the controller polls, and a request that names no
+    resource). The controller addresses `projects/P/locations/L/clusters/C/...`
+    (internal/cloud/gke_context.go), IAM's "Full resource names" gives a GKE cluster
+    as `projects/P/clusters/C` and "Resource attributes for IAM Conditions" lists
+    container.googleapis.com: which form GKE hands the condition is not documented, so each
+    is granted (a condition that denies the only form GKE uses would stop the provisioner
+    silently), and a cluster of the same name in another location is not. This has not been
+    run against GKE here, so the plan and docs/tpu-provisioner.md say so. Without it,
+    container.clusters.update reaches every cluster of the project."""
+    here, anywhere = f"/{location}/clusters/{cluster}", f"/clusters/{cluster}"
+    unlocated = '!resource.name.contains("/locations/") && !resource.name.contains("/zones/")'
     return gcp.projects.IAMMemberConditionArgs(
         title=f"Only cluster {cluster}",
-        description="Node pools of this stack's cluster, and operations",
+        description=f"Node pools of this stack's cluster in {location}, and operations",
         expression=(
-            f'!resource.name.contains("/clusters/") || resource.name.endsWith("{under}") || '
-            f'resource.name.contains("{under}/")'
+            f'!resource.name.contains("/clusters/") || resource.name.endsWith("{here}") || '
+            f'resource.name.contains("{here}/") || ({unlocated} && '
+            f'(resource.name.endsWith("{anywhere}") || resource.name.contains("{anywhere}/")))'
         ),
     )
 
@@ -265,7 +272,7 @@ class TpuProvisioner(Component):
             permissions=PERMISSIONS,
             member=self.identity.member,
             depends_on=[self.identity.identity.account],
-            condition=cluster_condition(gke.cluster_name),
+            condition=cluster_condition(gke.cluster_name, gke.location),
         )
         # Setting a service account on nodes takes Service Account User on that account
         # (cloud.google.com/iam/docs/roles-permissions/container); granted there, not on the

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.gke.kueue import BATCH_USER_ROLE, CHARTS
+from components.gke.kueue import BATCH_USER_ROLE, CHARTS, JOBSET_CONTROLLER
 from plan.engine import Graph
 from tests.conftest import build_graph, with_config
 from tests.gke.test_teams import TEAMS
@@ -33,6 +33,12 @@ def test_the_batch_user_role_is_the_one_the_kueue_chart_installs():
     assert CHARTS["kueue"].name == "kueue"
     assert BATCH_USER_ROLE == "kueue-batch-user-role"
     assert CLUSTER_ROLES[BATCH_USER_ROLE].aggregates == "rbac.kueue.x-k8s.io/batch-user"
+
+
+def test_the_jobset_controller_is_the_user_the_jobset_chart_runs_it_as():
+    # charts/jobset/templates/controller/_helpers.tpl at v0.12.0: `<fullname>-controller`,
+    # in the release's namespace; the admission policies let only it make a JobSet's Jobs.
+    assert JOBSET_CONTROLLER == "system:serviceaccount:jobset-system:jobset-controller"
 
 
 def test_edit_alone_cannot_create_jobsets(graph: Graph):

@@ -13,6 +13,7 @@ import yaml
 
 from components.gke import admission
 from components.gke.admission import HOST_NETWORK_LABEL, TEAM_LABEL, refusals
+from components.gke.kueue import JOBSET_CONTROLLER
 from components.tpu_catalog import ACCELERATOR_LABEL, TPU_TAINT_KEY
 from plan.engine import REPO_ROOT, Graph, load_stack_config
 from tests.conftest import build_graph, with_config, with_mega_pool
@@ -104,10 +105,73 @@ HOSTILE: list[tuple[str, dict[str, Any], str]] = [
         pod(containers=[container(securityContext={"procMount": "Unmasked"})]),
         "procMount",
     ),
+    (
+        "an SELinux type beyond the container ones",
+        pod(securityContext={"seLinuxOptions": {"type": "spc_t"}}),
+        "SELinux",
+    ),
+    (
+        "a container's SELinux type beyond the container ones",
+        pod(containers=[container(securityContext={"seLinuxOptions": {"type": "unconfined_t"}})]),
+        "SELinux",
+    ),
+    (
+        "a pod-level Windows host process",
+        pod(securityContext={"windowsOptions": {"hostProcess": True}}),
+        "Windows",
+    ),
+    (
+        "an unconfined AppArmor annotation",
+        pod(
+            metadata={
+                "name": "p",
+                "namespace": "vision",
+                "annotations": {"container.apparmor.security.beta.kubernetes.io/c": "unconfined"},
+            }
+        ),
+        "AppArmor",
+    ),
+    (
+        "a probe that names a host",
+        pod(
+            containers=[container(livenessProbe={"tcpSocket": {"host": "10.0.0.2", "port": 6817}})]
+        ),
+        "name a host",
+    ),
+    (
+        "a lifecycle hook that names a host",
+        pod(
+            containers=[
+                container(
+                    lifecycle={"preStop": {"httpGet": {"host": "169.254.169.254", "port": 80}}}
+                )
+            ]
+        ),
+        "name a host",
+    ),
     ("TPU toleration without a queue", pod(tolerations=[KUEUE_TOLERATION]), "Kueue-managed"),
     (
         "GPU toleration without a queue",
         pod(tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}]),
+        "Kueue-managed",
+    ),
+    (
+        "TPU chips outside Kueue (a Deployment's pod the provisioner would make a pool for)",
+        pod(
+            containers=[container(resources={"requests": {"google.com/tpu": "4"}})],
+            metadata={
+                "name": "p",
+                "namespace": "vision",
+                "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "u"}
+                ],
+            },
+        ),
+        "Kueue-managed",
+    ),
+    (
+        "GPU chips outside Kueue",
+        pod(containers=[container(resources={"limits": {"nvidia.com/gpu": "1"}})]),
         "Kueue-managed",
     ),
     ("tolerate everything", pod(tolerations=[{"operator": "Exists"}]), "name its taint"),
@@ -163,6 +227,183 @@ def test_the_same_pods_wrapped_in_a_job_are_refused_too(documents, case, obj, wo
     assert refusals(job, namespace("vision"), documents), case
 
 
+def test_what_baseline_allows_is_admitted(documents):
+    allowed = pod(
+        securityContext={
+            "seLinuxOptions": {"type": "container_t", "level": "s0:c1,c2"},
+            "sysctls": [{"name": "net.ipv4.tcp_rmem", "value": "4096 87380 6291456"}],
+        },
+        containers=[
+            container(
+                securityContext={"capabilities": {"add": ["NET_BIND_SERVICE"]}},
+                readinessProbe={"httpGet": {"path": "/healthz", "port": 8080}},
+            )
+        ],
+        metadata={
+            "name": "p",
+            "namespace": "vision",
+            "annotations": {"container.apparmor.security.beta.kubernetes.io/c": "runtime/default"},
+        },
+    )
+    assert refusals(allowed, namespace("vision"), documents) == []
+
+
+def test_an_ephemeral_container_is_judged_like_any_other(documents):
+    # `kubectl debug` writes the pod through pods/ephemeralcontainers, which a rule for pods
+    # does not match.
+    debug = {"name": "debug", "image": "busybox", "securityContext": {"privileged": True}}
+    running = pod(ephemeralContainers=[debug])
+
+    def through_debug() -> list[admission.Refusal]:
+        return refusals(
+            running, namespace("vision"), documents, old=pod(), subresource="ephemeralcontainers"
+        )
+
+    found = through_debug()
+    assert [r.policy for r in found] == ["ai-infra-team-pod-security"]
+    assert "privileged" in found[0].message
+    debug["securityContext"] = {}
+    debug["ports"] = [{"containerPort": 22, "hostPort": 22}]
+    assert [r.message for r in through_debug()] == [
+        "hostPort is not allowed (Pod Security baseline)"
+    ]
+    del debug["ports"]
+    assert through_debug() == []
+
+
+def test_an_update_is_judged_only_when_it_changes_what_the_policies_read(documents):
+    # A host-network pod admitted while its team had tpuHostNetwork, which it no longer has:
+    # the Job controller must still be able to take its finalizer off, as Pod Security
+    # Admission lets a pod update through that leaves the spec alone.
+    admitted = pod(
+        hostNetwork=True,
+        nodeSelector=TPU_SELECTOR,
+        tolerations=[KUEUE_TOLERATION],
+        containers=[container(resources={"limits": {"google.com/tpu": "4"}})],
+        metadata={
+            "name": "p",
+            "namespace": "speech",
+            "ownerReferences": JOB_OWNER,
+            "finalizers": ["batch.kubernetes.io/job-tracking"],
+        },
+    )
+    assert refusals(admitted, namespace("speech", host_network=True), documents) == []
+    opted_out = namespace("speech")
+    assert refusals(admitted, opted_out, documents)
+    finished = copy.deepcopy(admitted)
+    finished["metadata"]["finalizers"] = []
+    assert refusals(finished, opted_out, documents, old=admitted) == []
+    # What the policies read is judged again: a toleration added, annotations for the
+    # provisioner, a suspended Job's template given them.
+    tolerating = copy.deepcopy(admitted)
+    tolerating["spec"]["tolerations"].append({"key": "x", "operator": "Exists"})
+    assert refusals(tolerating, opted_out, documents, old=admitted)
+    plain = pod()
+    annotated = copy.deepcopy(plain)
+    annotated["metadata"]["annotations"] = {
+        "tpu-provisioner.cloud.google.com/node-service-account": "other@p.iam.gserviceaccount.com"
+    }
+    found = refusals(annotated, namespace("vision"), documents, old=plain)
+    assert [r.policy for r in found] == ["ai-infra-team-provisioner-annotations"]
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "vision"},
+        "spec": {"suspend": True, "template": {"metadata": {}, "spec": plain["spec"]}},
+    }
+    steered = copy.deepcopy(job)
+    steered["spec"]["template"]["metadata"] = annotated["metadata"]
+    assert refusals(steered, namespace("vision"), documents, old=job)
+    labelled = copy.deepcopy(plain)
+    labelled["metadata"]["labels"] = {"app": "x"}
+    assert refusals(labelled, namespace("vision"), documents, old=plain) == []
+
+
+def child_job(owner: str = "train") -> dict[str, Any]:
+    """A Job that names a JobSet as its controller, as the JobSet controller makes them."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"{owner}-workers-0",
+            "namespace": "vision",
+            "ownerReferences": [
+                {
+                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet",
+                    "name": owner,
+                    "uid": "admitted-jobset-uid",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {"template": {"spec": pod(tolerations=[KUEUE_TOLERATION])["spec"]}},
+    }
+
+
+def test_only_the_jobset_controller_makes_a_jobsets_jobs(documents):
+    # Kueue runs a JobSet's Job unsuspended once the JobSet is admitted: a member's Job that
+    # claims an admitted JobSet would take free TPU hosts outside the queue.
+    forged = child_job()
+    found = refusals(forged, namespace("vision"), documents)
+    assert [r.policy for r in found] == ["ai-infra-team-scheduling"]
+    assert "JobSet controller" in found[0].message
+    assert refusals(forged, namespace("vision"), documents, user=JOBSET_CONTROLLER) == []
+    # ... nor may a member's own Job be given such an owner afterwards.
+    own = child_job()
+    del own["metadata"]["ownerReferences"]
+    assert refusals(own, namespace("vision"), documents) == []
+    assert refusals(forged, namespace("vision"), documents, old=own)
+    # The owner the controller set stays through other updates (the garbage collector
+    # orphaning it, a member suspending it).
+    suspended = child_job()
+    suspended["spec"]["suspend"] = True
+    assert refusals(suspended, namespace("vision"), documents, old=child_job()) == []
+    assert refusals(own, namespace("vision"), documents, old=child_job()) == []
+
+
+def test_no_job_claims_another_job(documents):
+    # batch/job is a Kueue integration as well: a Job whose controller is the member's
+    # admitted Job is that Job's child to Kueue, run unsuspended beside it, queue or no queue.
+    forged = child_job()
+    forged["metadata"]["ownerReferences"][0].update(
+        {"apiVersion": "batch/v1", "kind": "Job", "uid": "admitted-job-uid"}
+    )
+    found = refusals(forged, namespace("vision"), documents)
+    assert [r.policy for r in found] == ["ai-infra-team-scheduling"]
+    assert "no Job is another Job's" in found[0].message
+    assert refusals(forged, namespace("vision"), documents, user=JOBSET_CONTROLLER) == []
+    # A CronJob's Jobs are Kueue's own top-level Jobs (CronJob is no integration).
+    scheduled = copy.deepcopy(forged)
+    scheduled["metadata"]["ownerReferences"][0].update({"kind": "CronJob"})
+    assert refusals(scheduled, namespace("vision"), documents) == []
+
+
+def test_a_kueue_pod_on_accelerator_hosts_requests_their_chips(documents):
+    # Kueue admits a pod that requests no chips on CPU quota alone (the cpu flavor has no
+    # node labels), so a Job's pod that tolerates the TPU taint and selects a slice's nodes
+    # would sit on TPU hosts, another team's included, and keep their pods off.
+    squatter = pod(
+        nodeSelector=TPU_SELECTOR,
+        tolerations=[KUEUE_TOLERATION],
+        containers=[container(resources={"requests": {"cpu": "8"}})],
+        metadata={"name": "p", "namespace": "vision", "ownerReferences": JOB_OWNER},
+    )
+    found = refusals(squatter, namespace("vision"), documents)
+    assert [r.policy for r in found] == ["ai-infra-team-scheduling"]
+    assert "must request their chips" in found[0].message
+    for kind in ("requests", "limits"):
+        worker = copy.deepcopy(squatter)
+        worker["spec"]["containers"][0]["resources"][kind] = {"google.com/tpu": "4"}
+        assert refusals(worker, namespace("vision"), documents) == [], kind
+    gpu = pod(
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}],
+        initContainers=[container(resources={"limits": {"nvidia.com/gpu": "1"}})],
+        metadata={"name": "p", "namespace": "vision", "ownerReferences": JOB_OWNER},
+    )
+    assert refusals(gpu, namespace("vision"), documents) == []
+
+
 def test_a_plain_pod_and_another_namespace_are_left_alone(documents):
     assert refusals(pod(), namespace("vision"), documents) == []
     outside = {"kind": "Namespace", "metadata": {"name": "kube-system", "labels": {}}}
@@ -175,6 +416,7 @@ def test_host_network_only_for_kueue_pods_on_tpu_slices_of_an_opted_in_team(docu
         dnsPolicy="ClusterFirstWithHostNet",
         nodeSelector=TPU_SELECTOR,
         tolerations=[KUEUE_TOLERATION],
+        containers=[container(resources={"limits": {"google.com/tpu": "4"}})],
         metadata={"name": "p", "namespace": "speech", "ownerReferences": JOB_OWNER},
     )
     assert refusals(kueue_tpu_pod, namespace("speech", host_network=True), documents) == []
@@ -236,6 +478,11 @@ def test_the_example_jobsets_and_their_pods_are_admitted():
             "spec": {**template["spec"], "tolerations": [KUEUE_TOLERATION]},
         }
         assert refusals(admitted, ns, registered(graph)) == [], file
+        # The JobSet's Jobs, which its controller makes once Kueue has admitted it.
+        job = child_job(jobset["metadata"]["name"])
+        job["metadata"]["namespace"] = ns["metadata"]["name"]
+        job["spec"] = copy.deepcopy(jobset["spec"]["replicatedJobs"][0]["template"]["spec"])
+        assert refusals(job, ns, registered(graph), user=JOBSET_CONTROLLER) == [], file
 
 
 def test_the_registered_policies_are_the_manifests_the_offline_check_uses(documents):

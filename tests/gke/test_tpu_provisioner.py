@@ -497,6 +497,51 @@ def test_identity_grants(graph):
     assert namespace.urn in graph.named("tpu-provisioner-identity-service-account").dependencies
 
 
+def _granted(condition: dict[str, Any], name: str) -> bool:
+    """The grant's IAM condition on a resource name, evaluated with a CEL implementation."""
+    from cel_expr_python import cel
+
+    env = cel.NewEnv(variables={"resource": cel.Type.DYN})
+    value = env.compile(condition["expression"]).eval(data={"resource": {"name": name}})
+    assert value.type() == cel.Type.BOOL, value
+    return value.plain_value() is True
+
+
+@pytest.mark.parametrize("regional", [True, False])
+def test_the_role_holds_on_this_cluster_and_its_operations_only(build, regional: bool):
+    # The controller addresses projects/P/locations/L/clusters/C (gke_context.go); the API
+    # also names zonal clusters projects/P/zones/Z/clusters/C, and IAM's "Full resource names"
+    # gives projects/P/clusters/C: each form of this cluster is granted, no other cluster.
+    overrides = enabled(quota={"v5p-32": 4})
+    overrides["cluster"]["regional"] = regional
+    graph = build(**overrides)
+    grant = graph.named("tpu-provisioner-projects-test-project-roles-ai-test-tpu-provisioner")
+    condition = grant.inputs["condition"]
+    location = "us-east5" if regional else "us-east5-a"
+    parent = "locations" if regional else "zones"
+    own = f"projects/test-project/{parent}/{location}/clusters/ai-test-gke"
+    for name in (
+        own,
+        f"{own}/nodePools/tpu-v5p-slice-2x2x4-abc",
+        f"projects/test-project/locations/{location}/clusters/ai-test-gke",
+        f"projects/test-project/locations/{location}/operations/operation-123",
+        "projects/test-project/clusters/ai-test-gke",
+        "projects/test-project/clusters/ai-test-gke/nodePools/tpu-v5p-slice-2x2x4-abc",
+        "",
+    ):
+        assert _granted(condition, name), name
+    for name in (
+        f"projects/test-project/{parent}/{location}/clusters/ai-test-gke-other",
+        f"projects/test-project/{parent}/{location}/clusters/other/nodePools/ai-test-gke",
+        "projects/test-project/locations/europe-west4/clusters/ai-test-gke",
+        "projects/test-project/locations/europe-west4/clusters/ai-test-gke/nodePools/np",
+        "projects/test-project/zones/europe-west4-a/clusters/ai-test-gke",
+        "projects/test-project/clusters/ai-test-gke-other",
+        "projects/test-project/clusters/other/nodePools/ai-test-gke",
+    ):
+        assert not _granted(condition, name), name
+
+
 def test_identity_is_a_child_of_the_provisioner_without_aliases(graph):
     identity = graph.named("tpu-provisioner-identity")
     assert identity.type == "ai-infra:gke:WorkloadIdentity", identity.urn
@@ -964,8 +1009,8 @@ def test_the_plan_says_what_the_provisioner_may_create_and_whose_policies_it_use
     )
     sections = dict(gke.describe(config.gke))
     assert sections["TPU provisioner"] == [
-        "  IAM: custom role ai_test_tpu_provisioner on cluster ai-test-gke only (an IAM "
-        "condition on the resource name, which GKE is documented to recognise and this plan "
+        "  IAM: custom role ai_test_tpu_provisioner on cluster ai-test-gke in us-central1 only "
+        "(an IAM condition on the resource name in each form GKE may give it, which this plan "
         "cannot test)",
         f"  zone us-central1-c, nodes run as {NODES}, 15 pods per node, forceOnDemand true",
         "  up to 2 x tpu7x-128 (16 x tpu7x-standard-4t, 64 chips) = 128 chips",
