@@ -277,15 +277,13 @@ def principals(graph: Graph) -> list[Principal]:
     return found
 
 
-def _share_range(network: Mapping[str, Any]) -> str | None:
+def _share_range(share_network: Mapping[str, Any]) -> str | None:
     """Where a Filestore share's clients reach it: its reserved range, or, where that names a
     private services allocation instead of a range, its address; None when neither is known."""
-    reserved = network.get("reservedIpRange") or ""
-    try:
-        return str(ipaddress.ip_network(reserved))
-    except ValueError:
-        pass
-    addresses = network.get("ipAddresses") or []
+    reserved = network(share_network.get("reservedIpRange") or "")
+    if reserved is not None:
+        return str(reserved)
+    addresses = share_network.get("ipAddresses") or []
     return f"{addresses[0]}/32" if addresses else None
 
 
