@@ -594,16 +594,33 @@ def _partition_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig])
             p.under("partitions", i) for p in _partition_conf_problems(partition.partition_conf)
         ]
         members = [valid[n] for n in partition.nodesets if n in valid]
+        multi_host = [n.name for n in members if n.workers_per_slice > 1]
+        if multi_host and not partition.exclusive:
+            # resume.py group_nodes_bulk cuts the nodes of every non-exclusive job it resumes
+            # together into slices: two jobs' workers would share one TPU slice.
+            found.append(
+                Problem(
+                    ("partitions", i, "exclusive"),
+                    f"a partition of multi-host TPU slices ({', '.join(multi_host)}) is always "
+                    "exclusive: Slurm-GCP cuts the nodes of all non-exclusive jobs it resumes "
+                    "into slices together, so two jobs would share a slice; remove "
+                    "exclusive: false",
+                )
+            )
         if partition.exclusive:
             static = [n for n in partition.nodesets if n in valid and valid[n].node_count_static]
             static += [n for n in partition.nodesets if n in cpu and cpu[n].node_count_static]
             if static:
+                # power_save.c suspends a node flagged POWER_DOWN (PowerDownOnIdle) whether
+                # or not SuspendExcNodes lists it (Slurm 25.11).
+                fix = "nodeCountStatic: 0"
+                if not multi_host:
+                    fix = f"exclusive: false or {fix}"
                 found.append(
                     Problem(
                         ("partitions", i, "exclusive"),
                         f"exclusive partitions power nodes down after each job, so static nodes "
-                        f"of {', '.join(static)} would be deleted; set exclusive: false or "
-                        "nodeCountStatic: 0",
+                        f"of {', '.join(static)} would be deleted; set {fix}",
                     )
                 )
         if len({n.workers_per_slice for n in members}) > 1:

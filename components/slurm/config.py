@@ -457,8 +457,9 @@ class PartitionConfig(ConfigModel):
     nodesets: list[NodesetName] = Field(min_length=1, max_length=32)
     """Nodesets (by name) whose nodes the partition schedules: all CPU or all TPU."""
     exclusive: bool = True
-    """One job per node (`enable_job_exclusive`); Slurm-GCP powers exclusive nodes down when
-    the job ends. TPU partitions are always exclusive."""
+    """Each job gets nodes of its own, which Slurm-GCP powers down when it ends
+    (`enable_job_exclusive`). Partitions of multi-host TPU slices are always exclusive, so
+    that a slice holds one job's workers; on any TPU partition a job has whole nodes."""
     default: bool = False
     """The partition jobs go to without `-p`."""
     partition_conf: dict[ConfKey, ConfValue] = Field(default_factory=dict, max_length=50)

@@ -94,12 +94,50 @@ Lookup.has_block_topology = _ai_infra_no_block_for_tpu
 """On Slurm 25.05 and later conf.py gives each partition `Topology=` by `has_block_topology`,
 which is `all(...)` over the partition's CPU nodesets (util.py), so True for a TPU partition:
 the multi-host slices' workers would be placed by blocks of 18 VMs instead of by the leaf
-switches `add_tpu_nodeset_topology` makes one per slice. Appended to util.py, after the
-pinned file's own hash is verified."""
-ADDITIONS: dict[str, str] = {"util.py": TPU_TREE_TOPOLOGY}
-"""path -> text this program appends to the verified file."""
+switches `add_tpu_nodeset_topology` makes one per slice."""
+TPU_SLICE_ORDER = """
+
+# Added by ai-infra (components/slurm/scripts.py TPU_SLICE_ORDER). resume.py sorts the nodes
+# it resumes as strings (group_nodes_bulk) before it cuts them into slices of `vmcount`, and
+# slurmsync cuts them in the order Slurm lists them, while conf.py's leaf switches hold
+# consecutive indexes: from index 10 on a slice would take workers of two switches. TPU
+# nodes are cut by index // n instead, in index order; anything else as before.
+_ai_infra_chunked = chunked
+
+
+def _ai_infra_tpu_slices(items, n):
+    lkp = _lkp
+    if lkp is None or n < 1 or not items or not all(isinstance(i, str) for i in items):
+        return None
+    try:
+        if not all(lkp.node_is_tpu(i) for i in items):
+            return None
+        keys = {i: (lkp.node_prefix(i), lkp.node_index(i)) for i in items}
+    except Exception:
+        return None
+    slices = {}
+    for item in sorted(items, key=keys.__getitem__):
+        prefix, index = keys[item]
+        slices.setdefault((prefix, index // n), []).append(item)
+    return list(slices.values())
+
+
+def chunked(iterable, n=API_REQ_LIMIT):
+    items = list(iterable)
+    slices = _ai_infra_tpu_slices(items, n)
+    return iter(slices) if slices is not None else _ai_infra_chunked(items, n)
+"""
+"""resume.py (`group_nodes_bulk`: `sorted(set(pn.nodes) & nodes_set)`, `sorted(non_excl)`),
+slurmsync.py (`start_instances`) and conf.py (`add_tpu_nodeset_topology`) all cut a TPU
+nodeset's nodes into slices with util's `chunked(nodes, n=vmcount)`; the first two hand it
+names in string order. Replacing `chunked` in util.py, which the three import, makes every
+slice the nodes of one leaf switch: a whole-slice job on nodes 4-11 of a v4-32 nodeset gets
+{4..7} and {8..11}, not {10, 11, 4, 5} and {6..9}."""
+ADDITIONS: dict[str, str] = {"util.py": TPU_TREE_TOPOLOGY + TPU_SLICE_ORDER}
+"""path -> text this program appends to the verified file, after the pinned file's own hash
+is verified."""
 PATCHED: dict[str, str] = {
-    "util.py": "511847a64561be28fd1e0ff21052a78ba1dc287f0c4dc3603812caa8278f3365",
+    "util.py": "d15b078d70e90cb254979f782761e845622c4f4952daf9516523eb46c743e3e9",
 }
 """path -> sha256 of the pinned file with its addition, checked before it is zipped."""
 CONTROLLER_ONLY = (

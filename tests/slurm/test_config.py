@@ -48,6 +48,7 @@ def cpu(**fields: Any) -> dict[str, Any]:
     )
 
 
+MULTI_HOST: dict[str, Any] = {"name": "v4x32", "nodeType": "v4-32", "nodeCountDynamicMax": 12}
 C0 = "ai-infra:slurm.cpuNodesets[0]"
 N0 = "ai-infra:slurm.tpuNodesets[0]"
 CASES: list[tuple[str, dict[str, Any], str, str]] = [
@@ -488,6 +489,26 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         stack(tpuNodesets=[{**NODESET, "nodeCountStatic": 1}]),
         "ai-infra:slurm.partitions[0].exclusive",
         "exclusive: false",
+    ),
+    (
+        "a partition of multi-host slices shared between jobs",
+        stack(
+            debugPartition=True,
+            tpuNodesets=[MULTI_HOST],
+            partitions=[{"name": "tpu", "nodesets": ["v4x32"], "exclusive": False}],
+        ),
+        "ai-infra:slurm.partitions[0].exclusive",
+        "two jobs would share a slice",
+    ),
+    (
+        "static multi-host slices, which exclusivity would power down",
+        stack(
+            debugPartition=True,
+            tpuNodesets=[{**MULTI_HOST, "nodeCountStatic": 4}],
+            partitions=[{"name": "tpu", "nodesets": ["v4x32"]}],
+        ),
+        "ai-infra:slurm.partitions[0].exclusive",
+        "set nodeCountStatic: 0",
     ),
     (
         "two defaults",

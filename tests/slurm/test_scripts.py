@@ -262,17 +262,54 @@ def test_the_addition_is_checked_against_its_own_pin():
         ScriptsProvider(FakeFetcher(), FakeBucket()).create(props(patched={"util.py": "0" * 64}))
 
 
-def test_the_addition_only_overrides_the_block_topology_of_partitions_without_cpu_nodesets():
-    """The appended text under the scripts' own Python semantics: a stand-in Lookup whose
-    has_block_topology is upstream's all(...) over the partition's CPU nodesets."""
+UTIL_STAND_IN = """
+API_REQ_LIMIT = 2000
+
+
+class Lookup:
+    def has_block_topology(self, partition):
+        return all(n == 'a4x' for n in partition.partition_nodeset)
+
+
+def chunked(iterable, n=API_REQ_LIMIT):
+    items = list(iterable)
+    for start in range(0, len(items), n):
+        yield items[start:start + n]
+"""
+"""The parts of util.py the addition builds on: upstream's has_block_topology is all(...) over
+the partition's CPU nodesets, and chunked cuts an iterable into lists of n."""
+
+
+class StandInLookup:
+    """util.Lookup's node-name parsing for cluster `c`, TPU nodesets `tpu` and `big`."""
+
+    def _parts(self, node: str) -> tuple[str, int]:
+        prefix, _, index = node.rpartition("-")
+        if not prefix.startswith("c-") or not index.isdigit():
+            raise ValueError(f"node name {node} is not valid")
+        return prefix, int(index)
+
+    def node_is_tpu(self, node: str) -> bool:
+        return self._parts(node)[0] in ("c-tpu", "c-big")
+
+    def node_prefix(self, node: str) -> str:
+        return self._parts(node)[0]
+
+    def node_index(self, node: str) -> int:
+        return self._parts(node)[1]
+
+
+def util_with_addition(lookup: object | None = None) -> dict:
+    """The appended text under the scripts' own Python semantics, on the stand-in util."""
     namespace: dict = {}
-    exec(
-        "class Lookup:\n"
-        "    def has_block_topology(self, partition):\n"
-        "        return all(n == 'a4x' for n in partition.partition_nodeset)\n",
-        namespace,
-    )
+    exec(UTIL_STAND_IN, namespace)
+    namespace["_lkp"] = lookup
     exec(ADDITIONS["util.py"], namespace)
+    return namespace
+
+
+def test_the_addition_only_overrides_the_block_topology_of_partitions_without_cpu_nodesets():
+    namespace = util_with_addition()
 
     class Partition:
         def __init__(self, nodesets: list[str]) -> None:
@@ -282,3 +319,36 @@ def test_the_addition_only_overrides_the_block_topology_of_partitions_without_cp
     assert lookup.has_block_topology(Partition([])) is False  # a TPU partition: tree
     assert lookup.has_block_topology(Partition(["a4x"])) is True  # upstream's own answer
     assert lookup.has_block_topology(Partition(["debug"])) is False
+
+
+def tpu(*indexes: int, nodeset: str = "tpu") -> list[str]:
+    return [f"c-{nodeset}-{i}" for i in indexes]
+
+
+def test_tpu_nodes_in_string_order_are_cut_into_the_slices_of_their_leaf_switches():
+    chunked = util_with_addition(StandInLookup())["chunked"]
+    # resume.py's sorted(): a whole-slice job on nodes 4-11 of a v4-32 nodeset (4 per slice).
+    resumed = sorted(tpu(*range(4, 12)))
+    assert resumed[:4] == tpu(10, 11, 4, 5)
+    assert list(chunked(resumed, n=4)) == [tpu(4, 5, 6, 7), tpu(8, 9, 10, 11)]
+    # Two nodesets, as slurmsync lists static nodes: each slice stays in its nodeset.
+    mixed = tpu(9, 8, 1, 0) + tpu(3, 2, nodeset="big")
+    assert list(chunked(mixed, n=2)) == [
+        tpu(2, 3, nodeset="big"),
+        tpu(0, 1),
+        tpu(8, 9),
+    ]
+    # A slice the job holds only part of is never filled up with another slice's nodes.
+    assert list(chunked(tpu(3, 4), n=4)) == [tpu(3), tpu(4)]
+
+
+def test_anything_but_tpu_nodes_is_cut_as_upstream_cuts_it():
+    chunked = util_with_addition(StandInLookup())["chunked"]
+    cpu = ["c-cpu-10", "c-cpu-2", "c-cpu-3"]
+    assert list(chunked(cpu, n=2)) == [["c-cpu-10", "c-cpu-2"], ["c-cpu-3"]]
+    requests = [("a", 1), ("b", 2), ("c", 3)]
+    assert list(chunked(iter(requests), 2)) == [[("a", 1), ("b", 2)], [("c", 3)]]
+    assert list(chunked([*tpu(10, 2), "c-cpu-1"], n=2)) == [tpu(10, 2), ["c-cpu-1"]]
+    # Before the config is loaded there is no lookup to ask.
+    unloaded = util_with_addition(None)["chunked"]
+    assert list(unloaded(sorted(tpu(*range(8, 12))), n=2)) == [tpu(10, 11), tpu(8, 9)]
