@@ -117,17 +117,21 @@ def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list
             if n.accelerator_config
             else "?"
         )
-        flags = [f for f, on in (("preemptible", n.preemptible), ("reserved", n.reserved)) if on]
+        disks = "read-only" if n.data_disks_read_only else "read-write"
+        flags = [
+            f
+            for f, on in (
+                ("preemptible", n.preemptible),
+                ("reserved", n.reserved),
+                (f"{len(n.data_disks)} data disk(s) {disks}", bool(n.data_disks)),
+            )
+            if on
+        ]
         lines.append(
             f"  nodeset {n.name}: {shape} in {context.zone_of(n.zone)}, {n.workers_per_slice} "
             f"worker(s) per slice, {n.node_count_static} static + up to "
             f"{n.node_count_dynamic_max} dynamic nodes"
-            + (
-                f" ({(n.node_count_static + n.node_count_dynamic_max) // n.workers_per_slice}"
-                " slices)"
-                if n.workers_per_slice > 1
-                else ""
-            )
+            + (f" ({n.max_vms // n.workers_per_slice} slices)" if n.workers_per_slice > 1 else "")
             + f", runtime tpu-vm-tf-{n.tf}"
             f"{''.join(f', {f}' for f in flags)}"
         )

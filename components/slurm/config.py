@@ -289,7 +289,8 @@ class TpuNodesetConfig(ConfigModel):
     """The slurmd image each TPU VM runs; defaults to
     `us-docker.pkg.dev/schedmd-slurm-public/tpu/slurm-gcp-6-9:tf-<tfVersion>`."""
     preemptible: bool = False
-    """Preemptible TPU VMs (single-host types only)."""
+    """Preemptible TPU VMs (single-host types only). The controller recreates a node Cloud
+    TPU preempted, so static nodes come back by themselves."""
     preserve_tpu: bool = False
     """Stop rather than delete a TPU VM when Slurm suspends it (single-host types only)."""
     reserved: bool = False
@@ -302,7 +303,9 @@ class TpuNodesetConfig(ConfigModel):
     node_count_dynamic_max: int = Field(default=0, ge=0, le=MAX_NODES_PER_NODESET)
     """Slurm nodes created on demand at most (a multiple of the workers per slice)."""
     data_disks: list[DiskPath] = Field(default_factory=list, max_length=16)
-    """Existing disks to attach to each TPU VM, in the nodeset's zone."""
+    """Existing Balanced Persistent Disks to attach to each TPU VM, in the nodeset's zone:
+    read-write on a nodeset of one TPU VM, read-only (the only mode several VMs may share)
+    on a nodeset that may hold more."""
     network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
     """File systems to mount in each TPU VM's slurmd container, beside the cluster's."""
     service_account_email: ServiceAccountEmail | None = None
@@ -359,6 +362,16 @@ class TpuNodesetConfig(ConfigModel):
     def workers_per_slice(self) -> int:
         """TPU VMs per slice: tpu.py `vmcount`, the topology's chips over four per VM."""
         return max(1, self.cores // CORES_PER_WORKER)
+
+    @property
+    def max_vms(self) -> int:
+        """TPU VMs the nodeset may hold at once: one per Slurm node."""
+        return self.node_count_static + self.node_count_dynamic_max
+
+    @property
+    def data_disks_read_only(self) -> bool:
+        """Whether the data disks attach read-only (the tpu.py addition decides it so)."""
+        return bool(self.data_disks) and self.max_vms > 1
 
 
 class GuestAccelerator(ConfigModel):

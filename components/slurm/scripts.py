@@ -1,5 +1,5 @@
 """The Slurm-GCP v6 runtime scripts, pinned: which Cluster Toolkit release they come from, the
-image family that release pairs with, every file's sha256, the one addition this program makes
+image family that release pairs with, every file's sha256, the additions this program makes
 to them, and the deploy-time step that fetches them (from GitHub, or from a mirror: a Cloud
 Storage folder or a local one), verifies every hash and uploads the two zips the VMs download
 at boot.
@@ -133,11 +133,75 @@ nodeset's nodes into slices with util's `chunked(nodes, n=vmcount)`; the first t
 names in string order. Replacing `chunked` in util.py, which the three import, makes every
 slice the nodes of one leaf switch: a whole-slice job on nodes 4-11 of a v4-32 nodeset gets
 {4..7} and {8..11}, not {10, 11, 4, 5} and {6..9}."""
-ADDITIONS: dict[str, str] = {"util.py": TPU_TREE_TOPOLOGY + TPU_SLICE_ORDER}
+TPU_RECOVERY = """
+
+# Added by ai-infra (components/slurm/scripts.py TPU_RECOVERY).
+# Cloud TPU reports a preempted TPU VM as PREEMPTED (TERMINATED at the end of a preemptible
+# node's life), never STOPPED, the state slurmsync's _find_tpu_node_action recovers a
+# preemptible node from: slurmsync sees such a node as STOPPED.
+_AI_INFRA_GONE = (TPU.State.PREEMPTED, TPU.State.TERMINATED)
+_ai_infra_get_node = TPU.get_node
+
+
+def _ai_infra_gone_as_stopped(self, nodename):
+    node = _ai_infra_get_node(self, nodename)
+    if node is None or node.state not in _AI_INFRA_GONE:
+        return node
+    stopped = type(node).deserialize(type(node).serialize(node))
+    stopped.state = TPU.State.STOPPED
+    return stopped
+
+
+TPU.get_node = _ai_infra_gone_as_stopped
+
+# slurmsync's recovery (start_instances) hands start_tpu {"tpu": ..., "node": [...]} rather
+# than the node list, and a node that is gone must be deleted before one of its name can be
+# created again.
+_ai_infra_start_tpu = start_tpu
+
+
+def start_tpu(node):
+    if isinstance(node, dict):
+        node = node["node"]
+    lkp = util.lookup()
+    tpuobj = TPU.make(lkp.node_nodeset_name(node[0]), lkp)
+    left = _ai_infra_get_node(tpuobj, node[0])
+    if left is not None and left.state in _AI_INFRA_GONE:
+        log.info(f"deleting TPU node {node[0]}, which Cloud TPU ended, to create it again")
+        tpuobj.delete_node(node[0])
+    return _ai_infra_start_tpu(node)
+
+
+# A disk in read-write mode attaches to one TPU VM at a time; a nodeset that may hold more
+# than one TPU VM attaches its data disks read-only, the mode several VMs may share.
+_ai_infra_init = TPU.__init__
+
+
+def _ai_infra_init_shared_disks_read_only(self, nodeset, lkp):
+    _ai_infra_init(self, nodeset, lkp)
+    if nodeset.node_count_static + nodeset.node_count_dynamic_max > 1:
+        for disk in self.data_disks:
+            disk.mode = tpu.AttachedDisk.DiskMode.READ_ONLY
+
+
+TPU.__init__ = _ai_infra_init_shared_disks_read_only
+"""
+"""Two fixes and one mode on top of tpu.py. A preempted static TPU node never came back:
+slurmsync acts on a preemptible node it finds STOPPED (`NodeActionPrempt`: down, then
+start), but Cloud TPU says PREEMPTED ("Preemptible TPUs": the status changes from READY to
+PREEMPTED), and the start it then calls (`start_instances`) passes `start_tpu` a dict it
+cannot read. And tpu.py attaches data disks with the API's default mode, read-write, which
+"only one TPU node can attach at a time" (tpu_v2 AttachedDisk.DiskMode): every VM after the
+first failed to create."""
+ADDITIONS: dict[str, str] = {
+    "util.py": TPU_TREE_TOPOLOGY + TPU_SLICE_ORDER,
+    "tpu.py": TPU_RECOVERY,
+}
 """path -> text this program appends to the verified file, after the pinned file's own hash
 is verified."""
 PATCHED: dict[str, str] = {
     "util.py": "d15b078d70e90cb254979f782761e845622c4f4952daf9516523eb46c743e3e9",
+    "tpu.py": "19823d3206f92048e7050d35a1931caf55be9bb4e62686a222bc9adf0a440064",
 }
 """path -> sha256 of the pinned file with its addition, checked before it is zipped."""
 CONTROLLER_ONLY = (

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from components.slurm import describe
 from components.slurm.config import TpuNodesetConfig
 from plan.engine import record_program
 from stacks.loading import parse
@@ -950,3 +951,18 @@ def test_secure_boot_is_off_only_where_schedmd_s_image_loads_unsigned_modules():
     assert [config.secure_boot(n) for n in config.cpu_nodesets] == [True, False, False]
     gpus = config.cpu_nodesets[1].gpus()
     assert gpus is not None and gpus.model_dump() == {"type": "nvidia-l4", "count": 1}
+
+
+@pytest.mark.parametrize(
+    ("counts", "mode"),
+    [({"nodeCountDynamicMax": 1}, "read-write"), ({"nodeCountDynamicMax": 2}, "read-only")],
+)
+def test_data_disks_are_read_only_where_the_nodeset_may_hold_more_than_one_tpu_vm(counts, mode):
+    disk = "projects/test-project/zones/us-central2-b/disks/data"
+    config = parse(nodeset(dataDisks=[disk], **counts), "test")
+    assert config.slurm is not None
+    [nodeset_config] = config.slurm.tpu_nodesets
+    assert nodeset_config.data_disks_read_only is (mode == "read-only")
+    [(_, lines)] = describe(config.slurm, config.context)
+    [line] = [x for x in lines if x.startswith("  nodeset v4:")]
+    assert line.endswith(f", 1 data disk(s) {mode}"), line

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import re
 import zipfile
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from google.cloud import tpu_v2
 
 from components.slurm import scripts as slurm_scripts
 from components.slurm.scripts import (
@@ -122,10 +126,10 @@ def test_create_verifies_every_file_and_uploads_both_zips():
         assert result.outs["md5"][zip_name] == md5_base64(data)
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             assert sorted(archive.namelist()) == sorted(names)
-            assert archive.read("tpu.py") == fake_file("tpu.py")
-            # util.py carries this program's one addition, after the pinned file.
-            util = archive.read("util.py")
-            assert util == fake_file("util.py") + ADDITIONS["util.py"].encode()
+            assert archive.read("conf.py") == fake_file("conf.py")
+            # util.py and tpu.py carry this program's additions, after the pinned files.
+            for path in ("util.py", "tpu.py"):
+                assert archive.read(path) == fake_file(path) + ADDITIONS[path].encode()
 
 
 def test_a_wrong_hash_fails_the_deploy_step_and_uploads_nothing():
@@ -259,7 +263,9 @@ def test_a_bucket_mirror_is_read_from_cloud_storage(monkeypatch):
 
 def test_the_addition_is_checked_against_its_own_pin():
     with pytest.raises(ScriptHashError, match=r"util\.py with ai-infra's addition"):
-        ScriptsProvider(FakeFetcher(), FakeBucket()).create(props(patched={"util.py": "0" * 64}))
+        ScriptsProvider(FakeFetcher(), FakeBucket()).create(
+            props(patched={**FAKE_PATCHED, "util.py": "0" * 64})
+        )
 
 
 UTIL_STAND_IN = """
@@ -352,3 +358,99 @@ def test_anything_but_tpu_nodes_is_cut_as_upstream_cuts_it():
     # Before the config is loaded there is no lookup to ask.
     unloaded = util_with_addition(None)["chunked"]
     assert list(unloaded(sorted(tpu(*range(8, 12))), n=2)) == [tpu(10, 11), tpu(8, 9)]
+
+
+def nodeset(static: int = 0, dynamic: int = 2, disks: tuple[str, ...] = ()) -> SimpleNamespace:
+    return SimpleNamespace(
+        node_count_static=static, node_count_dynamic_max=dynamic, data_disks=list(disks)
+    )
+
+
+def tpu_with_addition(nodes: dict[str, tpu_v2.Node]) -> tuple[dict, list[Any]]:
+    """tpu.py's TPU class and start_tpu as far as the addition reaches, on a fake API of
+    `nodes` by name; returns the namespace and what the original start_tpu was given."""
+    started: list[Any] = []
+    deleted: list[str] = []
+
+    class Tpu:
+        State = tpu_v2.Node.State
+
+        def __init__(self, ns: Any, lkp: Any) -> None:
+            self.nodes, self.deleted = nodes, deleted
+            self.data_disks = [
+                tpu_v2.AttachedDisk(
+                    source_disk=disk, mode=tpu_v2.AttachedDisk.DiskMode.DISK_MODE_UNSPECIFIED
+                )
+                for disk in ns.data_disks
+            ]
+
+        @classmethod
+        def make(cls, name: str, lkp: Any) -> Any:
+            return cls(nodeset(), lkp)
+
+        def get_node(self, name: str) -> tpu_v2.Node | None:
+            return nodes.get(name)
+
+        def delete_node(self, name: str) -> bool:
+            deleted.append(name)
+            del nodes[name]
+            return True
+
+    lookup = SimpleNamespace(node_nodeset_name=lambda node: node.split("-")[1])
+    namespace = {
+        "TPU": Tpu,
+        "start_tpu": started.append,
+        "util": SimpleNamespace(lookup=lambda: lookup),
+        "log": logging.getLogger("tpu"),
+        "tpu": tpu_v2,
+        "deleted": deleted,
+    }
+    exec(ADDITIONS["tpu.py"], namespace)
+    return namespace, started
+
+
+def node(state: str) -> tpu_v2.Node:
+    return tpu_v2.Node(name="c-tpu-0", state=tpu_v2.Node.State[state])
+
+
+@pytest.mark.parametrize("state", ["PREEMPTED", "TERMINATED"])
+def test_a_tpu_vm_cloud_tpu_ended_is_stopped_to_slurmsync(state: str):
+    nodes = {"c-tpu-0": node(state), "c-tpu-1": node("READY")}
+    namespace, _ = tpu_with_addition(nodes)
+    tpus = namespace["TPU"](nodeset(), None)
+    assert tpus.get_node("c-tpu-0").state == tpu_v2.Node.State.STOPPED
+    assert nodes["c-tpu-0"].state == tpu_v2.Node.State[state]  # the API's answer is kept
+    assert tpus.get_node("c-tpu-1").state == tpu_v2.Node.State.READY
+    assert tpus.get_node("c-tpu-2") is None
+
+
+def test_slurmsync_s_restart_deletes_an_ended_node_and_starts_it_anew():
+    namespace, started = tpu_with_addition({"c-tpu-0": node("PREEMPTED")})
+    # slurmsync.start_instances passes start_tpu a dict (upstream's own start needs a list).
+    namespace["start_tpu"]({"tpu": object(), "node": ["c-tpu-0"]})
+    assert namespace["deleted"] == ["c-tpu-0"]
+    assert started == [["c-tpu-0"]]
+
+
+def test_a_running_or_stopped_node_is_started_as_upstream_starts_it():
+    namespace, started = tpu_with_addition({"c-tpu-0": node("STOPPED"), "c-tpu-1": node("READY")})
+    for nodes in (["c-tpu-0"], ["c-tpu-1"], ["c-tpu-2", "c-tpu-3"]):
+        namespace["start_tpu"](nodes)
+    assert namespace["deleted"] == []
+    assert started == [["c-tpu-0"], ["c-tpu-1"], ["c-tpu-2", "c-tpu-3"]]
+
+
+@pytest.mark.parametrize(
+    ("static", "dynamic", "mode"),
+    [
+        (0, 1, "DISK_MODE_UNSPECIFIED"),
+        (1, 0, "DISK_MODE_UNSPECIFIED"),
+        (0, 2, "READ_ONLY"),
+        (1, 1, "READ_ONLY"),
+    ],
+)
+def test_data_disks_of_a_nodeset_of_more_than_one_tpu_vm_attach_read_only(static, dynamic, mode):
+    namespace, _ = tpu_with_addition({})
+    disks = ("projects/p/zones/z/disks/a", "projects/p/zones/z/disks/b")
+    tpus = namespace["TPU"](nodeset(static, dynamic, disks), None)
+    assert [d.mode for d in tpus.data_disks] == [tpu_v2.AttachedDisk.DiskMode[mode]] * 2
