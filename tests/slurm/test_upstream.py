@@ -139,3 +139,93 @@ def test_the_seed_example_loads_as_a_single_host_nodeset_with_home_on_the_contro
         ["/opt/apps", "seed-controller", "/opt/apps", "nfs"],
     ]
     assert seed["resume v2x8 chunks"] == [["seed-v2x8-0"], ["seed-v2x8-1"]]
+
+
+SCALE = "tpu-slices-at-scale"
+WORKERS = {"v4x8": 1, "v4x16": 2, "v4x32": 4, "v4x64": 8}
+"""The case's nodesets of at least 12 nodes, by workers per slice."""
+
+
+def leaf_switches(recorded: dict[str, Any], nodeset: str) -> list[list[str]]:
+    sections = yaml.safe_load(recorded["cloud_topology.yaml"].split("---", 1)[1])
+    [tree] = [s for s in sections if s["topology"] == "topology/tree"]
+    return [
+        hosts(switch["nodes"])
+        for switch in tree["tree"]["switches"]
+        if switch.get("nodes", "").startswith(f"big-{nodeset}-")
+    ]
+
+
+def slices_of(recorded: dict[str, Any], nodeset: str) -> list[list[str]]:
+    """Every TPU node resume would create for the nodeset: all nodes as no job's, and as the
+    exclusive jobs of the first slice and of all the others."""
+    return [
+        *recorded[f"resume {nodeset} chunks"],
+        *recorded[f"resume {nodeset} jobs"].values(),
+    ]
+
+
+@pytest.mark.parametrize("nodeset", sorted(WORKERS))
+def test_every_slice_resume_creates_is_one_leaf_switch_at_twelve_nodes_and_more(nodeset: str):
+    added = run(SCALE)
+    workers = WORKERS[nodeset]
+    leaves = leaf_switches(added, nodeset)
+    nodes = [node for leaf in leaves for node in leaf]
+    assert len(nodes) >= 12
+    if workers == 1:
+        assert len(leaves) == 1  # conf.py puts every single-host node under one switch
+    else:
+        # One leaf switch per slice, in index order.
+        assert leaves == [nodes[i : i + workers] for i in range(0, len(nodes), workers)]
+    for chunk in slices_of(added, nodeset):
+        assert len(chunk) == workers and (workers == 1 or chunk in leaves), chunk
+    resumed = [node for chunk in added[f"resume {nodeset} chunks"] for node in chunk]
+    assert sorted(resumed) == sorted(nodes)
+
+
+def test_the_pinned_resume_mixes_two_leaf_switches_into_one_slice_from_node_ten():
+    pinned, added = run(SCALE, addition=False), run(SCALE)
+    # The issue's example: an exclusive two-slice job on nodes 4-11 of a v4-32 nodeset.
+    assert pinned["resume v4x32 jobs"]["big-v4x32:job2:0"] == [
+        "big-v4x32-10",
+        "big-v4x32-11",
+        "big-v4x32-4",
+        "big-v4x32-5",
+    ]
+    assert added["resume v4x32 jobs"]["big-v4x32:job2:0"] == [f"big-v4x32-{i}" for i in range(4, 8)]
+    for nodeset in ("v4x32", "v4x64"):
+        leaves = [set(leaf) for leaf in leaf_switches(pinned, nodeset)]
+        mixed = [c for c in slices_of(pinned, nodeset) if not any(set(c) <= x for x in leaves)]
+        assert mixed, nodeset
+    # The TPU node resume creates for a slice names its workers in index order.
+    [created] = added["resume v4x64 creates"]
+    assert created["slurm_names"] == ";".join(f"WORKER_{i}:big-v4x64-{i}" for i in range(8))
+    assert created["topology"] == "2x4x4"
+
+
+def test_a_preempted_static_tpu_node_is_deleted_and_created_anew():
+    pinned, added = run(SCALE, addition=False), run(SCALE)
+    # Pinned: slurmsync sees PREEMPTED, not STOPPED, and leaves the node down for good; its
+    # own restart, had it picked it, dies on the dict it hands start_tpu.
+    assert pinned["slurmsync pre preempted"]["action"] == "NodeActionUnchanged"
+    assert pinned["slurmsync pre preempted"]["tpu api"] == []
+    assert pinned["slurmsync pre restart"]["error"] == "KeyError(0)"
+    recovered = added["slurmsync pre preempted"]
+    assert recovered["action"] == "NodeActionPrempt" and recovered["error"] is None
+    assert [next(iter(call)) for call in recovered["tpu api"]] == ["delete", "create"]
+    created = recovered["tpu api"][1]
+    assert (created["create"], created["preemptible"]) == ("big-pre-0", True)
+    down, register = recovered["scontrol"]
+    assert "nodename=big-pre-0 state=down" in down and "nodeaddr=10.1.0.1" in register
+
+
+def test_data_disks_attach_read_only_to_a_nodeset_of_more_than_one_tpu_vm():
+    pinned, added = run(SCALE, addition=False), run(SCALE)
+    disk = "projects/test-project/zones/us-central2-b/disks/"
+    [shared] = added["resume v4x32 creates"]
+    assert shared["data_disks"] == [[disk + "data", "READ_ONLY"]]
+    [pinned_shared] = pinned["resume v4x32 creates"]
+    assert pinned_shared["data_disks"] == [[disk + "data", "DISK_MODE_UNSPECIFIED"]]
+    # A nodeset of one TPU VM keeps the API's default, read-write.
+    [alone] = added["resume one creates"]
+    assert alone["data_disks"] == [[disk + "scratch", "DISK_MODE_UNSPECIFIED"]]
