@@ -6,6 +6,8 @@ the nodesets.
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -20,9 +22,11 @@ from components.slurm.config import (
     CORES_PER_WORKER,
     DEFAULT_IMAGE_TF_VERSIONS,
     NODE_TYPES,
+    PARTITION_OPTIONS,
     PROGRAM_PARTITION_KEYS,
     SINGLE_HOST_TYPES,
     SLURM_FAMILIES,
+    SLURM_RELEASE,
     TF_RUNTIMES,
     V2_V3_ZONES,
     CpuNodesetConfig,
@@ -31,6 +35,7 @@ from components.slurm.config import (
     TpuNodesetConfig,
     account_id,
     needs_unsigned_modules,
+    partition_option,
 )
 from components.types import FILESTORE_CAPACITY_GB, disk_zone, image_registry
 
@@ -349,12 +354,40 @@ def cpu_nodeset_problems(
     return found
 
 
+_SLURM_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
+"""A number as strtoul reads it with base 0 (hex, octal, decimal), which Slurm's parser uses."""
+_SLURM_BOOLEANS = ("yes", "up", "true", "1", "no", "down", "false", "0")
+_SLURM_LIMITS = {"uint16": 0xFFFF, "uint32": 0xFFFFFFFF, "uint64": 0xFFFFFFFFFFFFFFFF}
+
+
+def slurm_value_problem(kind: str, value: str) -> str | None:
+    """Why Slurm's parser refuses `value` for an option read as `kind` (parse_value.c
+    s_p_handle_boolean, s_p_handle_uint16/32/64), or None."""
+    if kind == "boolean":
+        if value.lower() in _SLURM_BOOLEANS:
+            return None
+        return f"'{value}' is not YES or NO (Slurm also reads UP, DOWN, TRUE, FALSE, 1, 0)"
+    if kind not in _SLURM_LIMITS or value.upper() in ("UNLIMITED", "INFINITE"):
+        return None
+    # uint32 and uint64 take a k suffix (times 1024); uint16 does not.
+    text = value[:-1] if kind != "uint16" and value[-1:] in ("k", "K") else value
+    if not _SLURM_NUMBER.fullmatch(text):
+        return f"'{value}' is not a whole number or UNLIMITED"
+    number = int(text, 0) * (1024 if text != value else 1)
+    if number > _SLURM_LIMITS[kind]:
+        return f"{value} is more than {_SLURM_LIMITS[kind]}, the largest this option holds"
+    return None
+
+
 def _partition_conf_problems(conf: dict[str, str]) -> list[Problem]:
+    """Each key a partition option of the pinned Slurm that the program does not decide, once
+    in any case, with a value Slurm's parser reads."""
     program = {k.lower(): k for k in PROGRAM_PARTITION_KEYS}
     found = []
     seen: dict[str, str] = {}
-    for key in conf:
+    for key, value in conf.items():
         lower = key.lower()
+        option = partition_option(key)
         if lower in program:
             hint = "set default: true instead" if lower == "default" else "remove it"
             found.append(
@@ -364,11 +397,29 @@ def _partition_conf_problems(conf: dict[str, str]) -> list[Problem]:
                     f"nodesets and flags (Slurm reads option names without case); {hint}",
                 )
             )
+        elif option is None:
+            close = difflib.get_close_matches(lower, [k.lower() for k in PARTITION_OPTIONS], 1)
+            hint = f"did you mean {partition_option(close[0])}? " if close else ""
+            found.append(
+                Problem(
+                    ("partitionConf", key),
+                    f"Slurm {SLURM_RELEASE} has no partition option '{key}', and slurmctld "
+                    f"stops at an unknown one; {hint}options: https://slurm.schedmd.com/"
+                    "slurm.conf.html#SECTION_PARTITION-CONFIGURATION",
+                )
+            )
         elif lower in seen:
             found.append(
                 Problem(
                     ("partitionConf", key),
                     f"repeats {seen[lower]} (Slurm reads option names without case); keep one",
+                )
+            )
+        elif problem := slurm_value_problem(PARTITION_OPTIONS[option], value):
+            found.append(
+                Problem(
+                    ("partitionConf", key),
+                    f"{problem}; slurmctld stops at a {option} it cannot read",
                 )
             )
         seen.setdefault(lower, key)

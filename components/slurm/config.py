@@ -94,17 +94,83 @@ TPU_PARTITION_CONF = {"SuspendTime": "300", "SuspendTimeout": "240", "ResumeTime
 than Slurm's default timeouts (Toolkit's schedmd-slurm-gcp-v6-partition)."""
 CPU_PARTITION_CONF = {"SuspendTime": "300", "SuspendTimeout": "120", "ResumeTimeout": "300"}
 """The same module's defaults for partitions of Compute Engine VMs."""
+SLURM_RELEASE = "25.11.4"
+"""The Slurm the pinned image family runs (slurm-gcp 6.12.2 ansible defaults): what reads the
+rendered slurm.conf and cloud.conf."""
+PartitionValue = Literal["text", "boolean", "uint16", "uint32", "uint64"]
+PARTITION_OPTIONS: dict[str, PartitionValue] = {
+    "AllocNodes": "text",
+    "AllowAccounts": "text",
+    "AllowGroups": "text",
+    "AllowQos": "text",
+    "Alternate": "text",
+    "CpuBind": "text",
+    "DefCPUPerGPU": "uint64",
+    "DefMemPerCPU": "uint64",
+    "DefMemPerGPU": "uint64",
+    "DefMemPerNode": "uint64",
+    "Default": "boolean",
+    "DefaultTime": "text",
+    "DenyAccounts": "text",
+    "DenyQos": "text",
+    "DisableRootJobs": "boolean",
+    "ExclusiveUser": "boolean",
+    "ExclusiveTopo": "boolean",
+    "GraceTime": "uint32",
+    "Hidden": "boolean",
+    "LLN": "boolean",
+    "MaxCPUsPerNode": "uint32",
+    "MaxCPUsPerSocket": "uint32",
+    "MaxMemPerCPU": "uint64",
+    "MaxMemPerNode": "uint64",
+    "MaxTime": "text",
+    "MaxNodes": "uint32",
+    "MinNodes": "uint32",
+    "Nodes": "text",
+    "OverSubscribe": "text",
+    "OverTimeLimit": "text",
+    "PowerDownOnIdle": "boolean",
+    "PreemptMode": "text",
+    "Priority": "uint16",
+    "PriorityJobFactor": "uint16",
+    "PriorityTier": "uint16",
+    "QOS": "text",
+    "RootOnly": "boolean",
+    "ReqResv": "boolean",
+    "ResumeTimeout": "uint16",
+    "SelectTypeParameters": "text",
+    "Shared": "text",
+    "State": "text",
+    "SuspendTime": "text",
+    "SuspendTimeout": "uint16",
+    "Topology": "text",
+    "TRESBillingWeights": "text",
+}
+"""The options a slurm.conf partition line takes in Slurm 25.11.4, each with how its value
+is read (src/common/read_config.c `_partition_options` and src/common/parse_value.c at tag
+slurm-25-11-4-1): slurmctld refuses to start on any other key, or a value the parser
+refuses. Slurm reads the keys without case."""
 PROGRAM_PARTITION_KEYS = (
     "PartitionName",
     "Nodes",
     "State",
     "Default",
     "OverSubscribe",
+    "Shared",
     "PowerDownOnIdle",
     "Topology",
 )
 """Partition options the program decides (Slurm-GCP conf.py `partitionlines` writes them, and
-`partitionConf` would be spread over them); Slurm reads option names without case."""
+`partitionConf` would be spread over them); `Shared` is Slurm's older name of
+`OverSubscribe`."""
+
+
+def partition_option(key: str) -> str | None:
+    """The option `key` names, as Slurm spells it, or None when Slurm has none of that name."""
+    return _PARTITION_OPTIONS_BY_LOWER.get(key.lower())
+
+
+_PARTITION_OPTIONS_BY_LOWER = {key.lower(): key for key in PARTITION_OPTIONS}
 MAX_NODES_PER_NODESET = 1024
 """A bound of this program's, so that a typo in a count is refused before anything is made."""
 ACCOUNT_ROLES = ("ctl", "tpu", "lgn", "cpu")
@@ -170,7 +236,7 @@ Scope = Annotated[
     ),
 ]
 ConfKey = Annotated[
-    str, _pattern(r"[A-Z][A-Za-z]{1,40}", "a slurm.conf partition option such as MaxTime")
+    str, _pattern(r"[A-Za-z]{2,40}", "a slurm.conf partition option such as MaxTime")
 ]
 ConfValue = Annotated[
     str,
@@ -478,12 +544,15 @@ class PartitionConfig(ConfigModel):
     partition_conf: dict[ConfKey, ConfValue] = Field(default_factory=dict, max_length=50)
     """Extra partition options for slurm.conf (e.g. `MaxTime`), over the defaults
     SuspendTime=300 and, for TPU partitions, SuspendTimeout=240, ResumeTimeout=600 (CPU:
-    120, 300). The options the program decides (PartitionName, Nodes, State, Default,
-    OverSubscribe, PowerDownOnIdle, Topology) are refused."""
+    120, 300): any partition option of Slurm 25.11 in any case, with a value of its type.
+    The options the program decides (PartitionName, Nodes, State, Default, OverSubscribe,
+    Shared, PowerDownOnIdle, Topology) are refused."""
 
     def conf(self, *, tpu: bool) -> dict[str, str]:
+        """The partition's options, each key as Slurm spells it, so that an option written in
+        another case replaces the default rather than repeating it."""
         found = dict(TPU_PARTITION_CONF if tpu else CPU_PARTITION_CONF)
-        found.update(self.partition_conf)
+        found.update({partition_option(k) or k: v for k, v in self.partition_conf.items()})
         if self.default:
             found["Default"] = "YES"
         return found

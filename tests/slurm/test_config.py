@@ -512,6 +512,48 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "set nodeCountStatic: 0",
     ),
     (
+        "a partitionConf typo, which stops slurmctld",
+        partition(partitionConf={"MaxTme": "60"}),
+        "ai-infra:slurm.partitions[0].partitionConf.MaxTme",
+        "did you mean MaxTime",
+    ),
+    (
+        "a partitionConf key Slurm 25.11 does not have",
+        partition(partitionConf={"MaxJobs": "4"}),
+        "ai-infra:slurm.partitions[0].partitionConf.MaxJobs",
+        "no partition option 'MaxJobs'",
+    ),
+    (
+        "Shared, OverSubscribe's older name",
+        partition(partitionConf={"shared": "NO"}),
+        "ai-infra:slurm.partitions[0].partitionConf.shared",
+        "decided by the program",
+    ),
+    (
+        "a boolean partition option that is not YES or NO",
+        partition(partitionConf={"Hidden": "maybe"}),
+        "ai-infra:slurm.partitions[0].partitionConf.Hidden",
+        "YES or NO",
+    ),
+    (
+        "a whole-number partition option that is not one",
+        partition(partitionConf={"MaxNodes": "4x"}),
+        "ai-infra:slurm.partitions[0].partitionConf.MaxNodes",
+        "whole number",
+    ),
+    (
+        "a partition priority past Slurm's 16 bits",
+        partition(partitionConf={"PriorityTier": "70000"}),
+        "ai-infra:slurm.partitions[0].partitionConf.PriorityTier",
+        "65535",
+    ),
+    (
+        "one partition option twice in two cases",
+        partition(partitionConf={"maxTime": "60", "MaxTime": "90"}),
+        "ai-infra:slurm.partitions[0].partitionConf.MaxTime",
+        "keep one",
+    ),
+    (
         "two defaults",
         stack(
             tpuNodesets=[NODESET, {**NODESET, "name": "b"}],
@@ -966,3 +1008,31 @@ def test_data_disks_are_read_only_where_the_nodeset_may_hold_more_than_one_tpu_v
     [(_, lines)] = describe(config.slurm, config.context)
     [line] = [x for x in lines if x.startswith("  nodeset v4:")]
     assert line.endswith(f", 1 data disk(s) {mode}"), line
+
+
+def test_partition_options_are_any_slurm_option_in_any_case_written_as_slurm_spells_them():
+    config = parse(
+        partition(
+            partitionConf={
+                "maxtime": "24:00:00",
+                "SUSPENDTIME": "600",
+                "MaxNodes": "UNLIMITED",
+                "GraceTime": "2k",
+                "Hidden": "no",
+                "PriorityTier": "0x10",
+            }
+        ),
+        "test",
+    ).slurm
+    assert config is not None
+    [tpu] = config.all_partitions
+    assert tpu.conf(tpu=True) == {
+        "SuspendTime": "600",
+        "SuspendTimeout": "240",
+        "ResumeTimeout": "600",
+        "MaxTime": "24:00:00",
+        "MaxNodes": "UNLIMITED",
+        "GraceTime": "2k",
+        "Hidden": "no",
+        "PriorityTier": "0x10",
+    }

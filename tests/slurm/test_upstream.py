@@ -87,7 +87,9 @@ def test_cloud_conf_carries_the_nodesets_partitions_and_knobs():
     assert "Gres=gpu:1" in t4.split() and "CPUs=4" in t4.split()  # n1-standard-8, SMT off
     assert partition_line(conf, "debug")["Default"] == "YES"
     assert "Oversubscribe" not in partition_line(conf, "debug")
-    assert partition_line(conf, "t4")["MaxTime"] == "60"
+    # partitionConf {maxtime: 60, GraceTime: 30}: written as Slurm spells the option.
+    t4 = partition_line(conf, "t4")
+    assert (t4["MaxTime"], t4["GraceTime"]) == ("60", "30") and "maxtime" not in t4
     tpu = partition_line(conf, "tpu")
     assert (tpu["Oversubscribe"], tpu["ResumeTimeout"], tpu["DefMemPerCPU"]) == (
         "Exclusive",

@@ -78,7 +78,11 @@ CASES: dict[str, dict[str, Any]] = {
             "tpuNodesets": [{"name": "v4x16", "nodeType": "v4-16", "nodeCountDynamicMax": 4}],
             "partitions": [
                 {"name": "tpu", "nodesets": ["v4x16"]},
-                {"name": "t4", "nodesets": ["t4"], "partitionConf": {"MaxTime": "60"}},
+                {
+                    "name": "t4",
+                    "nodesets": ["t4"],
+                    "partitionConf": {"maxtime": "60", "GraceTime": "30"},
+                },
             ],
             "networkStorage": [
                 {
