@@ -20,7 +20,6 @@ from components import tpu_catalog
 from components.gke.config import PROVISIONER_SOURCE
 from components.gke.quota import Flavor, allocate
 from components.locations import region_of
-from components.slurm.config import CORES_PER_WORKER, V2_V3_CORES_PER_CHIP
 from plan.diff import integral
 from plan.engine import Graph, Registration
 from prices import quotes
@@ -525,11 +524,11 @@ class _Builder:
             return
         ctx = self.config.context
         for index, nodeset in enumerate(slurm.tpu_nodesets):
-            family_prefix = nodeset.family or ""
-            family = tpu_catalog.resolve(f"{family_prefix}-8").family
-            # One Slurm node is one TPU VM of four chips (8 TensorCores, CORES_PER_WORKER).
-            chips_per_node = CORES_PER_WORKER // V2_V3_CORES_PER_CHIP
-            item = tpu_price_item(family, nodeset.cores // V2_V3_CORES_PER_CHIP)
+            shape = nodeset.shape
+            family = shape.family
+            # One Slurm node is one TPU VM.
+            chips_per_node = nodeset.chips_per_worker
+            item = tpu_price_item(family, shape.chips)
             capacity = (
                 RESERVATION if nodeset.reserved else SPOT if nodeset.preemptible else ON_DEMAND
             )

@@ -21,14 +21,12 @@ from components.slurm.boot import DOCKER_REGISTRIES
 from components.slurm.config import (
     CORES_PER_WORKER,
     DEFAULT_IMAGE_TF_VERSIONS,
-    NODE_TYPES,
     PARTITION_OPTIONS,
     PROGRAM_PARTITION_KEYS,
     SINGLE_HOST_TYPES,
     SLURM_FAMILIES,
     SLURM_RELEASE,
     TF_RUNTIMES,
-    V2_V3_ZONES,
     CpuNodesetConfig,
     NetworkStorage,
     SlurmConfig,
@@ -46,20 +44,6 @@ NO_HYPERDISK = ("e2-", "n1-", "c2-")
 """Series that attach no Hyperdisk."""
 NO_PD_STANDARD = ("c3-", "c3d-", "h3-")
 """Toolkit's instance_validations: c3 and h3 refuse pd-standard (h3 also pd-ssd)."""
-
-
-def _family_sizes(family: str) -> tuple[int, ...]:
-    if family in NODE_TYPES:
-        return NODE_TYPES[family]
-    return tuple(tpu_catalog.valid_sizes(family))
-
-
-def _zones_for(nodeset: TpuNodesetConfig) -> tuple[str, ...]:
-    family = nodeset.family
-    if family == "v4":
-        return tpu_catalog.resolve("v4-8").family.zones
-    key = f"{family}-8" if nodeset.cores == CORES_PER_WORKER else f"{family}-pod"
-    return V2_V3_ZONES[key]
 
 
 def _type_problems(nodeset: TpuNodesetConfig) -> list[Problem]:
@@ -83,7 +67,7 @@ def _type_problems(nodeset: TpuNodesetConfig) -> list[Problem]:
                     "slice in ai-infra:tpuSlices",
                 )
             ]
-        sizes = _family_sizes(family)
+        sizes = tpu_catalog.valid_sizes(family)
         if int(size) not in sizes:
             shown = ", ".join(f"{family}-{s}" for s in sizes)
             return [
@@ -105,20 +89,10 @@ def _type_problems(nodeset: TpuNodesetConfig) -> list[Problem]:
                 f"{'2x2x1' if wanted == 3 else '2x2'}), not '{accelerator.topology}'",
             )
         ]
-    family = accelerator.version.lower()
-    if family == "v4":
-        try:
-            tpu_catalog.resolve(f"v4-{nodeset.cores}", accelerator.topology)
-        except tpu_catalog.CatalogError as error:
-            return [Problem(("acceleratorConfig", "topology"), str(error))]
-    elif nodeset.cores not in NODE_TYPES[family]:
-        return [
-            Problem(
-                ("acceleratorConfig", "topology"),
-                f"{accelerator.topology} is {nodeset.cores} TensorCores, not a {family} size; "
-                f"{family} sizes are {', '.join(str(s) for s in NODE_TYPES[family])} TensorCores",
-            )
-        ]
+    try:
+        tpu_catalog.resolve(nodeset.accelerator, accelerator.topology)
+    except tpu_catalog.CatalogError as error:
+        return [Problem(("acceleratorConfig", "topology"), str(error))]
     return []
 
 
@@ -244,15 +218,11 @@ def nodeset_problems(
             )
     if problem := zone_problem(zone, region):
         found.append(Problem(("zone",), f"{problem}; a nodeset's TPU VMs join the stack's subnet"))
-    elif zone not in (zones := _zones_for(nodeset)):
-        found.append(
-            Problem(
-                ("zone",),
-                f"Cloud TPU offers {nodeset.node_type or nodeset.family} in "
-                f"{', '.join(zones) or 'no zone this program knows'}, not {zone}; pick one of "
-                "those (gcp:region must hold it)",
-            )
-        )
+    elif not nodeset.allow_unlisted_zone and (
+        problem := tpu_catalog.tpu_vm_zone_problem(nodeset.shape, zone)
+    ):
+        inherited = "" if nodeset.zone else f"the nodeset inherits gcp:zone {zone}: "
+        found.append(Problem(("zone",), inherited + problem))
     for i, disk in enumerate(nodeset.data_disks):
         if disk_zone(disk) != zone:
             found.append(

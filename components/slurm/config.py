@@ -44,29 +44,13 @@ name into a folder, so a group name has none."""
 SLURM_FAMILIES = ("v2", "v3", "v4")
 """Slurm-GCP v6 creates TPU VMs of these generations only (slurm_files/scripts/tpu.py maps
 `V2`, `V3`, `V4` to the TPU API's accelerator types)."""
-V2_V3_CORES_PER_CHIP = 2
-"""TensorCores per chip of v2 and v3 (Cloud TPU "System architecture"); v4's comes from the
-catalog."""
 CORES_PER_WORKER = 8
 """Toolkit's nodeset-tpu module wants one Slurm node per 8 TensorCores: the controller puts
-four chips on each TPU VM (tpu.py TPUS_PER_VM = 4)."""
-NODE_TYPES: dict[str, tuple[int, ...]] = {
-    "v2": (8, 32, 128, 256, 512),
-    "v3": (8, 32, 64, 128, 256, 512, 1024, 2048),
-}
-"""Accelerator sizes (TensorCores) Cloud TPU offers for v2 and v3 ("TPU v2", "TPU v3");
-v4 sizes come from the catalog."""
+four chips on each TPU VM (tpu.py TPUS_PER_VM = 4). Sizes, zones and TensorCores per chip
+of each generation come from the TPU catalog (`components.tpu_catalog`)."""
 SINGLE_HOST_TYPES = ("v2-8", "v3-8", "v4-8")
 """Toolkit passes `preemptible` and `preserve_tpu` on only for these (internal/slurm-gcp/
 nodeset_tpu `simple_nodes`) and silently drops them for any other type."""
-V2_V3_ZONES: dict[str, tuple[str, ...]] = {
-    "v2-8": ("us-central1-b", "us-central1-c"),
-    "v3-8": ("us-central1-a", "us-central1-b"),
-    "v2-pod": ("us-central1-a",),
-    "v3-pod": (),
-}
-"""Cloud TPU "TPU regions and zones", North America rows: v2-32 to v2-512 (`v2-pod`) in
-us-central1-a; larger v3 types are listed only in Europe, whose zones could not be read."""
 TF_RUNTIMES = (
     "2.10.0",
     "2.10.1",
@@ -384,8 +368,11 @@ class TpuNodesetConfig(ConfigModel):
     """Shell Slurm-GCP's setup runs as root inside each TPU VM's slurmd container, before
     slurmd starts (within 300 s); not on the TPU VM host."""
     zone: Zone | None = None
-    """One zone per nodeset; defaults to `gcp:zone`; must be in `gcp:region` and offer the
-    family."""
+    """One zone per nodeset; defaults to `gcp:zone`; must be in `gcp:region` and one where
+    Cloud TPU offers the accelerator type."""
+    allow_unlisted_zone: bool = False
+    """Accept a zone the TPU catalog does not list for the accelerator type (one Google
+    added since)."""
     subnetwork: GceName | None = None
     """Defaults to the stack's subnet (which has Private Google Access). Another subnet
     needs `enablePublicIps`, since its Private Google Access cannot be checked here."""
@@ -420,9 +407,26 @@ class TpuNodesetConfig(ConfigModel):
         if self.accelerator_config is not None:
             accelerator = self.accelerator_config
             chips = math.prod(int(d) for d in accelerator.topology.split("x"))
-            return chips * _cores_per_chip(accelerator.version.lower())
+            return chips * tpu_family(accelerator.version.lower()).cores_per_chip
         assert self.node_type is not None
         return int(self.node_type.rsplit("-", 1)[1])
+
+    @property
+    def accelerator(self) -> str:
+        """The accelerator type, `nodeType` or the one `acceleratorConfig` amounts to."""
+        return self.node_type or f"{self.family}-{self.cores}"
+
+    @property
+    def shape(self) -> tpu_catalog.TpuShape:
+        """The slice as the TPU catalog resolves it; call it once the checks pass."""
+        topology = self.accelerator_config.topology if self.accelerator_config else None
+        return tpu_catalog.resolve(self.accelerator, topology)
+
+    @property
+    def chips_per_worker(self) -> int:
+        """Chips on each TPU VM, each a Slurm node."""
+        assert self.family is not None
+        return CORES_PER_WORKER // tpu_family(self.family).cores_per_chip
 
     @property
     def workers_per_slice(self) -> int:
@@ -802,7 +806,6 @@ def account_id(ctx: StackContext, role: str) -> str:
     return ctx.name("slurm", role)
 
 
-def _cores_per_chip(family: str) -> int:
-    if family in NODE_TYPES:
-        return V2_V3_CORES_PER_CHIP
-    return tpu_catalog.resolve(f"{family}-8").family.cores_per_chip
+def tpu_family(prefix: str) -> tpu_catalog.TpuFamily:
+    """A TPU generation's facts from the catalog, by its prefix (`v2`, `v3`, `v4`)."""
+    return tpu_catalog.resolve(f"{prefix}-8").family

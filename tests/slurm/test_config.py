@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from components import tpu_catalog
 from components.slurm import describe
 from components.slurm.config import TpuNodesetConfig
 from plan.engine import record_program
@@ -373,7 +374,7 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
             },
         ),
         f"{N0}.zone",
-        "no zone this program knows",
+        "offers v3-32 in europe-west4-a",
     ),
     (
         "foreign subnet without public IPs",
@@ -896,6 +897,50 @@ def test_a_runtime_version_stands_for_its_tf_version():
     assert config is not None
     assert config.tpu_nodesets[0].tf == "2.13.1"
     assert config.tpu_nodesets[0].image.endswith(":tf-2.13.1")
+
+
+@pytest.mark.parametrize(
+    ("zone", "node_type", "nodes"),
+    [
+        ("europe-west4-a", "v3-32", 4),
+        ("europe-west4-a", "v3-2048", 256),
+        ("europe-west4-a", "v2-8", 1),
+        ("europe-west4-a", "v2-512", 64),
+        ("asia-east1-c", "v2-8", 1),
+        ("us-central1-a", "v2-32", 4),
+    ],
+)
+def test_v2_and_v3_sizes_and_zones_are_the_tpu_catalog_s(zone, node_type, nodes):
+    """Issue 29: Slurm kept its own v2/v3 table, which refused v3-32 and larger everywhere and
+    v2/v3 in europe-west4-a though Cloud TPU lists them there, and tpuVms accepts them."""
+    region = zone.rsplit("-", 1)[0]
+    entry = {"name": "v", "nodeType": node_type, "nodeCountDynamicMax": nodes}
+    raw = with_config(
+        **{"gcp:region": region, "gcp:zone": zone},
+        slurm={
+            **CLUSTER,
+            "debugPartition": True,
+            "tpuNodesets": [entry],
+            "partitions": [{"name": "tpu", "nodesets": ["v"]}],
+        },
+    )
+    config = parse(raw, "test").slurm
+    assert config is not None
+    [nodeset_config] = config.tpu_nodesets
+    assert nodeset_config.shape == tpu_catalog.resolve(node_type)
+    assert nodeset_config.workers_per_slice == nodes
+
+
+def test_an_unlisted_zone_is_taken_when_the_nodeset_says_so():
+    raw = with_config(
+        **{"gcp:region": "us-central1", "gcp:zone": "us-central1-c"},
+        slurm={**CLUSTER, "tpuNodesets": [{**NODESET, "nodeType": "v3-8"}]},
+    )
+    _, error = record_program(raw)
+    assert isinstance(error, ConfigError)
+    assert "allowUnlistedZone" in dict(error.rendered)[f"{N0}.zone"]
+    raw["ai-infra:slurm"]["tpuNodesets"][0]["allowUnlistedZone"] = True
+    assert parse(raw, "test").slurm is not None
 
 
 def test_v2_and_v3_single_hosts_are_accepted_where_cloud_tpu_offers_them():
