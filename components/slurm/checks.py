@@ -17,7 +17,7 @@ from components.context import StackContext
 from components.identity import service_account_email
 from components.locations import zone_problem
 from components.network import subnet_name
-from components.slurm.boot import DOCKER_REGISTRIES
+from components.slurm.boot import registry_problem
 from components.slurm.config import (
     CORES_PER_WORKER,
     DEFAULT_IMAGE_TF_VERSIONS,
@@ -28,6 +28,7 @@ from components.slurm.config import (
     SLURM_RELEASE,
     TF_RUNTIMES,
     CpuNodesetConfig,
+    JobScript,
     NetworkStorage,
     SlurmConfig,
     TpuNodesetConfig,
@@ -35,7 +36,7 @@ from components.slurm.config import (
     needs_unsigned_modules,
     partition_option,
 )
-from components.types import FILESTORE_CAPACITY_GB, disk_zone, image_registry
+from components.types import FILESTORE_CAPACITY_GB, disk_zone
 
 HYPERDISK_ONLY = ("c4-", "c4a-", "c4d-", "n4-")
 """Machine series whose boot disk must be Hyperdisk (Compute Engine "Machine series
@@ -189,16 +190,8 @@ def nodeset_problems(
                 f"nodeCountStatic to at least {workers} (the workers per slice)",
             )
         )
-    registry = image_registry(nodeset.image) or "docker.io"
-    if registry not in DOCKER_REGISTRIES:
-        found.append(
-            Problem(
-                ("dockerImage",),
-                f"TPU VMs pull with Docker authenticated to "
-                f"{' and '.join(DOCKER_REGISTRIES)} only, not {registry}; push the "
-                "image to a us-docker.pkg.dev repository",
-            )
-        )
+    if problem := registry_problem(nodeset.registry):
+        found.append(Problem(("dockerImage",), problem))
     if nodeset.preemptible and nodeset.reserved:
         found.append(
             Problem(
@@ -538,7 +531,28 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
         ("epilogScripts", config.epilog_scripts),
     ):
         found += [p.under(key) for p in duplicate_names([s.name for s in scripts], key)]
+        found += [p.under(key) for p in _script_name_problems(scripts)]
     found += _partition_problems(config, valid)
+    return found
+
+
+def _script_name_problems(scripts: Sequence[JobScript]) -> list[Problem]:
+    """Setup finds a script's folder in its object name `slurm-<kind>-script-<name>` up to the
+    last `-script-` (util.py install_custom_scripts, `^slurm-(?P<path>\\S+)-script-`), so a
+    name holding one more is installed under a folder Slurm never runs."""
+    found = []
+    for i, script in enumerate(scripts):
+        stem = script.name.rsplit(".", 1)[0]
+        if "-script-" in f"-{stem}":
+            found.append(
+                Problem(
+                    (i, "name"),
+                    f"'{script.name}' holds '-script-' (or starts with 'script-'), which "
+                    "Slurm-GCP's setup takes for the end of the folder it installs a script in, "
+                    "so Slurm would never run it; rename it, e.g. "
+                    f"{stem.replace('script', 'check')}.{script.name.rsplit('.', 1)[1]}",
+                )
+            )
     return found
 
 

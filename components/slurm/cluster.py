@@ -88,6 +88,7 @@ CPU_PERMISSIONS = (
     "compute.disks.create",
     "compute.disks.setLabels",
     "compute.globalOperations.get",
+    "compute.images.useReadOnly",
     "compute.instanceTemplates.get",
     "compute.instanceTemplates.useReadOnly",
     "compute.instances.create",
@@ -109,8 +110,10 @@ CPU_PERMISSIONS = (
 """What resume.py, suspend.py and slurmsync.py call for CPU nodesets (instances.bulkInsert
 from the nodeset's template, with its disk, labels, tags, metadata and account;
 instances.delete and start; instanceTemplates.get and machineTypes.aggregatedList to size
-nodes; resourcePolicies.list; operations they wait on), where `roles/compute.instanceAdmin.v1`
-also covers images, snapshots, instance groups and every other instance change."""
+nodes; resourcePolicies.list; operations they wait on), and using the template's boot image,
+which an image in the project (not SchedMD's public one) needs (images.useReadOnly); where
+`roles/compute.instanceAdmin.v1` also covers snapshots, instance groups and every other
+instance change."""
 PUBLIC_IP_PERMISSIONS = ("compute.subnetworks.useExternalIp",)
 """Only when a CPU nodeset gives its nodes external IPs."""
 
@@ -332,7 +335,15 @@ class SlurmCluster(Component):
         put(
             "tpu-boot",
             boot.TPU_NODE_SCRIPT,
-            boot.render(boot.BootScript(kind="tpu")),
+            boot.render(
+                boot.BootScript(
+                    kind="tpu",
+                    registries=(
+                        *boot.DEFAULT_REGISTRIES,
+                        *(n.registry for n in config.tpu_nodesets),
+                    ),
+                )
+            ),
         )
         # The zips the controller and the nodes download at boot, fetched and verified at
         # `pulumi up`; the image's own copies predate this bucket layout.

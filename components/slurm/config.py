@@ -6,7 +6,7 @@ after its `schedmd-slurm-gcp-v6-*` modules.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints
 
@@ -26,6 +26,7 @@ from components.types import (
     ServiceAccountEmail,
     Zone,
     image_has_tag_or_digest,
+    image_registry,
     shadowed_dir,
 )
 
@@ -336,8 +337,9 @@ class TpuNodesetConfig(ConfigModel):
     runtime_version: str | None = None
     """The TPU runtime by its name, `tpu-vm-tf-<version>`, instead of `tfVersion`."""
     docker_image: Annotated[ImageReference, AfterValidator(_tagged)] | None = None
-    """The slurmd image each TPU VM runs; defaults to
-    `us-docker.pkg.dev/schedmd-slurm-public/tpu/slurm-gcp-6-9:tf-<tfVersion>`."""
+    """The slurmd image each TPU VM runs, from Artifact Registry (any region's
+    `REGION-docker.pkg.dev`, or `us-`, `europe-`, `asia-docker.pkg.dev`) or gcr.io; defaults
+    to `us-docker.pkg.dev/schedmd-slurm-public/tpu/slurm-gcp-6-9:tf-<tfVersion>`."""
     preemptible: bool = False
     """Preemptible TPU VMs (single-host types only). The controller recreates a node Cloud
     TPU preempted, so static nodes come back by themselves."""
@@ -392,6 +394,11 @@ class TpuNodesetConfig(ConfigModel):
     @property
     def image(self) -> str:
         return self.docker_image or DEFAULT_DOCKER_IMAGE.format(tf=self.tf)
+
+    @property
+    def registry(self) -> str:
+        """The registry host the slurmd image is pulled from (Docker Hub without one)."""
+        return image_registry(self.image) or "docker.io"
 
     @property
     def family(self) -> str | None:
@@ -701,6 +708,13 @@ class JobScript(ConfigModel):
 
 class SlurmConfig(ConfigModel):
     """`ai-infra:slurm`: a Slurm-GCP v6 cluster with CPU and TPU nodesets."""
+
+    REPLACED_KEYS: ClassVar[dict[str, str]] = {
+        "login": "login became loginGroups, a list of groups each with its own name, count and "
+        "machine type: write loginGroups: [{name: login, count: 2}] (the group named login "
+        "keeps the VMs <clusterName>-login-<index>)",
+    }
+    """Keys of earlier releases, with what to write instead."""
 
     cluster_name: ClusterName
     """Names the controller, login and node VMs; unique in the project."""

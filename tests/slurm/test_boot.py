@@ -3,6 +3,7 @@ the bucket from a directory, docker and systemctl recorded."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from components.slurm.boot import BootScript, render
+from components.slurm.boot import DEFAULT_REGISTRIES, BootScript, render
 
 STUBS = {
     "curl": """#!/bin/bash
@@ -218,7 +219,9 @@ def test_a_tpu_vm_starts_the_slurmd_container_as_its_worker_s_node(tmp_path: Pat
         "us-docker.pkg.dev/p/tpu/slurm:tf-2.14.0"
     )
     assert "systemctl start docker.slice" in vm.calls
-    assert "credHelpers" in (tmp_path / "docker/config.json").read_text()
+    assert json.loads((tmp_path / "docker/config.json").read_text()) == {
+        "credHelpers": {"gcr.io": "gcloud", "us-docker.pkg.dev": "gcloud"}
+    }
     assert not any(c.startswith("setup.py") for c in vm.calls)
 
 
@@ -253,3 +256,15 @@ def test_rendered_values_are_quoted():
 def test_every_rendered_script_parses():
     for boot in (BootScript(kind="vm", install_tpu_script=True), BootScript(kind="tpu")):
         subprocess.run(["bash", "-n"], input=render(boot), text=True, check=True)
+
+
+def test_a_tpu_vm_authenticates_to_each_registry_the_cluster_s_images_are_in(tmp_path: Path):
+    vm = tpu_vm(tmp_path, "0")
+    registries = (*DEFAULT_REGISTRIES, "europe-west4-docker.pkg.dev", "us-docker.pkg.dev")
+    result = vm.boot(BootScript(kind="tpu", registries=registries))
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "docker/config.json").read_text())["credHelpers"] == {
+        "europe-west4-docker.pkg.dev": "gcloud",
+        "gcr.io": "gcloud",
+        "us-docker.pkg.dev": "gcloud",
+    }

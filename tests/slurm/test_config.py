@@ -4,6 +4,7 @@ before anything is registered; good input takes the documented defaults."""
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -322,9 +323,15 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     (
         "image in a registry the TPU VM cannot log in to",
-        nodeset(dockerImage="europe-docker.pkg.dev/p/r/slurm:tf-2.14.0"),
+        nodeset(dockerImage="ghcr.io/p/slurm:tf-2.14.0"),
         f"{N0}.dockerImage",
-        "us-docker.pkg.dev repository",
+        "push the image to an Artifact Registry repository",
+    ),
+    (
+        "image in Artifact Registry of a region there is not",
+        nodeset(dockerImage="mars-west1-docker.pkg.dev/p/r/slurm:tf-2.14.0"),
+        f"{N0}.dockerImage",
+        "REGION-docker.pkg.dev",
     ),
     (
         "preemptible and reserved",
@@ -764,6 +771,18 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "one extension",
     ),
     (
+        "a prolog name setup would install in a folder Slurm never runs",
+        stack(prologScripts=[{"name": "gpu-script-check.sh", "content": "#!/bin/sh\n"}]),
+        "ai-infra:slurm.prologScripts[0].name",
+        "Slurm would never run it",
+    ),
+    (
+        "an epilog name starting with script-",
+        stack(epilogScripts=[{"name": "script-clean.sh", "content": "#!/bin/sh\n"}]),
+        "ai-infra:slurm.epilogScripts[0].name",
+        "rename it",
+    ),
+    (
         "two epilogs of one name",
         stack(epilogScripts=[{"name": "a.sh", "content": "#!/bin/sh\n"}] * 2),
         "ai-infra:slurm.epilogScripts[1].name",
@@ -797,7 +816,7 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "the old single login key",
         stack(login={"count": 2}),
         "ai-infra:slurm.login",
-        "loginGroups",
+        "login became loginGroups",
     ),
     (
         "controller outside the region",
@@ -1081,3 +1100,20 @@ def test_partition_options_are_any_slurm_option_in_any_case_written_as_slurm_spe
         "Hidden": "no",
         "PriorityTier": "0x10",
     }
+
+
+def test_every_job_script_s_object_names_the_folder_slurm_runs():
+    from tests.conftest import build_graph
+
+    scripts = [{"name": n, "content": "#!/bin/sh\n"} for n in ("pre-script.sh", "a_b-c.sh")]
+    graph = build_graph(stack(prologScripts=scripts, epilogScripts=scripts))
+    names = [
+        r.inputs["name"].rsplit("/", 1)[1]
+        for r in graph.of_type("gcp:storage/bucketObject:BucketObject")
+        if "-script-" in r.inputs["name"]
+    ]
+    assert len(names) == 4
+    # util.py install_custom_scripts: the folder is the object name up to its last '-script-'.
+    for name in names:
+        match = re.match(r"^slurm-(?P<path>\S+)-script-(?P<name>\S+)", name)
+        assert match is not None and match["path"] in ("prolog", "epilog"), name
