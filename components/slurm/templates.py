@@ -1,0 +1,114 @@
+"""The instance templates the Slurm controller creates CPU and GPU nodes from, one per
+nodeset (Toolkit's controller builds them from each `schedmd-slurm-gcp-v6-nodeset`):
+machine, disks, network, account, scheduling and the Slurm boot metadata. Counts, zones and
+scripts live in the nodeset's YAML (`files.py`), not here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pulumi_gcp as gcp
+
+from components.base import Component
+from components.context import StackContext
+from components.identity import Identity
+from components.network import NetworkHandle
+from components.slurm.config import CpuNodesetConfig, SlurmConfig
+from components.slurm.vms import shielded, slurm_labels, slurm_metadata
+
+
+def node_template(
+    parent: Component,
+    resource: str,
+    *,
+    ctx: StackContext,
+    config: SlurmConfig,
+    nodeset: CpuNodesetConfig,
+    network: NetworkHandle,
+    bucket_path: str,
+    identity: Identity | None,
+) -> gcp.compute.InstanceTemplate:
+    """The nodes' template. Slurm-GCP caches a template's properties by its name for as long
+    as the controller runs (util.py `template_info`, file_cache), so every change gets a new
+    name: the properties' hash ends it. `identity` is the cluster's CPU node account, if it
+    has one."""
+    cluster = config.cluster_name
+    email = nodeset.service_account_email or (identity.email if identity else "")
+    gpus = nodeset.gpus()
+    labels = {**slurm_labels(ctx, cluster, "compute"), "slurm_nodeset": nodeset.name}
+    metadata = slurm_metadata(cluster, "compute", bucket_path)
+    # Everything the template is made of, and nothing else (counts, zones and scripts
+    # live in the nodeset's YAML): a change to any of it, and only that, renames it.
+    properties = {
+        "machine_type": nodeset.machine_type,
+        "gpus": gpus.model_dump() if gpus else None,
+        "disk": [nodeset.disk_type, nodeset.disk_size_gb, nodeset.image.path],
+        "spot": nodeset.spot,
+        "account": [email, list(nodeset.service_account_scopes)],
+        "public_ip": nodeset.enable_public_ips,
+        "secure_boot": config.secure_boot(nodeset),
+        "labels": labels,
+        "metadata": metadata,
+        "subnet": network.subnet_name,
+        "project": ctx.project,
+    }
+    digest = hashlib.sha256(json.dumps(properties, sort_keys=True).encode()).hexdigest()
+    # GPUs and Spot VMs cannot migrate live (Compute Engine "Host events").
+    scheduling = gcp.compute.InstanceTemplateSchedulingArgs(
+        on_host_maintenance="TERMINATE",
+        automatic_restart=not nodeset.spot,
+        preemptible=nodeset.spot,
+        provisioning_model="SPOT" if nodeset.spot else "STANDARD",
+        instance_termination_action="DELETE" if nodeset.spot else None,
+    )
+    return gcp.compute.InstanceTemplate(
+        resource,
+        project=ctx.project,
+        name=f"{cluster}-{nodeset.name}-{digest[:10]}",
+        machine_type=nodeset.machine_type,
+        disks=[
+            gcp.compute.InstanceTemplateDiskArgs(
+                source_image=nodeset.image.path,
+                disk_type=nodeset.disk_type,
+                disk_size_gb=nodeset.disk_size_gb,
+                boot=True,
+                auto_delete=True,
+                labels={"slurm_cluster_name": cluster, "slurm_instance_role": "compute"},
+            )
+        ],
+        guest_accelerators=(
+            [gcp.compute.InstanceTemplateGuestAcceleratorArgs(type=gpus.type, count=gpus.count)]
+            if gpus is not None
+            else []
+        ),
+        network_interfaces=[
+            gcp.compute.InstanceTemplateNetworkInterfaceArgs(
+                subnetwork=network.subnet_self_link,
+                access_configs=(
+                    [gcp.compute.InstanceTemplateNetworkInterfaceAccessConfigArgs()]
+                    if nodeset.enable_public_ips
+                    else []
+                ),
+            )
+        ],
+        service_account=gcp.compute.InstanceTemplateServiceAccountArgs(
+            email=email, scopes=list(nodeset.service_account_scopes)
+        ),
+        scheduling=scheduling,
+        shielded_instance_config=gcp.compute.InstanceTemplateShieldedInstanceConfigArgs(
+            **shielded(config.secure_boot(nodeset))
+        ),
+        # Threads per core 1, as Toolkit's nodeset (advanced_machine_features): one Slurm
+        # CPU per core.
+        advanced_machine_features=gcp.compute.InstanceTemplateAdvancedMachineFeaturesArgs(
+            threads_per_core=1
+        ),
+        metadata=metadata,
+        labels=labels,
+        tags=[cluster],
+        opts=parent.child_opts(
+            depends_on=[identity.account] if identity and not nodeset.service_account_email else []
+        ),
+    )
