@@ -30,6 +30,7 @@ from components.slurm.config import (
     CpuNodesetConfig,
     JobScript,
     NetworkStorage,
+    NodeImage,
     SlurmConfig,
     TpuNodesetConfig,
     account_id,
@@ -239,6 +240,18 @@ def nodeset_problems(
     return found
 
 
+def _image_problems(image: NodeImage) -> list[Problem]:
+    if (image.family is None) == (image.name is None):
+        return [
+            Problem(
+                ("image",),
+                "give exactly one of family and name, e.g. {project: schedmd-slurm-public, "
+                "family: slurm-gcp-6-12-hpc-rocky-linux-8}",
+            )
+        ]
+    return []
+
+
 def _disk_problem(machine_type: str, disk_type: str) -> str | None:
     if problem := gpu_catalog.boot_disk_problem(machine_type, disk_type):
         return problem
@@ -276,14 +289,7 @@ def cpu_nodeset_problems(
     repeated = [z for z, c in Counter(zones).items() if c > 1]
     if repeated:
         found.append(Problem(("zones",), f"lists {', '.join(repeated)} twice"))
-    if (nodeset.image.family is None) == (nodeset.image.name is None):
-        found.append(
-            Problem(
-                ("image",),
-                "give exactly one of family and name, e.g. {project: schedmd-slurm-public, "
-                "family: slurm-gcp-6-12-hpc-rocky-linux-8}",
-            )
-        )
+    found += _image_problems(nodeset.image)
     machine = nodeset.machine_type
     if nodeset.gpu is not None and (
         problem := gpu_catalog.gpu_problem(machine, nodeset.gpu.type, nodeset.gpu.count)
@@ -506,6 +512,9 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
                 )
     if problem := zone_problem(ctx.zone_of(config.controller.zone), region):
         found.append(Problem(("controller", "zone"), problem))
+    found += [p.under("controller") for p in _image_problems(config.controller.image)]
+    for i, group in enumerate(config.login_groups):
+        found += [p.under("loginGroups", i) for p in _image_problems(group.image)]
     bucket = config.bucket_name(ctx.project, ctx.prefix)
     # GCS "Bucket naming guidelines": at most 63 characters, no "google".
     if len(bucket) > 63 or "google" in bucket:

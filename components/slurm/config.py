@@ -524,6 +524,10 @@ class CpuNodesetConfig(ConfigModel):
     """Shell Slurm-GCP's setup runs as root on each node before slurmd starts (within 300 s)."""
     network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
     """File systems to mount on each node, beside the cluster's."""
+    allow_automatic_updates: bool = True
+    """Let the image update its OS packages by itself; `false` turns the automatic updates
+    of Google's HPC images (and SchedMD's, built on them) off, so that nodes of one job run
+    the same packages (metadata `google_disable_automatic_updates`)."""
 
     @property
     def uses_schedmd_image(self) -> bool:
@@ -594,6 +598,13 @@ class ControllerConfig(ConfigModel):
     startup_script: ScriptText = ""
     """Shell Slurm-GCP's setup runs as root on the controller after it writes the Slurm
     configs and before slurmctld starts."""
+    image: NodeImage = Field(default_factory=lambda: NodeImage(family=scripts.IMAGE_FAMILY))
+    """Boot image of the controller: one built from SchedMD's image family the pinned scripts
+    pair with (default `schedmd-slurm-public/slurm-gcp-6-12-hpc-rocky-linux-8`)."""
+    allow_automatic_updates: bool = True
+    """Let the image update its OS packages by itself; `false` turns the automatic updates
+    of Google's HPC images (and SchedMD's, built on them) off, so that nodes of one job run
+    the same packages (metadata `google_disable_automatic_updates`)."""
 
 
 class LoginGroupConfig(ConfigModel):
@@ -614,6 +625,13 @@ class LoginGroupConfig(ConfigModel):
     """Seconds the startup script may run (0: no limit)."""
     network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
     """File systems to mount on the group's VMs, beside the cluster's."""
+    image: NodeImage = Field(default_factory=lambda: NodeImage(family=scripts.IMAGE_FAMILY))
+    """Boot image of the group's VMs: one built from SchedMD's image family the pinned
+    scripts pair with (default `schedmd-slurm-public/slurm-gcp-6-12-hpc-rocky-linux-8`)."""
+    allow_automatic_updates: bool = True
+    """Let the image update its OS packages by itself; `false` turns the automatic updates
+    of Google's HPC images (and SchedMD's, built on them) off, so that nodes of one job run
+    the same packages (metadata `google_disable_automatic_updates`)."""
 
 
 class HomeConfig(ConfigModel):

@@ -16,7 +16,7 @@ from components.context import StackContext
 from components.identity import Identity
 from components.network import NetworkHandle
 from components.slurm.config import CpuNodesetConfig, SlurmConfig
-from components.slurm.vms import shielded, slurm_labels, slurm_metadata
+from components.slurm.vms import shielded, slurm_labels, slurm_metadata, updates_metadata
 
 
 def node_template(
@@ -38,7 +38,10 @@ def node_template(
     email = nodeset.service_account_email or (identity.email if identity else "")
     gpus = nodeset.gpus()
     labels = {**slurm_labels(ctx, cluster, "compute"), "slurm_nodeset": nodeset.name}
-    metadata = slurm_metadata(cluster, "compute", bucket_path)
+    metadata = {
+        **slurm_metadata(cluster, "compute", bucket_path),
+        **updates_metadata(nodeset.allow_automatic_updates),
+    }
     # Everything the template is made of, and nothing else (counts, zones and scripts
     # live in the nodeset's YAML): a change to any of it, and only that, renames it.
     properties = {

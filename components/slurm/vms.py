@@ -1,7 +1,7 @@
 """The Slurm controller (with the persistent disk that holds slurmctld's state) and the login
 VMs of each group: private, shielded, OS Login, on SchedMD's image pinned beside the runtime
-scripts, each booting with the script `boot.py` renders. Node VMs are the controller's to
-create.
+scripts (or one built from it), each booting with the script `boot.py` renders. Node VMs are
+the controller's to create.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from components.base import Component
 from components.context import StackContext
 from components.identity import Identity
 from components.network import NetworkHandle
-from components.slurm import boot, scripts
+from components.slurm import boot
 from components.slurm.config import (
     DEFAULT_SCOPES,
     SlurmConfig,
@@ -49,6 +49,12 @@ def slurm_metadata(cluster: str, role: str, bucket_path: str) -> dict[str, str]:
             boot.BootScript(kind="vm", install_tpu_script=role == "controller")
         ),
     }
+
+
+def updates_metadata(allow: bool) -> dict[str, str]:
+    """Metadata that turns the image's automatic OS updates off (Compute Engine "Create an
+    HPC-ready VM instance": disable automatic updates; Toolkit's `allow_automatic_updates`)."""
+    return {} if allow else {"google_disable_automatic_updates": "TRUE"}
 
 
 def slurm_labels(ctx: StackContext, cluster: str, role: str) -> dict[str, str]:
@@ -101,6 +107,7 @@ def controller_and_logins(
         role: str,
         identity: Identity,
         machine_type: str,
+        image: str,
         disk_type: str,
         disk_size_gb: int,
         metadata: Mapping[str, pulumi.Input[str]],
@@ -118,7 +125,7 @@ def controller_and_logins(
             machine_type=machine_type,
             boot_disk=gcp.compute.InstanceBootDiskArgs(
                 initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(
-                    image=scripts.IMAGE, type=disk_type, size=disk_size_gb
+                    image=image, type=disk_type, size=disk_size_gb
                 ),
             ),
             attached_disks=attached,
@@ -148,9 +155,10 @@ def controller_and_logins(
         "controller",
         identities["ctl"],
         config.controller.machine_type,
+        config.controller.image.path,
         config.controller.disk_type,
         config.controller.disk_size_gb,
-        {},
+        updates_metadata(config.controller.allow_automatic_updates),
         # setup.py mounts /dev/disk/by-id/google-<device_name> as slurmctld's state.
         [
             gcp.compute.InstanceAttachedDiskArgs(
@@ -169,7 +177,7 @@ def controller_and_logins(
             [
                 config.controller_name,
                 zone,
-                scripts.IMAGE,
+                config.controller.image.path,
                 config.controller.disk_type,
                 config.controller.disk_size_gb,
             ]
@@ -186,9 +194,14 @@ def controller_and_logins(
                 "login",
                 identities["lgn"],
                 group.machine_type,
+                group.image.path,
                 "pd-balanced",
                 group.disk_size_gb,
-                {"slurm_login_group": group.name, CONTROLLER_ID_KEY: controller_id},
+                {
+                    "slurm_login_group": group.name,
+                    CONTROLLER_ID_KEY: controller_id,
+                    **updates_metadata(group.allow_automatic_updates),
+                },
                 [],
                 [*identities["lgn"].grants, *files_ready],
                 False,

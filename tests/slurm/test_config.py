@@ -819,6 +819,18 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "login became loginGroups",
     ),
     (
+        "a controller image by both family and name",
+        stack(controller={"image": {"family": "a", "name": "b"}}),
+        "ai-infra:slurm.controller.image",
+        "exactly one of family and name",
+    ),
+    (
+        "a login image by neither family nor name",
+        stack(loginGroups=[{"name": "login", "image": {"project": "my-images"}}]),
+        "ai-infra:slurm.loginGroups[0].image",
+        "exactly one of family and name",
+    ),
+    (
         "controller outside the region",
         stack(controller={"zone": "us-east1-b"}),
         "ai-infra:slurm.controller.zone",
