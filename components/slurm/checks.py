@@ -240,6 +240,40 @@ def nodeset_problems(
     return found
 
 
+TIER_1_SERIES = ("n2", "n2d", "c2", "c2d", "c3")
+TIER_1_MIN_VCPUS = 30
+"""Compute Engine "Configure per VM Tier_1 networking performance", requirements: "Tier_1
+networking is only supported on N2, N2D, C2, C2D, or C3 VMs that have at least 30 vCPUs"."""
+GVNIC_ONLY_SERIES = ("a3", "a4", "a4x", "c3", "c3d", "c4", "c4a", "c4d", "g4", "h3", "n4", "z3")
+"""Third-generation and later series, whose VMs run gVNIC only (Compute Engine "Using Google
+Virtual NIC"; the GPU series' NIC layouts are gVNIC, gpu_catalog.GpuNicLayout)."""
+
+
+def machine_vcpus(machine_type: str) -> int | None:
+    """vCPUs of a predefined machine type named `<series>-<kind>-<vCPUs>[-...]`, else None."""
+    parts = machine_type.split("-")
+    return int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+
+
+def _bandwidth_problem(machine_type: str, tier: str) -> str | None:
+    series = machine_type.split("-", 1)[0]
+    if tier == "virtio_enabled" and series in GVNIC_ONLY_SERIES:
+        return (
+            f"{machine_type} runs gVNIC only, and refuses VirtIO; use gvnic_enabled or "
+            "platform_default"
+        )
+    if tier != "tier_1_enabled":
+        return None
+    vcpus = machine_vcpus(machine_type)
+    if series in TIER_1_SERIES and vcpus is not None and vcpus >= TIER_1_MIN_VCPUS:
+        return None
+    return (
+        f"Compute Engine offers Tier_1 networking on {', '.join(TIER_1_SERIES)} machines of "
+        f"{TIER_1_MIN_VCPUS} vCPUs or more, not {machine_type}; pick one of those (e.g. "
+        "c2-standard-60) or use gvnic_enabled"
+    )
+
+
 def _image_problems(image: NodeImage) -> list[Problem]:
     if (image.family is None) == (image.name is None):
         return [
@@ -301,6 +335,8 @@ def cpu_nodeset_problems(
         found.append(Problem(("machineType",), problem))
     if problem := _disk_problem(machine, nodeset.disk_type):
         found.append(Problem(("diskType",), problem))
+    if problem := _bandwidth_problem(machine, nodeset.bandwidth_tier):
+        found.append(Problem(("bandwidthTier",), problem))
     if nodeset.secure_boot and nodeset.uses_schedmd_image:
         reason = (
             "its NVIDIA drivers"

@@ -156,6 +156,14 @@ def partition_option(key: str) -> str | None:
 
 
 _PARTITION_OPTIONS_BY_LOWER = {key.lower(): key for key in PARTITION_OPTIONS}
+NIC_TYPES: dict[str, str | None] = {
+    "platform_default": None,
+    "virtio_enabled": "VIRTIO_NET",
+    "gvnic_enabled": "GVNIC",
+    "tier_1_enabled": "GVNIC",
+}
+"""`bandwidth_tier` -> vNIC type, as Toolkit's internal/slurm-gcp/instance_template maps it;
+`tier_1_enabled` also sets the egress bandwidth tier TIER_1."""
 MAX_NODES_PER_NODESET = 1024
 """A bound of this program's, so that a typo in a count is refused before anything is made."""
 ACCOUNT_ROLES = ("ctl", "tpu", "lgn", "cpu")
@@ -517,6 +525,13 @@ class CpuNodesetConfig(ConfigModel):
     """OAuth scopes of the nodes' account; `cloud-platform` leaves access to IAM."""
     enable_public_ips: bool = False
     """Give each node an external IP. Off: Private Google Access and Cloud NAT."""
+    bandwidth_tier: Literal[
+        "platform_default", "virtio_enabled", "gvnic_enabled", "tier_1_enabled"
+    ] = "platform_default"
+    """The nodes' network card and egress bandwidth, as Toolkit's `bandwidth_tier`:
+    `platform_default` (the machine's own), `virtio_enabled`, `gvnic_enabled`, or
+    `tier_1_enabled` (gVNIC with per-VM Tier_1 bandwidth, on N2, N2D, C2, C2D and C3 of 30
+    vCPUs or more)."""
     secure_boot: bool | None = None
     """Shielded VM Secure Boot. Unset: on, except where SchedMD's image must load unsigned
     kernel modules (NVIDIA drivers on GPU nodes, Lustre's client)."""
@@ -532,6 +547,12 @@ class CpuNodesetConfig(ConfigModel):
     @property
     def uses_schedmd_image(self) -> bool:
         return self.image.project == SCHEDMD_IMAGE_PROJECT
+
+    @property
+    def nic_type(self) -> str | None:
+        """The template's vNIC type (Toolkit's instance_template `nic_type_map`), None for the
+        machine's default."""
+        return NIC_TYPES[self.bandwidth_tier]
 
     def gpus(self) -> GuestAccelerator | None:
         """The GPUs each node has: `gpu`, or the machine type's own."""

@@ -57,6 +57,15 @@ def node_template(
         "subnet": network.subnet_name,
         "project": ctx.project,
     }
+    # Properties added since templates were first named count only when a nodeset sets
+    # them, so that one which sets none keeps its template (and its name).
+    properties |= {
+        key: value
+        for key, value in {
+            "bandwidth_tier": nodeset.bandwidth_tier if nodeset.nic_type else None,
+        }.items()
+        if value
+    }
     digest = hashlib.sha256(json.dumps(properties, sort_keys=True).encode()).hexdigest()
     # GPUs and Spot VMs cannot migrate live (Compute Engine "Host events").
     scheduling = gcp.compute.InstanceTemplateSchedulingArgs(
@@ -89,6 +98,7 @@ def node_template(
         network_interfaces=[
             gcp.compute.InstanceTemplateNetworkInterfaceArgs(
                 subnetwork=network.subnet_self_link,
+                nic_type=nodeset.nic_type,
                 access_configs=(
                     [gcp.compute.InstanceTemplateNetworkInterfaceAccessConfigArgs()]
                     if nodeset.enable_public_ips
@@ -96,6 +106,13 @@ def node_template(
                 ),
             )
         ],
+        network_performance_config=(
+            gcp.compute.InstanceTemplateNetworkPerformanceConfigArgs(
+                total_egress_bandwidth_tier="TIER_1"
+            )
+            if nodeset.bandwidth_tier == "tier_1_enabled"
+            else None
+        ),
         service_account=gcp.compute.InstanceTemplateServiceAccountArgs(
             email=email, scopes=list(nodeset.service_account_scopes)
         ),

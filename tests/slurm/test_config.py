@@ -819,6 +819,30 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "login became loginGroups",
     ),
     (
+        "Tier_1 on a machine Compute Engine offers it on only from 30 vCPUs",
+        cpu(machineType="n2-standard-16", bandwidthTier="tier_1_enabled"),
+        f"{C0}.bandwidthTier",
+        "30 vCPUs or more",
+    ),
+    (
+        "Tier_1 on a series without it",
+        cpu(machineType="n1-standard-32", bandwidthTier="tier_1_enabled"),
+        f"{C0}.bandwidthTier",
+        "gvnic_enabled",
+    ),
+    (
+        "VirtIO on a machine that runs gVNIC only",
+        cpu(machineType="c3-standard-8", bandwidthTier="virtio_enabled"),
+        f"{C0}.bandwidthTier",
+        "gVNIC only",
+    ),
+    (
+        "a bandwidth tier Toolkit does not have",
+        cpu(bandwidthTier="tier_2"),
+        f"{C0}.bandwidthTier",
+        "tier_1_enabled",
+    ),
+    (
         "a controller image by both family and name",
         stack(controller={"image": {"family": "a", "name": "b"}}),
         "ai-infra:slurm.controller.image",

@@ -75,3 +75,19 @@ def test_a_new_controller_image_replaces_the_controller_and_the_login_vms():
     edited = build_graph(stack(controller={"image": CUSTOM}))
     changes = {c.resource.name: c.op for c in diff(base, edited) if not c.is_component}
     assert changes == {"slurm-controller": Op.REPLACE, "slurm-login-login-0": Op.REPLACE}
+
+
+def test_bandwidth_tiers_set_the_nic_and_tier_1_the_egress_bandwidth():
+    default = template(build_graph(cpu_stack()))
+    [nic] = default["networkInterfaces"]
+    assert "nicType" not in nic and "networkPerformanceConfig" not in default
+    for tier, nic_type in (("virtio_enabled", "VIRTIO_NET"), ("gvnic_enabled", "GVNIC")):
+        t = template(build_graph(cpu_stack(bandwidthTier=tier)))
+        assert t["networkInterfaces"][0]["nicType"] == nic_type, tier
+        assert "networkPerformanceConfig" not in t
+        assert t["name"] != default["name"]
+    tier_1 = template(
+        build_graph(cpu_stack(machineType="c2-standard-60", bandwidthTier="tier_1_enabled"))
+    )
+    assert tier_1["networkInterfaces"][0]["nicType"] == "GVNIC"
+    assert tier_1["networkPerformanceConfig"] == {"totalEgressBandwidthTier": "TIER_1"}
