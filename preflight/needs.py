@@ -368,7 +368,16 @@ def _cpu_nodesets(config: StackConfig, graph: Graph, keys: Mapping[str, str]) ->
             region=config.context.region,
             zones=zones,
             count=n.node_count_static + n.node_count_dynamic_max,
-            capacity="spot" if n.spot else "on-demand",
+            capacity=(
+                "reservation"
+                if n.reservation
+                else "flex-start"
+                if n.flex
+                else "spot"
+                if n.spot
+                else "on-demand"
+            ),
+            reservation=n.reservation,
             gpus=((g.type, g.count),) if (g := n.gpus()) is not None else (),
             images=tuple(
                 d["sourceImage"] for d in template.get("disks") or [] if d.get("sourceImage")

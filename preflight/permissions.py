@@ -143,6 +143,11 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "compute.instances.list",
         "compute.instances.delete",
     ),
+    # ... and each flex-start nodeset's region, deleting the groups its controller made.
+    "pulumi-python:dynamic/slurm:FlexCleanup": (
+        "compute.instanceGroupManagers.list",
+        "compute.instanceGroupManagers.delete",
+    ),
     "pulumi:providers:kubernetes": ("container.clusters.get",),
     "kubernetes:core/v1:Namespace": ("container.namespaces.create",),
     "kubernetes:core/v1:ServiceAccount": ("container.serviceAccounts.create",),

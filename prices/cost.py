@@ -91,6 +91,7 @@ FREE_TYPES = frozenset(
         "gcp:storage/bucketObject:BucketObject",
         "pulumi-python:dynamic/slurm:TpuCleanup",
         "pulumi-python:dynamic/slurm:ComputeCleanup",
+        "pulumi-python:dynamic/slurm:FlexCleanup",
         "gcp:compute/resizeRequest:ResizeRequest",
         "gcp:monitoring/dashboard:Dashboard",
     }
@@ -554,7 +555,15 @@ class _Builder:
             return
         ctx = self.config.context
         for index, nodeset in enumerate(slurm.cpu_nodesets):
-            capacity = SPOT if nodeset.spot else ON_DEMAND
+            capacity = (
+                RESERVATION
+                if nodeset.reservation
+                else FLEX_START
+                if nodeset.flex
+                else SPOT
+                if nodeset.spot
+                else ON_DEMAND
+            )
             idle = nodeset.node_count_static
             full = idle + nodeset.node_count_dynamic_max
             gpus = nodeset.gpus()

@@ -18,7 +18,7 @@ from components.slurm.cluster import (
     controller_permissions,
     ssh_command,
 )
-from components.slurm.config import ACCOUNT_ROLES, SlurmConfig, account_id
+from components.slurm.config import ACCOUNT_ROLES, CpuNodesetConfig, SlurmConfig, account_id
 from components.slurm.scripts import TOOLKIT_RELEASE
 
 __all__ = [
@@ -96,20 +96,10 @@ def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list
             f"    ssh: {ssh_command(vm, zone, context.project)}" for vm in config.login_names(group)
         ]
     for c in config.all_cpu_nodesets:
-        gpus = c.gpus()
-        flags = [
-            f
-            for f, on in (
-                (f"{gpus.count} x {gpus.type}" if gpus else "", gpus is not None),
-                ("spot", c.spot),
-                ("secure boot off", not config.secure_boot(c)),
-            )
-            if on
-        ]
         lines.append(
             f"  nodeset {c.name}: {c.machine_type} in {', '.join(cpu_zones(c, context))}, "
             f"{c.node_count_static} static + up to {c.node_count_dynamic_max} dynamic nodes"
-            f"{''.join(f', {f}' for f in flags)}"
+            f"{''.join(f', {f}' for f in _cpu_flags(c, config))}"
         )
     for n in config.tpu_nodesets:
         shape = n.node_type or (
@@ -154,3 +144,46 @@ def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list
         f"{len(controller_permissions(config))} permissions"
     )
     return [("Slurm (controller, login, nodesets, partitions)", lines)]
+
+
+NIC_LABELS = {
+    "virtio_enabled": "VirtIO NIC",
+    "gvnic_enabled": "gVNIC",
+    "tier_1_enabled": "gVNIC with Tier_1 bandwidth",
+}
+
+
+def _cpu_flags(nodeset: CpuNodesetConfig, config: SlurmConfig) -> list[str]:
+    """What sets a CPU or GPU nodeset apart, for its plan line."""
+    gpus = nodeset.gpus()
+    ssd = nodeset.local_ssd
+    flex = nodeset.dws_flex
+    distance = nodeset.placement_max_distance
+    return [
+        flag
+        for flag, on in (
+            (f"{gpus.count} x {gpus.type}" if gpus else "", gpus is not None),
+            ("spot", nodeset.spot),
+            (f"reservation {nodeset.reservation}", nodeset.reservation is not None),
+            (
+                f"flex-start up to {flex.max_run_duration} s" if flex else "",
+                nodeset.flex,
+            ),
+            (
+                "compact placement" + (f" at max distance {distance}" if distance else ""),
+                nodeset.enable_placement,
+            ),
+            (NIC_LABELS.get(nodeset.bandwidth_tier, ""), nodeset.nic_type is not None),
+            (
+                (f"{ssd.count} local SSDs" if ssd.count else "its local SSDs")
+                + f" at {ssd.mount_path}"
+                if ssd
+                else "",
+                ssd is not None,
+            ),
+            (f"{len(nodeset.additional_disks)} extra disk(s)", bool(nodeset.additional_disks)),
+            ("automatic updates off", not nodeset.allow_automatic_updates),
+            ("secure boot off", not config.secure_boot(nodeset)),
+        )
+        if on
+    ]

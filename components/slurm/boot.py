@@ -58,6 +58,11 @@ class BootScript:
     registries: tuple[str, ...] = DEFAULT_REGISTRIES
     """On a TPU VM: the registries Docker authenticates to, those of every TPU nodeset's
     slurmd image (one script serves all nodesets)."""
+    local_ssd_mount: str | None = None
+    """On a node with local SSDs: where to mount them, striped into one array, at every boot
+    before Slurm's setup (their data may be gone after a host event)."""
+    local_ssd_dir: str = "/dev/disk/by-id"
+    local_ssd_array: str = "/dev/md/localssd"
     docker_config_dir: str = "/root/.docker"
     cgroup_dir: str = "/sys/fs/cgroup"
     systemd_dir: str = "/etc/systemd/system"
@@ -88,6 +93,7 @@ def render(boot: BootScript) -> str:
         f"readonly SCRIPTS={_q(boot.scripts_dir)}",
         f"readonly FLAG={_q(boot.flag_file)}",
         f"readonly META={_q(METADATA_URL)}",
+        *_local_ssd_lines(boot),
         "metadata() { curl -sS --fail -H 'Metadata-Flavor: Google' \"$META/$1\"; }",
         "BUCKET=$(metadata attributes/slurm_bucket_path)",
         "ROLE=$(metadata attributes/slurm_instance_role)",
@@ -132,6 +138,32 @@ def render(boot: BootScript) -> str:
         lines += _tpu_lines(boot)
     lines.append('exec "$SCRIPTS/setup.py"')
     return "\n".join(lines) + "\n"
+
+
+def _local_ssd_lines(boot: BootScript) -> list[str]:
+    """Stripe the NVMe local SSDs into one RAID 0 array, format it ext4 when it has no file
+    system, and mount it world-writable with the sticky bit, as Toolkit's startup-script
+    `local_ssd_filesystem` (setup-raid.yml) does; a mount already there is left alone."""
+    if boot.local_ssd_mount is None:
+        return []
+    mount, array = _q(boot.local_ssd_mount), _q(boot.local_ssd_array)
+    return [
+        "shopt -s nullglob",
+        f"SSDS=({_q(boot.local_ssd_dir)}/google-local-nvme-ssd-*)",
+        "shopt -u nullglob",
+        'if (( ${#SSDS[@]} == 0 )); then echo "no local SSD on this VM" >&2; exit 1; fi',
+        f"if ! mountpoint -q {mount}; then",
+        "  command -v mdadm >/dev/null || dnf install -y mdadm",
+        f"  if [[ ! -e {array} ]]; then",
+        f"    mdadm --create {array} --name=localssd --homehost=any --level=0 "
+        '--raid-devices="${#SSDS[@]}" --force --run "${SSDS[@]}"',
+        "  fi",
+        f"  if ! blkid {array} >/dev/null 2>&1; then mkfs -t ext4 -m 0 {array}; fi",
+        f"  mkdir -p {mount}",
+        f"  mount -t ext4 -o discard,defaults,nofail {array} {mount}",
+        f"  chmod 1777 {mount}",
+        "fi",
+    ]
 
 
 def _tpu_lines(boot: BootScript) -> list[str]:

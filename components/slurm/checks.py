@@ -37,7 +37,7 @@ from components.slurm.config import (
     needs_unsigned_modules,
     partition_option,
 )
-from components.types import FILESTORE_CAPACITY_GB, disk_zone
+from components.types import FILESTORE_CAPACITY_GB, disk_zone, reservation_parts
 
 HYPERDISK_ONLY = ("c4-", "c4a-", "c4d-", "n4-")
 """Machine series whose boot disk must be Hyperdisk (Compute Engine "Machine series
@@ -329,33 +329,215 @@ def cpu_nodeset_problems(
         problem := gpu_catalog.gpu_problem(machine, nodeset.gpu.type, nodeset.gpu.count)
     ):
         found.append(Problem(("gpu",), problem))
-    if gpu_catalog.fixed_gpus(machine) is not None and (
-        problem := _capacity_problem(machine, nodeset.spot)
-    ):
-        found.append(Problem(("machineType",), problem))
     if problem := _disk_problem(machine, nodeset.disk_type):
         found.append(Problem(("diskType",), problem))
     if problem := _bandwidth_problem(machine, nodeset.bandwidth_tier):
         found.append(Problem(("bandwidthTier",), problem))
-    if nodeset.secure_boot and nodeset.uses_schedmd_image:
-        reason = (
-            "its NVIDIA drivers"
-            if nodeset.gpus() is not None
-            else "the Lustre client"
-            if cluster_lustre or needs_unsigned_modules(nodeset.network_storage)
-            else None
-        )
-        if reason:
-            # slurm-gcp docs/images.md "Shielded VM Support": schedmd-slurm-public images
-            # support Secure Boot only without GPUs or Lustre, whose modules are unsigned.
-            found.append(
-                Problem(
-                    ("secureBoot",),
-                    f"SchedMD's image loads {reason} as unsigned kernel modules, which Secure "
-                    "Boot refuses; remove secureBoot (it is then off for this nodeset)",
-                )
-            )
+    found += _secure_boot_problems(nodeset, cluster_lustre)
+    found += _provisioning_problems(nodeset, zones)
+    found += _placement_problems(nodeset)
+    found += _extra_disk_problems(nodeset)
     found += [p.under("networkStorage") for p in _storage_problems(nodeset.network_storage)]
+    return found
+
+
+def _secure_boot_problems(nodeset: CpuNodesetConfig, cluster_lustre: bool) -> list[Problem]:
+    if not (nodeset.secure_boot and nodeset.uses_schedmd_image):
+        return []
+    reason = (
+        "its NVIDIA drivers"
+        if nodeset.gpus() is not None
+        else "the Lustre client"
+        if cluster_lustre or needs_unsigned_modules(nodeset.network_storage)
+        else None
+    )
+    if reason is None:
+        return []
+    # slurm-gcp docs/images.md "Shielded VM Support": schedmd-slurm-public images support
+    # Secure Boot only without GPUs or Lustre, whose modules are unsigned.
+    return [
+        Problem(
+            ("secureBoot",),
+            f"SchedMD's image loads {reason} as unsigned kernel modules, which Secure Boot "
+            "refuses; remove secureBoot (it is then off for this nodeset)",
+        )
+    ]
+
+
+def _provisioning_problems(nodeset: CpuNodesetConfig, zones: list[str]) -> list[Problem]:
+    """How the nodes are had (on demand, Spot, a reservation, flex-start) against what the
+    machine's series is sold under and what Slurm-GCP and Toolkit's nodeset allow."""
+    found = []
+    machine = nodeset.machine_type
+    flex = nodeset.flex
+    key, provisioning = (
+        ("reservation", "reservation")
+        if nodeset.reservation
+        else ("dwsFlex", "flex-start")
+        if flex
+        else ("spot", "spot")
+        if nodeset.spot
+        else ("machineType", "on-demand")
+    )
+    if problem := _capacity_problem(machine, provisioning):
+        found.append(Problem((key,), problem))
+    if nodeset.reservation and (nodeset.spot or flex):
+        # Toolkit's nodeset: "Cannot use reservations with DWS Flex"; Spot VMs consume no
+        # reservation (Compute Engine "Spot VMs": reservations).
+        found.append(
+            Problem(
+                ("reservation",),
+                f"{'flex-start' if flex else 'Spot'} VMs consume no reservation; remove "
+                f"{'dwsFlex' if flex else 'spot'} or the reservation",
+            )
+        )
+    if flex and nodeset.spot:
+        found.append(
+            Problem(("spot",), "a nodeset is Spot or flex-start, not both (Toolkit's nodeset)")
+        )
+    if (nodeset.reservation or flex) and len(zones) > 1:
+        # util.py nodeset_reservation: "Only single zone is supported if using a
+        # reservation"; Toolkit's nodeset wants no extra zones with dws_flex either.
+        what = "a reservation lives in one zone" if nodeset.reservation else "flex-start asks"
+        found.append(
+            Problem(
+                ("zones",),
+                f"{what} in one zone, and so does this nodeset: list one zone, the "
+                f"{'reservation' if nodeset.reservation else 'capacity'}'s",
+            )
+        )
+    if flex and nodeset.node_count_static:
+        found.append(
+            Problem(
+                ("nodeCountStatic",),
+                "flex-start nodes exist only for the run a resize request gets them for, so a "
+                "flex-start nodeset has dynamic nodes only; set nodeCountStatic: 0 (or put the "
+                "static nodes in a nodeset of their own)",
+            )
+        )
+    if flex and nodeset.gpus() is None:
+        found.append(
+            Problem(
+                ("dwsFlex",),
+                f"{machine} carries no GPUs: the controller asks for flex-start nodes with "
+                "resize requests of GPU machine types only (Slurm-GCP mig_flex.py); use a GPU "
+                "machine type or remove dwsFlex",
+            )
+        )
+    return found
+
+
+PLACEMENT_REFUSED = ("e2", "t2d", "n1", "t2a", "m1", "m2", "m3")
+"""Series Slurm-GCP places no VM of (resume.py valid_placement_node)."""
+
+
+def _placement_problems(nodeset: CpuNodesetConfig) -> list[Problem]:
+    """Compact placement as Slurm-GCP builds it (resume.py) and Toolkit's nodeset allows it."""
+    machine = nodeset.machine_type
+    distance = nodeset.placement_max_distance
+    if not nodeset.enable_placement:
+        if distance is None:
+            return []
+        return [
+            Problem(
+                ("placementMaxDistance",),
+                "places nothing without enablePlacement: true (Toolkit's nodeset); set it or "
+                "remove placementMaxDistance",
+            )
+        ]
+    series = machine.split("-", 1)[0]
+    if series in PLACEMENT_REFUSED:
+        return [
+            Problem(
+                ("enablePlacement",),
+                f"Slurm-GCP places no {series} VM (it logs a warning and creates them "
+                "unplaced); use another machine series or remove enablePlacement",
+            )
+        ]
+    found = []
+    if distance is not None and (problem := gpu_catalog.max_distance_problem(machine, distance)):
+        found.append(Problem(("placementMaxDistance",), problem))
+    if nodeset.flex and gpu_catalog.group_placement(machine, "flex-start") is None:
+        found.append(
+            Problem(
+                ("enablePlacement",),
+                f"flex-start {machine} VMs take no placement policy (Toolkit places flex-start "
+                "nodes of A3 Ultra and A4 only); remove enablePlacement",
+            )
+        )
+    limit = gpu_catalog.compact_limit(machine, distance)
+    if nodeset.max_nodes > limit:
+        found.append(
+            Problem(
+                ("enablePlacement",),
+                f"{nodeset.max_nodes} nodes, but a compact placement policy of "
+                f"{machine}{f' at max distance {distance}' if distance else ''} holds "
+                f"{limit} (Slurm-GCP resume.py calculate_chunk_size), so the nodes could not "
+                f"be placed together; use at most {limit} nodes, or a larger "
+                "placementMaxDistance",
+            )
+        )
+    return found
+
+
+BUNDLED_LOCAL_SSD = re.compile(r".*-lssd|(a2-ultragpu|a3|a4|a4x|z3)-.*")
+"""Machine types that come with their Local SSD disks attached (Compute Engine "About Local
+SSD disks": the `-lssd` types, A2 Ultra, A3, A4, A4X and Z3)."""
+NO_LOCAL_SSD = ("e2", "t2a", "t2d", "n4", "c3", "c3d", "c4", "c4a", "c4d", "h3")
+"""Series whose VMs take no Local SSD but through their `-lssd` types, if they have those."""
+LOCAL_SSD_COUNTS = (1, 2, 4, 8, 16, 24)
+"""Local SSD counts Compute Engine attaches to N1, N2, N2D, C2, C2D, A2 and G2 VMs; how many
+a machine of a given vCPU count takes narrows this ("Choose a valid number of Local SSD
+disks")."""
+
+
+def _extra_disk_problems(nodeset: CpuNodesetConfig) -> list[Problem]:
+    machine = nodeset.machine_type
+    found = []
+    names = [d.device_name for d in nodeset.additional_disks]
+    found += [p.under("additionalDisks") for p in _repeats(names, "deviceName")]
+    for i, disk in enumerate(nodeset.additional_disks):
+        if problem := _disk_problem(machine, disk.disk_type):
+            found.append(Problem(("additionalDisks", i, "diskType"), problem))
+    ssd = nodeset.local_ssd
+    if ssd is None:
+        return found
+    series = machine.split("-", 1)[0]
+    bundled = BUNDLED_LOCAL_SSD.fullmatch(machine) is not None
+    if bundled and ssd.count is not None:
+        found.append(
+            Problem(
+                ("localSsd", "count"),
+                f"{machine} comes with its own Local SSDs, and takes no more; remove count "
+                "(they are mounted at mountPath)",
+            )
+        )
+    elif not bundled and series in NO_LOCAL_SSD:
+        found.append(
+            Problem(
+                ("localSsd",),
+                f"{machine} takes no Local SSD; use its -lssd machine type where the series "
+                "has one, or remove localSsd",
+            )
+        )
+    elif not bundled and ssd.count not in LOCAL_SSD_COUNTS:
+        found.append(
+            Problem(
+                ("localSsd", "count"),
+                f"{machine} attaches {', '.join(map(str, LOCAL_SSD_COUNTS))} Local SSDs of "
+                f"375 GB, not {ssd.count or 'none'}; set count to one of those",
+            )
+        )
+    return found
+
+
+def _repeats(names: list[str], key: str) -> list[Problem]:
+    first: dict[str, int] = {}
+    found = []
+    for i, name in enumerate(names):
+        if name in first:
+            found.append(Problem((i, key), f"'{name}' is already [{first[name]}]'s; keep one"))
+        first.setdefault(name, i)
     return found
 
 
@@ -529,6 +711,7 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
         )
         own_problems += _account_problems((), nodeset.service_account_email, own)
         found += [p.under("cpuNodesets", i) for p in own_problems]
+    found += _shared_reservation_problems(config, ctx)
     if not cpu:
         for i, nodeset in enumerate(config.tpu_nodesets):
             if nodeset.name in valid and nodeset.workers_per_slice > 1:
@@ -596,6 +779,28 @@ def _script_name_problems(scripts: Sequence[JobScript]) -> list[Problem]:
                     "Slurm-GCP's setup takes for the end of the folder it installs a script in, "
                     "so Slurm would never run it; rename it, e.g. "
                     f"{stem.replace('script', 'check')}.{script.name.rsplit('.', 1)[1]}",
+                )
+            )
+    return found
+
+
+def _shared_reservation_problems(config: SlurmConfig, ctx: StackContext) -> list[Problem]:
+    """A reservation is in one zone: nodesets naming it are all in that zone."""
+    zone_of: dict[tuple[str, str], tuple[int, str]] = {}
+    found = []
+    for i, nodeset in enumerate(config.cpu_nodesets):
+        if nodeset.reservation is None:
+            continue
+        key = reservation_parts(nodeset.reservation, ctx.project)
+        zones = cpu_zones(nodeset, ctx)
+        first = zone_of.setdefault(key, (i, zones[0]))
+        if zones[0] != first[1]:
+            found.append(
+                Problem(
+                    ("cpuNodesets", i, "reservation"),
+                    f"cpuNodesets[{first[0]}] takes this reservation in {first[1]}, and a "
+                    f"reservation is in one zone, not also {zones[0]}; use one zone or "
+                    "another reservation",
                 )
             )
     return found
@@ -739,18 +944,14 @@ def _partition_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig])
     return found
 
 
-def _capacity_problem(machine_type: str, spot: bool) -> str | None:
-    """Why a nodeset's VMs of this machine type cannot be had: a nodeset asks for on-demand or
-    Spot VMs only (no reservation or flex-start keys), so a series sold otherwise (the
-    catalog's SERIES) belongs in a GKE pool or a GPU cluster."""
-    provisioning = "spot" if spot else "on-demand"
+def _capacity_problem(machine_type: str, provisioning: str) -> str | None:
+    """Why a nodeset's VMs of this machine type cannot be had with `provisioning`
+    (on-demand, spot, reservation, flex-start), by what the series is sold under (the GPU
+    catalog's SERIES)."""
     if gpu_catalog.capacity_problem(machine_type, provisioning) is None:
         return None
     capacity = gpu_catalog.series_capacity(machine_type)
-    if not spot and capacity is not None and "spot" in capacity.provisioning:
-        return f"{machine_type} is not offered on demand; set spot: true"
-    return (
-        f"{machine_type} is not offered {provisioning}; a nodeset takes on-demand or Spot VMs "
-        "only, so use a GKE pool (ai-infra:gpuPools) or a GPU cluster (ai-infra:gpuClusters) "
-        "with a reservation or flex-start"
-    )
+    assert capacity is not None
+    offered = {"spot": "spot: true", "reservation": "reservation", "flex-start": "dwsFlex"}
+    ways = [offered[p] for p in ("spot", "reservation", "flex-start") if p in capacity.provisioning]
+    return f"{machine_type} is not offered {provisioning}; set {' or '.join(ways)}"

@@ -40,6 +40,8 @@ from components.slurm.checks import cpu_zones
 from components.slurm.cleanup import (
     ComputeCleanup,
     ComputeCleanupProvider,
+    FlexCleanup,
+    FlexCleanupProvider,
     TpuCleanup,
     TpuCleanupProvider,
 )
@@ -114,6 +116,26 @@ which an image in the project (not SchedMD's public one) needs (images.useReadOn
 instance change."""
 PUBLIC_IP_PERMISSIONS = ("compute.subnetworks.useExternalIp",)
 """Only when a CPU nodeset gives its nodes external IPs."""
+RESERVATION_PERMISSIONS = ("compute.reservations.get", "compute.resourcePolicies.use")
+"""A nodeset with a reservation: util.py reads it (reservations.get) and resume.py gives the
+nodes the reservation's own placement policies, if it has any."""
+PLACEMENT_PERMISSIONS = (
+    "compute.resourcePolicies.create",
+    "compute.resourcePolicies.delete",
+    "compute.resourcePolicies.use",
+)
+"""Compact placement: resume.py creates a policy per job or chunk (resourcePolicies.insert)
+and creates the nodes in it; slurmsync.py deletes those of finished jobs."""
+FLEX_PERMISSIONS = (
+    "compute.instanceGroupManagers.create",
+    "compute.instanceGroupManagers.delete",
+    "compute.instanceGroupManagers.get",
+    "compute.instanceGroupManagers.list",
+    "compute.instanceGroupManagers.update",
+)
+"""Flex-start: mig_flex.py creates a regional managed instance group per resume, asks it for
+the nodes with a resize request (an update of the group), lists its instances, and
+deletes them or the group at suspend; slurmsync lists the groups."""
 
 
 def controller_permissions(config: SlurmConfig) -> list[str]:
@@ -124,8 +146,14 @@ def controller_permissions(config: SlurmConfig) -> list[str]:
     cpu = config.all_cpu_nodesets
     if cpu:
         found |= set(CPU_PERMISSIONS)
-    if any(n.enable_public_ips for n in cpu):
-        found |= set(PUBLIC_IP_PERMISSIONS)
+    for permissions, needed in (
+        (PUBLIC_IP_PERMISSIONS, any(n.enable_public_ips for n in cpu)),
+        (RESERVATION_PERMISSIONS, any(n.reservation for n in cpu)),
+        (PLACEMENT_PERMISSIONS, any(n.enable_placement for n in cpu)),
+        (FLEX_PERMISSIONS, any(n.flex for n in cpu)),
+    ):
+        if needed:
+            found |= set(permissions)
     return sorted(found)
 
 
@@ -144,6 +172,7 @@ class SlurmClusterArgs(WiringModel):
     """Tests pass a provider with a fake fetcher; `pulumi up` uses the real one."""
     cleanup_provider: SkipValidation[TpuCleanupProvider] | None = None
     compute_cleanup_provider: SkipValidation[ComputeCleanupProvider] | None = None
+    flex_cleanup_provider: SkipValidation[FlexCleanupProvider] | None = None
 
 
 class SlurmCluster(Component):
@@ -318,6 +347,7 @@ class SlurmCluster(Component):
                 lambda links, n=nodeset, z=zones: _dump(
                     cpu_nodeset_document(
                         n,
+                        project=ctx.project,
                         template=links[0],
                         subnetwork=links[1],
                         zones=z,
@@ -451,6 +481,20 @@ class SlurmCluster(Component):
                 ),
             )
             cleanups.append(self.compute_cleanup)
+        flex = [n for n in cpu_nodesets if n.flex]
+        self.flex_cleanup = None
+        if flex:
+            # Depends on the CPU cleanup so that `pulumi destroy` deletes the groups (and
+            # their VMs) first: a group's VMs deleted alone would be created again.
+            self.flex_cleanup = FlexCleanup(
+                f"{name}-flex-cleanup",
+                project=ctx.project,
+                cluster=config.cluster_name,
+                nodesets=[{"name": n.name, "zone": cpu_zones(n, ctx)[0]} for n in flex],
+                provider=args.flex_cleanup_provider,
+                opts=self.child_opts(depends_on=[*cleanups, *self.templates.values()]),
+            )
+            cleanups.append(self.flex_cleanup)
         return cleanups
 
     @property

@@ -23,6 +23,7 @@ from components.types import (
     ImageReference,
     MachineType,
     MountPath,
+    Reservation,
     ServiceAccountEmail,
     Zone,
     image_has_tag_or_digest,
@@ -486,6 +487,53 @@ class NodeImage(ConfigModel):
         return f"projects/{self.project}/global/images/family/{self.family}"
 
 
+FLEX_MIN_SECONDS = 600
+FLEX_MAX_SECONDS = 604800
+"""Toolkit's nodeset `dws_flex.max_run_duration`: at least 10 minutes, at most a week (its
+variable's validation; a resize request's requestedRunDuration takes the same)."""
+
+
+class DwsFlexConfig(ConfigModel):
+    """Flex-start (Dynamic Workload Scheduler) capacity, as Toolkit's nodeset `dws_flex` with
+    its default path: the controller asks for each job's nodes with a resize request on a
+    managed instance group of its own (Slurm-GCP mig_flex.py), which creates them all at once
+    when capacity frees up and deletes them after `maxRunDuration`."""
+
+    enabled: bool = True
+    """Provision the nodeset with flex-start."""
+    max_run_duration: int = Field(
+        default=FLEX_MAX_SECONDS, ge=FLEX_MIN_SECONDS, le=FLEX_MAX_SECONDS
+    )
+    """Seconds the nodes run before Compute Engine deletes them: 600 to 604800 (a week)."""
+    use_job_duration: bool = False
+    """Run the nodes for the job's time limit instead, when it has one of 10 minutes to a
+    week."""
+
+
+class AdditionalDisk(ConfigModel):
+    """A persistent disk created with each node and deleted with it (Toolkit's nodeset
+    `additional_disks` entry), at `/dev/disk/by-id/google-<deviceName>`."""
+
+    device_name: GceName
+    """The disk's device name on the node."""
+    disk_type: Literal["pd-balanced", "pd-ssd", "pd-standard", "hyperdisk-balanced"] = "pd-balanced"
+    """Disk type; must be one the machine type attaches."""
+    disk_size_gb: int = Field(default=100, ge=10, le=65536)
+    """Size in GB."""
+
+
+class LocalSsdConfig(ConfigModel):
+    """Local SSDs striped (RAID 0 when more than one), formatted ext4 and mounted on each node
+    before slurmd starts, as Toolkit's startup-script `local_ssd_filesystem` does; their data
+    goes with the node."""
+
+    count: int | None = Field(default=None, ge=1, le=32)
+    """Local SSD disks of 375 GB to attach; leave it unset on machine types that come with
+    their own (A2 Ultra, A3, A4, and `-lssd` types), whose disks are mounted instead."""
+    mount_path: MountPath = "/mnt/localssd"
+    """Where the striped disks are mounted, world-writable with the sticky bit like /tmp."""
+
+
 class CpuNodesetConfig(ConfigModel):
     """One entry of `ai-infra:slurm.cpuNodesets`: Compute Engine VMs the controller creates on
     demand from an instance template (Toolkit's `schedmd-slurm-gcp-v6-nodeset`)."""
@@ -517,6 +565,26 @@ class CpuNodesetConfig(ConfigModel):
     `gcp:zone`. All in `gcp:region`."""
     zone_target_shape: Literal["ANY", "ANY_SINGLE_ZONE", "BALANCED"] = "ANY_SINGLE_ZONE"
     """How one resume spreads its nodes over `zones`."""
+    reservation: Reservation | None = None
+    """A specific reservation the nodes consume (Toolkit's `reservation_name`): its name, or
+    `projects/P/reservations/R` for one shared from project P. It lives in one zone, which
+    must be the nodeset's only zone."""
+    enable_placement: bool = False
+    """Compact placement: the controller creates a placement policy for each exclusive job's
+    nodes (or each chunk of the nodeset) and deletes it after (Toolkit's
+    `enable_placement`, which Toolkit turns on by default). Not on e2, n1, t2a, t2d, m1, m2
+    or m3, which Slurm-GCP leaves unplaced."""
+    placement_max_distance: int | None = Field(default=None, ge=1, le=3)
+    """With `enablePlacement`: 1 (up to 22 nodes, not on A3), 2 (up to 150, 256 on A3) or 3
+    (up to 1500); unset, as close as capacity allows (up to 1500)."""
+    dws_flex: DwsFlexConfig | None = None
+    """Flex-start capacity (Toolkit's `dws_flex`), for dynamic nodes in one zone, not with
+    `spot` or `reservation`."""
+    additional_disks: list[AdditionalDisk] = Field(default_factory=list, max_length=8)
+    """Persistent disks each node gets beside its boot disk (Toolkit's `additional_disks`)."""
+    local_ssd: LocalSsdConfig | None = None
+    """Local SSD scratch space on each node (Toolkit's `additional_disks` of type
+    `local-ssd` with the startup-script's `local_ssd_filesystem`)."""
     service_account_email: ServiceAccountEmail | None = None
     """Defaults to the cluster's dedicated CPU node account `<prefix>-slurm-cpu`."""
     service_account_scopes: list[Scope] = Field(
@@ -547,6 +615,15 @@ class CpuNodesetConfig(ConfigModel):
     @property
     def uses_schedmd_image(self) -> bool:
         return self.image.project == SCHEDMD_IMAGE_PROJECT
+
+    @property
+    def flex(self) -> bool:
+        """Whether the nodes come from flex-start resize requests."""
+        return self.dws_flex is not None and self.dws_flex.enabled
+
+    @property
+    def max_nodes(self) -> int:
+        return self.node_count_static + self.node_count_dynamic_max
 
     @property
     def nic_type(self) -> str | None:

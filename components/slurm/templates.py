@@ -38,8 +38,9 @@ def node_template(
     email = nodeset.service_account_email or (identity.email if identity else "")
     gpus = nodeset.gpus()
     labels = {**slurm_labels(ctx, cluster, "compute"), "slurm_nodeset": nodeset.name}
+    ssd = nodeset.local_ssd
     metadata = {
-        **slurm_metadata(cluster, "compute", bucket_path),
+        **slurm_metadata(cluster, "compute", bucket_path, ssd.mount_path if ssd else None),
         **updates_metadata(nodeset.allow_automatic_updates),
     }
     # Everything the template is made of, and nothing else (counts, zones and scripts
@@ -63,33 +64,19 @@ def node_template(
         key: value
         for key, value in {
             "bandwidth_tier": nodeset.bandwidth_tier if nodeset.nic_type else None,
+            "additional_disks": [d.model_dump() for d in nodeset.additional_disks],
+            "local_ssds": ssd.count if ssd else None,
+            "flex": nodeset.dws_flex.model_dump() if nodeset.flex and nodeset.dws_flex else None,
         }.items()
         if value
     }
     digest = hashlib.sha256(json.dumps(properties, sort_keys=True).encode()).hexdigest()
-    # GPUs and Spot VMs cannot migrate live (Compute Engine "Host events").
-    scheduling = gcp.compute.InstanceTemplateSchedulingArgs(
-        on_host_maintenance="TERMINATE",
-        automatic_restart=not nodeset.spot,
-        preemptible=nodeset.spot,
-        provisioning_model="SPOT" if nodeset.spot else "STANDARD",
-        instance_termination_action="DELETE" if nodeset.spot else None,
-    )
     return gcp.compute.InstanceTemplate(
         resource,
         project=ctx.project,
         name=f"{cluster}-{nodeset.name}-{digest[:10]}",
         machine_type=nodeset.machine_type,
-        disks=[
-            gcp.compute.InstanceTemplateDiskArgs(
-                source_image=nodeset.image.path,
-                disk_type=nodeset.disk_type,
-                disk_size_gb=nodeset.disk_size_gb,
-                boot=True,
-                auto_delete=True,
-                labels={"slurm_cluster_name": cluster, "slurm_instance_role": "compute"},
-            )
-        ],
+        disks=_disks(nodeset, cluster),
         guest_accelerators=(
             [gcp.compute.InstanceTemplateGuestAcceleratorArgs(type=gpus.type, count=gpus.count)]
             if gpus is not None
@@ -116,7 +103,13 @@ def node_template(
         service_account=gcp.compute.InstanceTemplateServiceAccountArgs(
             email=email, scopes=list(nodeset.service_account_scopes)
         ),
-        scheduling=scheduling,
+        scheduling=_scheduling(nodeset),
+        reservation_affinity=(
+            # Flex-start VMs consume no reservation (Toolkit's partition.tf for dws_flex).
+            gcp.compute.InstanceTemplateReservationAffinityArgs(type="NO_RESERVATION")
+            if nodeset.flex
+            else None
+        ),
         shielded_instance_config=gcp.compute.InstanceTemplateShieldedInstanceConfigArgs(
             **shielded(config.secure_boot(nodeset))
         ),
@@ -131,4 +124,74 @@ def node_template(
         opts=parent.child_opts(
             depends_on=[identity.account] if identity and not nodeset.service_account_email else []
         ),
+    )
+
+
+LOCAL_SSD_GB = 375
+"""Every Local SSD disk holds 375 GB (Toolkit's internal_instance_template: `local-ssd` disks
+are 375 GB SCRATCH disks on the NVMe interface)."""
+
+
+def _disks(nodeset: CpuNodesetConfig, cluster: str) -> list[gcp.compute.InstanceTemplateDiskArgs]:
+    """The boot disk, the nodeset's extra persistent disks and its local SSDs; a machine type
+    that brings its own local SSDs gets them without asking."""
+    labels = {"slurm_cluster_name": cluster, "slurm_instance_role": "compute"}
+    disks = [
+        gcp.compute.InstanceTemplateDiskArgs(
+            source_image=nodeset.image.path,
+            disk_type=nodeset.disk_type,
+            disk_size_gb=nodeset.disk_size_gb,
+            boot=True,
+            auto_delete=True,
+            labels=labels,
+        )
+    ]
+    disks += [
+        gcp.compute.InstanceTemplateDiskArgs(
+            device_name=disk.device_name,
+            disk_type=disk.disk_type,
+            disk_size_gb=disk.disk_size_gb,
+            type="PERSISTENT",
+            boot=False,
+            auto_delete=True,
+            labels=labels,
+        )
+        for disk in nodeset.additional_disks
+    ]
+    ssds = nodeset.local_ssd.count if nodeset.local_ssd and nodeset.local_ssd.count else 0
+    disks += [
+        gcp.compute.InstanceTemplateDiskArgs(
+            disk_type="local-ssd",
+            disk_size_gb=LOCAL_SSD_GB,
+            type="SCRATCH",
+            interface="NVME",
+            boot=False,
+            auto_delete=True,
+        )
+        for _ in range(ssds)
+    ]
+    return disks
+
+
+def _scheduling(nodeset: CpuNodesetConfig) -> gcp.compute.InstanceTemplateSchedulingArgs:
+    """GPUs, Spot and flex-start VMs cannot migrate live (Compute Engine "Host events"), so
+    every node terminates on host maintenance. Flex-start nodes are FLEX_START VMs deleted
+    after their run duration, as Toolkit's partition.tf and nodeset build them for dws_flex
+    (provisioning model, max run duration, termination action DELETE)."""
+    if nodeset.flex and nodeset.dws_flex is not None:
+        return gcp.compute.InstanceTemplateSchedulingArgs(
+            on_host_maintenance="TERMINATE",
+            automatic_restart=False,
+            provisioning_model="FLEX_START",
+            instance_termination_action="DELETE",
+            max_run_duration=gcp.compute.InstanceTemplateSchedulingMaxRunDurationArgs(
+                seconds=nodeset.dws_flex.max_run_duration
+            ),
+        )
+    return gcp.compute.InstanceTemplateSchedulingArgs(
+        on_host_maintenance="TERMINATE",
+        automatic_restart=not nodeset.spot,
+        preemptible=nodeset.spot,
+        provisioning_model="SPOT" if nodeset.spot else "STANDARD",
+        instance_termination_action="DELETE" if nodeset.spot else None,
     )

@@ -33,7 +33,9 @@ hash of the controller inputs whose change replaces it (known before `pulumi up`
 offline plan shows the logins' replacement) and its instance id (new with any replacement)."""
 
 
-def slurm_metadata(cluster: str, role: str, bucket_path: str) -> dict[str, str]:
+def slurm_metadata(
+    cluster: str, role: str, bucket_path: str, local_ssd_mount: str | None = None
+) -> dict[str, str]:
     """What every VM of the cluster carries in its metadata: what Slurm-GCP's setup reads
     (bucket, cluster, role, universe), OS Login on and project SSH keys off, and the boot
     script, in metadata rather than `metadata_startup_script` so that a new script updates an
@@ -46,7 +48,11 @@ def slurm_metadata(cluster: str, role: str, bucket_path: str) -> dict[str, str]:
         "enable-oslogin": "TRUE",
         "block-project-ssh-keys": "TRUE",
         "startup-script": boot.render(
-            boot.BootScript(kind="vm", install_tpu_script=role == "controller")
+            boot.BootScript(
+                kind="vm",
+                install_tpu_script=role == "controller",
+                local_ssd_mount=local_ssd_mount,
+            )
         ),
     }
 

@@ -51,6 +51,7 @@ def cpu(**fields: Any) -> dict[str, Any]:
     )
 
 
+A3M: dict[str, Any] = {"machineType": "a3-megagpu-8g", "diskType": "pd-ssd"}
 MULTI_HOST: dict[str, Any] = {"name": "v4x32", "nodeType": "v4-32", "nodeCountDynamicMax": 12}
 C0 = "ai-infra:slurm.cpuNodesets[0]"
 N0 = "ai-infra:slurm.tpuNodesets[0]"
@@ -841,6 +842,144 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         cpu(bandwidthTier="tier_2"),
         f"{C0}.bandwidthTier",
         "tier_1_enabled",
+    ),
+    (
+        "a reservation over two zones",
+        cpu(**A3M, reservation="a3", zones=["us-central2-b", "us-central2-c"]),
+        f"{C0}.zones",
+        "a reservation lives in one zone",
+    ),
+    (
+        "one reservation in two nodesets' zones",
+        stack(
+            cpuNodesets=[
+                {"name": "a", **A3M, "reservation": "a3", "zones": ["us-central2-b"]},
+                {"name": "b", **A3M, "reservation": "a3", "zones": ["us-central2-c"]},
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4"]},
+                {"name": "gpu", "nodesets": ["a", "b"]},
+            ],
+        ),
+        "ai-infra:slurm.cpuNodesets[1].reservation",
+        "takes this reservation in us-central2-b",
+    ),
+    (
+        "a reservation of a series sold without them",
+        cpu(machineType="a3-highgpu-1g", reservation="a3"),
+        f"{C0}.reservation",
+        "not offered reservation",
+    ),
+    (
+        "Spot VMs consuming a reservation",
+        cpu(**A3M, spot=True, reservation="a3"),
+        f"{C0}.reservation",
+        "Spot VMs consume no reservation",
+    ),
+    (
+        "flex-start with static nodes",
+        cpu(**A3M, dwsFlex={}, nodeCountStatic=2, nodeCountDynamicMax=0),
+        f"{C0}.nodeCountStatic",
+        "dynamic nodes only",
+    ),
+    (
+        "flex-start and Spot",
+        cpu(**A3M, dwsFlex={}, spot=True),
+        f"{C0}.spot",
+        "not both",
+    ),
+    (
+        "flex-start and a reservation",
+        cpu(**A3M, dwsFlex={}, reservation="a3"),
+        f"{C0}.reservation",
+        "flex-start VMs consume no reservation",
+    ),
+    (
+        "flex-start of a CPU machine",
+        cpu(machineType="n2-standard-8", dwsFlex={}),
+        f"{C0}.dwsFlex",
+        "GPU machine types only",
+    ),
+    (
+        "flex-start of a series that has none",
+        cpu(machineType="n1-standard-8", gpu={"type": "nvidia-tesla-t4", "count": 1}, dwsFlex={}),
+        f"{C0}.dwsFlex",
+        "not offered flex-start",
+    ),
+    (
+        "a flex-start run longer than a week",
+        cpu(**A3M, dwsFlex={"maxRunDuration": 604801}),
+        f"{C0}.dwsFlex.maxRunDuration",
+        "604800",
+    ),
+    (
+        "placement with more nodes than the policy holds",
+        cpu(enablePlacement=True, placementMaxDistance=1, nodeCountDynamicMax=30),
+        f"{C0}.enablePlacement",
+        "holds 22",
+    ),
+    (
+        "a max distance without placement",
+        cpu(placementMaxDistance=2),
+        f"{C0}.placementMaxDistance",
+        "enablePlacement: true",
+    ),
+    (
+        "placement of a series Slurm-GCP never places",
+        cpu(machineType="n1-standard-8", enablePlacement=True),
+        f"{C0}.enablePlacement",
+        "places no n1 VM",
+    ),
+    (
+        "A3 at max distance 1",
+        cpu(**A3M, enablePlacement=True, placementMaxDistance=1, nodeCountDynamicMax=4),
+        f"{C0}.placementMaxDistance",
+        "max distance of 1",
+    ),
+    (
+        "flex-start placement of a series Toolkit does not place",
+        cpu(**A3M, dwsFlex={}, enablePlacement=True, nodeCountDynamicMax=4),
+        f"{C0}.enablePlacement",
+        "take no placement policy",
+    ),
+    (
+        "local SSDs added to a machine that brings its own",
+        cpu(**A3M, localSsd={"count": 2}),
+        f"{C0}.localSsd.count",
+        "comes with its own",
+    ),
+    (
+        "local SSDs on a series without them",
+        cpu(machineType="c4-standard-8", diskType="hyperdisk-balanced", localSsd={"count": 1}),
+        f"{C0}.localSsd",
+        "takes no Local SSD",
+    ),
+    (
+        "a local SSD count Compute Engine does not attach",
+        cpu(localSsd={"count": 3}),
+        f"{C0}.localSsd.count",
+        "1, 2, 4, 8, 16, 24",
+    ),
+    (
+        "local SSDs without a count where the machine has none of its own",
+        cpu(localSsd={}),
+        f"{C0}.localSsd.count",
+        "not none",
+    ),
+    (
+        "two extra disks of one device name",
+        cpu(additionalDisks=[{"deviceName": "d"}, {"deviceName": "d"}]),
+        f"{C0}.additionalDisks[1].deviceName",
+        "keep one",
+    ),
+    (
+        "an extra Hyperdisk on a machine that attaches none",
+        cpu(
+            machineType="n1-standard-8",
+            additionalDisks=[{"deviceName": "d", "diskType": "hyperdisk-balanced"}],
+        ),
+        f"{C0}.additionalDisks[0].diskType",
+        "no Hyperdisk",
     ),
     (
         "a controller image by both family and name",

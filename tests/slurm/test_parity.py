@@ -91,3 +91,128 @@ def test_bandwidth_tiers_set_the_nic_and_tier_1_the_egress_bandwidth():
     )
     assert tier_1["networkInterfaces"][0]["nicType"] == "GVNIC"
     assert tier_1["networkPerformanceConfig"] == {"totalEgressBandwidthTier": "TIER_1"}
+
+
+A3_MEGA: dict[str, Any] = {"machineType": "a3-megagpu-8g", "diskType": "pd-ssd"}
+
+
+def test_a_specific_reservation_is_named_as_util_py_reads_it_and_lets_the_controller_read_it():
+    graph = build_graph(cpu_stack(**A3_MEGA, reservation="a3-block"))
+    document = nodeset_yaml(graph)
+    assert document["reservation_name"] == "projects/test-project/reservations/a3-block"
+    assert document["zone_policy_allow"] == ["us-central2-b"]
+    shared = nodeset_yaml(
+        build_graph(cpu_stack(**A3_MEGA, reservation="projects/host-project/reservations/a3"))
+    )
+    assert shared["reservation_name"] == "projects/host-project/reservations/a3"
+    permissions = graph.named("slurm-ctl-role").inputs["permissions"]
+    assert {"compute.reservations.get", "compute.resourcePolicies.use"} <= set(permissions)
+    assert "compute.resourcePolicies.create" not in permissions
+    # Consumed through resume's instanceProperties, not the template (Toolkit's does alike).
+    assert "reservationAffinity" not in template(graph)
+
+
+def test_compact_placement_is_the_controller_s_to_create_with_its_max_distance():
+    graph = build_graph(cpu_stack(enablePlacement=True, placementMaxDistance=2))
+    document = nodeset_yaml(graph)
+    assert (document["enable_placement"], document["placement_max_distance"]) == (True, 2)
+    permissions = graph.named("slurm-ctl-role").inputs["permissions"]
+    assert {"compute.resourcePolicies.create", "compute.resourcePolicies.delete"} <= set(
+        permissions
+    )
+    off = nodeset_yaml(build_graph(cpu_stack()))
+    assert (off["enable_placement"], off["placement_max_distance"]) == (False, None)
+
+
+def test_a_flex_start_nodeset_gets_a_flex_template_groups_and_their_cleanup():
+    graph = build_graph(
+        cpu_stack(**A3_MEGA, dwsFlex={"maxRunDuration": 7200, "useJobDuration": True})
+    )
+    document = nodeset_yaml(graph)
+    assert document["dws_flex"] == {
+        "enabled": True,
+        "max_run_duration": 7200,
+        "use_job_duration": True,
+        "use_bulk_insert": False,
+    }
+    t = template(graph)
+    assert t["scheduling"] == {
+        "onHostMaintenance": "TERMINATE",
+        "automaticRestart": False,
+        "provisioningModel": "FLEX_START",
+        "instanceTerminationAction": "DELETE",
+        "maxRunDuration": {"seconds": 7200},
+    }
+    assert t["reservationAffinity"] == {"type": "NO_RESERVATION"}
+    permissions = graph.named("slurm-ctl-role").inputs["permissions"]
+    assert "compute.instanceGroupManagers.create" in permissions
+    cleanup = graph.named("slurm-flex-cleanup")
+    assert cleanup.type == "pulumi-python:dynamic/slurm:FlexCleanup"
+    assert cleanup.inputs["nodesets"] == [{"name": "cpu", "zone": "us-central2-b"}]
+    # Destroy deletes dependents first: the controller, then the groups, then CPU VMs left.
+    assert cleanup.urn in graph.named("slurm-controller").dependencies
+    assert graph.named("slurm-compute-cleanup").urn in cleanup.dependencies
+    assert not [r for r in build_graph(cpu_stack(**A3_MEGA, spot=True)) if "flex" in r.name]
+
+
+def test_extra_disks_and_local_ssds_are_the_template_s_and_the_ssds_are_mounted_at_boot():
+    graph = build_graph(
+        cpu_stack(
+            machineType="n2-standard-32",
+            additionalDisks=[{"deviceName": "scratch", "diskType": "pd-ssd", "diskSizeGb": 500}],
+            localSsd={"count": 4, "mountPath": "/mnt/ssd"},
+        )
+    )
+    t = template(graph)
+    boot, scratch, *ssds = t["disks"]
+    assert boot["boot"] is True
+    assert (scratch["deviceName"], scratch["diskType"], scratch["diskSizeGb"]) == (
+        "scratch",
+        "pd-ssd",
+        500,
+    )
+    assert (scratch["type"], scratch["autoDelete"], scratch["boot"]) == ("PERSISTENT", True, False)
+    assert len(ssds) == 4
+    assert all(
+        (d["type"], d["diskType"], d["diskSizeGb"], d["interface"])
+        == ("SCRATCH", "local-ssd", 375, "NVME")
+        for d in ssds
+    )
+    assert (
+        "mount -t ext4 -o discard,defaults,nofail /dev/md/localssd /mnt/ssd"
+        in (t["metadata"]["startup-script"])
+    )
+    # A machine that brings its own local SSDs gets them mounted, none added.
+    own = template(build_graph(cpu_stack(**A3_MEGA, localSsd={})))
+    assert [d.get("diskType") for d in own["disks"]] == ["pd-ssd"]
+    assert "/mnt/localssd" in own["metadata"]["startup-script"]
+    plain = template(build_graph(cpu_stack()))
+    assert "mdadm" not in plain["metadata"]["startup-script"]
+
+
+def test_the_plan_says_what_sets_a_nodeset_apart():
+    from components.slurm import describe
+    from stacks.loading import parse
+
+    config = parse(
+        cpu_stack(
+            **A3_MEGA,
+            reservation="a3-block",
+            enablePlacement=True,
+            placementMaxDistance=2,
+            bandwidthTier="gvnic_enabled",
+            localSsd={},
+            additionalDisks=[{"deviceName": "data"}],
+            allowAutomaticUpdates=False,
+        ),
+        "test",
+    )
+    assert config.slurm is not None
+    [(_, lines)] = describe(config.slurm, config.context)
+    [line] = [x for x in lines if x.startswith("  nodeset cpu:")]
+    assert line == (
+        "  nodeset cpu: a3-megagpu-8g in us-central2-b, 0 static + up to 10 dynamic nodes, "
+        "8 x nvidia-h100-mega-80gb, reservation a3-block, compact placement at max distance 2, "
+        "gVNIC, its local SSDs at /mnt/localssd, 1 extra disk(s), automatic updates off, "
+        "secure boot off"
+    )
