@@ -605,6 +605,20 @@ def iap_ssh_rule(
     )
 
 
+def consecutive_ranges(first: str, count: int) -> list[str]:
+    """`count` ranges of `first`'s size: `first` and those right after it, as a VM's NICs
+    beyond the first take them. ValueError when they run past the address space."""
+    network = ipaddress.IPv4Network(first)
+    return [
+        str(
+            ipaddress.IPv4Network(
+                (int(network.network_address) + k * network.num_addresses, network.prefixlen)
+            )
+        )
+        for k in range(count)
+    ]
+
+
 def subnet_name(prefix: str) -> str:
     """The stack's subnet, which has Private Google Access; its name is known up front."""
     return f"{prefix}-subnet"

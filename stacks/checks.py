@@ -57,6 +57,14 @@ def problems(config: StackConfig) -> list[Problem]:
     found += vm_problems
     if config.slurm is not None:
         found += under("slurm", slurm.problems(config.slurm, ctx, buckets=bucket_names))
+        net = config.network
+        ranges = {
+            "network.subnetCidr": net.subnet_cidr,
+            "network.podsCidr": net.pods_cidr,
+            "network.servicesCidr": net.services_cidr,
+            "network.masterCidr": net.master_cidr,
+        }
+        found += under("slurm", slurm.stack_range_problems(config.slurm, ranges))
     found += ownership(config)
     found += under(
         "tpuVms",
@@ -87,8 +95,8 @@ def problems(config: StackConfig) -> list[Problem]:
 
 
 def _gpu_subnets(config: StackConfig) -> dict[str, str]:
-    """The subnets GPU clusters create for themselves, by where they come from; a cluster
-    whose ranges run past the address space is gpuClusters' own problem."""
+    """The subnets GPU clusters and Slurm's GPU nodesets create for themselves, by where they
+    come from; ranges that run past the address space are their own problem."""
     found = {}
     for i, cluster in enumerate(config.gpu_clusters):
         if cluster.network == "default":
@@ -98,6 +106,8 @@ def _gpu_subnets(config: StackConfig) -> dict[str, str]:
         except ValueError:
             continue
         found |= {f"gpuClusters[{i}] subnet {k}": cidr for k, cidr in enumerate(cidrs)}
+    if config.slurm is not None:
+        found |= slurm.gpu_subnets(config.slurm)
     return found
 
 

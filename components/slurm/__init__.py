@@ -11,7 +11,7 @@ from components.base import PathPart, Source
 from components.context import StackContext
 from components.identity import service_account_email
 from components.network import NetworkHandle
-from components.slurm.checks import cpu_zones, problems
+from components.slurm.checks import cpu_zones, gpu_subnets, problems, stack_range_problems
 from components.slurm.cluster import (
     SlurmCluster,
     SlurmClusterArgs,
@@ -27,8 +27,10 @@ __all__ = [
     "account_claims",
     "build",
     "describe",
+    "gpu_subnets",
     "node_accounts",
     "problems",
+    "stack_range_problems",
 ]
 
 
@@ -159,6 +161,7 @@ def _cpu_flags(nodeset: CpuNodesetConfig, config: SlurmConfig) -> list[str]:
     ssd = nodeset.local_ssd
     flex = nodeset.dws_flex
     distance = nodeset.placement_max_distance
+    layout = nodeset.nic_layout
     return [
         flag
         for flag, on in (
@@ -174,6 +177,13 @@ def _cpu_flags(nodeset: CpuNodesetConfig, config: SlurmConfig) -> list[str]:
                 nodeset.enable_placement,
             ),
             (NIC_LABELS.get(nodeset.bandwidth_tier, ""), nodeset.nic_type is not None),
+            (
+                f"{layout.nics - 1} more NICs ({layout.transport}) from "
+                f"{nodeset.gpu_network_cidrs()[0]}"
+                if layout
+                else "",
+                layout is not None,
+            ),
             (
                 (f"{ssd.count} local SSDs" if ssd.count else "its local SSDs")
                 + f" at {ssd.mount_path}"

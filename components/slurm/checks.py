@@ -7,9 +7,10 @@ the nodesets.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from components import gpu_catalog, tpu_catalog
 from components.base import PathPart, Problem, duplicate_names
@@ -337,7 +338,44 @@ def cpu_nodeset_problems(
     found += _provisioning_problems(nodeset, zones)
     found += _placement_problems(nodeset)
     found += _extra_disk_problems(nodeset)
+    found += _gpu_network_problems(nodeset, zones)
     found += [p.under("networkStorage") for p in _storage_problems(nodeset.network_storage)]
+    return found
+
+
+def _gpu_network_problems(nodeset: CpuNodesetConfig, zones: list[str]) -> list[Problem]:
+    if nodeset.gpu_networks is None:
+        return []
+    machine = nodeset.machine_type
+    layout = nodeset.nic_layout
+    if layout is None:
+        known = ", ".join(sorted(gpu_catalog.GPU_NIC_LAYOUTS))
+        return [
+            Problem(
+                ("gpuNetworks",),
+                f"{machine} has no GPU NIC layout in the GPU catalog ({known} have one); "
+                "remove gpuNetworks",
+            )
+        ]
+    found = []
+    try:
+        nodeset.gpu_network_cidrs()
+    except ValueError:
+        found.append(
+            Problem(
+                ("gpuNetworks", "subnetCidr"),
+                f"{layout.nics - 1} ranges of this size from here run past the IPv4 address "
+                "space; start lower (e.g. 10.200.0.0/20)",
+            )
+        )
+    if layout.rdma and len(zones) > 1:
+        # An RDMA VPC takes the RoCE network profile of one zone (gpu_catalog.roce_profile).
+        found.append(
+            Problem(
+                ("zones",),
+                f"{machine}'s RDMA NICs are in a VPC of one zone's RoCE profile; list one zone",
+            )
+        )
     return found
 
 
@@ -712,6 +750,7 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
         own_problems += _account_problems((), nodeset.service_account_email, own)
         found += [p.under("cpuNodesets", i) for p in own_problems]
     found += _shared_reservation_problems(config, ctx)
+    found += _gpu_network_name_problems(config, ctx)
     if not cpu:
         for i, nodeset in enumerate(config.tpu_nodesets):
             if nodeset.name in valid and nodeset.workers_per_slice > 1:
@@ -781,6 +820,81 @@ def _script_name_problems(scripts: Sequence[JobScript]) -> list[Problem]:
                     f"{stem.replace('script', 'check')}.{script.name.rsplit('.', 1)[1]}",
                 )
             )
+    return found
+
+
+GCE_NAME_MAX = 63
+
+
+def _gpu_network_name_problems(config: SlurmConfig, ctx: StackContext) -> list[Problem]:
+    """Each nodeset's GPU networks fit Compute Engine's 63 characters and own their ranges."""
+    found = []
+    taken: dict[ipaddress.IPv4Network, str] = {}
+    for i, nodeset in enumerate(config.cpu_nodesets):
+        if nodeset.nic_layout is None:
+            continue
+        longest = (
+            f"{ctx.name('slurm', config.cluster_name, nodeset.name)}-rdma{nodeset.nic_layout.nics}"
+        )
+        if len(longest) > GCE_NAME_MAX:
+            found.append(
+                Problem(
+                    ("cpuNodesets", i, "gpuNetworks"),
+                    f"the nodeset's networks would be named like {longest}, past Compute "
+                    f"Engine's {GCE_NAME_MAX} characters; shorten the nodeset's name or "
+                    "clusterName",
+                )
+            )
+        try:
+            cidrs = nodeset.gpu_network_cidrs()
+        except ValueError:
+            continue
+        for cidr in map(ipaddress.IPv4Network, cidrs):
+            clash = next((owner for net, owner in taken.items() if net.overlaps(cidr)), None)
+            if clash is not None:
+                found.append(
+                    Problem(
+                        ("cpuNodesets", i, "gpuNetworks", "subnetCidr"),
+                        f"its range {cidr} overlaps {clash}'s; give each nodeset ranges of its own",
+                    )
+                )
+                break
+            taken[cidr] = f"cpuNodesets[{i}]"
+    return found
+
+
+def stack_range_problems(config: SlurmConfig, ranges: Mapping[str, str]) -> list[Problem]:
+    """A nodeset's GPU subnets against the stack network's ranges (`ranges`: where each is
+    written -> range), which its nodes' first NIC routes to: an overlap would shadow them."""
+    found = []
+    for i, nodeset in enumerate(config.cpu_nodesets):
+        try:
+            cidrs = [ipaddress.IPv4Network(c) for c in nodeset.gpu_network_cidrs()]
+        except ValueError:
+            continue
+        for where, other in ranges.items():
+            if any(c.overlaps(ipaddress.IPv4Network(other)) for c in cidrs):
+                found.append(
+                    Problem(
+                        ("cpuNodesets", i, "gpuNetworks", "subnetCidr"),
+                        f"the nodeset's GPU subnets overlap {where} {other}, which its nodes' "
+                        "first NIC reaches; pick a free range (e.g. 10.200.0.0/20)",
+                    )
+                )
+    return found
+
+
+def gpu_subnets(config: SlurmConfig) -> dict[str, str]:
+    """The subnets nodesets create for their GPU NICs, by where they come from, for the
+    stack's overlap check; a nodeset whose ranges run past the address space is its own
+    problem."""
+    found = {}
+    for i, nodeset in enumerate(config.cpu_nodesets):
+        try:
+            cidrs = nodeset.gpu_network_cidrs()
+        except ValueError:
+            continue
+        found |= {f"slurm.cpuNodesets[{i}] GPU subnet {k}": c for k, c in enumerate(cidrs)}
     return found
 
 

@@ -14,9 +14,11 @@ from components import tpu_catalog
 from components.base import ConfigModel, matching
 from components.buckets import BucketConfig
 from components.context import StackContext
-from components.gpu_catalog import fixed_gpus
+from components.gpu_catalog import GpuNicLayout, fixed_gpus, nic_layout
+from components.network import consecutive_ranges
 from components.slurm import scripts
 from components.types import (
+    Cidr,
     DiskPath,
     GceName,
     ImageProject,
@@ -534,6 +536,18 @@ class LocalSsdConfig(ConfigModel):
     """Where the striped disks are mounted, world-writable with the sticky bit like /tmp."""
 
 
+class GpuNetworksConfig(ConfigModel):
+    """The NICs GPU-to-GPU traffic needs on the machine type, from the GPU catalog's NIC
+    layouts, each in a network of the nodeset's own (Toolkit's blueprints give the nodeset
+    `additional_networks` from `multivpc` or `gpu-rdma-vpc`): A3 High 4 and A3 Mega 8 GPU
+    NICs, a VPC each at MTU 8244; A3 Ultra, A4 and A4X a second host NIC in a VPC at MTU
+    8896 and 8 (A4X 4) MRDMA NICs in one VPC with the zone's RoCE network profile."""
+
+    subnet_cidr: Cidr = "10.200.0.0/20"
+    """The first NIC's subnet, a /8 to /29; each further NIC takes the next range of the
+    same size. Must not overlap the stack's ranges or another nodeset's."""
+
+
 class CpuNodesetConfig(ConfigModel):
     """One entry of `ai-infra:slurm.cpuNodesets`: Compute Engine VMs the controller creates on
     demand from an instance template (Toolkit's `schedmd-slurm-gcp-v6-nodeset`)."""
@@ -582,6 +596,11 @@ class CpuNodesetConfig(ConfigModel):
     `spot` or `reservation`."""
     additional_disks: list[AdditionalDisk] = Field(default_factory=list, max_length=8)
     """Persistent disks each node gets beside its boot disk (Toolkit's `additional_disks`)."""
+    gpu_networks: GpuNetworksConfig | None = None
+    """The machine type's GPU NICs, each in a network made for the nodeset (Toolkit
+    blueprints' `additional_networks`); for a3-highgpu-8g, a3-megagpu-8g, a3-ultragpu-8g,
+    a4-highgpu-8g and a4x-highgpu-4g. NCCL's plugins and daemons are the image's or the
+    nodeset's `startupScript`'s."""
     local_ssd: LocalSsdConfig | None = None
     """Local SSD scratch space on each node (Toolkit's `additional_disks` of type
     `local-ssd` with the startup-script's `local_ssd_filesystem`)."""
@@ -624,6 +643,19 @@ class CpuNodesetConfig(ConfigModel):
     @property
     def max_nodes(self) -> int:
         return self.node_count_static + self.node_count_dynamic_max
+
+    @property
+    def nic_layout(self) -> GpuNicLayout | None:
+        """The GPU NICs' layout with `gpuNetworks`, from the GPU catalog."""
+        return nic_layout(self.machine_type) if self.gpu_networks is not None else None
+
+    def gpu_network_cidrs(self) -> list[str]:
+        """Each extra NIC's subnet, after the first host NIC on the stack's subnet: the
+        second host NIC's first on RDMA layouts, then the GPU NICs'."""
+        layout = self.nic_layout
+        if layout is None or self.gpu_networks is None:
+            return []
+        return consecutive_ranges(self.gpu_networks.subnet_cidr, layout.nics - 1)
 
     @property
     def nic_type(self) -> str | None:

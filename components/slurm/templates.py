@@ -11,12 +11,85 @@ import json
 
 import pulumi_gcp as gcp
 
+from components import gpu_catalog
 from components.base import Component
 from components.context import StackContext
 from components.identity import Identity
-from components.network import NetworkHandle
+from components.network import NetworkHandle, custom_vpc, subnet_in, vpc_with_subnet
 from components.slurm.config import CpuNodesetConfig, SlurmConfig
 from components.slurm.vms import shielded, slurm_labels, slurm_metadata, updates_metadata
+
+
+def gpu_network_base(ctx: StackContext, config: SlurmConfig, nodeset: CpuNodesetConfig) -> str:
+    """The cloud names of a nodeset's GPU networks start so: `<base>-net<k>`, `<base>-rdma`,
+    `<base>-rdma<j>`."""
+    return ctx.name("slurm", config.cluster_name, nodeset.name)
+
+
+def gpu_nics(
+    parent: Component,
+    resource: str,
+    *,
+    ctx: StackContext,
+    config: SlurmConfig,
+    nodeset: CpuNodesetConfig,
+) -> list[gcp.compute.InstanceTemplateNetworkInterfaceArgs]:
+    """The NICs after the first, each on a network of the nodeset's own, as the GPU catalog's
+    layout has them: a VPC per NIC admitting the nodeset's subnet (a second host NIC at the
+    host MTU, GPUDirect-TCPX(O) NICs at the GPU MTU), or for RDMA the MRDMA NICs in one VPC
+    with the zone's RoCE profile, a subnet each and no firewall (Cluster Toolkit v1.95.0
+    modules/network/gpu-rdma-vpc)."""
+    layout = nodeset.nic_layout
+    if layout is None:
+        return []
+    base = gpu_network_base(ctx, config, nodeset)
+    cidrs = nodeset.gpu_network_cidrs()
+    own = layout.host_nics - 1 if layout.rdma else len(cidrs)
+    nics = []
+    for k, cidr in enumerate(cidrs[:own], start=1):
+        vpc, subnet = vpc_with_subnet(
+            parent,
+            project=ctx.project,
+            region=ctx.region,
+            cidr=cidr,
+            mtu=layout.host_mtu if k < layout.host_nics else layout.gpu_mtu,
+            description=f"Slurm {config.cluster_name} nodeset {nodeset.name}: NIC {k}",
+            vpc=(f"{resource}-net{k}", f"{base}-net{k}"),
+            subnet=(f"{resource}-subnet{k}", f"{base}-net{k}"),
+            firewall=(f"{resource}-internal{k}", f"{base}-net{k}"),
+        )
+        nics.append(
+            gcp.compute.InstanceTemplateNetworkInterfaceArgs(
+                network=vpc.self_link, subnetwork=subnet.self_link, nic_type="GVNIC"
+            )
+        )
+    if not layout.rdma:
+        return nics
+    zone = (nodeset.zones or [ctx.zone])[0]
+    rdma = custom_vpc(
+        parent,
+        f"{resource}-rdma",
+        project=ctx.project,
+        name=f"{base}-rdma",
+        mtu=layout.gpu_mtu,
+        profile=gpu_catalog.roce_profile(ctx.project, zone),
+    )
+    for j, cidr in enumerate(cidrs[own:]):
+        subnet = subnet_in(
+            parent,
+            f"{resource}-rdma-subnet{j}",
+            project=ctx.project,
+            region=ctx.region,
+            name=f"{base}-rdma{j}",
+            network=rdma,
+            cidr=cidr,
+        )
+        nics.append(
+            gcp.compute.InstanceTemplateNetworkInterfaceArgs(
+                network=rdma.self_link, subnetwork=subnet.self_link, nic_type="MRDMA"
+            )
+        )
+    return nics
 
 
 def node_template(
@@ -67,6 +140,7 @@ def node_template(
             "additional_disks": [d.model_dump() for d in nodeset.additional_disks],
             "local_ssds": ssd.count if ssd else None,
             "flex": nodeset.dws_flex.model_dump() if nodeset.flex and nodeset.dws_flex else None,
+            "gpu_networks": nodeset.gpu_network_cidrs(),
         }.items()
         if value
     }
@@ -85,13 +159,15 @@ def node_template(
         network_interfaces=[
             gcp.compute.InstanceTemplateNetworkInterfaceArgs(
                 subnetwork=network.subnet_self_link,
-                nic_type=nodeset.nic_type,
+                # The GPU layouts' host NICs are gVNIC (gpu_catalog.GpuNicLayout).
+                nic_type=nodeset.nic_type or ("GVNIC" if nodeset.nic_layout else None),
                 access_configs=(
                     [gcp.compute.InstanceTemplateNetworkInterfaceAccessConfigArgs()]
                     if nodeset.enable_public_ips
                     else []
                 ),
-            )
+            ),
+            *gpu_nics(parent, resource, ctx=ctx, config=config, nodeset=nodeset),
         ],
         network_performance_config=(
             gcp.compute.InstanceTemplateNetworkPerformanceConfigArgs(

@@ -982,6 +982,45 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "no Hyperdisk",
     ),
     (
+        "GPU networks on a machine without a GPU NIC layout",
+        cpu(machineType="n2-standard-8", gpuNetworks={}),
+        f"{C0}.gpuNetworks",
+        "no GPU NIC layout",
+    ),
+    (
+        "RDMA NICs over two zones",
+        cpu(
+            machineType="a3-ultragpu-8g",
+            diskType="hyperdisk-balanced",
+            spot=True,
+            gpuNetworks={},
+            zones=["us-central2-b", "us-central2-c"],
+        ),
+        f"{C0}.zones",
+        "RoCE profile",
+    ),
+    (
+        "two nodesets' GPU networks in one range",
+        stack(
+            cpuNodesets=[
+                {"name": "a", **A3M, "gpuNetworks": {}},
+                {"name": "b", **A3M, "gpuNetworks": {"subnetCidr": "10.200.64.0/20"}},
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4"]},
+                {"name": "gpu", "nodesets": ["a", "b"]},
+            ],
+        ),
+        "ai-infra:slurm.cpuNodesets[1].gpuNetworks.subnetCidr",
+        "overlaps cpuNodesets[0]'s",
+    ),
+    (
+        "GPU networks over the stack's subnet",
+        cpu(**A3M, gpuNetworks={"subnetCidr": "10.129.0.0/20"}),
+        f"{C0}.gpuNetworks.subnetCidr",
+        "overlap network.subnetCidr 10.129.0.0/20",
+    ),
+    (
         "a controller image by both family and name",
         stack(controller={"image": {"family": "a", "name": "b"}}),
         "ai-infra:slurm.controller.image",

@@ -216,3 +216,48 @@ def test_the_plan_says_what_sets_a_nodeset_apart():
         "gVNIC, its local SSDs at /mnt/localssd, 1 extra disk(s), automatic updates off, "
         "secure boot off"
     )
+
+
+def test_a3_mega_nodes_get_a_gpu_nic_per_network_at_the_gpudirect_mtu():
+    graph = build_graph(cpu_stack(**A3_MEGA, gpuNetworks={"subnetCidr": "10.200.0.0/24"}))
+    t = template(graph)
+    host, *gpu = t["networkInterfaces"]
+    assert host["nicType"] == "GVNIC" and "network" not in host
+    assert len(gpu) == 8 and {n["nicType"] for n in gpu} == {"GVNIC"}
+    vpcs = {r.name: r.inputs for r in graph.of_type("gcp:compute/network:Network")}
+    subnets = {r.name: r.inputs for r in graph.of_type("gcp:compute/subnetwork:Subnetwork")}
+    for k in range(1, 9):
+        vpc = vpcs[f"slurm-template-cpu-net{k}"]
+        assert (vpc["name"], vpc["mtu"]) == (f"ai-test-slurm-tpu-cpu-net{k}", 8244)
+        assert subnets[f"slurm-template-cpu-subnet{k}"]["ipCidrRange"] == f"10.200.{k - 1}.0/24"
+    rules = [
+        r for r in graph.of_type("gcp:compute/firewall:Firewall") if "-net" in r.inputs["name"]
+    ]
+    assert len(rules) == 8 and all(r.inputs["sourceRanges"][0].startswith("10.200.") for r in rules)
+
+
+def test_a3_ultra_nodes_get_a_second_host_nic_and_eight_mrdma_nics_on_a_roce_vpc():
+    graph = build_graph(
+        cpu_stack(
+            machineType="a3-ultragpu-8g",
+            diskType="hyperdisk-balanced",
+            reservation="a3u",
+            gpuNetworks={},
+        )
+    )
+    nics = template(graph)["networkInterfaces"]
+    assert [n.get("nicType") for n in nics] == ["GVNIC", "GVNIC", *["MRDMA"] * 8]
+    rdma = graph.named("slurm-template-cpu-rdma").inputs
+    assert rdma["networkProfile"] == (
+        "projects/test-project/global/networkProfiles/us-central2-b-vpc-roce"
+    )
+    assert (rdma["name"], rdma["mtu"]) == ("ai-test-slurm-tpu-cpu-rdma", 8896)
+    assert graph.named("slurm-template-cpu-net1").inputs["mtu"] == 8896
+    rdma_subnets = [
+        r for r in graph.of_type("gcp:compute/subnetwork:Subnetwork") if "rdma" in r.name
+    ]
+    assert [r.inputs["ipCidrRange"] for r in rdma_subnets] == [
+        f"10.200.{16 * k}.0/20" for k in range(1, 9)
+    ]
+    # No firewall on the RoCE VPC (gpu-rdma-vpc makes none).
+    assert not [r for r in graph.of_type("gcp:compute/firewall:Firewall") if "rdma" in r.name]
