@@ -261,3 +261,14 @@ def test_a3_ultra_nodes_get_a_second_host_nic_and_eight_mrdma_nics_on_a_roce_vpc
     ]
     # No firewall on the RoCE VPC (gpu-rdma-vpc makes none).
     assert not [r for r in graph.of_type("gcp:compute/firewall:Firewall") if "rdma" in r.name]
+
+
+def test_the_plan_shows_a_gpu_nodeset_s_extra_nics():
+    from components.slurm import describe
+    from stacks.loading import parse
+
+    config = parse(cpu_stack(**A3_MEGA, gpuNetworks={"subnetCidr": "10.200.0.0/24"}), "test")
+    assert config.slurm is not None
+    [(_, lines)] = describe(config.slurm, config.context)
+    [line] = [x for x in lines if x.startswith("  nodeset cpu:")]
+    assert ", 8 more NICs (tcpxo) from 10.200.0.0/24," in line, line
