@@ -231,3 +231,87 @@ def test_data_disks_attach_read_only_to_a_nodeset_of_more_than_one_tpu_vm():
     # A nodeset of one TPU VM keeps the API's default, read-write.
     [alone] = added["resume one creates"]
     assert alone["data_disks"] == [[disk + "scratch", "DISK_MODE_UNSPECIFIED"]]
+
+
+PARITY = "toolkit-parity"
+
+
+def job_calls(recorded: dict[str, Any], nodeset: str) -> list[dict[str, Any]]:
+    run_ = recorded[f"resume job {nodeset}"]
+    assert run_["error"] is None, run_["error"]
+    return [c for c in run_["calls"] if c["method"] != "machineTypes.aggregatedList"]
+
+
+def test_the_loader_and_conf_generator_take_every_toolkit_key_s_nodeset():
+    conf = run(PARITY)["cloud.conf"].splitlines()
+    nodes = {line.split()[0]: line.split() for line in conf if line.startswith("NodeName=")}
+    assert set(nodes) == {
+        f"NodeName=tk-{n}-[0-3]" for n in ("tier1", "place", "disks", "resv", "flex")
+    }
+    assert "Gres=gpu:8" in nodes["NodeName=tk-resv-[0-3]"]
+    assert "Gres=gpu:8" in nodes["NodeName=tk-flex-[0-3]"]
+    assert run(PARITY)["login login mounts"]
+
+
+def test_a_reservation_nodeset_s_nodes_consume_it_by_its_full_name():
+    [insert] = job_calls(run(PARITY), "resv")
+    assert insert["method"] == "instances.bulkInsert" and insert["zone"] == "us-central1-a"
+    assert insert["body"]["instanceProperties"]["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["projects/test-project/reservations/a3mega-block"],
+    }
+
+
+def test_a_placed_job_gets_a_compact_policy_at_the_nodeset_s_max_distance():
+    policy, insert = job_calls(run(PARITY), "place")
+    assert policy["method"] == "resourcePolicies.insert" and policy["region"] == "us-central1"
+    assert policy["body"]["groupPlacementPolicy"]["maxDistance"] == 2
+    properties = insert["body"]["instanceProperties"]
+    assert properties["resourcePolicies"] == [policy["body"]["name"]]
+    assert properties["scheduling"] == {"onHostMaintenance": "TERMINATE"}
+
+
+def test_a_flex_start_job_is_a_resize_request_on_a_group_the_cleanup_owns():
+    from google.cloud import compute_v1 as compute
+
+    from components.slurm.cleanup import owned_groups
+
+    listing, group, resize = job_calls(run(PARITY), "flex")
+    assert listing["method"] == "regionInstanceGroupManagers.list"
+    body = group["body"]
+    assert group["method"] == "regionInstanceGroupManagers.insert"
+    assert body["distributionPolicy"]["zones"] == [{"zone": "zones/us-central1-a"}]
+    [version] = body["versions"]
+    assert version["instanceTemplate"].rsplit("/", 1)[1].startswith("tk-flex-")
+    assert resize["body"]["requested_run_duration"] == {"seconds": 7200}
+    assert [i["name"] for i in resize["body"]["instances"]] == ["tk-flex-0", "tk-flex-1"]
+    made = compute.InstanceGroupManager(
+        name=body["name"],
+        versions=[
+            compute.InstanceGroupManagerVersion(instance_template=version["instanceTemplate"])
+        ],
+    )
+    assert owned_groups([made], "tk", "flex") == [body["name"]]
+
+
+def test_a_job_labels_its_nodes_persistent_disks_but_not_their_local_ssds():
+    [insert] = job_calls(run(PARITY), "disks")
+    disks = insert["body"]["instanceProperties"]["disks"]
+    assert [(d["type"], d["initializeParams"]["diskType"]) for d in disks] == [
+        ("PERSISTENT", "pd-balanced"),
+        ("PERSISTENT", "pd-ssd"),
+        ("SCRATCH", "local-ssd"),
+        ("SCRATCH", "local-ssd"),
+    ]
+    assert [d["initializeParams"]["labels"].get("slurm_job_id") for d in disks] == [
+        7,
+        7,
+        None,
+        None,
+    ]
+
+
+def test_tier_1_and_automatic_updates_ride_on_the_template_resume_creates_from():
+    [insert] = job_calls(run(PARITY), "tier1")
+    assert insert["body"]["sourceInstanceTemplate"].rsplit("/", 1)[1].startswith("tk-tier1-")

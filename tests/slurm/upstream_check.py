@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -43,12 +44,43 @@ from pathlib import Path
 from typing import Any
 
 RECORDED = Path(__file__).with_name("upstream_recorded.json")
+COMPUTE = "https://www.googleapis.com/compute/v1"
 SLURM_VERSION = "25.11.4"
+
+
+def _gpus(kind: str, count: int) -> list[dict[str, Any]]:
+    return [{"guestAcceleratorType": kind, "guestAcceleratorCount": count}]
+
+
 MACHINE_TYPES: dict[str, dict[str, Any]] = {
     "n2-standard-2": {"guestCpus": 2, "memoryMb": 8192},
     "n1-standard-8": {"guestCpus": 8, "memoryMb": 30720},
+    "n2-standard-32": {"guestCpus": 32, "memoryMb": 131072},
+    "c2-standard-60": {"guestCpus": 60, "memoryMb": 245760},
+    "a3-megagpu-8g": {
+        "guestCpus": 208,
+        "memoryMb": 1884160,
+        "accelerators": _gpus("nvidia-h100-mega-80gb", 8),
+    },
+    "a3-ultragpu-8g": {
+        "guestCpus": 224,
+        "memoryMb": 2952192,
+        "accelerators": _gpus("nvidia-h200-141gb", 8),
+    },
 }
-"""Compute Engine "General-purpose machine family": vCPUs and memory."""
+"""Compute Engine "General-purpose", "Compute-optimized" and "Accelerator-optimized machine
+family": vCPUs, memory and built-in GPUs."""
+RESERVATIONS: dict[str, dict[str, Any]] = {
+    "a3mega-block": {
+        "specificReservationRequired": True,
+        "specificReservation": {
+            "count": "4",
+            "assuredCount": "4",
+            "instanceProperties": {"machineType": "a3-megagpu-8g"},
+        },
+    },
+}
+"""reservations.get answers (Compute Engine API `Reservation`), by name."""
 TPU_TOPOLOGIES = {
     "v2-8": "2x2",
     "v4-8": "2x2x1",
@@ -59,6 +91,7 @@ TPU_TOPOLOGIES = {
 """Cloud TPU accelerator types' chip topologies ("TPU v2", "TPU v4")."""
 
 REGION = {"gcp:region": "us-central2", "gcp:zone": "us-central2-b"}
+CUSTOM_IMAGE = {"project": "my-images", "family": "slurm-gcp-custom"}
 CASES: dict[str, dict[str, Any]] = {
     "cpu-and-v4-16": {
         **REGION,
@@ -130,6 +163,65 @@ CASES: dict[str, dict[str, Any]] = {
             ],
         },
     },
+    "toolkit-parity": {
+        "gcp:region": "us-central1",
+        "gcp:zone": "us-central1-a",
+        "ai-infra:slurm": {
+            "clusterName": "tk",
+            "controller": {"allowAutomaticUpdates": False, "image": CUSTOM_IMAGE},
+            "loginGroups": [
+                {"name": "login", "allowAutomaticUpdates": False, "image": CUSTOM_IMAGE}
+            ],
+            # One nodeset per Toolkit key of the docs' mapping table.
+            "cpuNodesets": [
+                {
+                    "name": "tier1",
+                    "machineType": "c2-standard-60",
+                    "bandwidthTier": "tier_1_enabled",
+                    "allowAutomaticUpdates": False,
+                    "nodeCountDynamicMax": 4,
+                },
+                {
+                    "name": "place",
+                    "machineType": "c2-standard-60",
+                    "enablePlacement": True,
+                    "placementMaxDistance": 2,
+                    "nodeCountDynamicMax": 4,
+                },
+                {
+                    "name": "disks",
+                    "machineType": "n2-standard-32",
+                    "additionalDisks": [
+                        {"deviceName": "scratch", "diskType": "pd-ssd", "diskSizeGb": 200}
+                    ],
+                    "localSsd": {"count": 2},
+                    "nodeCountDynamicMax": 4,
+                },
+                {
+                    "name": "resv",
+                    "machineType": "a3-megagpu-8g",
+                    "diskType": "pd-ssd",
+                    "reservation": "a3mega-block",
+                    "bandwidthTier": "gvnic_enabled",
+                    "gpuNetworks": {"subnetCidr": "10.200.0.0/20"},
+                    "nodeCountDynamicMax": 4,
+                },
+                {
+                    "name": "flex",
+                    "machineType": "a3-ultragpu-8g",
+                    "diskType": "hyperdisk-balanced",
+                    "dwsFlex": {"maxRunDuration": 7200},
+                    "gpuNetworks": {"subnetCidr": "10.201.0.0/20"},
+                    "nodeCountDynamicMax": 4,
+                },
+            ],
+            "partitions": [
+                {"name": "cpu", "nodesets": ["tier1", "place", "disks"], "default": True},
+                {"name": "a3", "nodesets": ["resv"]},
+                {"name": "flex", "nodesets": ["flex"]},
+            ],
+        },
+    },
     "seed-v2-8-tf-2-10": {
         "gcp:region": "us-central1",
         "gcp:zone": "us-central1-b",
@@ -155,20 +247,44 @@ CASES: dict[str, dict[str, Any]] = {
 # Our half: build, write, run, record.
 
 
+REAL_LINKS = {
+    "gcp:compute/subnetwork:Subnetwork": "regions/{region}/subnetworks/{name}",
+    "gcp:compute/network:Network": "global/networks/{name}",
+    "gcp:compute/instanceTemplate:InstanceTemplate": "global/instanceTemplates/{name}",
+}
+"""Compute Engine self links as the API writes them, where the mock engine gives
+`projects/P/NAME`: util.py reads a nodeset's region from its subnetwork's link."""
+
+
 def documents(case: str) -> tuple[dict[str, str], dict[str, Any]]:
     """The bucket objects (path under the cluster's folder -> text) and instance templates
-    (self link -> inputs) the program registers for a case."""
+    (self link -> inputs) the program registers for a case, with the mock engine's self
+    links written as Compute Engine writes them."""
     from tests.conftest import build_graph, with_config
 
     raw = with_config(**{k: v for k, v in CASES[case].items()})
     graph = build_graph(raw, stack="upstream")
+    links = {}
+    for r in graph.resources:
+        if r.type in REAL_LINKS:
+            name, region = r.inputs["name"], r.inputs.get("region", "")
+            mock = f"{COMPUTE}/projects/test-project/{name}"
+            links[mock] = f"{COMPUTE}/projects/test-project/" + REAL_LINKS[r.type].format(
+                name=name, region=region
+            )
+
+    def real(text: str) -> str:
+        for mock in sorted(links, key=len, reverse=True):
+            text = re.sub(re.escape(mock) + r"(?![-a-z0-9])", links[mock], text)
+        return text
+
     objects: dict[str, str] = {}
     for r in graph.of_type("gcp:storage/bucketObject:BucketObject"):
         value = r.inputs["content"]
         text = value["value"] if isinstance(value, dict) else value
-        objects[r.inputs["name"].split("/", 1)[1]] = text
+        objects[r.inputs["name"].split("/", 1)[1]] = real(text)
     templates = {
-        f"https://www.googleapis.com/compute/v1/projects/test-project/{r.inputs['name']}": r.inputs
+        links[f"{COMPUTE}/projects/test-project/{r.inputs['name']}"]: r.inputs
         for r in graph.of_type("gcp:compute/instanceTemplate:InstanceTemplate")
     }
     return objects, templates
@@ -255,6 +371,7 @@ class Upstream:
         util.run = self.fake_run
         self.tpu_api = FakeTpuApi()
         self.compute_calls: list[dict[str, Any]] = []
+        self.operations: dict[str, dict[str, Any]] = {}
         import conf  # type: ignore[import-not-found]
         import get_tpu_vmcount  # type: ignore[import-not-found]
         import resume  # type: ignore[import-not-found]
@@ -263,6 +380,11 @@ class Upstream:
         import tpu  # type: ignore[import-not-found]
 
         self.conf, self.resume, self.slurmsync, self.tpu = conf, resume, slurmsync, tpu
+        # mig_flex.py names a group with the first 8 characters of a uuid4: fixed here, so
+        # that a recording depends only on its inputs.
+        sys.modules["mig_flex"].uuid = type(
+            "Uuid", (), {"uuid4": staticmethod(lambda: "1a2b3c4d-0")}
+        )
         self.get_tpu_vmcount, self.storage = get_tpu_vmcount, setup_network_storage
         tpu.tpu.TpuClient = lambda *args, **kwargs: self.tpu_api
         slurmsync.run = self.fake_run
@@ -354,6 +476,28 @@ class Upstream:
             nodes = list(lkp.nodenames(nodeset)[1])[:2]
             request = self.resume.create_instances_request(nodes, None, None)
             result[f"resume {name}"] = {"method": request.methodId, **request.kwargs}
+        return result
+
+    def job_resumes(self) -> dict[str, Any]:
+        """What resume does for an exclusive job on the first two nodes of each CPU nodeset:
+        the Compute Engine requests it makes (placement policies, bulk inserts with their
+        reservation, flex-start groups and resize requests), or where it fails."""
+        lkp = self.assemble("controller")
+        result: dict[str, Any] = {}
+        for name, nodeset in sorted(lkp.cfg.nodeset.items()):
+            [partition] = [
+                p for p, part in lkp.cfg.partitions.items() if name in part.partition_nodeset
+            ]
+            nodes = list(lkp.nodenames(nodeset)[1])[:2]
+            jobs = self.resume.ResumeData(jobs=[self.resume.ResumeJobData(7, partition, nodes)])
+            self.compute_calls.clear()
+            try:
+                self.resume.resume_nodes(nodes, jobs)
+                error = None
+            except Exception as e:
+                error = repr(e)
+            calls = [c for c in self.compute_calls if not c["method"].endswith((".get", ".wait"))]
+            result[f"resume job {name}"] = {"calls": calls, "error": error}
         return result
 
     def tpu_resumes(self) -> dict[str, Any]:
@@ -461,7 +605,36 @@ class FakeComputeApi:
         if (self.name, method) == ("machineTypes", "aggregatedList"):
             types = [{"name": n, "zone": "z", **f} for n, f in MACHINE_TYPES.items()]
             return {"items": {"zones/z": {"machineTypes": types}}}
+        if (self.name, method) == ("reservations", "get"):
+            return {"name": kwargs["reservation"], **RESERVATIONS[kwargs["reservation"]]}
+        if method == "wait":
+            return self.upstream.operations[kwargs["operation"]]
+        if method in ("list", "listManagedInstances"):
+            return {"items": []}
+        if method in ("insert", "bulkInsert", "delete", "deleteInstances"):
+            return self.operation(method, kwargs)
         return None
+
+    def operation(self, method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """A finished operation, kept for the wait that asks for it; a bulkInsert reports
+        every VM it was asked for created."""
+        name = f"operation-{len(self.upstream.operations)}"
+        scope = f"zones/{kwargs['zone']}" if "zone" in kwargs else f"regions/{kwargs['region']}"
+        found: dict[str, Any] = {
+            "name": name,
+            "selfLink": f"{COMPUTE}/projects/{kwargs['project']}/{scope}/operations/{name}",
+            scope.split("/")[0][:-1]: f"{COMPUTE}/projects/{kwargs['project']}/{scope}",
+            "status": "DONE",
+            "operationType": method,
+            "operationGroupId": name,
+        }
+        if method == "bulkInsert":
+            count = kwargs["body"]["count"]
+            found["instancesBulkInsertOperationMetadata"] = {
+                "perLocationStatus": {scope: {"createdVmCount": count}}
+            }
+        self.upstream.operations[name] = found
+        return found
 
     def aggregatedList_next(self, *args: Any) -> None:
         return None
@@ -580,9 +753,22 @@ def template_properties(inputs: dict[str, Any]) -> dict[str, Any]:
         "advancedMachineFeatures": inputs.get("advancedMachineFeatures", {}),
         "labels": inputs.get("labels", {}),
         "disks": [
-            {"boot": d.get("boot"), "initializeParams": {"diskType": d.get("diskType")}}
+            {
+                "boot": d.get("boot", False),
+                "type": d.get("type", "PERSISTENT"),
+                "initializeParams": {
+                    "diskType": d.get("diskType"),
+                    "labels": d.get("labels", {}),
+                },
+            }
             for d in inputs.get("disks", [])
         ],
+        "networkInterfaces": [
+            {k: v for k, v in nic.items() if k in ("nicType", "subnetwork", "network")}
+            for nic in inputs.get("networkInterfaces", [])
+        ],
+        "scheduling": inputs.get("scheduling", {}),
+        "metadata": {"items": [{"key": k} for k in sorted(inputs.get("metadata", {}))]},
     }
 
 
@@ -592,6 +778,7 @@ def run_upstream(folder: Path, scripts_dir: Path) -> dict[str, Any]:
         **upstream.configs(),
         **upstream.mounts(),
         **upstream.cpu_resumes(),
+        **upstream.job_resumes(),
         **upstream.tpu_resumes(),
         **upstream.tpu_recovery(),
     }
