@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -210,9 +210,14 @@ def _slurm_nodeset(r: Registration, templates: dict[str, dict[str, Any]]) -> Cap
         template = templates.get(str(content["instance_template"]).rsplit("/", 1)[-1])
         if template is None:
             return None
-        return _template_vms(
+        found = _template_vms(
             "Slurm nodesets", str(content["nodeset_name"]), template, nodes, maximum=True
         )
+        # Slurm-GCP consumes a nodeset's reservation at resume (resume.py), not through the
+        # template.
+        if content.get("reservation_name"):
+            found = replace(found, provisioning=f"reservation {content['reservation_name']}")
+        return found
     node_type = str(content.get("node_type") or "")
     accelerator = content.get("accelerator_config") or {}
     shape = _shape(node_type) if node_type else None
@@ -300,14 +305,14 @@ def _template_vms(
     machine_type = str(template.get("machineType", "?"))
     gpus = [g for g in template.get("guestAccelerators") or [] if _int(g.get("count"))]
     fixed = fixed_gpus(machine_type)
-    spot = (template.get("scheduling") or {}).get("provisioningModel") == "SPOT"
+    model = (template.get("scheduling") or {}).get("provisioningModel")
     return Capacity(
         system=system,
         name=name,
         machine_type=machine_type,
         nodes=nodes,
         maximum=maximum,
-        provisioning="spot" if spot else "on-demand",
+        provisioning={"SPOT": "spot", "FLEX_START": "flex-start"}.get(str(model), "on-demand"),
         gpu_type=str(gpus[0]["type"]) if gpus else (fixed.gpu_type if fixed else ""),
         gpus_per_node=_int(gpus[0]["count"]) if gpus else (fixed.gpu_count if fixed else 0),
     )

@@ -50,6 +50,8 @@ LEFT_OUT: tuple[str, ...] = (
     "the GKE free tier's $74.40 monthly credit per billing account (one zonal cluster)",
     "boot disks of TPU VMs that Cloud TPU creates (queued resources, Slurm nodesets) and of "
     "the TPU provisioner's pools",
+    "local SSDs a Slurm nodeset attaches (localSsd.count; those a machine type comes with are "
+    "in its price)",
 )
 """What the figures do not hold, because it cannot be known offline."""
 
@@ -580,7 +582,15 @@ class _Builder:
                     (nodeset.disk_type, nodeset.disk_size_gb),
                     idle,
                     full,
-                ),
+                )
+                + [
+                    (
+                        quotes.disk(self.catalog, d.disk_type, ctx.region),
+                        idle * d.disk_size_gb,
+                        full * d.disk_size_gb,
+                    )
+                    for d in nodeset.additional_disks
+                ],
                 vms=(idle, full),
                 nat="network",
             )

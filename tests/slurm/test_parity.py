@@ -272,3 +272,43 @@ def test_the_plan_shows_a_gpu_nodeset_s_extra_nics():
     [(_, lines)] = describe(config.slurm, config.context)
     [line] = [x for x in lines if x.startswith("  nodeset cpu:")]
     assert ", 8 more NICs (tcpxo) from 10.200.0.0/24," in line, line
+
+
+def test_the_plan_preflight_and_cost_see_how_each_nodeset_gets_its_capacity():
+    from plan.render import render
+    from preflight.needs import derive
+    from stacks.loading import parse
+
+    raw = stack(
+        tpuNodesets=[],
+        cpuNodesets=[
+            {"name": "resv", **A3_MEGA, "reservation": "a3-block", "nodeCountDynamicMax": 2},
+            {"name": "flex", **A3_MEGA, "dwsFlex": {}, "nodeCountDynamicMax": 2},
+            {
+                "name": "disks",
+                "machineType": "n2-standard-32",
+                "additionalDisks": [{"deviceName": "d", "diskType": "pd-ssd", "diskSizeGb": 500}],
+                "nodeCountDynamicMax": 2,
+            },
+        ],
+        partitions=[
+            {"name": "gpu", "nodesets": ["resv", "flex"]},
+            {"name": "d", "nodesets": ["disks"]},
+        ],
+    )
+    graph, config = build_graph(raw), parse(raw, "test")
+    plan = render(graph, config, "test")
+    assert (
+        "Slurm nodesets: resv up to 2 x a3-megagpu-8g with 8 x nvidia-h100-mega-80gb = 16 GPUs, "
+        "reservation projects/test-project/reservations/a3-block"
+    ) in plan
+    assert (
+        "Slurm nodesets: flex up to 2 x a3-megagpu-8g with 8 x nvidia-h100-mega-80gb = 16 GPUs, "
+        "flex-start" in plan
+    )
+    [disks_cost] = [line for line in plan.splitlines() if line.startswith("  Slurm nodeset disks")]
+    assert "1,000 pd-ssd GB" in disks_cost
+    vms = {vm.source: vm for vm in derive(config, graph).vms}
+    resv = vms["slurm.cpuNodesets[0] resv"]
+    assert (resv.capacity, resv.reservation, resv.count) == ("reservation", "a3-block", 2)
+    assert vms["slurm.cpuNodesets[1] flex"].capacity == "flex-start"
