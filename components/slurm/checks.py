@@ -833,8 +833,12 @@ def _gpu_network_name_problems(config: SlurmConfig, ctx: StackContext) -> list[P
     for i, nodeset in enumerate(config.cpu_nodesets):
         if nodeset.nic_layout is None:
             continue
+        base = ctx.name("slurm", config.cluster_name, nodeset.name)
+        layout = nodeset.nic_layout
         longest = (
-            f"{ctx.name('slurm', config.cluster_name, nodeset.name)}-rdma{nodeset.nic_layout.nics}"
+            f"{base}-rdma-subnet{layout.gpu_nics - 1}"
+            if layout.rdma
+            else f"{base}-net{layout.nics - 1}"
         )
         if len(longest) > GCE_NAME_MAX:
             found.append(

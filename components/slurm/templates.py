@@ -15,14 +15,14 @@ from components import gpu_catalog
 from components.base import Component
 from components.context import StackContext
 from components.identity import Identity
-from components.network import NetworkHandle, custom_vpc, subnet_in, vpc_with_subnet
+from components.network import NetworkHandle, rdma_nics, vpc_with_subnet
 from components.slurm.config import CpuNodesetConfig, SlurmConfig
 from components.slurm.vms import shielded, slurm_labels, slurm_metadata, updates_metadata
 
 
 def gpu_network_base(ctx: StackContext, config: SlurmConfig, nodeset: CpuNodesetConfig) -> str:
     """The cloud names of a nodeset's GPU networks start so: `<base>-net<k>`, `<base>-rdma`,
-    `<base>-rdma<j>`."""
+    `<base>-rdma-subnet<j>`."""
     return ctx.name("slurm", config.cluster_name, nodeset.name)
 
 
@@ -66,30 +66,16 @@ def gpu_nics(
     if not layout.rdma:
         return nics
     zone = (nodeset.zones or [ctx.zone])[0]
-    rdma = custom_vpc(
+    return nics + rdma_nics(
         parent,
         f"{resource}-rdma",
         project=ctx.project,
+        region=ctx.region,
         name=f"{base}-rdma",
         mtu=layout.gpu_mtu,
         profile=gpu_catalog.roce_profile(ctx.project, zone),
+        cidrs=cidrs[own:],
     )
-    for j, cidr in enumerate(cidrs[own:]):
-        subnet = subnet_in(
-            parent,
-            f"{resource}-rdma-subnet{j}",
-            project=ctx.project,
-            region=ctx.region,
-            name=f"{base}-rdma{j}",
-            network=rdma,
-            cidr=cidr,
-        )
-        nics.append(
-            gcp.compute.InstanceTemplateNetworkInterfaceArgs(
-                network=rdma.self_link, subnetwork=subnet.self_link, nic_type="MRDMA"
-            )
-        )
-    return nics
 
 
 def node_template(

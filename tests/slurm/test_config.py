@@ -1000,6 +1000,32 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "RoCE profile",
     ),
     (
+        "GPU networks whose names run past 63 characters",
+        with_config(
+            **REGION,
+            prefix="ai-infra-research",
+            slurm={
+                **CLUSTER,
+                "clusterName": "research-cluster-01",
+                "cpuNodesets": [
+                    {
+                        "name": "a3ultrapartone",
+                        "machineType": "a3-ultragpu-8g",
+                        "diskType": "hyperdisk-balanced",
+                        "spot": True,
+                        "gpuNetworks": {},
+                    }
+                ],
+                "partitions": [
+                    {"name": "tpu", "nodesets": ["v4"]},
+                    {"name": "gpu", "nodesets": ["a3ultrapartone"]},
+                ],
+            },
+        ),
+        f"{C0}.gpuNetworks",
+        "past Compute Engine's 63 characters",
+    ),
+    (
         "two nodesets' GPU networks in one range",
         stack(
             cpuNodesets=[
