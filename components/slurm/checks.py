@@ -32,6 +32,7 @@ from components.slurm.config import (
     JobScript,
     NetworkStorage,
     NodeImage,
+    PartitionConfig,
     SlurmConfig,
     TpuNodesetConfig,
     account_id,
@@ -668,13 +669,17 @@ def _account_problems(
 
 def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> list[Problem]:
     """Cross-checks of `ai-infra:slurm`, with paths relative to it."""
-    region = ctx.region
-    stack_subnet = subnet_name(ctx.prefix)
-    cpu = config.all_cpu_nodesets
-    own = {
-        service_account_email(account_id(ctx, role), ctx.project): title
-        for role, title in (("ctl", "controller"), ("lgn", "login"))
-    }
+    found = _name_problems(config)
+    nodeset_found, valid = _nodeset_problems(config, ctx)
+    found += nodeset_found
+    found += _cluster_problems(config, ctx, buckets)
+    found += _partition_problems(config, valid)
+    return found
+
+
+def _name_problems(config: SlurmConfig) -> list[Problem]:
+    """Nodeset, partition and login group names: unique, and not taken by one another or by
+    the debug partition's."""
     found = [
         p.under("tpuNodesets")
         for p in duplicate_names([n.name for n in config.tpu_nodesets], "tpuNodesets")
@@ -731,10 +736,23 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
             p.under("loginGroups", i, "networkStorage")
             for p in _storage_problems(group.network_storage)
         ]
+    return found
+
+
+def _nodeset_problems(
+    config: SlurmConfig, ctx: StackContext
+) -> tuple[list[Problem], dict[str, TpuNodesetConfig]]:
+    """Each nodeset's own checks, what spans nodesets, and the TPU nodesets found valid."""
+    stack_subnet = subnet_name(ctx.prefix)
+    own = {
+        service_account_email(account_id(ctx, role), ctx.project): title
+        for role, title in (("ctl", "controller"), ("lgn", "login"))
+    }
+    found: list[Problem] = []
     valid: dict[str, TpuNodesetConfig] = {}
     for i, nodeset in enumerate(config.tpu_nodesets):
         own_problems = nodeset_problems(
-            nodeset, zone=ctx.zone_of(nodeset.zone), region=region, stack_subnet=stack_subnet
+            nodeset, zone=ctx.zone_of(nodeset.zone), region=ctx.region, stack_subnet=stack_subnet
         )
         own_problems += _account_problems((), nodeset.service_account_email, own)
         found += [p.under("tpuNodesets", i) for p in own_problems]
@@ -744,14 +762,14 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
         own_problems = cpu_nodeset_problems(
             nodeset,
             zones=cpu_zones(nodeset, ctx),
-            region=region,
+            region=ctx.region,
             cluster_lustre=config.mounts_lustre,
         )
         own_problems += _account_problems((), nodeset.service_account_email, own)
         found += [p.under("cpuNodesets", i) for p in own_problems]
     found += _shared_reservation_problems(config, ctx)
     found += _gpu_network_name_problems(config, ctx)
-    if not cpu:
+    if not config.all_cpu_nodesets:
         for i, nodeset in enumerate(config.tpu_nodesets):
             if nodeset.name in valid and nodeset.workers_per_slice > 1:
                 found.append(
@@ -768,7 +786,14 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
                         "debugPartition: true",
                     )
                 )
-    if problem := zone_problem(ctx.zone_of(config.controller.zone), region):
+    return found, valid
+
+
+def _cluster_problems(config: SlurmConfig, ctx: StackContext, buckets: list[str]) -> list[Problem]:
+    """The controller and login VMs' zone and images, the bucket's name, /home, the shared
+    storage and the job scripts."""
+    found = []
+    if problem := zone_problem(ctx.zone_of(config.controller.zone), ctx.region):
         found.append(Problem(("controller", "zone"), problem))
     found += [p.under("controller") for p in _image_problems(config.controller.image)]
     for i, group in enumerate(config.login_groups):
@@ -799,7 +824,6 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
     ):
         found += [p.under(key) for p in duplicate_names([s.name for s in scripts], key)]
         found += [p.under(key) for p in _script_name_problems(scripts)]
-    found += _partition_problems(config, valid)
     return found
 
 
@@ -996,44 +1020,7 @@ def _partition_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig])
         found += [
             p.under("partitions", i) for p in _partition_conf_problems(partition.partition_conf)
         ]
-        members = [valid[n] for n in partition.nodesets if n in valid]
-        multi_host = [n.name for n in members if n.workers_per_slice > 1]
-        if multi_host and not partition.exclusive:
-            # resume.py group_nodes_bulk cuts the nodes of every non-exclusive job it resumes
-            # together into slices: two jobs' workers would share one TPU slice.
-            found.append(
-                Problem(
-                    ("partitions", i, "exclusive"),
-                    f"a partition of multi-host TPU slices ({', '.join(multi_host)}) is always "
-                    "exclusive: Slurm-GCP cuts the nodes of all non-exclusive jobs it resumes "
-                    "into slices together, so two jobs would share a slice; remove "
-                    "exclusive: false",
-                )
-            )
-        if partition.exclusive:
-            static = [n for n in partition.nodesets if n in valid and valid[n].node_count_static]
-            static += [n for n in partition.nodesets if n in cpu and cpu[n].node_count_static]
-            if static:
-                # power_save.c suspends a node flagged POWER_DOWN (PowerDownOnIdle) whether
-                # or not SuspendExcNodes lists it (Slurm 25.11).
-                fix = "nodeCountStatic: 0"
-                if not multi_host:
-                    fix = f"exclusive: false or {fix}"
-                found.append(
-                    Problem(
-                        ("partitions", i, "exclusive"),
-                        f"exclusive partitions power nodes down after each job, so static nodes "
-                        f"of {', '.join(static)} would be deleted; set {fix}",
-                    )
-                )
-        if len({n.workers_per_slice for n in members}) > 1:
-            found.append(
-                Problem(
-                    ("partitions", i, "nodesets"),
-                    "its nodesets differ in workers per slice; a job's node count must mean "
-                    "whole slices in every nodeset, so split them into partitions",
-                )
-            )
+        found += [p.under("partitions", i) for p in _exclusivity_problems(partition, valid, cpu)]
     defaults = [i for i, p in enumerate(config.partitions) if p.default]
     for i in defaults[1:]:
         found.append(
@@ -1073,3 +1060,52 @@ def _capacity_problem(machine_type: str, provisioning: str) -> str | None:
     offered = {"spot": "spot: true", "reservation": "reservation", "flex-start": "dwsFlex"}
     ways = [offered[p] for p in ("spot", "reservation", "flex-start") if p in capacity.provisioning]
     return f"{machine_type} is not offered {provisioning}; set {' or '.join(ways)}"
+
+
+def _exclusivity_problems(
+    partition: PartitionConfig,
+    valid: dict[str, TpuNodesetConfig],
+    cpu: dict[str, CpuNodesetConfig],
+) -> list[Problem]:
+    """Exclusive partitions of multi-host slices, static nodes they would power down, and
+    slices of one size per partition."""
+    found = []
+    members = [valid[n] for n in partition.nodesets if n in valid]
+    multi_host = [n.name for n in members if n.workers_per_slice > 1]
+    if multi_host and not partition.exclusive:
+        # resume.py group_nodes_bulk cuts the nodes of every non-exclusive job it resumes
+        # together into slices: two jobs' workers would share one TPU slice.
+        found.append(
+            Problem(
+                ("exclusive",),
+                f"a partition of multi-host TPU slices ({', '.join(multi_host)}) is always "
+                "exclusive: Slurm-GCP cuts the nodes of all non-exclusive jobs it resumes "
+                "into slices together, so two jobs would share a slice; remove "
+                "exclusive: false",
+            )
+        )
+    if partition.exclusive:
+        static = [n for n in partition.nodesets if n in valid and valid[n].node_count_static]
+        static += [n for n in partition.nodesets if n in cpu and cpu[n].node_count_static]
+        if static:
+            # power_save.c suspends a node flagged POWER_DOWN (PowerDownOnIdle) whether or
+            # not SuspendExcNodes lists it (Slurm 25.11).
+            fix = "nodeCountStatic: 0"
+            if not multi_host:
+                fix = f"exclusive: false or {fix}"
+            found.append(
+                Problem(
+                    ("exclusive",),
+                    f"exclusive partitions power nodes down after each job, so static nodes "
+                    f"of {', '.join(static)} would be deleted; set {fix}",
+                )
+            )
+    if len({n.workers_per_slice for n in members}) > 1:
+        found.append(
+            Problem(
+                ("nodesets",),
+                "its nodesets differ in workers per slice; a job's node count must mean "
+                "whole slices in every nodeset, so split them into partitions",
+            )
+        )
+    return found

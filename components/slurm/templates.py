@@ -98,43 +98,22 @@ def node_template(
     gpus = nodeset.gpus()
     labels = {**slurm_labels(ctx, cluster, "compute"), "slurm_nodeset": nodeset.name}
     ssd = nodeset.local_ssd
-    metadata = {
+    metadata: dict[str, str] = {
         **slurm_metadata(cluster, "compute", bucket_path, ssd.mount_path if ssd else None),
         **updates_metadata(nodeset.allow_automatic_updates),
     }
-    # Everything the template is made of, and nothing else (counts, zones and scripts
-    # live in the nodeset's YAML): a change to any of it, and only that, renames it.
-    properties = {
-        "machine_type": nodeset.machine_type,
-        "gpus": gpus.model_dump() if gpus else None,
-        "disk": [nodeset.disk_type, nodeset.disk_size_gb, nodeset.image.path],
-        "spot": nodeset.spot,
-        "account": [email, list(nodeset.service_account_scopes)],
-        "public_ip": nodeset.enable_public_ips,
-        "secure_boot": config.secure_boot(nodeset),
-        "labels": labels,
-        "metadata": metadata,
-        "subnet": network.subnet_name,
-        "project": ctx.project,
-    }
-    # Properties added since templates were first named count only when a nodeset sets
-    # them, so that one which sets none keeps its template (and its name).
-    properties |= {
-        key: value
-        for key, value in {
-            "bandwidth_tier": nodeset.bandwidth_tier if nodeset.nic_type else None,
-            "additional_disks": [d.model_dump() for d in nodeset.additional_disks],
-            "local_ssds": ssd.count if ssd else None,
-            "flex": nodeset.dws_flex.model_dump() if nodeset.flex and nodeset.dws_flex else None,
-            "gpu_networks": nodeset.gpu_network_cidrs(),
-        }.items()
-        if value
-    }
-    digest = hashlib.sha256(json.dumps(properties, sort_keys=True).encode()).hexdigest()
     return gcp.compute.InstanceTemplate(
         resource,
         project=ctx.project,
-        name=f"{cluster}-{nodeset.name}-{digest[:10]}",
+        name=_template_name(
+            ctx,
+            config,
+            nodeset,
+            subnet=network.subnet_name,
+            email=email,
+            labels=labels,
+            metadata=metadata,
+        ),
         machine_type=nodeset.machine_type,
         disks=_disks(nodeset, cluster),
         guest_accelerators=(
@@ -187,6 +166,51 @@ def node_template(
             depends_on=[identity.account] if identity and not nodeset.service_account_email else []
         ),
     )
+
+
+def _template_name(
+    ctx: StackContext,
+    config: SlurmConfig,
+    nodeset: CpuNodesetConfig,
+    *,
+    subnet: str,
+    email: str,
+    labels: dict[str, str],
+    metadata: dict[str, str],
+) -> str:
+    """`<cluster>-<nodeset>-<hash>` of everything the template is made of, and nothing else
+    (counts, zones and scripts live in the nodeset's YAML): a change to any of it, and only
+    that, renames it."""
+    gpus = nodeset.gpus()
+    ssd = nodeset.local_ssd
+    properties = {
+        "machine_type": nodeset.machine_type,
+        "gpus": gpus.model_dump() if gpus else None,
+        "disk": [nodeset.disk_type, nodeset.disk_size_gb, nodeset.image.path],
+        "spot": nodeset.spot,
+        "account": [email, list(nodeset.service_account_scopes)],
+        "public_ip": nodeset.enable_public_ips,
+        "secure_boot": config.secure_boot(nodeset),
+        "labels": labels,
+        "metadata": metadata,
+        "subnet": subnet,
+        "project": ctx.project,
+    }
+    # Properties added since templates were first named count only when a nodeset sets
+    # them, so that one which sets none keeps its template (and its name).
+    properties |= {
+        key: value
+        for key, value in {
+            "bandwidth_tier": nodeset.bandwidth_tier if nodeset.nic_type else None,
+            "additional_disks": [d.model_dump() for d in nodeset.additional_disks],
+            "local_ssds": ssd.count if ssd else None,
+            "flex": nodeset.dws_flex.model_dump() if nodeset.flex and nodeset.dws_flex else None,
+            "gpu_networks": nodeset.gpu_network_cidrs(),
+        }.items()
+        if value
+    }
+    digest = hashlib.sha256(json.dumps(properties, sort_keys=True).encode()).hexdigest()
+    return f"{config.cluster_name}-{nodeset.name}-{digest[:10]}"
 
 
 LOCAL_SSD_GB = 375
