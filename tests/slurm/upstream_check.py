@@ -354,7 +354,8 @@ class Upstream:
         sys.path.insert(0, str(scripts_dir))
         import util  # type: ignore[import-not-found]
 
-        self.folder, self.scripts_dir, self.util = folder, scripts_dir, util
+        self.folder, self.scripts_dir = folder, scripts_dir
+        self.util: Any = util
         self.bucket = folder / "bucket"
         self.templates = json.loads((folder / "templates.json").read_text())
         self.out_dir = folder / "out"
@@ -382,9 +383,8 @@ class Upstream:
         self.conf, self.resume, self.slurmsync, self.tpu = conf, resume, slurmsync, tpu
         # mig_flex.py names a group with the first 8 characters of a uuid4: fixed here, so
         # that a recording depends only on its inputs.
-        sys.modules["mig_flex"].uuid = type(
-            "Uuid", (), {"uuid4": staticmethod(lambda: "1a2b3c4d-0")}
-        )
+        mig_flex: Any = sys.modules["mig_flex"]
+        mig_flex.uuid = type("Uuid", (), {"uuid4": staticmethod(lambda: "1a2b3c4d-0")})
         self.get_tpu_vmcount, self.storage = get_tpu_vmcount, setup_network_storage
         tpu.tpu.TpuClient = lambda *args, **kwargs: self.tpu_api
         slurmsync.run = self.fake_run
