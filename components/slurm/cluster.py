@@ -35,6 +35,7 @@ from components.network import (
     iap_ssh_rule,
     subnet_of,
 )
+from components.nfs import client_rules, export_options
 from components.slurm import boot
 from components.slurm.checks import cpu_zones
 from components.slurm.cleanup import (
@@ -515,16 +516,24 @@ class SlurmCluster(Component):
         }
 
     def _home(self, name: str, network: NetworkHandle) -> gcp.filestore.Instance:
-        """The /home share every VM mounts (Toolkit's filestore module, `nfsshare`)."""
+        """The /home share every VM mounts (Toolkit's filestore module, `nfsshare`), and the
+        rules that let the cluster's VMs alone reach it."""
         ctx, config = self.context, self.config
-        return gcp.filestore.Instance(
+        cluster = config.cluster_name
+        share = gcp.filestore.Instance(
             f"{name}-home",
             project=ctx.project,
             name=ctx.name("slurm", config.cluster_name, "home"),
             location=ctx.zone_of(config.controller.zone),
             tier=config.home.tier,
+            # Only the stack's subnet, where every VM of the cluster lives (a nodeset in
+            # another subnet is refused), mounts it; root is not squashed because OS Login
+            # creates each user's home directory as root at first login, as Toolkit's
+            # filestore module leaves it (nfs_export_options unset).
             file_shares=gcp.filestore.InstanceFileSharesArgs(
-                name=HOME_SHARE, capacity_gb=config.home.capacity_gb
+                name=HOME_SHARE,
+                capacity_gb=config.home.capacity_gb,
+                nfs_export_options=export_options([network.subnet_cidr], root_squash=False),
             ),
             networks=[
                 gcp.filestore.InstanceNetworkArgs(
@@ -534,6 +543,17 @@ class SlurmCluster(Component):
             labels=ctx.labels,
             opts=self.child_opts(depends_on=[network.component], protect=ctx.protect),
         )
+        client_rules(
+            self,
+            f"{name}-home",
+            project=ctx.project,
+            network=network.self_link,
+            name=ctx.name("slurm", cluster, "home"),
+            share=share,
+            client_tags=[cluster],
+            description=f"Slurm {cluster}'s /home share",
+        )
+        return share
 
     def _bucket_readers(self, name: str, config: SlurmConfig) -> None:
         """Every VM lists and reads the cluster's files. A nodeset may run as an account of

@@ -17,7 +17,13 @@ from components.context import StackContext
 from components.identity import Identity
 from components.network import NetworkHandle, rdma_nics, vpc_with_subnet
 from components.slurm.config import CpuNodesetConfig, SlurmConfig
-from components.slurm.vms import shielded, slurm_labels, slurm_metadata, updates_metadata
+from components.slurm.vms import (
+    shielded,
+    slurm_labels,
+    slurm_metadata,
+    slurm_tags,
+    updates_metadata,
+)
 
 
 def gpu_network_base(ctx: StackContext, config: SlurmConfig, nodeset: CpuNodesetConfig) -> str:
@@ -97,6 +103,7 @@ def node_template(
     email = nodeset.service_account_email or (identity.email if identity else "")
     gpus = nodeset.gpus()
     labels = {**slurm_labels(ctx, cluster, "compute"), "slurm_nodeset": nodeset.name}
+    tags = slurm_tags(cluster, "compute")
     ssd = nodeset.local_ssd
     metadata: dict[str, str] = {
         **slurm_metadata(cluster, "compute", bucket_path, ssd.mount_path if ssd else None),
@@ -113,6 +120,7 @@ def node_template(
             email=email,
             labels=labels,
             metadata=metadata,
+            tags=tags,
         ),
         machine_type=nodeset.machine_type,
         disks=_disks(nodeset, cluster),
@@ -161,7 +169,7 @@ def node_template(
         ),
         metadata=metadata,
         labels=labels,
-        tags=[cluster],
+        tags=tags,
         opts=parent.child_opts(
             depends_on=[identity.account] if identity and not nodeset.service_account_email else []
         ),
@@ -177,6 +185,7 @@ def _template_name(
     email: str,
     labels: dict[str, str],
     metadata: dict[str, str],
+    tags: list[str],
 ) -> str:
     """`<cluster>-<nodeset>-<hash>` of everything the template is made of, and nothing else
     (counts, zones and scripts live in the nodeset's YAML): a change to any of it, and only
@@ -193,6 +202,7 @@ def _template_name(
         "secure_boot": config.secure_boot(nodeset),
         "labels": labels,
         "metadata": metadata,
+        "tags": tags,
         "subnet": subnet,
         "project": ctx.project,
     }

@@ -16,7 +16,7 @@ import pulumi_gcp as gcp
 from components.base import Component
 from components.context import StackContext
 from components.identity import Identity
-from components.network import NetworkHandle
+from components.network import NetworkHandle, system_tag
 from components.slurm import boot
 from components.slurm.config import (
     DEFAULT_SCOPES,
@@ -61,6 +61,13 @@ def updates_metadata(allow: bool) -> dict[str, str]:
     """Metadata that turns the image's automatic OS updates off (Compute Engine "Create an
     HPC-ready VM instance": disable automatic updates; Toolkit's `allow_automatic_updates`)."""
     return {} if allow else {"google_disable_automatic_updates": "TRUE"}
+
+
+def slurm_tags(cluster: str, role: str) -> list[str]:
+    """A VM's network tags: the cluster's name, which upstream's tpu.py gives the TPU VMs it
+    creates and the cluster's own rule admits, and its role's (`<cluster>-controller`,
+    `-login`, `-compute`), which `network.allow` entries open one role by."""
+    return [cluster, system_tag(cluster, role)]
 
 
 def slurm_labels(ctx: StackContext, cluster: str, role: str) -> dict[str, str]:
@@ -148,7 +155,7 @@ def controller_and_logins(
             ),
             metadata={**slurm_metadata(cluster, role, bucket_path), **metadata},
             labels=slurm_labels(ctx, cluster, role),
-            tags=[cluster],
+            tags=slurm_tags(cluster, role),
             allow_stopping_for_update=True,
             opts=parent.child_opts(
                 depends_on=[identity.account, *depends_on], protect=protect, **options
