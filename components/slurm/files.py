@@ -136,6 +136,12 @@ def storage_document(storage: list[NetworkStorage]) -> list[dict[str, str]]:
     ]
 
 
+OS_LOGIN_METADATA = {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
+"""SSH through OS Login only, on every VM of the cluster: the controller, login and CPU nodes
+in their metadata, TPU VMs through their nodeset's (`nodeset_document`, which tpu.py's
+create_node reads with scripts.TPU_NODE_METADATA)."""
+
+
 def nodeset_document(
     nodeset: TpuNodesetConfig, *, project: str, zone: str, subnetwork: str, email: str
 ) -> dict[str, Any]:
@@ -169,6 +175,9 @@ def nodeset_document(
         # The TPU API takes the subnetwork's name (Toolkit writes the subnetwork's `name`).
         "subnetwork": subnetwork,
         "network_storage": storage_document(nodeset.network_storage),
+        # Not a key of Toolkit's nodeset_tpu: the tpu.py addition (scripts.TPU_NODE_METADATA)
+        # adds it to the metadata of every TPU VM create_node makes.
+        "metadata": dict(OS_LOGIN_METADATA),
     }
     if nodeset.node_type is not None:
         document["node_type"] = nodeset.node_type

@@ -193,15 +193,53 @@ PREEMPTED), and the start it then calls (`start_instances`) passes `start_tpu` a
 cannot read. And tpu.py attaches data disks with the API's default mode, read-write, which
 "only one TPU node can attach at a time" (tpu_v2 AttachedDisk.DiskMode): every VM after the
 first failed to create."""
+TPU_NODE_METADATA = """
+
+# Added by ai-infra (components/slurm/scripts.py TPU_NODE_METADATA). create_node gives every
+# TPU VM a fixed metadata dict; the nodeset's own `metadata` (OS Login on, project SSH keys
+# off) joins it on the create request. A key create_node sets keeps create_node's value.
+class _AiInfraNodeMetadata:
+    def __init__(self, client, metadata):
+        self._ai_infra_client = client
+        self._ai_infra_metadata = metadata
+
+    def __getattr__(self, name):
+        return getattr(self._ai_infra_client, name)
+
+    def create_node(self, request=None, **kwargs):
+        for key, value in self._ai_infra_metadata.items():
+            if key not in request.node.metadata:
+                request.node.metadata[key] = value
+        return self._ai_infra_client.create_node(request=request, **kwargs)
+
+
+_ai_infra_init_metadata = TPU.__init__
+
+
+def _ai_infra_init_with_metadata(self, nodeset, lkp):
+    _ai_infra_init_metadata(self, nodeset, lkp)
+    metadata = dict(getattr(nodeset, "metadata", None) or {})
+    if metadata:
+        self._client = _AiInfraNodeMetadata(
+            self._client, {str(k): str(v) for k, v in metadata.items()}
+        )
+
+
+TPU.__init__ = _ai_infra_init_with_metadata
+"""
+"""tpu.py's create_node sets `node.metadata` from a fixed dict (bucket, cluster, role, worker
+names, boot script) and reads no metadata of the nodeset (Toolkit's nodeset_tpu has none), so
+a TPU VM it creates had no `enable-oslogin`: SSH to it went by project and instance keys.
+The nodeset document's `metadata` (files.nodeset_document) now reaches the create request."""
 ADDITIONS: dict[str, str] = {
     "util.py": TPU_TREE_TOPOLOGY + TPU_SLICE_ORDER,
-    "tpu.py": TPU_RECOVERY,
+    "tpu.py": TPU_RECOVERY + TPU_NODE_METADATA,
 }
 """path -> text this program appends to the verified file, after the pinned file's own hash
 is verified."""
 PATCHED: dict[str, str] = {
     "util.py": "d15b078d70e90cb254979f782761e845622c4f4952daf9516523eb46c743e3e9",
-    "tpu.py": "19823d3206f92048e7050d35a1931caf55be9bb4e62686a222bc9adf0a440064",
+    "tpu.py": "5e75d57d1a11170c02a1565f82ce7cac4af667dd1e5b9fe38edef9af2a2cc811",
 }
 """path -> sha256 of the pinned file with its addition, checked before it is zipped."""
 CONTROLLER_ONLY = (

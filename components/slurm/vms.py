@@ -23,7 +23,7 @@ from components.slurm.config import (
     SlurmConfig,
     needs_unsigned_modules,
 )
-from components.slurm.files import UNIVERSE_DOMAIN, state_disk_name
+from components.slurm.files import OS_LOGIN_METADATA, UNIVERSE_DOMAIN, state_disk_name
 
 CONTROLLER_ID_KEY = "ai_infra_controller_id"
 """Login VMs carry the controller's identity, and are replaced when it changes: a new
@@ -45,8 +45,7 @@ def slurm_metadata(
         "slurm_cluster_name": cluster,
         "slurm_instance_role": role,
         "universe_domain": UNIVERSE_DOMAIN,
-        "enable-oslogin": "TRUE",
-        "block-project-ssh-keys": "TRUE",
+        **OS_LOGIN_METADATA,
         "startup-script": boot.render(
             boot.BootScript(
                 kind="vm",

@@ -88,6 +88,8 @@ def test_nodeset_yaml_has_exactly_the_keys_the_controller_reads():
                 "mount_options": "",
             }
         ],
+        # What the tpu.py addition puts in each TPU VM's metadata (test_upstream).
+        "metadata": {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"},
     }
 
 

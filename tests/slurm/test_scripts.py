@@ -360,10 +360,26 @@ def test_anything_but_tpu_nodes_is_cut_as_upstream_cuts_it():
     assert list(unloaded(sorted(tpu(*range(8, 12))), n=2)) == [tpu(10, 11), tpu(8, 9)]
 
 
-def nodeset(static: int = 0, dynamic: int = 2, disks: tuple[str, ...] = ()) -> SimpleNamespace:
+def nodeset(
+    static: int = 0, dynamic: int = 2, disks: tuple[str, ...] = (), **more: Any
+) -> SimpleNamespace:
     return SimpleNamespace(
-        node_count_static=static, node_count_dynamic_max=dynamic, data_disks=list(disks)
+        node_count_static=static, node_count_dynamic_max=dynamic, data_disks=list(disks), **more
     )
+
+
+class FakeTpuClient:
+    """The TpuClient calls create_node makes, recorded."""
+
+    def __init__(self) -> None:
+        self.created: list[tpu_v2.CreateNodeRequest] = []
+
+    def create_node(self, request: tpu_v2.CreateNodeRequest) -> str:
+        self.created.append(request)
+        return "operation"
+
+    def get_node(self, request: tpu_v2.GetNodeRequest) -> str:
+        return "node"
 
 
 def tpu_with_addition(nodes: dict[str, tpu_v2.Node]) -> tuple[dict, list[Any]]:
@@ -377,6 +393,7 @@ def tpu_with_addition(nodes: dict[str, tpu_v2.Node]) -> tuple[dict, list[Any]]:
 
         def __init__(self, ns: Any, lkp: Any) -> None:
             self.nodes, self.deleted = nodes, deleted
+            self._client = FakeTpuClient()
             self.data_disks = [
                 tpu_v2.AttachedDisk(
                     source_disk=disk, mode=tpu_v2.AttachedDisk.DiskMode.DISK_MODE_UNSPECIFIED
@@ -454,3 +471,28 @@ def test_data_disks_of_a_nodeset_of_more_than_one_tpu_vm_attach_read_only(static
     disks = ("projects/p/zones/z/disks/a", "projects/p/zones/z/disks/b")
     tpus = namespace["TPU"](nodeset(static, dynamic, disks), None)
     assert [d.mode for d in tpus.data_disks] == [tpu_v2.AttachedDisk.DiskMode[mode]] * 2
+
+
+def test_a_nodeset_s_metadata_joins_what_create_node_sets_without_replacing_it():
+    namespace, _ = tpu_with_addition({})
+    metadata = {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE", "slurm_names": "x"}
+    tpus = namespace["TPU"](nodeset(metadata=metadata), None)
+    # As tpu.py's create_node builds its request: a fixed dict, then the client's create_node.
+    node = tpu_v2.Node(metadata={"slurm_names": "WORKER_0:c-tpu-0", "startup-script": "boot"})
+    request = tpu_v2.CreateNodeRequest(parent="p", node=node, node_id="c-tpu-0")
+    assert tpus._client.create_node(request=request) == "operation"
+    [sent] = tpus._client._ai_infra_client.created
+    assert dict(sent.node.metadata) == {
+        "slurm_names": "WORKER_0:c-tpu-0",
+        "startup-script": "boot",
+        "enable-oslogin": "TRUE",
+        "block-project-ssh-keys": "TRUE",
+    }
+    # Every other call reaches the client as it was.
+    assert tpus._client.get_node(request=tpu_v2.GetNodeRequest(name="n")) == "node"
+
+
+def test_a_nodeset_without_metadata_keeps_its_client():
+    namespace, _ = tpu_with_addition({})
+    tpus = namespace["TPU"](nodeset(), None)
+    assert isinstance(tpus._client, FakeTpuClient)

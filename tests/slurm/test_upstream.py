@@ -233,6 +233,32 @@ def test_data_disks_attach_read_only_to_a_nodeset_of_more_than_one_tpu_vm():
     assert alone["data_disks"] == [[disk + "scratch", "DISK_MODE_UNSPECIFIED"]]
 
 
+def test_every_tpu_vm_resume_or_slurmsync_creates_takes_ssh_through_os_login_only():
+    creates = {
+        (case, addition): [
+            call
+            for key, found in run(case, addition=addition).items()
+            if key.endswith(" creates") or key.startswith("slurmsync ")
+            for call in (found if isinstance(found, list) else found.get("tpu api", []))
+            if "create" in call
+        ]
+        for case in CASES
+        for addition in (False, True)
+    }
+    tpu_cases = {case for (case, _), calls in creates.items() if calls}
+    assert tpu_cases == {"cpu-and-v4-16", SCALE, "seed-v2-8-tf-2-10"}
+    for case in tpu_cases:
+        # Pinned: create_node's fixed metadata has no OS Login (nor any SSH key).
+        assert all(c["ssh"] == {} for c in creates[case, False]), case
+        assert all(
+            c["ssh"] == {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
+            for c in creates[case, True]
+        ), case
+    # The preempted node slurmsync creates anew keeps it too.
+    recovered = run(SCALE)["slurmsync pre preempted"]["tpu api"]
+    assert [c["ssh"]["enable-oslogin"] for c in recovered if "create" in c] == ["TRUE"]
+
+
 PARITY = "toolkit-parity"
 
 

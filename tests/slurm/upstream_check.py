@@ -20,7 +20,8 @@ the scripts' Python on each copy: the config loader (`util._assemble_config`) as
 login and compute node; `conf.generate_configs_slurm_v2505` (slurm.conf, cloud.conf,
 cloud_topology.yaml, job_submit.lua); `setup_network_storage.resolve_network_storage`;
 `get_tpu_vmcount`; `resume.create_instances_request`, `group_nodes_bulk` (every node at
-once, and as the exclusive jobs of a partition) and `tpu.start_tpu`; and slurmsync's
+once, and as the exclusive jobs of a partition) and `tpu.start_tpu` (with the SSH metadata
+of the TPU node it creates); and slurmsync's
 `_find_tpu_node_action` with the action it picks, for a preempted static node.
 
 Faked: the metadata server (role, login group), `slurmctld -V` (25.11.4, the Slurm of the
@@ -649,6 +650,10 @@ class FakeRequest:
         return self.result
 
 
+SSH_METADATA = ("enable-oslogin", "block-project-ssh-keys", "ssh-keys")
+"""The metadata keys that decide who may SSH to a VM (Compute Engine, "About OS Login")."""
+
+
 class FakeTpuApi:
     """The Cloud TPU API as tpu.py calls it: accelerator types from `TPU_TOPOLOGIES`, nodes
     kept by name, every node request recorded."""
@@ -700,6 +705,7 @@ class FakeTpuApi:
                 "slurm_names": node.metadata["slurm_names"],
                 "preemptible": node.scheduling_config.preemptible,
                 "data_disks": [[d.source_disk, d.mode.name] for d in node.data_disks],
+                "ssh": {k: node.metadata[k] for k in SSH_METADATA if k in node.metadata},
             }
         )
         workers = len(node.metadata["slurm_names"].split(";"))
