@@ -276,6 +276,30 @@ INVENTORY: dict[str, dict[str, int]] = {
         "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
         "pulumi-python:dynamic/slurm:TpuCleanup": 1,
     },
+    "slurm-flex": {
+        "gcp:compute/disk:Disk": 1,
+        "gcp:compute/firewall:Firewall": 5,
+        "gcp:compute/instance:Instance": 2,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:compute/network:Network": 1,
+        "gcp:compute/router:Router": 1,
+        "gcp:compute/routerNat:RouterNat": 1,
+        "gcp:compute/subnetwork:Subnetwork": 1,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 7,
+        "gcp:projects/service:Service": 12,
+        "gcp:serviceaccount/account:Account": 3,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
+        "gcp:storage/bucketObject:BucketObject": 5,
+        "pulumi-python:dynamic/slurm:ComputeCleanup": 1,
+        # Deletes the groups the controller made for flex-start jobs.
+        "pulumi-python:dynamic/slurm:FlexCleanup": 1,
+        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
+        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
+    },
 }
 
 
@@ -422,6 +446,12 @@ def _key_values(name: str, graph: Graph) -> None:
         assert "/mnt/localssd" in template["metadata"]["startup-script"]
         document = _slurm_objects(graph)["a3-files/nodeset_configs/a3mega.yaml"]
         assert document["reservation_name"] == "projects/my-ml-project/reservations/a3mega-block"
+    elif name == "slurm-flex":
+        scheduling = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")["scheduling"]
+        assert scheduling["provisioningModel"] == "FLEX_START"
+        assert scheduling["maxRunDuration"] == {"seconds": 86400}
+        document = _slurm_objects(graph)["flex-files/nodeset_configs/h100.yaml"]
+        assert document["dws_flex"]["enabled"] is True
     else:
         raise AssertionError(f"no key values pinned for example {name}")
 

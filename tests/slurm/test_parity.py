@@ -277,6 +277,7 @@ def test_the_plan_shows_a_gpu_nodeset_s_extra_nics():
 def test_the_plan_preflight_and_cost_see_how_each_nodeset_gets_its_capacity():
     from plan.render import render
     from preflight.needs import derive
+    from prices import stack_cost
     from stacks.loading import parse
 
     raw = stack(
@@ -306,9 +307,17 @@ def test_the_plan_preflight_and_cost_see_how_each_nodeset_gets_its_capacity():
         "Slurm nodesets: flex up to 2 x a3-megagpu-8g with 8 x nvidia-h100-mega-80gb = 16 GPUs, "
         "flex-start" in plan
     )
-    [disks_cost] = [line for line in plan.splitlines() if line.startswith("  Slurm nodeset disks")]
-    assert "1,000 pd-ssd GB" in disks_cost
+    [disks_cost] = [x for x in stack_cost(config, graph).lines if x.label.endswith(" disks")]
+    # The boot disk (pd-balanced) and the extra pd-ssd disk of each of the two VMs at most.
+    assert [(p.quote.what, p.full) for p in disks_cost.parts if p.quote.what.endswith(" GB")] == [
+        ("pd-balanced GB", 100),
+        ("pd-ssd GB", 1000),
+    ]
     vms = {vm.source: vm for vm in derive(config, graph).vms}
     resv = vms["slurm.cpuNodesets[0] resv"]
-    assert (resv.capacity, resv.reservation, resv.count) == ("reservation", "a3-block", 2)
+    assert (resv.capacity, resv.reservation, resv.full) == (
+        "reservation",
+        "projects/test-project/reservations/a3-block",
+        2,
+    )
     assert vms["slurm.cpuNodesets[1] flex"].capacity == "flex-start"
