@@ -23,6 +23,8 @@ INSTANCE_TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 INSTANCE_GROUP_MANAGER = "gcp:compute/instanceGroupManager:InstanceGroupManager"
 RESIZE_REQUEST = "gcp:compute/resizeRequest:ResizeRequest"
 DISK = "gcp:compute/disk:Disk"
+GLOBAL_ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
+SERVICE_NETWORKING_CONNECTION = "gcp:servicenetworking/connection:Connection"
 
 # GKE
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -33,6 +35,7 @@ BUCKET = "gcp:storage/bucket:Bucket"
 BUCKET_OBJECT = "gcp:storage/bucketObject:BucketObject"
 BUCKET_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 FILESTORE = "gcp:filestore/instance:Instance"
+LUSTRE = "gcp:lustre/instance:Instance"
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 
 # Project, IAM

@@ -90,16 +90,20 @@ FREE_TYPES = frozenset(
         types.SLURM_FLEX_CLEANUP,
         types.RESIZE_REQUEST,
         types.DASHBOARD,
+        types.GLOBAL_ADDRESS,
+        types.SERVICE_NETWORKING_CONNECTION,
     }
 )
 """Resources with no charge of their own (a template bills through its group's VMs, and so
 does a resize request; a bucket object through its bucket's bytes; Slurm's cleanup deletes
-TPU and Compute Engine VMs on destroy; Cloud Monitoring dashboards are free)."""
+TPU and Compute Engine VMs on destroy; Cloud Monitoring dashboards are free; a private
+services access range and its peering bill nothing of their own, only the traffic over them)."""
 
 
 STORAGE_PRICES: dict[str, tuple[Callable[[Catalog, str, str], Quote], str]] = {
     "disk": (quotes.disk, "GB"),
     "filestore": (quotes.filestore, "GiB"),
+    "lustre": (quotes.lustre, "GiB"),
 }
 """graph.capacity Storage kind -> its quote (catalog, tier, region) and the unit of its size."""
 

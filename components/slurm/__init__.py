@@ -5,9 +5,12 @@ controller creates CPU and TPU VMs for jobs. `stacks/` builds it with `build()`,
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import pulumi
 
 from components.base import PathPart, Source
+from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.identity import service_account_email
 from components.network import NetworkHandle, system_tag
@@ -20,6 +23,7 @@ from components.slurm.cluster import (
 )
 from components.slurm.config import ACCOUNT_ROLES, CpuNodesetConfig, SlurmConfig, account_id
 from components.slurm.scripts import TOOLKIT_RELEASE
+from components.storage import StorageHandle
 
 __all__ = [
     "SlurmCluster",
@@ -40,12 +44,16 @@ def build(
     *,
     context: StackContext,
     network: NetworkHandle,
+    storage: StorageHandle,
+    buckets: BucketsHandle,
     services: pulumi.ResourceOptions,
     source: Source,
 ) -> SlurmCluster:
     return SlurmCluster(
         source("slurm", "slurm"),
-        SlurmClusterArgs(context=context, network=network, config=config),
+        SlurmClusterArgs(
+            context=context, network=network, storage=storage, buckets=buckets, config=config
+        ),
         services,
     )
 
@@ -82,7 +90,9 @@ def node_accounts(config: SlurmConfig) -> list[tuple[tuple[PathPart, ...], str]]
     return found
 
 
-def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list[str]]]:
+def describe(
+    config: SlurmConfig, context: StackContext, lustre: Collection[str] = ()
+) -> list[tuple[str, list[str]]]:
     """The plan's section: the controller, login groups with their SSH commands, /home,
     nodesets (CPU machines; TPU workers per slice), partitions and the controller's role."""
     zone = context.zone_of(config.controller.zone)
@@ -113,7 +123,7 @@ def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list
         lines.append(
             f"  nodeset {c.name}: {c.machine_type} in {', '.join(cpu_zones(c, context))}, "
             f"{c.node_count_static} static + up to {c.node_count_dynamic_max} dynamic nodes"
-            f"{''.join(f', {f}' for f in _cpu_flags(c, config))}"
+            f"{''.join(f', {f}' for f in _cpu_flags(c, config, lustre))}"
         )
     for n in config.tpu_nodesets:
         shape = n.node_type or (
@@ -167,7 +177,9 @@ NIC_LABELS = {
 }
 
 
-def _cpu_flags(nodeset: CpuNodesetConfig, config: SlurmConfig) -> list[str]:
+def _cpu_flags(
+    nodeset: CpuNodesetConfig, config: SlurmConfig, lustre: Collection[str] = ()
+) -> list[str]:
     """What sets a CPU or GPU nodeset apart, for its plan line."""
     gpus = nodeset.gpus()
     ssd = nodeset.local_ssd
@@ -205,7 +217,7 @@ def _cpu_flags(nodeset: CpuNodesetConfig, config: SlurmConfig) -> list[str]:
             ),
             (f"{len(nodeset.additional_disks)} extra disk(s)", bool(nodeset.additional_disks)),
             ("automatic updates off", not nodeset.allow_automatic_updates),
-            ("secure boot off", not config.secure_boot(nodeset)),
+            ("secure boot off", not config.secure_boot(nodeset, lustre)),
         )
         if on
     ]

@@ -10,10 +10,10 @@ import difflib
 import ipaddress
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from components import gpu_catalog, tpu_catalog
-from components.base import PathPart, Problem, duplicate_names
+from components.base import PathPart, Problem, duplicate_names, under
 from components.context import StackContext
 from components.identity import service_account_email
 from components.locations import zone_problem
@@ -25,6 +25,7 @@ from components.slurm.config import (
     PARTITION_OPTIONS,
     PROGRAM_PARTITION_KEYS,
     SINGLE_HOST_TYPES,
+    SLURM_DIRS,
     SLURM_FAMILIES,
     SLURM_RELEASE,
     TF_RUNTIMES,
@@ -39,7 +40,9 @@ from components.slurm.config import (
     needs_unsigned_modules,
     partition_option,
 )
-from components.types import FILESTORE_CAPACITY_GB, disk_zone, reservation_parts
+from components.storage import Storage, StorageMount, mount_problems, nested
+from components.storage.catalog import FILESTORE_TIERS
+from components.types import disk_zone, reservation_parts
 
 HYPERDISK_ONLY = ("c4-", "c4a-", "c4d-", "n4-")
 """Machine series whose boot disk must be Hyperdisk (Compute Engine "Machine series
@@ -303,10 +306,16 @@ def _disk_problem(machine_type: str, disk_type: str) -> str | None:
 
 
 def cpu_nodeset_problems(
-    nodeset: CpuNodesetConfig, *, zones: list[str], region: str, cluster_lustre: bool
+    nodeset: CpuNodesetConfig,
+    *,
+    zones: list[str],
+    region: str,
+    cluster_lustre: bool,
+    lustre: Collection[str] = (),
 ) -> list[Problem]:
-    """Checks of one CPU nodeset, given its resolved zones, the stack's region and whether
-    the cluster's own storage mounts Lustre on every VM."""
+    """Checks of one CPU nodeset, given its resolved zones, the stack's region, whether
+    the cluster's own storage mounts Lustre on every VM, and the Lustre volumes of
+    `ai-infra:storage`."""
     found = []
     if nodeset.node_count_static + nodeset.node_count_dynamic_max < 1:
         # Toolkit's nodeset module: "at least one node" (outputs.tf precondition).
@@ -335,7 +344,7 @@ def cpu_nodeset_problems(
         found.append(Problem(("diskType",), problem))
     if problem := _bandwidth_problem(machine, nodeset.bandwidth_tier):
         found.append(Problem(("bandwidthTier",), problem))
-    found += _secure_boot_problems(nodeset, cluster_lustre)
+    found += _secure_boot_problems(nodeset, cluster_lustre, lustre)
     found += _provisioning_problems(nodeset, zones)
     found += _placement_problems(nodeset)
     found += _extra_disk_problems(nodeset)
@@ -380,14 +389,17 @@ def _gpu_network_problems(nodeset: CpuNodesetConfig, zones: list[str]) -> list[P
     return found
 
 
-def _secure_boot_problems(nodeset: CpuNodesetConfig, cluster_lustre: bool) -> list[Problem]:
+def _secure_boot_problems(
+    nodeset: CpuNodesetConfig, cluster_lustre: bool, lustre: Collection[str]
+) -> list[Problem]:
     if not (nodeset.secure_boot and nodeset.uses_schedmd_image):
         return []
     reason = (
         "its NVIDIA drivers"
         if nodeset.gpus() is not None
         else "the Lustre client"
-        if cluster_lustre or needs_unsigned_modules(nodeset.network_storage)
+        if cluster_lustre
+        or needs_unsigned_modules(nodeset.network_storage, nodeset.storage, lustre)
         else None
     )
     if reason is None:
@@ -667,12 +679,15 @@ def _account_problems(
     return []
 
 
-def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> list[Problem]:
-    """Cross-checks of `ai-infra:slurm`, with paths relative to it."""
+def problems(
+    config: SlurmConfig, ctx: StackContext, *, buckets: list[str], storage: Storage
+) -> list[Problem]:
+    """Cross-checks of `ai-infra:slurm`, with paths relative to it; `storage` holds the
+    volumes its `storage` lists mount."""
     found = _name_problems(config)
-    nodeset_found, valid = _nodeset_problems(config, ctx)
+    nodeset_found, valid = _nodeset_problems(config, ctx, storage)
     found += nodeset_found
-    found += _cluster_problems(config, ctx, buckets)
+    found += _cluster_problems(config, ctx, buckets, storage)
     found += _partition_problems(config, valid)
     return found
 
@@ -740,7 +755,7 @@ def _name_problems(config: SlurmConfig) -> list[Problem]:
 
 
 def _nodeset_problems(
-    config: SlurmConfig, ctx: StackContext
+    config: SlurmConfig, ctx: StackContext, storage: Storage
 ) -> tuple[list[Problem], dict[str, TpuNodesetConfig]]:
     """Each nodeset's own checks, what spans nodesets, and the TPU nodesets found valid."""
     stack_subnet = subnet_name(ctx.prefix)
@@ -763,7 +778,8 @@ def _nodeset_problems(
             nodeset,
             zones=cpu_zones(nodeset, ctx),
             region=ctx.region,
-            cluster_lustre=config.mounts_lustre,
+            cluster_lustre=config.mounts_lustre(storage.lustre_names),
+            lustre=storage.lustre_names,
         )
         own_problems += _account_problems((), nodeset.service_account_email, own)
         found += [p.under("cpuNodesets", i) for p in own_problems]
@@ -789,7 +805,9 @@ def _nodeset_problems(
     return found, valid
 
 
-def _cluster_problems(config: SlurmConfig, ctx: StackContext, buckets: list[str]) -> list[Problem]:
+def _cluster_problems(
+    config: SlurmConfig, ctx: StackContext, buckets: list[str], storage: Storage
+) -> list[Problem]:
     """The controller and login VMs' zone and images, the bucket's name, /home, the shared
     storage and the job scripts."""
     found = []
@@ -817,6 +835,7 @@ def _cluster_problems(config: SlurmConfig, ctx: StackContext, buckets: list[str]
             )
         )
     found += _home_problems(config, subnet_name(ctx.prefix))
+    found += _mount_problems(config, storage)
     found += [p.under("networkStorage") for p in _storage_problems(config.network_storage)]
     for key, scripts in (
         ("prologScripts", config.prolog_scripts),
@@ -969,14 +988,8 @@ def _home_problems(config: SlurmConfig, stack_subnet: str) -> list[Problem]:
             # Without public IPs the nodeset has a problem at this path already.
             if n.subnetwork not in (None, stack_subnet) and n.enable_public_ips
         ]
-        low, high = FILESTORE_CAPACITY_GB[home.tier]
-        if not low <= home.capacity_gb <= high:
-            found.append(
-                Problem(
-                    ("home", "capacityGb"),
-                    f"a {home.tier} share holds {low} to {high} GiB, not {home.capacity_gb}",
-                )
-            )
+        if problem := FILESTORE_TIERS[home.tier].capacity_problem(home.capacity_gb):
+            found.append(Problem(("home", "capacityGb"), problem))
         for i, entry in enumerate(config.network_storage):
             if entry.local_mount == "/home":
                 found.append(
@@ -1121,3 +1134,58 @@ def _exclusivity_problems(
             )
         )
     return found
+
+
+SHARED_DIRS = ("/home", "/opt/apps")
+"""What every VM mounts from the cluster whatever its storage: /home (the Filestore share, or
+the controller's export) and /opt/apps, which Slurm-GCP's setup always mounts from the
+controller (setup_network_storage.py `_get_default_mounts`)."""
+
+
+def _mount_problems(config: SlurmConfig, storage: Storage) -> list[Problem]:
+    """The `storage` lists: known volumes, paths of their own, and no login group or nodeset
+    mounting over what the whole cluster mounts. Slurm-GCP merges a group's or nodeset's
+    entries over the cluster's by mount path (setup_network_storage.py
+    `resolve_network_storage`), so one there would silently replace the shared /home."""
+    cluster = {
+        **{d: "the cluster's shared directories" for d in SHARED_DIRS},
+        **{e.local_mount: f"networkStorage[{i}]" for i, e in enumerate(config.network_storage)},
+    }
+    own = {e.local_mount: f"networkStorage[{i}]" for i, e in enumerate(config.network_storage)}
+    own["/opt/apps"] = "the cluster's shared directories"
+    if config.home.filestore:
+        own["/home"] = "home.filestore's share"
+    found = under(
+        ("storage",), mount_problems(config.storage, storage, taken=own, reserved=SLURM_DIRS)
+    )
+    cluster |= {m.mount_path: f"storage[{i}]" for i, m in enumerate(config.storage)}
+    groups: list[tuple[tuple[PathPart, ...], list[NetworkStorage], list[StorageMount]]] = [
+        (("loginGroups", i), g.network_storage, g.storage)
+        for i, g in enumerate(config.login_groups)
+    ]
+    groups += [
+        (("cpuNodesets", i), n.network_storage, n.storage)
+        for i, n in enumerate(config.cpu_nodesets)
+    ]
+    groups += [
+        (("tpuNodesets", i), n.network_storage, n.storage)
+        for i, n in enumerate(config.tpu_nodesets)
+    ]
+    for where, entries, mounts in groups:
+        for k, entry in enumerate(entries):
+            if over := next((p for p in cluster if nested(entry.local_mount, p)), None):
+                found.append(_override((*where, "networkStorage", k, "localMount"), over, cluster))
+        taken = {e.local_mount: f"networkStorage[{k}]" for k, e in enumerate(entries)}
+        found += under(
+            (*where, "storage"),
+            mount_problems(mounts, storage, taken=taken | cluster, reserved=SLURM_DIRS),
+        )
+    return found
+
+
+def _override(path: tuple[PathPart, ...], over: str, cluster: dict[str, str]) -> Problem:
+    return Problem(
+        path,
+        f"{over} is mounted on every VM of the cluster ({cluster[over]}), and Slurm-GCP lets "
+        "this entry replace it on these VMs alone; mount elsewhere, or change the cluster's",
+    )

@@ -17,7 +17,14 @@ import pulumi_gcp as gcp
 from pydantic import InstanceOf, SkipValidation
 
 from components.base import Component, WiringModel, slug
-from components.buckets import Bucket, BucketArgs, BucketConfig, grant_bucket_access
+from components.buckets import (
+    Bucket,
+    BucketArgs,
+    BucketConfig,
+    BucketsHandle,
+    grant_bucket_access,
+    grant_named_access,
+)
 from components.context import StackContext
 from components.identity import (
     Identity,
@@ -64,6 +71,7 @@ from components.slurm.files import (
 from components.slurm.scripts import ScriptsProvider, SlurmScripts
 from components.slurm.templates import node_template
 from components.slurm.vms import controller_and_logins
+from components.storage import StorageHandle, StorageMount
 
 NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 BUCKET_READER_ROLES = ("roles/storage.objectViewer", "roles/storage.legacyBucketReader")
@@ -168,6 +176,10 @@ class SlurmClusterArgs(WiringModel):
     network: InstanceOf[NetworkHandle]
     """The stack's network: the VMs join its subnet, and the cleanups run before any of it
     is deleted."""
+    storage: InstanceOf[StorageHandle]
+    """The stack's volumes, which the `storage` lists mount."""
+    buckets: InstanceOf[BucketsHandle]
+    """The stack's buckets, on which VMs that mount one are granted object access."""
     config: SlurmConfig
     scripts_provider: SkipValidation[ScriptsProvider] | None = None
     """Tests pass a provider with a fake fetcher; `pulumi up` uses the real one."""
@@ -195,6 +207,10 @@ class SlurmCluster(Component):
     ) -> None:
         super().__init__("ai-infra:slurm:SlurmCluster", name, opts)
         self.config, self.context, self.name = args.config, args.context, name
+        self.lustre = args.storage.storage.lustre_names
+        """The Lustre volumes of `ai-infra:storage`, whose client needs Secure Boot off."""
+        self.mounts = args.storage.network_storage
+        """`network_storage` entries of `ai-infra:storage` mounts, as Slurm-GCP reads them."""
         self.identities = self._accounts()
         self.bucket = Bucket(
             f"{name}-bucket",
@@ -207,6 +223,7 @@ class SlurmCluster(Component):
             self.child_opts(),
         )
         self._bucket_readers(name, self.config)
+        self._mount_access(name, self.config, args)
         self.files_dir = FILES_DIR.format(cluster=self.config.cluster_name)
         self.bucket_path = f"gs://{self.bucket.name_}/{self.files_dir}"
         self.objects: list[gcp.storage.BucketObject] = []
@@ -237,6 +254,7 @@ class SlurmCluster(Component):
             bucket_path=self.bucket_path,
             identities=self.identities,
             controller_after=cleanups,
+            lustre=self.lustre,
             files_ready=[self.scripts, self.config_object],
         )
         self.register_outputs({"bucketPath": self.bucket_path, "controller": self.controller.name})
@@ -315,19 +333,25 @@ class SlurmCluster(Component):
         """Each TPU nodeset's YAML; each CPU nodeset's instance template and YAML, which
         names the template."""
         ctx, config = self.context, self.config
+        mounts = self.mounts
         for nodeset in config.tpu_nodesets:
-            document = nodeset_document(
-                nodeset,
-                project=ctx.project,
-                zone=ctx.zone_of(nodeset.zone),
-                subnetwork=subnet_of(ctx.prefix, nodeset.subnetwork),
-                email=nodeset.service_account_email
-                or service_account_email(account_id(ctx, "tpu"), ctx.project),
+            document = mounts(nodeset.storage).apply(
+                lambda entries, n=nodeset: _dump(
+                    nodeset_document(
+                        n,
+                        project=ctx.project,
+                        zone=ctx.zone_of(n.zone),
+                        subnetwork=subnet_of(ctx.prefix, n.subnetwork),
+                        email=n.service_account_email
+                        or service_account_email(account_id(ctx, "tpu"), ctx.project),
+                        mounts=entries,
+                    )
+                )
             )
             self._put(
                 f"nodeset-{nodeset.name}",
                 f"nodeset_tpu_configs/{nodeset.name}.yaml",
-                _dump(document),
+                document,
             )
         region_zones = [f"{ctx.region}-{x}" for x in ZONES.get(ctx.region, "")]
         for nodeset in config.all_cpu_nodesets:
@@ -341,10 +365,13 @@ class SlurmCluster(Component):
                 network=network,
                 bucket_path=self.bucket_path,
                 identity=identity,
+                lustre=self.lustre,
             )
             self.templates[nodeset.name] = template
             zones = cpu_zones(nodeset, ctx)
-            content = pulumi.Output.all(template.self_link, network.subnet_self_link).apply(
+            content = pulumi.Output.all(
+                template.self_link, network.subnet_self_link, mounts(nodeset.storage)
+            ).apply(
                 lambda links, n=nodeset, z=zones: _dump(
                     cpu_nodeset_document(
                         n,
@@ -353,6 +380,7 @@ class SlurmCluster(Component):
                         subnetwork=links[1],
                         zones=z,
                         region_zones=region_zones,
+                        mounts=links[2],
                     )
                 )
             )
@@ -381,7 +409,7 @@ class SlurmCluster(Component):
         """Partitions, login groups (a login VM refuses to set up unless its group's file
         exists, util.py) with their scripts, the job prologs and epilogs, and the boot script
         the controller installs on every TPU VM it creates."""
-        config = self.config
+        config, mounts = self.config, self.mounts
         for partition in config.all_partitions:
             self._put(
                 f"partition-{partition.name}",
@@ -392,7 +420,9 @@ class SlurmCluster(Component):
             self._put(
                 f"login-group-{group.name}",
                 f"login_group_configs/{group.name}.yaml",
-                _dump(login_group_document(group)),
+                mounts(group.storage).apply(
+                    lambda entries, g=group: _dump(login_group_document(g, entries))
+                ),
                 aliases=["login-group"] if group.name == "login" else (),
             )
             if group.startup_script:
@@ -418,14 +448,16 @@ class SlurmCluster(Component):
         """`config.yaml` with the cluster's `network_storage` (the /home share first). setup.py
         waits for it and then reads the rest: writing it last makes it the signal that
         everything else is in place (slurm_files main.tf `config`)."""
-        ctx, config = self.context, self.config
+        ctx, config, mounts = self.context, self.config, self.mounts
         storage = storage_document(config.network_storage)
-        if self.home is not None:
-            network_storage: pulumi.Output[list[dict[str, str]]] = filestore_ip(self.home).apply(
-                lambda address: [_home_mount(address), *storage]
-            )
-        else:
-            network_storage = pulumi.Output.from_input(storage)
+        home = (
+            filestore_ip(self.home).apply(lambda address: [_home_mount(address)])
+            if self.home is not None
+            else pulumi.Output.from_input([])
+        )
+        network_storage: pulumi.Output[list[dict[str, str]]] = pulumi.Output.all(
+            home, mounts(config.storage)
+        ).apply(lambda parts: [*parts[0], *storage, *parts[1]])
         return gcp.storage.BucketObject(
             f"{self.name}-config",
             bucket=self.bucket.name_,
@@ -554,6 +586,44 @@ class SlurmCluster(Component):
             description=f"Slurm {cluster}'s /home share",
         )
         return share
+
+    def _mount_access(self, name: str, config: SlurmConfig, args: SlurmClusterArgs) -> None:
+        """Object access on each bucket the cluster's VMs mount, per account: objectUser where
+        any of its VMs writes the bucket, else objectViewer. Login VMs and nodes mount the
+        cluster's `storage` beside their own."""
+        accounts: dict[str, tuple[str, Identity | None, list[StorageMount]]] = {}
+
+        def mounting(
+            owner: str, member: str, identity: Identity | None, mounts: list[StorageMount]
+        ) -> None:
+            accounts.setdefault(owner, (member, identity, []))[2].extend(mounts)
+
+        login = self.identities["lgn"]
+        groups = [m for g in config.login_groups for m in g.storage]
+        mounting(login.owner, login.member, login, [*config.storage, *groups])
+        nodesets = [("tpu", n) for n in config.tpu_nodesets]
+        nodesets += [("cpu", n) for n in config.all_cpu_nodesets]
+        for role, nodeset in nodesets:
+            email = nodeset.service_account_email
+            mounts = [*config.storage, *nodeset.storage]
+            if email is None:
+                identity = self.identities[role]
+                mounting(identity.owner, identity.member, identity, mounts)
+            else:
+                mounting(f"{name}-{slug(email)}", f"serviceAccount:{email}", None, mounts)
+        for owner, (member, identity, mounts) in sorted(accounts.items()):
+            for bucket, role in sorted(args.storage.bucket_roles(mounts).items()):
+                grant = grant_named_access(
+                    self,
+                    owner,
+                    args.buckets,
+                    bucket,
+                    role=role,
+                    member=member,
+                    depends_on=[identity.account] if identity else [],
+                )
+                if identity is not None:
+                    identity.grants.append(grant)
 
     def _bucket_readers(self, name: str, config: SlurmConfig) -> None:
         """Every VM lists and reads the cluster's files. A nodeset may run as an account of

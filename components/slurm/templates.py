@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 
 import pulumi_gcp as gcp
 
@@ -94,11 +95,13 @@ def node_template(
     network: NetworkHandle,
     bucket_path: str,
     identity: Identity | None,
+    lustre: Collection[str] = (),
 ) -> gcp.compute.InstanceTemplate:
     """The nodes' template. Slurm-GCP caches a template's properties by its name for as long
     as the controller runs (util.py `template_info`, file_cache), so every change gets a new
     name: the properties' hash ends it. `identity` is the cluster's CPU node account, if it
-    has one."""
+    has one; `lustre` names the `ai-infra:storage` Lustre volumes (their client needs Secure
+    Boot off)."""
     cluster = config.cluster_name
     email = nodeset.service_account_email or (identity.email if identity else "")
     gpus = nodeset.gpus()
@@ -121,6 +124,7 @@ def node_template(
             labels=labels,
             metadata=metadata,
             tags=tags,
+            secure_boot=config.secure_boot(nodeset, lustre),
         ),
         machine_type=nodeset.machine_type,
         disks=_disks(nodeset, cluster),
@@ -160,7 +164,7 @@ def node_template(
             else None
         ),
         shielded_instance_config=gcp.compute.InstanceTemplateShieldedInstanceConfigArgs(
-            **shielded(config.secure_boot(nodeset))
+            **shielded(config.secure_boot(nodeset, lustre))
         ),
         # Threads per core 1, as Toolkit's nodeset (advanced_machine_features): one Slurm
         # CPU per core.
@@ -186,6 +190,7 @@ def _template_name(
     labels: dict[str, str],
     metadata: dict[str, str],
     tags: list[str],
+    secure_boot: bool,
 ) -> str:
     """`<cluster>-<nodeset>-<hash>` of everything the template is made of, and nothing else
     (counts, zones and scripts live in the nodeset's YAML): a change to any of it, and only
@@ -199,7 +204,7 @@ def _template_name(
         "spot": nodeset.spot,
         "account": [email, list(nodeset.service_account_scopes)],
         "public_ip": nodeset.enable_public_ips,
-        "secure_boot": config.secure_boot(nodeset),
+        "secure_boot": secure_boot,
         "labels": labels,
         "metadata": metadata,
         "tags": tags,
