@@ -717,6 +717,41 @@ def vpc_with_subnet(
     return network, subnetwork
 
 
+def rdma_nics(
+    parent: Component,
+    resource: str,
+    *,
+    project: str,
+    region: str,
+    name: str,
+    mtu: int,
+    profile: str,
+    cidrs: Sequence[str],
+) -> list[gcp.compute.InstanceTemplateNetworkInterfaceArgs]:
+    """MRDMA NICs on one VPC `name` with an RDMA network profile (the zone's RoCE), a subnet
+    `<name>-subnet<j>` each and no firewall rule (Cluster Toolkit v1.95.0
+    modules/network/gpu-rdma-vpc); "except for VPC networks that are created with an RDMA
+    network profile, each network interface must be assigned to a subnet in a unique VPC
+    network" (Compute Engine, "Create VMs with multiple network interfaces")."""
+    vpc = custom_vpc(parent, resource, project=project, name=name, mtu=mtu, profile=profile)
+    return [
+        gcp.compute.InstanceTemplateNetworkInterfaceArgs(
+            network=vpc.self_link,
+            subnetwork=subnet_in(
+                parent,
+                f"{resource}-subnet{j}",
+                project=project,
+                region=region,
+                name=f"{name}-subnet{j}",
+                network=vpc,
+                cidr=cidr,
+            ).self_link,
+            nic_type="MRDMA",
+        )
+        for j, cidr in enumerate(cidrs)
+    ]
+
+
 def iap_ssh_rule(
     parent: Component,
     resource_name: str,
@@ -740,6 +775,20 @@ def iap_ssh_rule(
         source_ranges=[IAP_TCP_FORWARDING_RANGE],
         target_tags=target_tags,
     )
+
+
+def consecutive_ranges(first: str, count: int) -> list[str]:
+    """`count` ranges of `first`'s size: `first` and those right after it, as a VM's NICs
+    beyond the first take them. ValueError when they run past the address space."""
+    network = ipaddress.IPv4Network(first)
+    return [
+        str(
+            ipaddress.IPv4Network(
+                (int(network.network_address) + k * network.num_addresses, network.prefixlen)
+            )
+        )
+        for k in range(count)
+    ]
 
 
 def subnet_name(prefix: str) -> str:

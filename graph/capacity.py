@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -113,6 +113,9 @@ class Machines:
     """(GPU type, per VM): attached, or the machine type's own."""
     boot_disk: tuple[str, int] | None = None
     """(disk type, GB) of each VM's boot disk; None where Cloud TPU creates it."""
+    extra_disks: tuple[tuple[str, int], ...] = ()
+    """(disk type, GB) of each VM's other persistent disks, made and deleted with it (a Slurm
+    nodeset's `additionalDisks`); local SSDs are not among them."""
     images: tuple[str, ...] = ()
     external_ips: int = 0
     """External addresses per VM."""
@@ -422,6 +425,11 @@ def _template_vms(template: Mapping[str, Any], **fields: Any) -> Machines:
             str(boot.get("diskType", GCE_DEFAULT_DISK[0])),
             int(boot.get("diskSizeGb", GCE_DEFAULT_DISK[1])),
         ),
+        extra_disks=tuple(
+            (str(d["diskType"]), int(d["diskSizeGb"]))
+            for d in template.get("disks") or []
+            if not d.get("boot") and d.get("type") == "PERSISTENT" and d.get("diskSizeGb")
+        ),
         images=tuple(d["sourceImage"] for d in template.get("disks") or [] if d.get("sourceImage")),
         external_ips=_external_ips(template.get("networkInterfaces")),
         secure_boot=_secure_boot(template),
@@ -584,7 +592,7 @@ def _cpu_nodeset(
     zones = tuple(document.get("zone_policy_allow") or ())
     region = region_of(zones[0]) if zones else str(reading.graph.config.get("gcp:region", ""))
     config_key = _slurm_index(reading, "cpuNodesets", name)
-    return _template_vms(
+    machines = _template_vms(
         plain(template.inputs),
         key=config_key,
         label=f"Slurm nodeset {name}",
@@ -597,6 +605,17 @@ def _cpu_nodeset(
         full=full,
         autoscaled=True,
         later=True,
+    )
+    # Slurm-GCP consumes a nodeset's reservation at resume (resume.py), not through the
+    # template.
+    reservation = str(document.get("reservation_name") or "")
+    if not reservation:
+        return machines
+    return replace(
+        machines,
+        capacity="reservation",
+        provisioning=_provisioning("reservation", reservation),
+        reservation=reservation,
     )
 
 

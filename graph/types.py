@@ -50,6 +50,7 @@ QUEUED_RESOURCE = "pulumi-python:dynamic/tpu:QueuedResource"
 SLURM_RUNTIME_SCRIPTS = "pulumi-python:dynamic/slurm:RuntimeScripts"
 SLURM_TPU_CLEANUP = "pulumi-python:dynamic/slurm:TpuCleanup"
 SLURM_COMPUTE_CLEANUP = "pulumi-python:dynamic/slurm:ComputeCleanup"
+SLURM_FLEX_CLEANUP = "pulumi-python:dynamic/slurm:FlexCleanup"
 
 # Kubernetes
 KUBERNETES_PROVIDER = "pulumi:providers:kubernetes"

@@ -158,6 +158,11 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "compute.instances.list",
         "compute.instances.delete",
     ),
+    # ... and each flex-start nodeset's region, deleting the groups its controller made.
+    types.SLURM_FLEX_CLEANUP: (
+        "compute.instanceGroupManagers.list",
+        "compute.instanceGroupManagers.delete",
+    ),
     types.KUBERNETES_PROVIDER: ("container.clusters.get",),
     types.NAMESPACE: ("container.namespaces.create",),
     types.KUBERNETES_SERVICE_ACCOUNT: ("container.serviceAccounts.create",),

@@ -44,6 +44,8 @@ LEFT_OUT: tuple[str, ...] = (
     "the GKE free tier's $74.40 monthly credit per billing account (one zonal cluster)",
     "boot disks of TPU VMs that Cloud TPU creates (queued resources, Slurm nodesets) and of "
     "the TPU provisioner's pools",
+    "local SSDs a Slurm nodeset attaches (localSsd.count; those a machine type comes with are "
+    "in its price)",
 )
 """What the figures do not hold, because it cannot be known offline."""
 
@@ -85,6 +87,7 @@ FREE_TYPES = frozenset(
         types.BUCKET_OBJECT,
         types.SLURM_TPU_CLEANUP,
         types.SLURM_COMPUTE_CLEANUP,
+        types.SLURM_FLEX_CLEANUP,
         types.RESIZE_REQUEST,
         types.DASHBOARD,
         types.GLOBAL_ADDRESS,
@@ -345,10 +348,10 @@ class _Builder:
     def vm_parts(self, m: capacity.Machines, capacity_: str) -> list[tuple[Quote, float, float]]:
         """The machines of `m` at idle and full scale: TPU chips (and their host, where the
         catalog names one), or the machine type with the GPUs an N1 machine attaches; and each
-        VM's boot disk. An autoscaled pool on a reservation bills the reservation, taken as
-        large as the pool's maximum, whether its nodes run or not (Cloud TPU "Consumption
-        options", Compute Engine "Reservations": a reservation is billed while it exists);
-        its boot disks exist only with the nodes."""
+        VM's boot disk and other persistent disks. An autoscaled pool on a reservation bills
+        the reservation, taken as large as the pool's maximum, whether its nodes run or not
+        (Cloud TPU "Consumption options", Compute Engine "Reservations": a reservation is
+        billed while it exists); its disks exist only with the nodes."""
         region, full = m.region, m.full
         idle = full if m.capacity == "reservation" else m.idle
         parts: list[tuple[Quote, float, float]] = []
@@ -370,8 +373,7 @@ class _Builder:
                 for gpu_type, count in m.gpus:
                     quote = quotes.attached_gpu(self.catalog, gpu_type, region, capacity_)
                     parts.append((quote, idle * count, full * count))
-        if m.boot_disk is not None:
-            disk_type, size = m.boot_disk
+        for disk_type, size in (*((m.boot_disk,) if m.boot_disk else ()), *m.extra_disks):
             quote = quotes.disk(self.catalog, disk_type, region)
             parts.append((quote, m.idle * size, full * size))
         return parts

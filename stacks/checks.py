@@ -64,6 +64,14 @@ def problems(config: StackConfig) -> list[Problem]:
                 config.slurm, ctx, buckets=bucket_names, storage=config.resolved_storage
             ),
         )
+        net = config.network
+        ranges = {
+            "network.subnetCidr": net.subnet_cidr,
+            "network.podsCidr": net.pods_cidr,
+            "network.servicesCidr": net.services_cidr,
+            "network.masterCidr": net.master_cidr,
+        }
+        found += under("slurm", slurm.stack_range_problems(config.slurm, ranges))
     found += under(
         "storage",
         storage.problems(
@@ -136,8 +144,9 @@ def tag_problems(config: StackConfig) -> list[Problem]:
 
 
 def _gpu_subnets(config: StackConfig) -> dict[str, str]:
-    """The subnets GPU clusters and GKE GPU pools create for their GPU NICs, by where they
-    come from; ranges that run past the address space are each system's own problem."""
+    """The subnets GPU clusters, GKE GPU pools and Slurm's GPU nodesets create for their GPU
+    NICs, by where they come from; ranges that run past the address space are each system's
+    own problem."""
     found = {}
     for i, pool in enumerate(config.gpu_pools):
         try:
@@ -153,6 +162,8 @@ def _gpu_subnets(config: StackConfig) -> dict[str, str]:
         except ValueError:
             continue
         found |= {f"gpuClusters[{i}] subnet {k}": cidr for k, cidr in enumerate(cidrs)}
+    if config.slurm is not None:
+        found |= slurm.gpu_subnets(config.slurm)
     return found
 
 

@@ -125,6 +125,9 @@ def problem_of(root: type[ConfigModel], error: ErrorDetails) -> Problem:
         valid = sorted(_aliases(parent)) if parent else []
         key = str(loc[-1])
         camel = to_camel(key)
+        # A model names the keys it replaced, and what to write instead (REPLACED_KEYS).
+        if replaced := getattr(parent, "REPLACED_KEYS", {}).get(key):
+            return Problem(loc, replaced)
         if camel != key and camel in valid:
             return Problem(loc, f"keys are camelCase: write {camel}, not {key}")
         return Problem(loc, f"unknown field; valid fields here are {', '.join(valid)}")

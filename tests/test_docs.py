@@ -300,6 +300,53 @@ INVENTORY: dict[str, dict[str, int]] = {
         "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
         "pulumi-python:dynamic/slurm:TpuCleanup": 1,
     },
+    "slurm-a3": {
+        "gcp:compute/disk:Disk": 1,
+        # The stack's internal and IAP rules, the cluster's two, and one per GPU NIC's VPC.
+        "gcp:compute/firewall:Firewall": 13,
+        "gcp:compute/instance:Instance": 2,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:compute/network:Network": 9,
+        "gcp:compute/router:Router": 1,
+        "gcp:compute/routerNat:RouterNat": 1,
+        "gcp:compute/subnetwork:Subnetwork": 9,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 7,
+        "gcp:projects/service:Service": 12,
+        "gcp:serviceaccount/account:Account": 3,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
+        "gcp:storage/bucketObject:BucketObject": 5,
+        "pulumi-python:dynamic/slurm:ComputeCleanup": 1,
+        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
+        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
+    },
+    "slurm-flex": {
+        "gcp:compute/disk:Disk": 1,
+        "gcp:compute/firewall:Firewall": 5,
+        "gcp:compute/instance:Instance": 2,
+        "gcp:compute/instanceTemplate:InstanceTemplate": 1,
+        "gcp:compute/network:Network": 1,
+        "gcp:compute/router:Router": 1,
+        "gcp:compute/routerNat:RouterNat": 1,
+        "gcp:compute/subnetwork:Subnetwork": 1,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:projects/iAMMember:IAMMember": 7,
+        "gcp:projects/service:Service": 12,
+        "gcp:serviceaccount/account:Account": 3,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+        "gcp:storage/bucket:Bucket": 1,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 6,
+        "gcp:storage/bucketObject:BucketObject": 5,
+        "pulumi-python:dynamic/slurm:ComputeCleanup": 1,
+        # Deletes the groups the controller made for flex-start jobs.
+        "pulumi-python:dynamic/slurm:FlexCleanup": 1,
+        "pulumi-python:dynamic/slurm:RuntimeScripts": 1,
+        "pulumi-python:dynamic/slurm:TpuCleanup": 1,
+    },
 }
 
 
@@ -454,6 +501,20 @@ def _key_values(name: str, graph: Graph) -> None:
         assert t4["guestAccelerators"] == [{"type": "nvidia-tesla-t4", "count": 1}]
         assert t4["scheduling"]["provisioningModel"] == "SPOT"
         assert templates["slurm-template-c2"]["machineType"] == "c2-standard-60"
+    elif name == "slurm-a3":
+        template = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")
+        nics = template["networkInterfaces"]
+        assert [n["nicType"] for n in nics] == ["GVNIC"] * 9
+        assert template["metadata"]["google_disable_automatic_updates"] == "TRUE"
+        assert "/mnt/localssd" in template["metadata"]["startup-script"]
+        document = _slurm_objects(graph)["a3-files/nodeset_configs/a3mega.yaml"]
+        assert document["reservation_name"] == "projects/my-ml-project/reservations/a3mega-block"
+    elif name == "slurm-flex":
+        scheduling = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")["scheduling"]
+        assert scheduling["provisioningModel"] == "FLEX_START"
+        assert scheduling["maxRunDuration"] == {"seconds": 86400}
+        document = _slurm_objects(graph)["flex-files/nodeset_configs/h100.yaml"]
+        assert document["dws_flex"]["enabled"] is True
     elif name == "storage":
         claims = {
             (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]): r.inputs["spec"]

@@ -28,11 +28,10 @@ from components.network import (
     ALL_INTERNAL,
     NetworkHandle,
     cloud_nat,
-    custom_vpc,
     filestore_ip,
     firewall_rule,
     iap_ssh_rule,
-    subnet_in,
+    rdma_nics,
     system_tag,
     vpc_with_subnet,
 )
@@ -456,35 +455,18 @@ class GpuCluster(Component):
         cidrs: list[str],
     ) -> list[gcp.compute.InstanceTemplateNetworkInterfaceArgs]:
         """The RDMA NICs: MRDMA NICs on one VPC with the zone's RoCE network profile, a
-        subnet each (Cluster Toolkit v1.95.0 modules/network/gpu-rdma-vpc: no firewall
-        rules; "Except for VPC networks that are created with an RDMA network profile, each
-        network interface must be assigned to a subnet in a unique VPC network", Compute
-        Engine, "Create VMs with multiple network interfaces")."""
+        subnet each (network.rdma_nics)."""
         ctx = args.context
-        vpc = custom_vpc(
+        return rdma_nics(
             self,
             f"{name}-rdma",
             project=ctx.project,
+            region=ctx.region,
             name=f"{base}-rdma",
             mtu=layout.gpu_mtu,
             profile=gpu_catalog.roce_profile(ctx.project, zone),
+            cidrs=cidrs,
         )
-        return [
-            gcp.compute.InstanceTemplateNetworkInterfaceArgs(
-                network=vpc.self_link,
-                subnetwork=subnet_in(
-                    self,
-                    f"{name}-rdma-subnet{j}",
-                    project=ctx.project,
-                    region=ctx.region,
-                    name=f"{base}-rdma-subnet{j}",
-                    network=vpc,
-                    cidr=cidr,
-                ).self_link,
-                nic_type="MRDMA",
-            )
-            for j, cidr in enumerate(cidrs)
-        ]
 
     def _egress(
         self,

@@ -5,7 +5,6 @@ AI infra cluster provisioning tool made by default.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Annotated, Literal
 
@@ -13,6 +12,7 @@ from pydantic import AfterValidator, Field
 
 from components import gpu_catalog
 from components.base import ConfigModel
+from components.network import consecutive_ranges
 from components.types import (
     Cidr,
     DnsLabel,
@@ -274,15 +274,7 @@ class GpuClusterConfig(ConfigModel):
         return (self.max_run_hours or MAX_RUN_HOURS) * 3600
 
     def nic_cidrs(self) -> list[str]:
-        first = ipaddress.IPv4Network(self.subnet_cidr)
-        return [
-            str(
-                ipaddress.IPv4Network(
-                    (int(first.network_address) + k * first.num_addresses, first.prefixlen)
-                )
-            )
-            for k in range(self.nics)
-        ]
+        return consecutive_ranges(self.subnet_cidr, self.nics)
 
     @property
     def gpus(self) -> int:

@@ -14,14 +14,14 @@ from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.identity import service_account_email
 from components.network import NetworkHandle, system_tag
-from components.slurm.checks import cpu_zones, problems
+from components.slurm.checks import cpu_zones, gpu_subnets, problems, stack_range_problems
 from components.slurm.cluster import (
     SlurmCluster,
     SlurmClusterArgs,
     controller_permissions,
     ssh_command,
 )
-from components.slurm.config import ACCOUNT_ROLES, SlurmConfig, account_id
+from components.slurm.config import ACCOUNT_ROLES, CpuNodesetConfig, SlurmConfig, account_id
 from components.slurm.scripts import TOOLKIT_RELEASE
 from components.storage import StorageHandle
 
@@ -31,9 +31,11 @@ __all__ = [
     "account_claims",
     "build",
     "describe",
+    "gpu_subnets",
     "network_tags",
     "node_accounts",
     "problems",
+    "stack_range_problems",
 ]
 
 
@@ -118,20 +120,10 @@ def describe(
             f"    ssh: {ssh_command(vm, zone, context.project)}" for vm in config.login_names(group)
         ]
     for c in config.all_cpu_nodesets:
-        gpus = c.gpus()
-        flags = [
-            f
-            for f, on in (
-                (f"{gpus.count} x {gpus.type}" if gpus else "", gpus is not None),
-                ("spot", c.spot),
-                ("secure boot off", not config.secure_boot(c, lustre)),
-            )
-            if on
-        ]
         lines.append(
             f"  nodeset {c.name}: {c.machine_type} in {', '.join(cpu_zones(c, context))}, "
             f"{c.node_count_static} static + up to {c.node_count_dynamic_max} dynamic nodes"
-            f"{''.join(f', {f}' for f in flags)}"
+            f"{''.join(f', {f}' for f in _cpu_flags(c, config, lustre))}"
         )
     for n in config.tpu_nodesets:
         shape = n.node_type or (
@@ -139,17 +131,21 @@ def describe(
             if n.accelerator_config
             else "?"
         )
-        flags = [f for f, on in (("preemptible", n.preemptible), ("reserved", n.reserved)) if on]
+        disks = "read-only" if n.data_disks_read_only else "read-write"
+        flags = [
+            f
+            for f, on in (
+                ("preemptible", n.preemptible),
+                ("reserved", n.reserved),
+                (f"{len(n.data_disks)} data disk(s) {disks}", bool(n.data_disks)),
+            )
+            if on
+        ]
         lines.append(
             f"  nodeset {n.name}: {shape} in {context.zone_of(n.zone)}, {n.workers_per_slice} "
             f"worker(s) per slice, {n.node_count_static} static + up to "
             f"{n.node_count_dynamic_max} dynamic nodes"
-            + (
-                f" ({(n.node_count_static + n.node_count_dynamic_max) // n.workers_per_slice}"
-                " slices)"
-                if n.workers_per_slice > 1
-                else ""
-            )
+            + (f" ({n.max_vms // n.workers_per_slice} slices)" if n.workers_per_slice > 1 else "")
             + f", runtime tpu-vm-tf-{n.tf}"
             f"{''.join(f', {f}' for f in flags)}"
         )
@@ -172,3 +168,56 @@ def describe(
         f"{len(controller_permissions(config))} permissions"
     )
     return [("Slurm (controller, login, nodesets, partitions)", lines)]
+
+
+NIC_LABELS = {
+    "virtio_enabled": "VirtIO NIC",
+    "gvnic_enabled": "gVNIC",
+    "tier_1_enabled": "gVNIC with Tier_1 bandwidth",
+}
+
+
+def _cpu_flags(
+    nodeset: CpuNodesetConfig, config: SlurmConfig, lustre: Collection[str] = ()
+) -> list[str]:
+    """What sets a CPU or GPU nodeset apart, for its plan line."""
+    gpus = nodeset.gpus()
+    ssd = nodeset.local_ssd
+    flex = nodeset.dws_flex
+    distance = nodeset.placement_max_distance
+    layout = nodeset.nic_layout
+    return [
+        flag
+        for flag, on in (
+            (f"{gpus.count} x {gpus.type}" if gpus else "", gpus is not None),
+            ("spot", nodeset.spot),
+            (f"reservation {nodeset.reservation}", nodeset.reservation is not None),
+            (
+                f"flex-start up to {flex.max_run_duration} s" if flex else "",
+                nodeset.flex,
+            ),
+            (
+                "compact placement" + (f" at max distance {distance}" if distance else ""),
+                nodeset.enable_placement,
+            ),
+            (NIC_LABELS.get(nodeset.bandwidth_tier, ""), nodeset.nic_type is not None),
+            (
+                f"{layout.nics - 1} more NICs ({layout.transport}) from "
+                f"{nodeset.gpu_network_cidrs()[0]}"
+                if layout
+                else "",
+                layout is not None,
+            ),
+            (
+                (f"{ssd.count} local SSDs" if ssd.count else "its local SSDs")
+                + f" at {ssd.mount_path}"
+                if ssd
+                else "",
+                ssd is not None,
+            ),
+            (f"{len(nodeset.additional_disks)} extra disk(s)", bool(nodeset.additional_disks)),
+            ("automatic updates off", not nodeset.allow_automatic_updates),
+            ("secure boot off", not config.secure_boot(nodeset, lustre)),
+        )
+        if on
+    ]

@@ -13,9 +13,12 @@ script into a scratch directory and run it under bash with stub commands.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Literal
+
+from components.locations import ZONES
 
 METADATA_URL = "http://metadata.google.internal/computeMetadata/v1/instance"
 ZIP_BY_ROLE = {"controller": "slurm-gcp-devel-controller.zip"}
@@ -24,8 +27,16 @@ TPU_NODE_SCRIPT = "ai-infra-tpu-startup.sh"
 """The controller hands the contents of `<scripts>/startup.sh` to every TPU VM it creates as
 its startup-script (slurm_files/scripts/tpu.py); the controller's boot installs ours there
 from this object in the bucket."""
-DOCKER_REGISTRIES = ("gcr.io", "us-docker.pkg.dev")
-"""Registries the TPU VM's docker pulls from with gcloud's credential helper."""
+DEFAULT_REGISTRIES = ("gcr.io", "us-docker.pkg.dev")
+"""Registries the TPU VM's docker always authenticates to with gcloud's credential helper:
+SchedMD's slurmd images are in us-docker.pkg.dev."""
+GOOGLE_REGISTRY = re.compile(
+    r"(?P<location>[a-z]+(?:-[a-z]+[0-9]+)?)-docker\.pkg\.dev|(?:(?:us|eu|asia)\.)?gcr\.io"
+)
+"""Artifact Registry's Docker hosts, `LOCATION-docker.pkg.dev` for a region or the us,
+europe and asia multi-regions ("Repository locations"), and Container Registry's gcr.io hosts,
+which `gcloud auth configure-docker HOST` sets its credential helper for."""
+AR_MULTI_REGIONS = ("us", "europe", "asia")
 
 
 @dataclass(frozen=True)
@@ -44,9 +55,30 @@ class BootScript:
     deletes it before each retry (instance_template files/startup_sh_unlinted)."""
     install_tpu_script: bool = False
     """On the controller: install the TPU VMs' boot script as `<scripts_dir>/startup.sh`."""
+    registries: tuple[str, ...] = DEFAULT_REGISTRIES
+    """On a TPU VM: the registries Docker authenticates to, those of every TPU nodeset's
+    slurmd image (one script serves all nodesets)."""
+    local_ssd_mount: str | None = None
+    """On a node with local SSDs: where to mount them, striped into one array, at every boot
+    before Slurm's setup (their data may be gone after a host event)."""
+    local_ssd_dir: str = "/dev/disk/by-id"
+    local_ssd_array: str = "/dev/md/localssd"
     docker_config_dir: str = "/root/.docker"
     cgroup_dir: str = "/sys/fs/cgroup"
     systemd_dir: str = "/etc/systemd/system"
+
+
+def registry_problem(registry: str) -> str | None:
+    """Why a TPU VM's Docker cannot pull from `registry` with gcloud's credentials, or None."""
+    match = GOOGLE_REGISTRY.fullmatch(registry)
+    location = match["location"] if match else None
+    if match and (location is None or location in AR_MULTI_REGIONS or location in ZONES):
+        return None
+    return (
+        f"TPU VMs pull with Docker authenticated to Google's registries only (Artifact "
+        f"Registry's REGION-docker.pkg.dev, us-, europe- or asia-docker.pkg.dev, or gcr.io), "
+        f"not {registry}; push the image to an Artifact Registry repository"
+    )
 
 
 def _q(value: str | int) -> str:
@@ -61,6 +93,7 @@ def render(boot: BootScript) -> str:
         f"readonly SCRIPTS={_q(boot.scripts_dir)}",
         f"readonly FLAG={_q(boot.flag_file)}",
         f"readonly META={_q(METADATA_URL)}",
+        *_local_ssd_lines(boot),
         "metadata() { curl -sS --fail -H 'Metadata-Flavor: Google' \"$META/$1\"; }",
         "BUCKET=$(metadata attributes/slurm_bucket_path)",
         "ROLE=$(metadata attributes/slurm_instance_role)",
@@ -107,8 +140,34 @@ def render(boot: BootScript) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _local_ssd_lines(boot: BootScript) -> list[str]:
+    """Stripe the NVMe local SSDs into one RAID 0 array, format it ext4 when it has no file
+    system, and mount it world-writable with the sticky bit, as Toolkit's startup-script
+    `local_ssd_filesystem` (setup-raid.yml) does; a mount already there is left alone."""
+    if boot.local_ssd_mount is None:
+        return []
+    mount, array = _q(boot.local_ssd_mount), _q(boot.local_ssd_array)
+    return [
+        "shopt -s nullglob",
+        f"SSDS=({_q(boot.local_ssd_dir)}/google-local-nvme-ssd-*)",
+        "shopt -u nullglob",
+        'if (( ${#SSDS[@]} == 0 )); then echo "no local SSD on this VM" >&2; exit 1; fi',
+        f"if ! mountpoint -q {mount}; then",
+        "  command -v mdadm >/dev/null || dnf install -y mdadm",
+        f"  if [[ ! -e {array} ]]; then",
+        f"    mdadm --create {array} --name=localssd --homehost=any --level=0 "
+        '--raid-devices="${#SSDS[@]}" --force --run "${SSDS[@]}"',
+        "  fi",
+        f"  if ! blkid {array} >/dev/null 2>&1; then mkfs -t ext4 -m 0 {array}; fi",
+        f"  mkdir -p {mount}",
+        f"  mount -t ext4 -o discard,defaults,nofail {array} {mount}",
+        f"  chmod 1777 {mount}",
+        "fi",
+    ]
+
+
 def _tpu_lines(boot: BootScript) -> list[str]:
-    helpers = ", ".join(f'"{r}": "gcloud"' for r in DOCKER_REGISTRIES)
+    helpers = ", ".join(f'"{r}": "gcloud"' for r in sorted(set(boot.registries)))
     docker_config = "{" + f'"credHelpers": {{{helpers}}}' + "}"
     return [
         # Inside the slurmd container systemd runs the image's own boot with this set.

@@ -6,8 +6,11 @@ the nodesets.
 
 from __future__ import annotations
 
+import difflib
+import ipaddress
+import re
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from components import gpu_catalog, tpu_catalog
 from components.base import PathPart, Problem, duplicate_names, under
@@ -15,27 +18,31 @@ from components.context import StackContext
 from components.identity import service_account_email
 from components.locations import zone_problem
 from components.network import subnet_name
-from components.slurm.boot import DOCKER_REGISTRIES
+from components.slurm.boot import registry_problem
 from components.slurm.config import (
     CORES_PER_WORKER,
     DEFAULT_IMAGE_TF_VERSIONS,
-    NODE_TYPES,
+    PARTITION_OPTIONS,
     PROGRAM_PARTITION_KEYS,
     SINGLE_HOST_TYPES,
     SLURM_DIRS,
     SLURM_FAMILIES,
+    SLURM_RELEASE,
     TF_RUNTIMES,
-    V2_V3_ZONES,
     CpuNodesetConfig,
+    JobScript,
     NetworkStorage,
+    NodeImage,
+    PartitionConfig,
     SlurmConfig,
     TpuNodesetConfig,
     account_id,
     needs_unsigned_modules,
+    partition_option,
 )
 from components.storage import Storage, StorageMount, mount_problems, nested
 from components.storage.catalog import FILESTORE_TIERS
-from components.types import disk_zone, image_registry
+from components.types import disk_zone, reservation_parts
 
 HYPERDISK_ONLY = ("c4-", "c4a-", "c4d-", "n4-")
 """Machine series whose boot disk must be Hyperdisk (Compute Engine "Machine series
@@ -44,20 +51,6 @@ NO_HYPERDISK = ("e2-", "n1-", "c2-")
 """Series that attach no Hyperdisk."""
 NO_PD_STANDARD = ("c3-", "c3d-", "h3-")
 """Toolkit's instance_validations: c3 and h3 refuse pd-standard (h3 also pd-ssd)."""
-
-
-def _family_sizes(family: str) -> tuple[int, ...]:
-    if family in NODE_TYPES:
-        return NODE_TYPES[family]
-    return tuple(tpu_catalog.valid_sizes(family))
-
-
-def _zones_for(nodeset: TpuNodesetConfig) -> tuple[str, ...]:
-    family = nodeset.family
-    if family == "v4":
-        return tpu_catalog.resolve("v4-8").family.zones
-    key = f"{family}-8" if nodeset.cores == CORES_PER_WORKER else f"{family}-pod"
-    return V2_V3_ZONES[key]
 
 
 def _type_problems(nodeset: TpuNodesetConfig) -> list[Problem]:
@@ -81,7 +74,7 @@ def _type_problems(nodeset: TpuNodesetConfig) -> list[Problem]:
                     "slice in ai-infra:tpuSlices",
                 )
             ]
-        sizes = _family_sizes(family)
+        sizes = tpu_catalog.valid_sizes(family)
         if int(size) not in sizes:
             shown = ", ".join(f"{family}-{s}" for s in sizes)
             return [
@@ -103,20 +96,10 @@ def _type_problems(nodeset: TpuNodesetConfig) -> list[Problem]:
                 f"{'2x2x1' if wanted == 3 else '2x2'}), not '{accelerator.topology}'",
             )
         ]
-    family = accelerator.version.lower()
-    if family == "v4":
-        try:
-            tpu_catalog.resolve(f"v4-{nodeset.cores}", accelerator.topology)
-        except tpu_catalog.CatalogError as error:
-            return [Problem(("acceleratorConfig", "topology"), str(error))]
-    elif nodeset.cores not in NODE_TYPES[family]:
-        return [
-            Problem(
-                ("acceleratorConfig", "topology"),
-                f"{accelerator.topology} is {nodeset.cores} TensorCores, not a {family} size; "
-                f"{family} sizes are {', '.join(str(s) for s in NODE_TYPES[family])} TensorCores",
-            )
-        ]
+    try:
+        tpu_catalog.resolve(nodeset.accelerator, accelerator.topology)
+    except tpu_catalog.CatalogError as error:
+        return [Problem(("acceleratorConfig", "topology"), str(error))]
     return []
 
 
@@ -213,16 +196,8 @@ def nodeset_problems(
                 f"nodeCountStatic to at least {workers} (the workers per slice)",
             )
         )
-    registry = image_registry(nodeset.image) or "docker.io"
-    if registry not in DOCKER_REGISTRIES:
-        found.append(
-            Problem(
-                ("dockerImage",),
-                f"TPU VMs pull with Docker authenticated to "
-                f"{' and '.join(DOCKER_REGISTRIES)} only, not {registry}; push the "
-                "image to a us-docker.pkg.dev repository",
-            )
-        )
+    if problem := registry_problem(nodeset.registry):
+        found.append(Problem(("dockerImage",), problem))
     if nodeset.preemptible and nodeset.reserved:
         found.append(
             Problem(
@@ -242,15 +217,11 @@ def nodeset_problems(
             )
     if problem := zone_problem(zone, region):
         found.append(Problem(("zone",), f"{problem}; a nodeset's TPU VMs join the stack's subnet"))
-    elif zone not in (zones := _zones_for(nodeset)):
-        found.append(
-            Problem(
-                ("zone",),
-                f"Cloud TPU offers {nodeset.node_type or nodeset.family} in "
-                f"{', '.join(zones) or 'no zone this program knows'}, not {zone}; pick one of "
-                "those (gcp:region must hold it)",
-            )
-        )
+    elif not nodeset.allow_unlisted_zone and (
+        problem := tpu_catalog.tpu_vm_zone_problem(nodeset.shape, zone)
+    ):
+        inherited = "" if nodeset.zone else f"the nodeset inherits gcp:zone {zone}: "
+        found.append(Problem(("zone",), inherited + problem))
     for i, disk in enumerate(nodeset.data_disks):
         if disk_zone(disk) != zone:
             found.append(
@@ -272,6 +243,52 @@ def nodeset_problems(
         )
     found += [p.under("networkStorage") for p in _storage_problems(nodeset.network_storage)]
     return found
+
+
+TIER_1_SERIES = ("n2", "n2d", "c2", "c2d", "c3")
+TIER_1_MIN_VCPUS = 30
+"""Compute Engine "Configure per VM Tier_1 networking performance", requirements: "Tier_1
+networking is only supported on N2, N2D, C2, C2D, or C3 VMs that have at least 30 vCPUs"."""
+GVNIC_ONLY_SERIES = ("a3", "a4", "a4x", "c3", "c3d", "c4", "c4a", "c4d", "g4", "h3", "n4", "z3")
+"""Third-generation and later series, whose VMs run gVNIC only (Compute Engine "Using Google
+Virtual NIC"; the GPU series' NIC layouts are gVNIC, gpu_catalog.GpuNicLayout)."""
+
+
+def machine_vcpus(machine_type: str) -> int | None:
+    """vCPUs of a predefined machine type named `<series>-<kind>-<vCPUs>[-...]`, else None."""
+    parts = machine_type.split("-")
+    return int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+
+
+def _bandwidth_problem(machine_type: str, tier: str) -> str | None:
+    series = machine_type.split("-", 1)[0]
+    if tier == "virtio_enabled" and series in GVNIC_ONLY_SERIES:
+        return (
+            f"{machine_type} runs gVNIC only, and refuses VirtIO; use gvnic_enabled or "
+            "platform_default"
+        )
+    if tier != "tier_1_enabled":
+        return None
+    vcpus = machine_vcpus(machine_type)
+    if series in TIER_1_SERIES and vcpus is not None and vcpus >= TIER_1_MIN_VCPUS:
+        return None
+    return (
+        f"Compute Engine offers Tier_1 networking on {', '.join(TIER_1_SERIES)} machines of "
+        f"{TIER_1_MIN_VCPUS} vCPUs or more, not {machine_type}; pick one of those (e.g. "
+        "c2-standard-60) or use gvnic_enabled"
+    )
+
+
+def _image_problems(image: NodeImage) -> list[Problem]:
+    if (image.family is None) == (image.name is None):
+        return [
+            Problem(
+                ("image",),
+                "give exactly one of family and name, e.g. {project: schedmd-slurm-public, "
+                "family: slurm-gcp-6-12-hpc-rocky-linux-8}",
+            )
+        ]
+    return []
 
 
 def _disk_problem(machine_type: str, disk_type: str) -> str | None:
@@ -317,54 +334,298 @@ def cpu_nodeset_problems(
     repeated = [z for z, c in Counter(zones).items() if c > 1]
     if repeated:
         found.append(Problem(("zones",), f"lists {', '.join(repeated)} twice"))
-    if (nodeset.image.family is None) == (nodeset.image.name is None):
-        found.append(
-            Problem(
-                ("image",),
-                "give exactly one of family and name, e.g. {project: schedmd-slurm-public, "
-                "family: slurm-gcp-6-12-hpc-rocky-linux-8}",
-            )
-        )
+    found += _image_problems(nodeset.image)
     machine = nodeset.machine_type
     if nodeset.gpu is not None and (
         problem := gpu_catalog.gpu_problem(machine, nodeset.gpu.type, nodeset.gpu.count)
     ):
         found.append(Problem(("gpu",), problem))
-    if gpu_catalog.fixed_gpus(machine) is not None and (
-        problem := _capacity_problem(machine, nodeset.spot)
-    ):
-        found.append(Problem(("machineType",), problem))
     if problem := _disk_problem(machine, nodeset.disk_type):
         found.append(Problem(("diskType",), problem))
-    if nodeset.secure_boot and nodeset.uses_schedmd_image:
-        reason = (
-            "its NVIDIA drivers"
-            if nodeset.gpus() is not None
-            else "the Lustre client"
-            if cluster_lustre
-            or needs_unsigned_modules(nodeset.network_storage, nodeset.storage, lustre)
-            else None
-        )
-        if reason:
-            # slurm-gcp docs/images.md "Shielded VM Support": schedmd-slurm-public images
-            # support Secure Boot only without GPUs or Lustre, whose modules are unsigned.
-            found.append(
-                Problem(
-                    ("secureBoot",),
-                    f"SchedMD's image loads {reason} as unsigned kernel modules, which Secure "
-                    "Boot refuses; remove secureBoot (it is then off for this nodeset)",
-                )
-            )
+    if problem := _bandwidth_problem(machine, nodeset.bandwidth_tier):
+        found.append(Problem(("bandwidthTier",), problem))
+    found += _secure_boot_problems(nodeset, cluster_lustre, lustre)
+    found += _provisioning_problems(nodeset, zones)
+    found += _placement_problems(nodeset)
+    found += _extra_disk_problems(nodeset)
+    found += _gpu_network_problems(nodeset, zones)
     found += [p.under("networkStorage") for p in _storage_problems(nodeset.network_storage)]
     return found
 
 
+def _gpu_network_problems(nodeset: CpuNodesetConfig, zones: list[str]) -> list[Problem]:
+    if nodeset.gpu_networks is None:
+        return []
+    machine = nodeset.machine_type
+    layout = nodeset.nic_layout
+    if layout is None:
+        known = ", ".join(sorted(gpu_catalog.GPU_NIC_LAYOUTS))
+        return [
+            Problem(
+                ("gpuNetworks",),
+                f"{machine} has no GPU NIC layout in the GPU catalog ({known} have one); "
+                "remove gpuNetworks",
+            )
+        ]
+    found = []
+    try:
+        nodeset.gpu_network_cidrs()
+    except ValueError:
+        found.append(
+            Problem(
+                ("gpuNetworks", "subnetCidr"),
+                f"{layout.nics - 1} ranges of this size from here run past the IPv4 address "
+                "space; start lower (e.g. 10.200.0.0/20)",
+            )
+        )
+    if layout.rdma and len(zones) > 1:
+        # An RDMA VPC takes the RoCE network profile of one zone (gpu_catalog.roce_profile).
+        found.append(
+            Problem(
+                ("zones",),
+                f"{machine}'s RDMA NICs are in a VPC of one zone's RoCE profile; list one zone",
+            )
+        )
+    return found
+
+
+def _secure_boot_problems(
+    nodeset: CpuNodesetConfig, cluster_lustre: bool, lustre: Collection[str]
+) -> list[Problem]:
+    if not (nodeset.secure_boot and nodeset.uses_schedmd_image):
+        return []
+    reason = (
+        "its NVIDIA drivers"
+        if nodeset.gpus() is not None
+        else "the Lustre client"
+        if cluster_lustre
+        or needs_unsigned_modules(nodeset.network_storage, nodeset.storage, lustre)
+        else None
+    )
+    if reason is None:
+        return []
+    # slurm-gcp docs/images.md "Shielded VM Support": schedmd-slurm-public images support
+    # Secure Boot only without GPUs or Lustre, whose modules are unsigned.
+    return [
+        Problem(
+            ("secureBoot",),
+            f"SchedMD's image loads {reason} as unsigned kernel modules, which Secure Boot "
+            "refuses; remove secureBoot (it is then off for this nodeset)",
+        )
+    ]
+
+
+def _provisioning_problems(nodeset: CpuNodesetConfig, zones: list[str]) -> list[Problem]:
+    """How the nodes are had (on demand, Spot, a reservation, flex-start) against what the
+    machine's series is sold under and what Slurm-GCP and Toolkit's nodeset allow."""
+    found = []
+    machine = nodeset.machine_type
+    flex = nodeset.flex
+    key, provisioning = (
+        ("reservation", "reservation")
+        if nodeset.reservation
+        else ("dwsFlex", "flex-start")
+        if flex
+        else ("spot", "spot")
+        if nodeset.spot
+        else ("machineType", "on-demand")
+    )
+    if problem := _capacity_problem(machine, provisioning):
+        found.append(Problem((key,), problem))
+    if nodeset.reservation and (nodeset.spot or flex):
+        # Toolkit's nodeset: "Cannot use reservations with DWS Flex"; Spot VMs consume no
+        # reservation (Compute Engine "Spot VMs": reservations).
+        found.append(
+            Problem(
+                ("reservation",),
+                f"{'flex-start' if flex else 'Spot'} VMs consume no reservation; remove "
+                f"{'dwsFlex' if flex else 'spot'} or the reservation",
+            )
+        )
+    if flex and nodeset.spot:
+        found.append(
+            Problem(("spot",), "a nodeset is Spot or flex-start, not both (Toolkit's nodeset)")
+        )
+    if (nodeset.reservation or flex) and len(zones) > 1:
+        # util.py nodeset_reservation: "Only single zone is supported if using a
+        # reservation"; Toolkit's nodeset wants no extra zones with dws_flex either.
+        what = "a reservation lives in one zone" if nodeset.reservation else "flex-start asks"
+        found.append(
+            Problem(
+                ("zones",),
+                f"{what} in one zone, and so does this nodeset: list one zone, the "
+                f"{'reservation' if nodeset.reservation else 'capacity'}'s",
+            )
+        )
+    if flex and nodeset.node_count_static:
+        found.append(
+            Problem(
+                ("nodeCountStatic",),
+                "flex-start nodes exist only for the run a resize request gets them for, so a "
+                "flex-start nodeset has dynamic nodes only; set nodeCountStatic: 0 (or put the "
+                "static nodes in a nodeset of their own)",
+            )
+        )
+    if flex and nodeset.gpus() is None:
+        found.append(
+            Problem(
+                ("dwsFlex",),
+                f"{machine} carries no GPUs: the controller asks for flex-start nodes with "
+                "resize requests of GPU machine types only (Slurm-GCP mig_flex.py); use a GPU "
+                "machine type or remove dwsFlex",
+            )
+        )
+    return found
+
+
+PLACEMENT_REFUSED = ("e2", "t2d", "n1", "t2a", "m1", "m2", "m3")
+"""Series Slurm-GCP places no VM of (resume.py valid_placement_node)."""
+
+
+def _placement_problems(nodeset: CpuNodesetConfig) -> list[Problem]:
+    """Compact placement as Slurm-GCP builds it (resume.py) and Toolkit's nodeset allows it."""
+    machine = nodeset.machine_type
+    distance = nodeset.placement_max_distance
+    if not nodeset.enable_placement:
+        if distance is None:
+            return []
+        return [
+            Problem(
+                ("placementMaxDistance",),
+                "places nothing without enablePlacement: true (Toolkit's nodeset); set it or "
+                "remove placementMaxDistance",
+            )
+        ]
+    series = machine.split("-", 1)[0]
+    if series in PLACEMENT_REFUSED:
+        return [
+            Problem(
+                ("enablePlacement",),
+                f"Slurm-GCP places no {series} VM (it logs a warning and creates them "
+                "unplaced); use another machine series or remove enablePlacement",
+            )
+        ]
+    found = []
+    if distance is not None and (problem := gpu_catalog.max_distance_problem(machine, distance)):
+        found.append(Problem(("placementMaxDistance",), problem))
+    if nodeset.flex and gpu_catalog.group_placement(machine, "flex-start") is None:
+        found.append(
+            Problem(
+                ("enablePlacement",),
+                f"flex-start {machine} VMs take no placement policy (Toolkit places flex-start "
+                "nodes of A3 Ultra and A4 only); remove enablePlacement",
+            )
+        )
+    limit = gpu_catalog.compact_limit(machine, distance)
+    if nodeset.max_nodes > limit:
+        found.append(
+            Problem(
+                ("enablePlacement",),
+                f"{nodeset.max_nodes} nodes, but a compact placement policy of "
+                f"{machine}{f' at max distance {distance}' if distance else ''} holds "
+                f"{limit} (Slurm-GCP resume.py calculate_chunk_size), so the nodes could not "
+                f"be placed together; use at most {limit} nodes, or a larger "
+                "placementMaxDistance",
+            )
+        )
+    return found
+
+
+BUNDLED_LOCAL_SSD = re.compile(r".*-lssd|(a2-ultragpu|a3|a4|a4x|z3)-.*")
+"""Machine types that come with their Local SSD disks attached (Compute Engine "About Local
+SSD disks": the `-lssd` types, A2 Ultra, A3, A4, A4X and Z3)."""
+NO_LOCAL_SSD = ("e2", "t2a", "t2d", "n4", "c3", "c3d", "c4", "c4a", "c4d", "h3")
+"""Series whose VMs take no Local SSD but through their `-lssd` types, if they have those."""
+LOCAL_SSD_COUNTS = (1, 2, 4, 8, 16, 24)
+"""Local SSD counts Compute Engine attaches to N1, N2, N2D, C2, C2D, A2 and G2 VMs; how many
+a machine of a given vCPU count takes narrows this ("Choose a valid number of Local SSD
+disks")."""
+
+
+def _extra_disk_problems(nodeset: CpuNodesetConfig) -> list[Problem]:
+    machine = nodeset.machine_type
+    found = []
+    names = [d.device_name for d in nodeset.additional_disks]
+    found += [p.under("additionalDisks") for p in _repeats(names, "deviceName")]
+    for i, disk in enumerate(nodeset.additional_disks):
+        if problem := _disk_problem(machine, disk.disk_type):
+            found.append(Problem(("additionalDisks", i, "diskType"), problem))
+    ssd = nodeset.local_ssd
+    if ssd is None:
+        return found
+    series = machine.split("-", 1)[0]
+    bundled = BUNDLED_LOCAL_SSD.fullmatch(machine) is not None
+    if bundled and ssd.count is not None:
+        found.append(
+            Problem(
+                ("localSsd", "count"),
+                f"{machine} comes with its own Local SSDs, and takes no more; remove count "
+                "(they are mounted at mountPath)",
+            )
+        )
+    elif not bundled and series in NO_LOCAL_SSD:
+        found.append(
+            Problem(
+                ("localSsd",),
+                f"{machine} takes no Local SSD; use its -lssd machine type where the series "
+                "has one, or remove localSsd",
+            )
+        )
+    elif not bundled and ssd.count not in LOCAL_SSD_COUNTS:
+        found.append(
+            Problem(
+                ("localSsd", "count"),
+                f"{machine} attaches {', '.join(map(str, LOCAL_SSD_COUNTS))} Local SSDs of "
+                f"375 GB, not {ssd.count or 'none'}; set count to one of those",
+            )
+        )
+    return found
+
+
+def _repeats(names: list[str], key: str) -> list[Problem]:
+    first: dict[str, int] = {}
+    found = []
+    for i, name in enumerate(names):
+        if name in first:
+            found.append(Problem((i, key), f"'{name}' is already [{first[name]}]'s; keep one"))
+        first.setdefault(name, i)
+    return found
+
+
+_SLURM_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
+"""A number as strtoul reads it with base 0 (hex, octal, decimal), which Slurm's parser uses."""
+_SLURM_BOOLEANS = ("yes", "up", "true", "1", "no", "down", "false", "0")
+_SLURM_LIMITS = {"uint16": 0xFFFF, "uint32": 0xFFFFFFFF, "uint64": 0xFFFFFFFFFFFFFFFF}
+
+
+def slurm_value_problem(kind: str, value: str) -> str | None:
+    """Why Slurm's parser refuses `value` for an option read as `kind` (parse_value.c
+    s_p_handle_boolean, s_p_handle_uint16/32/64), or None."""
+    if kind == "boolean":
+        if value.lower() in _SLURM_BOOLEANS:
+            return None
+        return f"'{value}' is not YES or NO (Slurm also reads UP, DOWN, TRUE, FALSE, 1, 0)"
+    if kind not in _SLURM_LIMITS or value.upper() in ("UNLIMITED", "INFINITE"):
+        return None
+    # uint32 and uint64 take a k suffix (times 1024); uint16 does not.
+    text = value[:-1] if kind != "uint16" and value[-1:] in ("k", "K") else value
+    if not _SLURM_NUMBER.fullmatch(text):
+        return f"'{value}' is not a whole number or UNLIMITED"
+    number = int(text, 0) * (1024 if text != value else 1)
+    if number > _SLURM_LIMITS[kind]:
+        return f"{value} is more than {_SLURM_LIMITS[kind]}, the largest this option holds"
+    return None
+
+
 def _partition_conf_problems(conf: dict[str, str]) -> list[Problem]:
+    """Each key a partition option of the pinned Slurm that the program does not decide, once
+    in any case, with a value Slurm's parser reads."""
     program = {k.lower(): k for k in PROGRAM_PARTITION_KEYS}
     found = []
     seen: dict[str, str] = {}
-    for key in conf:
+    for key, value in conf.items():
         lower = key.lower()
+        option = partition_option(key)
         if lower in program:
             hint = "set default: true instead" if lower == "default" else "remove it"
             found.append(
@@ -374,11 +635,29 @@ def _partition_conf_problems(conf: dict[str, str]) -> list[Problem]:
                     f"nodesets and flags (Slurm reads option names without case); {hint}",
                 )
             )
+        elif option is None:
+            close = difflib.get_close_matches(lower, [k.lower() for k in PARTITION_OPTIONS], 1)
+            hint = f"did you mean {partition_option(close[0])}? " if close else ""
+            found.append(
+                Problem(
+                    ("partitionConf", key),
+                    f"Slurm {SLURM_RELEASE} has no partition option '{key}', and slurmctld "
+                    f"stops at an unknown one; {hint}options: https://slurm.schedmd.com/"
+                    "slurm.conf.html#SECTION_PARTITION-CONFIGURATION",
+                )
+            )
         elif lower in seen:
             found.append(
                 Problem(
                     ("partitionConf", key),
                     f"repeats {seen[lower]} (Slurm reads option names without case); keep one",
+                )
+            )
+        elif problem := slurm_value_problem(PARTITION_OPTIONS[option], value):
+            found.append(
+                Problem(
+                    ("partitionConf", key),
+                    f"{problem}; slurmctld stops at a {option} it cannot read",
                 )
             )
         seen.setdefault(lower, key)
@@ -405,13 +684,17 @@ def problems(
 ) -> list[Problem]:
     """Cross-checks of `ai-infra:slurm`, with paths relative to it; `storage` holds the
     volumes its `storage` lists mount."""
-    region = ctx.region
-    stack_subnet = subnet_name(ctx.prefix)
-    cpu = config.all_cpu_nodesets
-    own = {
-        service_account_email(account_id(ctx, role), ctx.project): title
-        for role, title in (("ctl", "controller"), ("lgn", "login"))
-    }
+    found = _name_problems(config)
+    nodeset_found, valid = _nodeset_problems(config, ctx, storage)
+    found += nodeset_found
+    found += _cluster_problems(config, ctx, buckets, storage)
+    found += _partition_problems(config, valid)
+    return found
+
+
+def _name_problems(config: SlurmConfig) -> list[Problem]:
+    """Nodeset, partition and login group names: unique, and not taken by one another or by
+    the debug partition's."""
     found = [
         p.under("tpuNodesets")
         for p in duplicate_names([n.name for n in config.tpu_nodesets], "tpuNodesets")
@@ -468,10 +751,23 @@ def problems(
             p.under("loginGroups", i, "networkStorage")
             for p in _storage_problems(group.network_storage)
         ]
+    return found
+
+
+def _nodeset_problems(
+    config: SlurmConfig, ctx: StackContext, storage: Storage
+) -> tuple[list[Problem], dict[str, TpuNodesetConfig]]:
+    """Each nodeset's own checks, what spans nodesets, and the TPU nodesets found valid."""
+    stack_subnet = subnet_name(ctx.prefix)
+    own = {
+        service_account_email(account_id(ctx, role), ctx.project): title
+        for role, title in (("ctl", "controller"), ("lgn", "login"))
+    }
+    found: list[Problem] = []
     valid: dict[str, TpuNodesetConfig] = {}
     for i, nodeset in enumerate(config.tpu_nodesets):
         own_problems = nodeset_problems(
-            nodeset, zone=ctx.zone_of(nodeset.zone), region=region, stack_subnet=stack_subnet
+            nodeset, zone=ctx.zone_of(nodeset.zone), region=ctx.region, stack_subnet=stack_subnet
         )
         own_problems += _account_problems((), nodeset.service_account_email, own)
         found += [p.under("tpuNodesets", i) for p in own_problems]
@@ -481,13 +777,15 @@ def problems(
         own_problems = cpu_nodeset_problems(
             nodeset,
             zones=cpu_zones(nodeset, ctx),
-            region=region,
+            region=ctx.region,
             cluster_lustre=config.mounts_lustre(storage.lustre_names),
             lustre=storage.lustre_names,
         )
         own_problems += _account_problems((), nodeset.service_account_email, own)
         found += [p.under("cpuNodesets", i) for p in own_problems]
-    if not cpu:
+    found += _shared_reservation_problems(config, ctx)
+    found += _gpu_network_name_problems(config, ctx)
+    if not config.all_cpu_nodesets:
         for i, nodeset in enumerate(config.tpu_nodesets):
             if nodeset.name in valid and nodeset.workers_per_slice > 1:
                 found.append(
@@ -504,8 +802,20 @@ def problems(
                         "debugPartition: true",
                     )
                 )
-    if problem := zone_problem(ctx.zone_of(config.controller.zone), region):
+    return found, valid
+
+
+def _cluster_problems(
+    config: SlurmConfig, ctx: StackContext, buckets: list[str], storage: Storage
+) -> list[Problem]:
+    """The controller and login VMs' zone and images, the bucket's name, /home, the shared
+    storage and the job scripts."""
+    found = []
+    if problem := zone_problem(ctx.zone_of(config.controller.zone), ctx.region):
         found.append(Problem(("controller", "zone"), problem))
+    found += [p.under("controller") for p in _image_problems(config.controller.image)]
+    for i, group in enumerate(config.login_groups):
+        found += [p.under("loginGroups", i) for p in _image_problems(group.image)]
     bucket = config.bucket_name(ctx.project, ctx.prefix)
     # GCS "Bucket naming guidelines": at most 63 characters, no "google".
     if len(bucket) > 63 or "google" in bucket:
@@ -524,7 +834,7 @@ def problems(
                 f"'{config.bucket_key}'; rename one",
             )
         )
-    found += _home_problems(config, stack_subnet)
+    found += _home_problems(config, subnet_name(ctx.prefix))
     found += _mount_problems(config, storage)
     found += [p.under("networkStorage") for p in _storage_problems(config.network_storage)]
     for key, scripts in (
@@ -532,7 +842,128 @@ def problems(
         ("epilogScripts", config.epilog_scripts),
     ):
         found += [p.under(key) for p in duplicate_names([s.name for s in scripts], key)]
-    found += _partition_problems(config, valid)
+        found += [p.under(key) for p in _script_name_problems(scripts)]
+    return found
+
+
+def _script_name_problems(scripts: Sequence[JobScript]) -> list[Problem]:
+    """Setup finds a script's folder in its object name `slurm-<kind>-script-<name>` up to the
+    last `-script-` (util.py install_custom_scripts, `^slurm-(?P<path>\\S+)-script-`), so a
+    name holding one more is installed under a folder Slurm never runs."""
+    found = []
+    for i, script in enumerate(scripts):
+        stem = script.name.rsplit(".", 1)[0]
+        if "-script-" in f"-{stem}":
+            found.append(
+                Problem(
+                    (i, "name"),
+                    f"'{script.name}' holds '-script-' (or starts with 'script-'), which "
+                    "Slurm-GCP's setup takes for the end of the folder it installs a script in, "
+                    "so Slurm would never run it; rename it, e.g. "
+                    f"{stem.replace('script', 'check')}.{script.name.rsplit('.', 1)[1]}",
+                )
+            )
+    return found
+
+
+GCE_NAME_MAX = 63
+
+
+def _gpu_network_name_problems(config: SlurmConfig, ctx: StackContext) -> list[Problem]:
+    """Each nodeset's GPU networks fit Compute Engine's 63 characters and own their ranges."""
+    found = []
+    taken: dict[ipaddress.IPv4Network, str] = {}
+    for i, nodeset in enumerate(config.cpu_nodesets):
+        if nodeset.nic_layout is None:
+            continue
+        base = ctx.name("slurm", config.cluster_name, nodeset.name)
+        layout = nodeset.nic_layout
+        longest = (
+            f"{base}-rdma-subnet{layout.gpu_nics - 1}"
+            if layout.rdma
+            else f"{base}-net{layout.nics - 1}"
+        )
+        if len(longest) > GCE_NAME_MAX:
+            found.append(
+                Problem(
+                    ("cpuNodesets", i, "gpuNetworks"),
+                    f"the nodeset's networks would be named like {longest}, past Compute "
+                    f"Engine's {GCE_NAME_MAX} characters; shorten the nodeset's name or "
+                    "clusterName",
+                )
+            )
+        try:
+            cidrs = nodeset.gpu_network_cidrs()
+        except ValueError:
+            continue
+        for cidr in map(ipaddress.IPv4Network, cidrs):
+            clash = next((owner for net, owner in taken.items() if net.overlaps(cidr)), None)
+            if clash is not None:
+                found.append(
+                    Problem(
+                        ("cpuNodesets", i, "gpuNetworks", "subnetCidr"),
+                        f"its range {cidr} overlaps {clash}'s; give each nodeset ranges of its own",
+                    )
+                )
+                break
+            taken[cidr] = f"cpuNodesets[{i}]"
+    return found
+
+
+def stack_range_problems(config: SlurmConfig, ranges: Mapping[str, str]) -> list[Problem]:
+    """A nodeset's GPU subnets against the stack network's ranges (`ranges`: where each is
+    written -> range), which its nodes' first NIC routes to: an overlap would shadow them."""
+    found = []
+    for i, nodeset in enumerate(config.cpu_nodesets):
+        try:
+            cidrs = [ipaddress.IPv4Network(c) for c in nodeset.gpu_network_cidrs()]
+        except ValueError:
+            continue
+        for where, other in ranges.items():
+            if any(c.overlaps(ipaddress.IPv4Network(other)) for c in cidrs):
+                found.append(
+                    Problem(
+                        ("cpuNodesets", i, "gpuNetworks", "subnetCidr"),
+                        f"the nodeset's GPU subnets overlap {where} {other}, which its nodes' "
+                        "first NIC reaches; pick a free range (e.g. 10.200.0.0/20)",
+                    )
+                )
+    return found
+
+
+def gpu_subnets(config: SlurmConfig) -> dict[str, str]:
+    """The subnets nodesets create for their GPU NICs, by where they come from, for the
+    stack's overlap check; a nodeset whose ranges run past the address space is its own
+    problem."""
+    found = {}
+    for i, nodeset in enumerate(config.cpu_nodesets):
+        try:
+            cidrs = nodeset.gpu_network_cidrs()
+        except ValueError:
+            continue
+        found |= {f"slurm.cpuNodesets[{i}] GPU subnet {k}": c for k, c in enumerate(cidrs)}
+    return found
+
+
+def _shared_reservation_problems(config: SlurmConfig, ctx: StackContext) -> list[Problem]:
+    """A reservation is in one zone: nodesets naming it are all in that zone."""
+    zone_of: dict[tuple[str, str], tuple[int, str]] = {}
+    found = []
+    for i, nodeset in enumerate(config.cpu_nodesets):
+        if nodeset.reservation is None:
+            continue
+        key = reservation_parts(nodeset.reservation, ctx.project)
+        zones = cpu_zones(nodeset, ctx)
+        first = zone_of.setdefault(key, (i, zones[0]))
+        if zones[0] != first[1]:
+            found.append(
+                Problem(
+                    ("cpuNodesets", i, "reservation"),
+                    f"cpuNodesets[{first[0]}] takes this reservation in {first[1]}, and a "
+                    f"reservation is in one zone, not also {zones[0]}; use one zone or "
+                    "another reservation",
+                )
+            )
     return found
 
 
@@ -614,27 +1045,7 @@ def _partition_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig])
         found += [
             p.under("partitions", i) for p in _partition_conf_problems(partition.partition_conf)
         ]
-        members = [valid[n] for n in partition.nodesets if n in valid]
-        if partition.exclusive:
-            static = [n for n in partition.nodesets if n in valid and valid[n].node_count_static]
-            static += [n for n in partition.nodesets if n in cpu and cpu[n].node_count_static]
-            if static:
-                found.append(
-                    Problem(
-                        ("partitions", i, "exclusive"),
-                        f"exclusive partitions power nodes down after each job, so static nodes "
-                        f"of {', '.join(static)} would be deleted; set exclusive: false or "
-                        "nodeCountStatic: 0",
-                    )
-                )
-        if len({n.workers_per_slice for n in members}) > 1:
-            found.append(
-                Problem(
-                    ("partitions", i, "nodesets"),
-                    "its nodesets differ in workers per slice; a job's node count must mean "
-                    "whole slices in every nodeset, so split them into partitions",
-                )
-            )
+        found += [p.under("partitions", i) for p in _exclusivity_problems(partition, valid, cpu)]
     defaults = [i for i, p in enumerate(config.partitions) if p.default]
     for i in defaults[1:]:
         found.append(
@@ -663,21 +1074,66 @@ def _partition_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig])
     return found
 
 
-def _capacity_problem(machine_type: str, spot: bool) -> str | None:
-    """Why a nodeset's VMs of this machine type cannot be had: a nodeset asks for on-demand or
-    Spot VMs only (no reservation or flex-start keys), so a series sold otherwise (the
-    catalog's SERIES) belongs in a GKE pool or a GPU cluster."""
-    provisioning = "spot" if spot else "on-demand"
+def _capacity_problem(machine_type: str, provisioning: str) -> str | None:
+    """Why a nodeset's VMs of this machine type cannot be had with `provisioning`
+    (on-demand, spot, reservation, flex-start), by what the series is sold under (the GPU
+    catalog's SERIES)."""
     if gpu_catalog.capacity_problem(machine_type, provisioning) is None:
         return None
     capacity = gpu_catalog.series_capacity(machine_type)
-    if not spot and capacity is not None and "spot" in capacity.provisioning:
-        return f"{machine_type} is not offered on demand; set spot: true"
-    return (
-        f"{machine_type} is not offered {provisioning}; a nodeset takes on-demand or Spot VMs "
-        "only, so use a GKE pool (ai-infra:gpuPools) or a GPU cluster (ai-infra:gpuClusters) "
-        "with a reservation or flex-start"
-    )
+    assert capacity is not None
+    offered = {"spot": "spot: true", "reservation": "reservation", "flex-start": "dwsFlex"}
+    ways = [offered[p] for p in ("spot", "reservation", "flex-start") if p in capacity.provisioning]
+    return f"{machine_type} is not offered {provisioning}; set {' or '.join(ways)}"
+
+
+def _exclusivity_problems(
+    partition: PartitionConfig,
+    valid: dict[str, TpuNodesetConfig],
+    cpu: dict[str, CpuNodesetConfig],
+) -> list[Problem]:
+    """Exclusive partitions of multi-host slices, static nodes they would power down, and
+    slices of one size per partition."""
+    found = []
+    members = [valid[n] for n in partition.nodesets if n in valid]
+    multi_host = [n.name for n in members if n.workers_per_slice > 1]
+    if multi_host and not partition.exclusive:
+        # resume.py group_nodes_bulk cuts the nodes of every non-exclusive job it resumes
+        # together into slices: two jobs' workers would share one TPU slice.
+        found.append(
+            Problem(
+                ("exclusive",),
+                f"a partition of multi-host TPU slices ({', '.join(multi_host)}) is always "
+                "exclusive: Slurm-GCP cuts the nodes of all non-exclusive jobs it resumes "
+                "into slices together, so two jobs would share a slice; remove "
+                "exclusive: false",
+            )
+        )
+    if partition.exclusive:
+        static = [n for n in partition.nodesets if n in valid and valid[n].node_count_static]
+        static += [n for n in partition.nodesets if n in cpu and cpu[n].node_count_static]
+        if static:
+            # power_save.c suspends a node flagged POWER_DOWN (PowerDownOnIdle) whether or
+            # not SuspendExcNodes lists it (Slurm 25.11).
+            fix = "nodeCountStatic: 0"
+            if not multi_host:
+                fix = f"exclusive: false or {fix}"
+            found.append(
+                Problem(
+                    ("exclusive",),
+                    f"exclusive partitions power nodes down after each job, so static nodes "
+                    f"of {', '.join(static)} would be deleted; set {fix}",
+                )
+            )
+    if len({n.workers_per_slice for n in members}) > 1:
+        found.append(
+            Problem(
+                ("nodesets",),
+                "its nodesets differ in workers per slice; a job's node count must mean "
+                "whole slices in every nodeset, so split them into partitions",
+            )
+        )
+    return found
 
 
 SHARED_DIRS = ("/home", "/opt/apps")

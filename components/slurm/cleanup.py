@@ -1,5 +1,6 @@
 """Deletes the VMs a Slurm controller created at run time, which Pulumi never registered: the
-TPU VMs of TPU nodesets and the Compute Engine VMs of CPU nodesets. On `pulumi destroy` all of
+TPU VMs of TPU nodesets, the Compute Engine VMs of CPU nodesets, and the managed instance
+groups it makes for flex-start nodesets. On `pulumi destroy` all of
 the cluster's, and on an update those of nodesets the config dropped (after Toolkit's
 controller `cleanup_tpu` and `cleanup_compute` modules). Without it their VMs would outlive the
 cluster and hold the subnet.
@@ -67,12 +68,30 @@ class ComputeApi(Protocol):
     def delete(self, *, project: str, zone: str, instance: str, timeout: float) -> Any: ...
 
 
+class GroupApi(Protocol):
+    """What cleanup calls on `google.cloud.compute_v1.RegionInstanceGroupManagersClient`."""
+
+    def list(
+        self, *, project: str, region: str, timeout: float
+    ) -> Iterable[compute.InstanceGroupManager]:
+        """Every regional managed instance group of the region, across pages."""
+        ...
+
+    def delete(
+        self, *, project: str, region: str, instance_group_manager: str, timeout: float
+    ) -> Any: ...
+
+
 def _default_client() -> TpuApi:
     return tpu.TpuClient()
 
 
 def _default_compute_client() -> ComputeApi:
     return compute.InstancesClient()
+
+
+def _default_group_client() -> GroupApi:
+    return compute.RegionInstanceGroupManagersClient()
 
 
 def _node_pattern(cluster: str, nodeset: str) -> re.Pattern[str]:
@@ -99,6 +118,28 @@ def owned_instances(instances: Iterable[compute.Instance], cluster: str, nodeset
         if pattern.fullmatch(instance.name)
         and instance.labels.get("slurm_cluster_name") == cluster
         and instance.labels.get("slurm_instance_role") == "compute"
+    )
+
+
+def owned_groups(
+    groups: Iterable[compute.InstanceGroupManager], cluster: str, nodeset: str
+) -> list[str]:
+    """Names of the flex-start groups the cluster's controller made for the nodeset:
+    mig_flex.py names one `<cluster>-<nodeset>-[job-<id>-]<8 hex digits>` and builds it from
+    the nodeset's template, `<cluster>-<nodeset>-<hash>` (templates.py)."""
+    prefix = f"{cluster}-{nodeset}-"
+    pattern = re.compile(rf"{re.escape(prefix)}(job-[0-9]+-)?[0-9a-f]{{8}}")
+    return sorted(
+        group.name
+        for group in groups
+        if pattern.fullmatch(group.name)
+        and any(
+            template.rsplit("/", 1)[-1].startswith(prefix)
+            for template in [
+                group.instance_template,
+                *(v.instance_template for v in group.versions),
+            ]
+        )
     )
 
 
@@ -263,6 +304,48 @@ class ComputeCleanupProvider(_CleanupProvider):
         return left, delete
 
 
+class FlexCleanupProvider(_CleanupProvider):
+    """Deletes the flex-start groups the controller made for the cluster's nodesets, with the
+    VMs in them, in each nodeset's region; deleting a group's VMs alone would have the group
+    create them again."""
+
+    kind = "flex-start instance groups"
+    default_client = staticmethod(_default_group_client)
+
+    def dropped(
+        self, olds: list[dict[str, str]], news: list[dict[str, str]]
+    ) -> list[dict[str, str]]:
+        kept = {n["name"] for n in news}
+        return [n for n in olds if n["name"] not in kept]
+
+    def _session(
+        self, project: str, cluster: str
+    ) -> tuple[Callable[[dict[str, str]], list[str]], Callable[[dict[str, str], str], None]]:
+        api: GroupApi = self._client_factory()
+
+        def region(nodeset: dict[str, str]) -> str:
+            return nodeset["zone"].rsplit("-", 1)[0]
+
+        def left(nodeset: dict[str, str]) -> list[str]:
+            try:
+                groups = list(
+                    api.list(project=project, region=region(nodeset), timeout=CALL_TIMEOUT_SECONDS)
+                )
+            except api_exceptions.NotFound:
+                return []
+            return owned_groups(groups, cluster, nodeset["name"])
+
+        def delete(nodeset: dict[str, str], name: str) -> None:
+            api.delete(
+                project=project,
+                region=region(nodeset),
+                instance_group_manager=name,
+                timeout=CALL_TIMEOUT_SECONDS,
+            )
+
+        return left, delete
+
+
 class _Cleanup(Resource):
     """Holds the project, the cluster and its nodesets (`{"name", "zone"}` each)."""
 
@@ -306,3 +389,17 @@ class ComputeCleanup(_Cleanup, module="slurm", name="ComputeCleanup"):
         **args: Any,
     ) -> None:
         super().__init__(name, provider or ComputeCleanupProvider(), **args)
+
+
+class FlexCleanup(_Cleanup, module="slurm", name="FlexCleanup"):
+    """The flex-start nodesets' groups, one entry per nodeset in its zone; registered only
+    while the cluster has flex-start nodesets, deleted before the CPU cleanup."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        provider: FlexCleanupProvider | None = None,
+        **args: Any,
+    ) -> None:
+        super().__init__(name, provider or FlexCleanupProvider(), **args)

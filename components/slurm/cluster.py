@@ -9,8 +9,6 @@ databases, dynamic nodesets and high-availability controllers are not built here
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,11 +48,12 @@ from components.slurm.checks import cpu_zones
 from components.slurm.cleanup import (
     ComputeCleanup,
     ComputeCleanupProvider,
+    FlexCleanup,
+    FlexCleanupProvider,
     TpuCleanup,
     TpuCleanupProvider,
 )
 from components.slurm.config import (
-    CpuNodesetConfig,
     SlurmConfig,
     account_id,
 )
@@ -70,13 +69,8 @@ from components.slurm.files import (
     storage_document,
 )
 from components.slurm.scripts import ScriptsProvider, SlurmScripts
-from components.slurm.vms import (
-    controller_and_logins,
-    shielded,
-    slurm_labels,
-    slurm_metadata,
-    slurm_tags,
-)
+from components.slurm.templates import node_template
+from components.slurm.vms import controller_and_logins
 from components.storage import StorageHandle, StorageMount
 
 NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
@@ -103,6 +97,7 @@ CPU_PERMISSIONS = (
     "compute.disks.create",
     "compute.disks.setLabels",
     "compute.globalOperations.get",
+    "compute.images.useReadOnly",
     "compute.instanceTemplates.get",
     "compute.instanceTemplates.useReadOnly",
     "compute.instances.create",
@@ -124,10 +119,32 @@ CPU_PERMISSIONS = (
 """What resume.py, suspend.py and slurmsync.py call for CPU nodesets (instances.bulkInsert
 from the nodeset's template, with its disk, labels, tags, metadata and account;
 instances.delete and start; instanceTemplates.get and machineTypes.aggregatedList to size
-nodes; resourcePolicies.list; operations they wait on), where `roles/compute.instanceAdmin.v1`
-also covers images, snapshots, instance groups and every other instance change."""
+nodes; resourcePolicies.list; operations they wait on), and using the template's boot image,
+which an image in the project (not SchedMD's public one) needs (images.useReadOnly); where
+`roles/compute.instanceAdmin.v1` also covers snapshots, instance groups and every other
+instance change."""
 PUBLIC_IP_PERMISSIONS = ("compute.subnetworks.useExternalIp",)
 """Only when a CPU nodeset gives its nodes external IPs."""
+RESERVATION_PERMISSIONS = ("compute.reservations.get", "compute.resourcePolicies.use")
+"""A nodeset with a reservation: util.py reads it (reservations.get) and resume.py gives the
+nodes the reservation's own placement policies, if it has any."""
+PLACEMENT_PERMISSIONS = (
+    "compute.resourcePolicies.create",
+    "compute.resourcePolicies.delete",
+    "compute.resourcePolicies.use",
+)
+"""Compact placement: resume.py creates a policy per job or chunk (resourcePolicies.insert)
+and creates the nodes in it; slurmsync.py deletes those of finished jobs."""
+FLEX_PERMISSIONS = (
+    "compute.instanceGroupManagers.create",
+    "compute.instanceGroupManagers.delete",
+    "compute.instanceGroupManagers.get",
+    "compute.instanceGroupManagers.list",
+    "compute.instanceGroupManagers.update",
+)
+"""Flex-start: mig_flex.py creates a regional managed instance group per resume, asks it for
+the nodes with a resize request (an update of the group), lists its instances, and
+deletes them or the group at suspend; slurmsync lists the groups."""
 
 
 def controller_permissions(config: SlurmConfig) -> list[str]:
@@ -138,8 +155,14 @@ def controller_permissions(config: SlurmConfig) -> list[str]:
     cpu = config.all_cpu_nodesets
     if cpu:
         found |= set(CPU_PERMISSIONS)
-    if any(n.enable_public_ips for n in cpu):
-        found |= set(PUBLIC_IP_PERMISSIONS)
+    for permissions, needed in (
+        (PUBLIC_IP_PERMISSIONS, any(n.enable_public_ips for n in cpu)),
+        (RESERVATION_PERMISSIONS, any(n.reservation for n in cpu)),
+        (PLACEMENT_PERMISSIONS, any(n.enable_placement for n in cpu)),
+        (FLEX_PERMISSIONS, any(n.flex for n in cpu)),
+    ):
+        if needed:
+            found |= set(permissions)
     return sorted(found)
 
 
@@ -162,6 +185,7 @@ class SlurmClusterArgs(WiringModel):
     """Tests pass a provider with a fake fetcher; `pulumi up` uses the real one."""
     cleanup_provider: SkipValidation[TpuCleanupProvider] | None = None
     compute_cleanup_provider: SkipValidation[ComputeCleanupProvider] | None = None
+    flex_cleanup_provider: SkipValidation[FlexCleanupProvider] | None = None
 
 
 class SlurmCluster(Component):
@@ -182,21 +206,71 @@ class SlurmCluster(Component):
         self, name: str, args: SlurmClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ai-infra:slurm:SlurmCluster", name, opts)
-        ctx = args.context
-        config = args.config
-        cluster = config.cluster_name
-        self.config = config
+        self.config, self.context, self.name = args.config, args.context, name
         self.lustre = args.storage.storage.lustre_names
         """The Lustre volumes of `ai-infra:storage`, whose client needs Secure Boot off."""
-        self.context = ctx
-        cpu_nodesets = config.all_cpu_nodesets
-        # A node account exists while a nodeset runs as it.
+        self.mounts = args.storage.network_storage
+        """`network_storage` entries of `ai-infra:storage` mounts, as Slurm-GCP reads them."""
+        self.identities = self._accounts()
+        self.bucket = Bucket(
+            f"{name}-bucket",
+            BucketArgs(
+                context=self.context,
+                config=BucketConfig.model_validate(
+                    {"name": self.config.bucket_key, "forceDestroy": not self.context.protect}
+                ),
+            ),
+            self.child_opts(),
+        )
+        self._bucket_readers(name, self.config)
+        self._mount_access(name, self.config, args)
+        self.files_dir = FILES_DIR.format(cluster=self.config.cluster_name)
+        self.bucket_path = f"gs://{self.bucket.name_}/{self.files_dir}"
+        self.objects: list[gcp.storage.BucketObject] = []
+        self.templates: dict[str, gcp.compute.InstanceTemplate] = {}
+        self._nodeset_files(args.network)
+        self._script_files()
+        self._partition_and_login_files()
+        # The zips the controller and the nodes download at boot, fetched and verified at
+        # `pulumi up`; the image's own copies predate this bucket layout.
+        self.scripts = SlurmScripts(
+            f"{name}-scripts",
+            bucket=self.bucket.name_,
+            prefix=self.files_dir,
+            mirror=self.config.scripts_mirror,
+            provider=args.scripts_provider,
+            opts=self.child_opts(depends_on=[self.bucket.bucket]),
+        )
+        self.home = self._home(name, args.network) if self.config.home.filestore else None
+        self.config_object = self._config_yaml()
+        self.firewalls = self._firewalls(name, self.context, self.config.cluster_name, args.network)
+        cleanups = self._cleanups(args)
+        self.controller, self.logins = controller_and_logins(
+            self,
+            name,
+            ctx=self.context,
+            config=self.config,
+            network=args.network,
+            bucket_path=self.bucket_path,
+            identities=self.identities,
+            controller_after=cleanups,
+            lustre=self.lustre,
+            files_ready=[self.scripts, self.config_object],
+        )
+        self.register_outputs({"bucketPath": self.bucket_path, "controller": self.controller.name})
+
+    def _accounts(self) -> dict[str, Identity]:
+        """The cluster's accounts, the controller's custom role, and its right to attach the
+        node accounts (and act as them alone) to the VMs it creates. A node account exists
+        while a nodeset runs as it."""
+        name, ctx, config = self.name, self.context, self.config
+        cluster = config.cluster_name
         roles = ["ctl", "lgn"]
         if any(n.service_account_email is None for n in config.tpu_nodesets):
             roles.insert(1, "tpu")
-        if any(n.service_account_email is None for n in cpu_nodesets):
+        if any(n.service_account_email is None for n in config.all_cpu_nodesets):
             roles.append("cpu")
-        self.identities = {
+        identities = {
             role: service_account(
                 self,
                 f"{name}-{role}",
@@ -207,7 +281,7 @@ class SlurmCluster(Component):
             )
             for role in roles
         }
-        controller = self.identities["ctl"]
+        controller = identities["ctl"]
         self.controller_role, grant = custom_role_grant(
             self,
             f"{name}-ctl-role",
@@ -221,11 +295,9 @@ class SlurmCluster(Component):
             depends_on=[controller.account],
         )
         controller.grants.append(grant)
-        # The controller attaches the node accounts to the VMs it creates, and may act as
-        # those accounts alone.
         for role in ("tpu", "cpu"):
-            if role in self.identities:
-                node = self.identities[role]
+            if role in identities:
+                node = identities[role]
                 controller.grants.append(
                     account_grant(
                         self,
@@ -237,43 +309,31 @@ class SlurmCluster(Component):
                         depends_on=[controller.account, node.account],
                     )
                 )
-        self.bucket = Bucket(
-            f"{name}-bucket",
-            BucketArgs(
-                context=ctx,
-                config=BucketConfig.model_validate(
-                    {"name": config.bucket_key, "forceDestroy": not ctx.protect}
-                ),
+        return identities
+
+    def _put(
+        self, resource: str, path: str, content: pulumi.Input[str], aliases: Sequence[str] = ()
+    ) -> gcp.storage.BucketObject:
+        """An object under the cluster's folder, which `config.yaml` waits for."""
+        found = gcp.storage.BucketObject(
+            f"{self.name}-{resource}",
+            bucket=self.bucket.name_,
+            name=f"{self.files_dir}/{path}",
+            content=content,
+            content_type="text/plain",
+            opts=self.child_opts(
+                depends_on=[self.bucket.bucket],
+                aliases=[pulumi.Alias(name=f"{self.name}-{a}") for a in aliases],
             ),
-            self.child_opts(),
         )
-        self._bucket_readers(name, config)
-        self._mount_access(name, config, args)
-        files = FILES_DIR.format(cluster=cluster)
-        self.bucket_path = f"gs://{self.bucket.name_}/{files}"
-        objects: list[gcp.storage.BucketObject] = []
+        self.objects.append(found)
+        return found
 
-        def put(
-            resource: str,
-            path: str,
-            content: pulumi.Input[str],
-            aliases: Sequence[str] = (),
-        ) -> gcp.storage.BucketObject:
-            found = gcp.storage.BucketObject(
-                f"{name}-{resource}",
-                bucket=self.bucket.name_,
-                name=f"{files}/{path}",
-                content=content,
-                content_type="text/plain",
-                opts=self.child_opts(
-                    depends_on=[self.bucket.bucket],
-                    aliases=[pulumi.Alias(name=f"{name}-{a}") for a in aliases],
-                ),
-            )
-            objects.append(found)
-            return found
-
-        mounts = args.storage.network_storage
+    def _nodeset_files(self, network: NetworkHandle) -> None:
+        """Each TPU nodeset's YAML; each CPU nodeset's instance template and YAML, which
+        names the template."""
+        ctx, config = self.context, self.config
+        mounts = self.mounts
         for nodeset in config.tpu_nodesets:
             document = mounts(nodeset.storage).apply(
                 lambda entries, n=nodeset: _dump(
@@ -288,56 +348,76 @@ class SlurmCluster(Component):
                     )
                 )
             )
-            put(
+            self._put(
                 f"nodeset-{nodeset.name}",
                 f"nodeset_tpu_configs/{nodeset.name}.yaml",
                 document,
             )
-        self.templates = {}
-        for nodeset in cpu_nodesets:
-            template = self._template(name, nodeset, args.network)
+        region_zones = [f"{ctx.region}-{x}" for x in ZONES.get(ctx.region, "")]
+        for nodeset in config.all_cpu_nodesets:
+            identity = self.identities.get("cpu")
+            template = node_template(
+                self,
+                f"{self.name}-template-{nodeset.name}",
+                ctx=ctx,
+                config=config,
+                nodeset=nodeset,
+                network=network,
+                bucket_path=self.bucket_path,
+                identity=identity,
+                lustre=self.lustre,
+            )
             self.templates[nodeset.name] = template
             zones = cpu_zones(nodeset, ctx)
             content = pulumi.Output.all(
-                template.self_link, args.network.subnet_self_link, mounts(nodeset.storage)
+                template.self_link, network.subnet_self_link, mounts(nodeset.storage)
             ).apply(
                 lambda links, n=nodeset, z=zones: _dump(
                     cpu_nodeset_document(
                         n,
+                        project=ctx.project,
                         template=links[0],
                         subnetwork=links[1],
                         zones=z,
-                        region_zones=[f"{ctx.region}-{x}" for x in ZONES.get(ctx.region, "")],
+                        region_zones=region_zones,
                         mounts=links[2],
                     )
                 )
             )
-            put(f"nodeset-{nodeset.name}", f"nodeset_configs/{nodeset.name}.yaml", content)
-        # setup.py runs `slurm-<role>-script-*` on the VMs of the role (util.py
-        # install_custom_scripts): a nodeset's on its nodes (inside the slurmd container on
-        # TPU VMs), a login group's on its VMs, the controller's on the controller.
-        for nodeset in [*config.tpu_nodesets, *cpu_nodesets]:
+            self._put(f"nodeset-{nodeset.name}", f"nodeset_configs/{nodeset.name}.yaml", content)
+
+    def _script_files(self) -> None:
+        """The scripts setup runs: `slurm-<role>-script-*` on the VMs of the role (util.py
+        install_custom_scripts): a nodeset's on its nodes (inside the slurmd container on
+        TPU VMs), the controller's on the controller."""
+        config = self.config
+        for nodeset in [*config.tpu_nodesets, *config.all_cpu_nodesets]:
             if nodeset.startup_script:
-                put(
+                self._put(
                     f"nodeset-{nodeset.name}-script",
                     script_object(f"nodeset-{nodeset.name}", "startup.sh"),
                     nodeset.startup_script,
                 )
         if config.controller.startup_script:
-            put(
+            self._put(
                 "controller-script",
                 script_object("controller", "startup.sh"),
                 config.controller.startup_script,
             )
+
+    def _partition_and_login_files(self) -> None:
+        """Partitions, login groups (a login VM refuses to set up unless its group's file
+        exists, util.py) with their scripts, the job prologs and epilogs, and the boot script
+        the controller installs on every TPU VM it creates."""
+        config, mounts = self.config, self.mounts
         for partition in config.all_partitions:
-            put(
+            self._put(
                 f"partition-{partition.name}",
                 f"partition_configs/{partition.name}.yaml",
                 _dump(partition_document(partition, tpu=config.is_tpu_partition(partition))),
             )
-        # A login VM refuses to set up unless its group's file exists (util.py).
         for group in config.login_groups:
-            put(
+            self._put(
                 f"login-group-{group.name}",
                 f"login_group_configs/{group.name}.yaml",
                 mounts(group.storage).apply(
@@ -346,7 +426,7 @@ class SlurmCluster(Component):
                 aliases=["login-group"] if group.name == "login" else (),
             )
             if group.startup_script:
-                put(
+                self._put(
                     f"login-script-{group.name}",
                     script_object(f"login-{group.name}", "startup.sh"),
                     group.startup_script,
@@ -356,40 +436,19 @@ class SlurmCluster(Component):
             ("epilog", config.epilog_scripts),
         ):
             for script in job_scripts:
-                put(
-                    f"{kind}-{script.name}",
-                    script_object(kind, script.name),
-                    script.content,
-                )
-        # The controller installs this as the boot script of every TPU VM it creates.
-        put(
+                self._put(f"{kind}-{script.name}", script_object(kind, script.name), script.content)
+        registries = (*boot.DEFAULT_REGISTRIES, *(n.registry for n in config.tpu_nodesets))
+        self._put(
             "tpu-boot",
             boot.TPU_NODE_SCRIPT,
-            boot.render(boot.BootScript(kind="tpu")),
+            boot.render(boot.BootScript(kind="tpu", registries=registries)),
         )
-        # The zips the controller and the nodes download at boot, fetched and verified at
-        # `pulumi up`; the image's own copies predate this bucket layout.
-        self.scripts = SlurmScripts(
-            f"{name}-scripts",
-            bucket=self.bucket.name_,
-            prefix=files,
-            mirror=config.scripts_mirror,
-            provider=args.scripts_provider,
-            opts=self.child_opts(depends_on=[self.bucket.bucket]),
-        )
-        self.objects = objects
-        self.home = self._home(name, args.network) if config.home.filestore else None
-        if self.home is not None:
-            client_rules(
-                self,
-                f"{name}-home",
-                project=ctx.project,
-                network=args.network.self_link,
-                name=ctx.name("slurm", cluster, "home"),
-                share=self.home,
-                client_tags=[cluster],
-                description=f"Slurm {cluster}'s /home share",
-            )
+
+    def _config_yaml(self) -> gcp.storage.BucketObject:
+        """`config.yaml` with the cluster's `network_storage` (the /home share first). setup.py
+        waits for it and then reads the rest: writing it last makes it the signal that
+        everything else is in place (slurm_files main.tf `config`)."""
+        ctx, config, mounts = self.context, self.config, self.mounts
         storage = storage_document(config.network_storage)
         home = (
             filestore_ip(self.home).apply(lambda address: [_home_mount(address)])
@@ -399,12 +458,10 @@ class SlurmCluster(Component):
         network_storage: pulumi.Output[list[dict[str, str]]] = pulumi.Output.all(
             home, mounts(config.storage)
         ).apply(lambda parts: [*parts[0], *storage, *parts[1]])
-        # setup.py waits for config.yaml and then reads the rest: writing it last makes it
-        # the signal that everything else is in place (slurm_files main.tf `config`).
-        self.config_object = gcp.storage.BucketObject(
-            f"{name}-config",
+        return gcp.storage.BucketObject(
+            f"{self.name}-config",
             bucket=self.bucket.name_,
-            name=f"{files}/config.yaml",
+            name=f"{self.files_dir}/config.yaml",
             content=network_storage.apply(
                 lambda mounts: _dump(
                     cluster_document(
@@ -413,17 +470,18 @@ class SlurmCluster(Component):
                 )
             ),
             content_type="text/plain",
-            opts=self.child_opts(depends_on=[self.bucket.bucket, self.scripts, *objects]),
+            opts=self.child_opts(depends_on=[self.bucket.bucket, self.scripts, *self.objects]),
         )
 
-        self.firewalls = self._firewalls(name, ctx, cluster, args.network)
-        # Pulumi deletes dependents first: the controller (which depends on these) stops
-        # creating VMs, then these delete those left, then the subnet and the node accounts
-        # go.
+    def _cleanups(self, args: SlurmClusterArgs) -> list[pulumi.Resource]:
+        """The deletion of the VMs the controller created. Pulumi deletes dependents first:
+        the controller (which depends on these) stops creating VMs, then these delete those
+        left, then the subnet and the node accounts go."""
+        ctx, config, name = self.context, self.config, self.name
         self.cleanup = TpuCleanup(
             f"{name}-tpu-cleanup",
             project=ctx.project,
-            cluster=cluster,
+            cluster=config.cluster_name,
             nodesets=[{"name": n.name, "zone": ctx.zone_of(n.zone)} for n in config.tpu_nodesets],
             provider=args.cleanup_provider,
             opts=self.child_opts(
@@ -435,11 +493,12 @@ class SlurmCluster(Component):
         )
         cleanups: list[pulumi.Resource] = [self.cleanup]
         self.compute_cleanup = None
+        cpu_nodesets = config.all_cpu_nodesets
         if cpu_nodesets:
             self.compute_cleanup = ComputeCleanup(
                 f"{name}-compute-cleanup",
                 project=ctx.project,
-                cluster=cluster,
+                cluster=config.cluster_name,
                 nodesets=[
                     {"name": n.name, "zone": zone}
                     for n in cpu_nodesets
@@ -455,19 +514,21 @@ class SlurmCluster(Component):
                 ),
             )
             cleanups.append(self.compute_cleanup)
-        self.controller, self.logins = controller_and_logins(
-            self,
-            name,
-            ctx=ctx,
-            config=config,
-            network=args.network,
-            bucket_path=self.bucket_path,
-            identities=self.identities,
-            controller_after=cleanups,
-            lustre=self.lustre,
-            files_ready=[self.scripts, self.config_object],
-        )
-        self.register_outputs({"bucketPath": self.bucket_path, "controller": self.controller.name})
+        flex = [n for n in cpu_nodesets if n.flex]
+        self.flex_cleanup = None
+        if flex:
+            # Depends on the CPU cleanup so that `pulumi destroy` deletes the groups (and
+            # their VMs) first: a group's VMs deleted alone would be created again.
+            self.flex_cleanup = FlexCleanup(
+                f"{name}-flex-cleanup",
+                project=ctx.project,
+                cluster=config.cluster_name,
+                nodesets=[{"name": n.name, "zone": cpu_zones(n, ctx)[0]} for n in flex],
+                provider=args.flex_cleanup_provider,
+                opts=self.child_opts(depends_on=[*cleanups, *self.templates.values()]),
+            )
+            cleanups.append(self.flex_cleanup)
+        return cleanups
 
     @property
     def exports(self) -> dict[str, Any]:
@@ -486,101 +547,12 @@ class SlurmCluster(Component):
             },
         }
 
-    def _template(
-        self, name: str, nodeset: CpuNodesetConfig, network: NetworkHandle
-    ) -> gcp.compute.InstanceTemplate:
-        """The nodes' template. Slurm-GCP caches a template's properties by its name for as
-        long as the controller runs (util.py `template_info`, file_cache), so every change
-        gets a new name: the properties' hash ends it."""
+    def _home(self, name: str, network: NetworkHandle) -> gcp.filestore.Instance:
+        """The /home share every VM mounts (Toolkit's filestore module, `nfsshare`), and the
+        rules that let the cluster's VMs alone reach it."""
         ctx, config = self.context, self.config
         cluster = config.cluster_name
-        identity = self.identities.get("cpu")
-        email = nodeset.service_account_email or (identity.email if identity else "")
-        gpus = nodeset.gpus()
-        labels = {**slurm_labels(ctx, cluster, "compute"), "slurm_nodeset": nodeset.name}
-        metadata = slurm_metadata(cluster, "compute", self.bucket_path)
-        tags = slurm_tags(cluster, "compute")
-        # Everything the template is made of, and nothing else (counts, zones and scripts
-        # live in the nodeset's YAML): a change to any of it, and only that, renames it.
-        properties = {
-            "machine_type": nodeset.machine_type,
-            "gpus": gpus.model_dump() if gpus else None,
-            "disk": [nodeset.disk_type, nodeset.disk_size_gb, nodeset.image.path],
-            "spot": nodeset.spot,
-            "account": [email, list(nodeset.service_account_scopes)],
-            "public_ip": nodeset.enable_public_ips,
-            "secure_boot": config.secure_boot(nodeset, self.lustre),
-            "labels": labels,
-            "metadata": metadata,
-            "tags": tags,
-            "subnet": network.subnet_name,
-            "project": ctx.project,
-        }
-        digest = hashlib.sha256(json.dumps(properties, sort_keys=True).encode()).hexdigest()
-        # GPUs and Spot VMs cannot migrate live (Compute Engine "Host events").
-        scheduling = gcp.compute.InstanceTemplateSchedulingArgs(
-            on_host_maintenance="TERMINATE",
-            automatic_restart=not nodeset.spot,
-            preemptible=nodeset.spot,
-            provisioning_model="SPOT" if nodeset.spot else "STANDARD",
-            instance_termination_action="DELETE" if nodeset.spot else None,
-        )
-        return gcp.compute.InstanceTemplate(
-            f"{name}-template-{nodeset.name}",
-            project=ctx.project,
-            name=f"{cluster}-{nodeset.name}-{digest[:10]}",
-            machine_type=nodeset.machine_type,
-            disks=[
-                gcp.compute.InstanceTemplateDiskArgs(
-                    source_image=nodeset.image.path,
-                    disk_type=nodeset.disk_type,
-                    disk_size_gb=nodeset.disk_size_gb,
-                    boot=True,
-                    auto_delete=True,
-                    labels={"slurm_cluster_name": cluster, "slurm_instance_role": "compute"},
-                )
-            ],
-            guest_accelerators=(
-                [gcp.compute.InstanceTemplateGuestAcceleratorArgs(type=gpus.type, count=gpus.count)]
-                if gpus is not None
-                else []
-            ),
-            network_interfaces=[
-                gcp.compute.InstanceTemplateNetworkInterfaceArgs(
-                    subnetwork=network.subnet_self_link,
-                    access_configs=(
-                        [gcp.compute.InstanceTemplateNetworkInterfaceAccessConfigArgs()]
-                        if nodeset.enable_public_ips
-                        else []
-                    ),
-                )
-            ],
-            service_account=gcp.compute.InstanceTemplateServiceAccountArgs(
-                email=email, scopes=list(nodeset.service_account_scopes)
-            ),
-            scheduling=scheduling,
-            shielded_instance_config=gcp.compute.InstanceTemplateShieldedInstanceConfigArgs(
-                **shielded(config.secure_boot(nodeset, self.lustre))
-            ),
-            # Threads per core 1, as Toolkit's nodeset (advanced_machine_features): one
-            # Slurm CPU per core.
-            advanced_machine_features=gcp.compute.InstanceTemplateAdvancedMachineFeaturesArgs(
-                threads_per_core=1
-            ),
-            metadata=metadata,
-            labels=labels,
-            tags=tags,
-            opts=self.child_opts(
-                depends_on=[identity.account]
-                if identity and not nodeset.service_account_email
-                else []
-            ),
-        )
-
-    def _home(self, name: str, network: NetworkHandle) -> gcp.filestore.Instance:
-        """The /home share every VM mounts (Toolkit's filestore module, `nfsshare`)."""
-        ctx, config = self.context, self.config
-        return gcp.filestore.Instance(
+        share = gcp.filestore.Instance(
             f"{name}-home",
             project=ctx.project,
             name=ctx.name("slurm", config.cluster_name, "home"),
@@ -603,6 +575,17 @@ class SlurmCluster(Component):
             labels=ctx.labels,
             opts=self.child_opts(depends_on=[network.component], protect=ctx.protect),
         )
+        client_rules(
+            self,
+            f"{name}-home",
+            project=ctx.project,
+            network=network.self_link,
+            name=ctx.name("slurm", cluster, "home"),
+            share=share,
+            client_tags=[cluster],
+            description=f"Slurm {cluster}'s /home share",
+        )
+        return share
 
     def _mount_access(self, name: str, config: SlurmConfig, args: SlurmClusterArgs) -> None:
         """Object access on each bucket the cluster's VMs mount, per account: objectUser where

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints
 
@@ -15,19 +15,23 @@ from components import tpu_catalog
 from components.base import ConfigModel, matching
 from components.buckets import BucketConfig
 from components.context import StackContext
-from components.gpu_catalog import fixed_gpus
+from components.gpu_catalog import GpuNicLayout, fixed_gpus, nic_layout
+from components.network import consecutive_ranges
 from components.slurm import scripts
 from components.storage.config import StorageMount
 from components.types import (
+    Cidr,
     DiskPath,
     GceName,
     ImageProject,
     ImageReference,
     MachineType,
     MountPath,
+    Reservation,
     ServiceAccountEmail,
     Zone,
     image_has_tag_or_digest,
+    image_registry,
     shadowed_dir,
 )
 
@@ -46,29 +50,13 @@ name into a folder, so a group name has none."""
 SLURM_FAMILIES = ("v2", "v3", "v4")
 """Slurm-GCP v6 creates TPU VMs of these generations only (slurm_files/scripts/tpu.py maps
 `V2`, `V3`, `V4` to the TPU API's accelerator types)."""
-V2_V3_CORES_PER_CHIP = 2
-"""TensorCores per chip of v2 and v3 (Cloud TPU "System architecture"); v4's comes from the
-catalog."""
 CORES_PER_WORKER = 8
 """Toolkit's nodeset-tpu module wants one Slurm node per 8 TensorCores: the controller puts
-four chips on each TPU VM (tpu.py TPUS_PER_VM = 4)."""
-NODE_TYPES: dict[str, tuple[int, ...]] = {
-    "v2": (8, 32, 128, 256, 512),
-    "v3": (8, 32, 64, 128, 256, 512, 1024, 2048),
-}
-"""Accelerator sizes (TensorCores) Cloud TPU offers for v2 and v3 ("TPU v2", "TPU v3");
-v4 sizes come from the catalog."""
+four chips on each TPU VM (tpu.py TPUS_PER_VM = 4). Sizes, zones and TensorCores per chip
+of each generation come from the TPU catalog (`components.tpu_catalog`)."""
 SINGLE_HOST_TYPES = ("v2-8", "v3-8", "v4-8")
 """Toolkit passes `preemptible` and `preserve_tpu` on only for these (internal/slurm-gcp/
 nodeset_tpu `simple_nodes`) and silently drops them for any other type."""
-V2_V3_ZONES: dict[str, tuple[str, ...]] = {
-    "v2-8": ("us-central1-b", "us-central1-c"),
-    "v3-8": ("us-central1-a", "us-central1-b"),
-    "v2-pod": ("us-central1-a",),
-    "v3-pod": (),
-}
-"""Cloud TPU "TPU regions and zones", North America rows: v2-32 to v2-512 (`v2-pod`) in
-us-central1-a; larger v3 types are listed only in Europe, whose zones could not be read."""
 TF_RUNTIMES = (
     "2.10.0",
     "2.10.1",
@@ -96,17 +84,91 @@ TPU_PARTITION_CONF = {"SuspendTime": "300", "SuspendTimeout": "240", "ResumeTime
 than Slurm's default timeouts (Toolkit's schedmd-slurm-gcp-v6-partition)."""
 CPU_PARTITION_CONF = {"SuspendTime": "300", "SuspendTimeout": "120", "ResumeTimeout": "300"}
 """The same module's defaults for partitions of Compute Engine VMs."""
+SLURM_RELEASE = "25.11.4"
+"""The Slurm the pinned image family runs (slurm-gcp 6.12.2 ansible defaults): what reads the
+rendered slurm.conf and cloud.conf."""
+PartitionValue = Literal["text", "boolean", "uint16", "uint32", "uint64"]
+PARTITION_OPTIONS: dict[str, PartitionValue] = {
+    "AllocNodes": "text",
+    "AllowAccounts": "text",
+    "AllowGroups": "text",
+    "AllowQos": "text",
+    "Alternate": "text",
+    "CpuBind": "text",
+    "DefCPUPerGPU": "uint64",
+    "DefMemPerCPU": "uint64",
+    "DefMemPerGPU": "uint64",
+    "DefMemPerNode": "uint64",
+    "Default": "boolean",
+    "DefaultTime": "text",
+    "DenyAccounts": "text",
+    "DenyQos": "text",
+    "DisableRootJobs": "boolean",
+    "ExclusiveUser": "boolean",
+    "ExclusiveTopo": "boolean",
+    "GraceTime": "uint32",
+    "Hidden": "boolean",
+    "LLN": "boolean",
+    "MaxCPUsPerNode": "uint32",
+    "MaxCPUsPerSocket": "uint32",
+    "MaxMemPerCPU": "uint64",
+    "MaxMemPerNode": "uint64",
+    "MaxTime": "text",
+    "MaxNodes": "uint32",
+    "MinNodes": "uint32",
+    "Nodes": "text",
+    "OverSubscribe": "text",
+    "OverTimeLimit": "text",
+    "PowerDownOnIdle": "boolean",
+    "PreemptMode": "text",
+    "Priority": "uint16",
+    "PriorityJobFactor": "uint16",
+    "PriorityTier": "uint16",
+    "QOS": "text",
+    "RootOnly": "boolean",
+    "ReqResv": "boolean",
+    "ResumeTimeout": "uint16",
+    "SelectTypeParameters": "text",
+    "Shared": "text",
+    "State": "text",
+    "SuspendTime": "text",
+    "SuspendTimeout": "uint16",
+    "Topology": "text",
+    "TRESBillingWeights": "text",
+}
+"""The options a slurm.conf partition line takes in Slurm 25.11.4, each with how its value
+is read (src/common/read_config.c `_partition_options` and src/common/parse_value.c at tag
+slurm-25-11-4-1): slurmctld refuses to start on any other key, or a value the parser
+refuses. Slurm reads the keys without case."""
 PROGRAM_PARTITION_KEYS = (
     "PartitionName",
     "Nodes",
     "State",
     "Default",
     "OverSubscribe",
+    "Shared",
     "PowerDownOnIdle",
     "Topology",
 )
 """Partition options the program decides (Slurm-GCP conf.py `partitionlines` writes them, and
-`partitionConf` would be spread over them); Slurm reads option names without case."""
+`partitionConf` would be spread over them); `Shared` is Slurm's older name of
+`OverSubscribe`."""
+
+
+def partition_option(key: str) -> str | None:
+    """The option `key` names, as Slurm spells it, or None when Slurm has none of that name."""
+    return _PARTITION_OPTIONS_BY_LOWER.get(key.lower())
+
+
+_PARTITION_OPTIONS_BY_LOWER = {key.lower(): key for key in PARTITION_OPTIONS}
+NIC_TYPES: dict[str, str | None] = {
+    "platform_default": None,
+    "virtio_enabled": "VIRTIO_NET",
+    "gvnic_enabled": "GVNIC",
+    "tier_1_enabled": "GVNIC",
+}
+"""`bandwidth_tier` -> vNIC type, as Toolkit's internal/slurm-gcp/instance_template maps it;
+`tier_1_enabled` also sets the egress bandwidth tier TIER_1."""
 MAX_NODES_PER_NODESET = 1024
 """A bound of this program's, so that a typo in a count is refused before anything is made."""
 ACCOUNT_ROLES = ("ctl", "tpu", "lgn", "cpu")
@@ -172,7 +234,7 @@ Scope = Annotated[
     ),
 ]
 ConfKey = Annotated[
-    str, _pattern(r"[A-Z][A-Za-z]{1,40}", "a slurm.conf partition option such as MaxTime")
+    str, _pattern(r"[A-Za-z]{2,40}", "a slurm.conf partition option such as MaxTime")
 ]
 ConfValue = Annotated[
     str,
@@ -294,10 +356,12 @@ class TpuNodesetConfig(ConfigModel):
     runtime_version: str | None = None
     """The TPU runtime by its name, `tpu-vm-tf-<version>`, instead of `tfVersion`."""
     docker_image: Annotated[ImageReference, AfterValidator(_tagged)] | None = None
-    """The slurmd image each TPU VM runs; defaults to
-    `us-docker.pkg.dev/schedmd-slurm-public/tpu/slurm-gcp-6-9:tf-<tfVersion>`."""
+    """The slurmd image each TPU VM runs, from Artifact Registry (any region's
+    `REGION-docker.pkg.dev`, or `us-`, `europe-`, `asia-docker.pkg.dev`) or gcr.io; defaults
+    to `us-docker.pkg.dev/schedmd-slurm-public/tpu/slurm-gcp-6-9:tf-<tfVersion>`."""
     preemptible: bool = False
-    """Preemptible TPU VMs (single-host types only)."""
+    """Preemptible TPU VMs (single-host types only). The controller recreates a node Cloud
+    TPU preempted, so static nodes come back by themselves."""
     preserve_tpu: bool = False
     """Stop rather than delete a TPU VM when Slurm suspends it (single-host types only)."""
     reserved: bool = False
@@ -310,7 +374,9 @@ class TpuNodesetConfig(ConfigModel):
     node_count_dynamic_max: int = Field(default=0, ge=0, le=MAX_NODES_PER_NODESET)
     """Slurm nodes created on demand at most (a multiple of the workers per slice)."""
     data_disks: list[DiskPath] = Field(default_factory=list, max_length=16)
-    """Existing disks to attach to each TPU VM, in the nodeset's zone."""
+    """Existing Balanced Persistent Disks to attach to each TPU VM, in the nodeset's zone:
+    read-write on a nodeset of one TPU VM, read-only (the only mode several VMs may share)
+    on a nodeset that may hold more."""
     network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
     """File systems to mount in each TPU VM's slurmd container, beside the cluster's."""
     storage: list[StorageMount] = Field(default_factory=list, max_length=16)
@@ -326,8 +392,11 @@ class TpuNodesetConfig(ConfigModel):
     """Shell Slurm-GCP's setup runs as root inside each TPU VM's slurmd container, before
     slurmd starts (within 300 s); not on the TPU VM host."""
     zone: Zone | None = None
-    """One zone per nodeset; defaults to `gcp:zone`; must be in `gcp:region` and offer the
-    family."""
+    """One zone per nodeset; defaults to `gcp:zone`; must be in `gcp:region` and one where
+    Cloud TPU offers the accelerator type."""
+    allow_unlisted_zone: bool = False
+    """Accept a zone the TPU catalog does not list for the accelerator type (one Google
+    added since)."""
     subnetwork: GceName | None = None
     """Defaults to the stack's subnet (which has Private Google Access). Another subnet
     needs `enablePublicIps`, since its Private Google Access cannot be checked here."""
@@ -349,6 +418,11 @@ class TpuNodesetConfig(ConfigModel):
         return self.docker_image or DEFAULT_DOCKER_IMAGE.format(tf=self.tf)
 
     @property
+    def registry(self) -> str:
+        """The registry host the slurmd image is pulled from (Docker Hub without one)."""
+        return image_registry(self.image) or "docker.io"
+
+    @property
     def family(self) -> str | None:
         if self.accelerator_config is not None:
             return self.accelerator_config.version.lower()
@@ -362,14 +436,41 @@ class TpuNodesetConfig(ConfigModel):
         if self.accelerator_config is not None:
             accelerator = self.accelerator_config
             chips = math.prod(int(d) for d in accelerator.topology.split("x"))
-            return chips * _cores_per_chip(accelerator.version.lower())
+            return chips * tpu_family(accelerator.version.lower()).cores_per_chip
         assert self.node_type is not None
         return int(self.node_type.rsplit("-", 1)[1])
+
+    @property
+    def accelerator(self) -> str:
+        """The accelerator type, `nodeType` or the one `acceleratorConfig` amounts to."""
+        return self.node_type or f"{self.family}-{self.cores}"
+
+    @property
+    def shape(self) -> tpu_catalog.TpuShape:
+        """The slice as the TPU catalog resolves it; call it once the checks pass."""
+        topology = self.accelerator_config.topology if self.accelerator_config else None
+        return tpu_catalog.resolve(self.accelerator, topology)
+
+    @property
+    def chips_per_worker(self) -> int:
+        """Chips on each TPU VM, each a Slurm node."""
+        assert self.family is not None
+        return CORES_PER_WORKER // tpu_family(self.family).cores_per_chip
 
     @property
     def workers_per_slice(self) -> int:
         """TPU VMs per slice: tpu.py `vmcount`, the topology's chips over four per VM."""
         return max(1, self.cores // CORES_PER_WORKER)
+
+    @property
+    def max_vms(self) -> int:
+        """TPU VMs the nodeset may hold at once: one per Slurm node."""
+        return self.node_count_static + self.node_count_dynamic_max
+
+    @property
+    def data_disks_read_only(self) -> bool:
+        """Whether the data disks attach read-only (the tpu.py addition decides it so)."""
+        return bool(self.data_disks) and self.max_vms > 1
 
 
 class GuestAccelerator(ConfigModel):
@@ -397,6 +498,65 @@ class NodeImage(ConfigModel):
         if self.name is not None:
             return f"projects/{self.project}/global/images/{self.name}"
         return f"projects/{self.project}/global/images/family/{self.family}"
+
+
+FLEX_MIN_SECONDS = 600
+FLEX_MAX_SECONDS = 604800
+"""Toolkit's nodeset `dws_flex.max_run_duration`: at least 10 minutes, at most a week (its
+variable's validation; a resize request's requestedRunDuration takes the same)."""
+
+
+class DwsFlexConfig(ConfigModel):
+    """Flex-start (Dynamic Workload Scheduler) capacity, as Toolkit's nodeset `dws_flex` with
+    its default path: the controller asks for each job's nodes with a resize request on a
+    managed instance group of its own (Slurm-GCP mig_flex.py), which creates them all at once
+    when capacity frees up and deletes them after `maxRunDuration`."""
+
+    enabled: bool = True
+    """Provision the nodeset with flex-start."""
+    max_run_duration: int = Field(
+        default=FLEX_MAX_SECONDS, ge=FLEX_MIN_SECONDS, le=FLEX_MAX_SECONDS
+    )
+    """Seconds the nodes run before Compute Engine deletes them: 600 to 604800 (a week)."""
+    use_job_duration: bool = False
+    """Run the nodes for the job's time limit instead, when it has one of 10 minutes to a
+    week."""
+
+
+class AdditionalDisk(ConfigModel):
+    """A persistent disk created with each node and deleted with it (Toolkit's nodeset
+    `additional_disks` entry), at `/dev/disk/by-id/google-<deviceName>`."""
+
+    device_name: GceName
+    """The disk's device name on the node."""
+    disk_type: Literal["pd-balanced", "pd-ssd", "pd-standard", "hyperdisk-balanced"] = "pd-balanced"
+    """Disk type; must be one the machine type attaches."""
+    disk_size_gb: int = Field(default=100, ge=10, le=65536)
+    """Size in GB."""
+
+
+class LocalSsdConfig(ConfigModel):
+    """Local SSDs striped (RAID 0 when more than one), formatted ext4 and mounted on each node
+    before slurmd starts, as Toolkit's startup-script `local_ssd_filesystem` does; their data
+    goes with the node."""
+
+    count: int | None = Field(default=None, ge=1, le=32)
+    """Local SSD disks of 375 GB to attach; leave it unset on machine types that come with
+    their own (A2 Ultra, A3, A4, and `-lssd` types), whose disks are mounted instead."""
+    mount_path: MountPath = "/mnt/localssd"
+    """Where the striped disks are mounted, world-writable with the sticky bit like /tmp."""
+
+
+class GpuNetworksConfig(ConfigModel):
+    """The NICs GPU-to-GPU traffic needs on the machine type, from the GPU catalog's NIC
+    layouts, each in a network of the nodeset's own (Toolkit's blueprints give the nodeset
+    `additional_networks` from `multivpc` or `gpu-rdma-vpc`): A3 High 4 and A3 Mega 8 GPU
+    NICs, a VPC each at MTU 8244; A3 Ultra, A4 and A4X a second host NIC in a VPC at MTU
+    8896 and 8 (A4X 4) MRDMA NICs in one VPC with the zone's RoCE network profile."""
+
+    subnet_cidr: Cidr = "10.200.0.0/20"
+    """The first NIC's subnet, a /8 to /29; each further NIC takes the next range of the
+    same size. Must not overlap the stack's ranges or another nodeset's."""
 
 
 class CpuNodesetConfig(ConfigModel):
@@ -430,6 +590,31 @@ class CpuNodesetConfig(ConfigModel):
     `gcp:zone`. All in `gcp:region`."""
     zone_target_shape: Literal["ANY", "ANY_SINGLE_ZONE", "BALANCED"] = "ANY_SINGLE_ZONE"
     """How one resume spreads its nodes over `zones`."""
+    reservation: Reservation | None = None
+    """A specific reservation the nodes consume (Toolkit's `reservation_name`): its name, or
+    `projects/P/reservations/R` for one shared from project P. It lives in one zone, which
+    must be the nodeset's only zone."""
+    enable_placement: bool = False
+    """Compact placement: the controller creates a placement policy for each exclusive job's
+    nodes (or each chunk of the nodeset) and deletes it after (Toolkit's
+    `enable_placement`, which Toolkit turns on by default). Not on e2, n1, t2a, t2d, m1, m2
+    or m3, which Slurm-GCP leaves unplaced."""
+    placement_max_distance: int | None = Field(default=None, ge=1, le=3)
+    """With `enablePlacement`: 1 (up to 22 nodes, not on A3), 2 (up to 150, 256 on A3) or 3
+    (up to 1500); unset, as close as capacity allows (up to 1500)."""
+    dws_flex: DwsFlexConfig | None = None
+    """Flex-start capacity (Toolkit's `dws_flex`), for dynamic nodes in one zone, not with
+    `spot` or `reservation`."""
+    additional_disks: list[AdditionalDisk] = Field(default_factory=list, max_length=8)
+    """Persistent disks each node gets beside its boot disk (Toolkit's `additional_disks`)."""
+    gpu_networks: GpuNetworksConfig | None = None
+    """The machine type's GPU NICs, each in a network made for the nodeset (Toolkit
+    blueprints' `additional_networks`); for a3-highgpu-8g, a3-megagpu-8g, a3-ultragpu-8g,
+    a4-highgpu-8g and a4x-highgpu-4g. NCCL's plugins and daemons are the image's or the
+    nodeset's `startupScript`'s."""
+    local_ssd: LocalSsdConfig | None = None
+    """Local SSD scratch space on each node (Toolkit's `additional_disks` of type
+    `local-ssd` with the startup-script's `local_ssd_filesystem`)."""
     service_account_email: ServiceAccountEmail | None = None
     """Defaults to the cluster's dedicated CPU node account `<prefix>-slurm-cpu`."""
     service_account_scopes: list[Scope] = Field(
@@ -438,6 +623,13 @@ class CpuNodesetConfig(ConfigModel):
     """OAuth scopes of the nodes' account; `cloud-platform` leaves access to IAM."""
     enable_public_ips: bool = False
     """Give each node an external IP. Off: Private Google Access and Cloud NAT."""
+    bandwidth_tier: Literal[
+        "platform_default", "virtio_enabled", "gvnic_enabled", "tier_1_enabled"
+    ] = "platform_default"
+    """The nodes' network card and egress bandwidth, as Toolkit's `bandwidth_tier`:
+    `platform_default` (the machine's own), `virtio_enabled`, `gvnic_enabled`, or
+    `tier_1_enabled` (gVNIC with per-VM Tier_1 bandwidth, on N2, N2D, C2, C2D and C3 of 30
+    vCPUs or more)."""
     secure_boot: bool | None = None
     """Shielded VM Secure Boot. Unset: on, except where SchedMD's image must load unsigned
     kernel modules (NVIDIA drivers on GPU nodes, Lustre's client)."""
@@ -445,12 +637,44 @@ class CpuNodesetConfig(ConfigModel):
     """Shell Slurm-GCP's setup runs as root on each node before slurmd starts (within 300 s)."""
     network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
     """File systems to mount on each node, beside the cluster's."""
+    allow_automatic_updates: bool = True
+    """Let the image update its OS packages by itself; `false` turns the automatic updates
+    of Google's HPC images (and SchedMD's, built on them) off, so that nodes of one job run
+    the same packages (metadata `google_disable_automatic_updates`)."""
     storage: list[StorageMount] = Field(default_factory=list, max_length=16)
     """`ai-infra:storage` volumes to mount on each node, beside the cluster's."""
 
     @property
     def uses_schedmd_image(self) -> bool:
         return self.image.project == SCHEDMD_IMAGE_PROJECT
+
+    @property
+    def flex(self) -> bool:
+        """Whether the nodes come from flex-start resize requests."""
+        return self.dws_flex is not None and self.dws_flex.enabled
+
+    @property
+    def max_nodes(self) -> int:
+        return self.node_count_static + self.node_count_dynamic_max
+
+    @property
+    def nic_layout(self) -> GpuNicLayout | None:
+        """The GPU NICs' layout with `gpuNetworks`, from the GPU catalog."""
+        return nic_layout(self.machine_type) if self.gpu_networks is not None else None
+
+    def gpu_network_cidrs(self) -> list[str]:
+        """Each extra NIC's subnet, after the first host NIC on the stack's subnet: the
+        second host NIC's first on RDMA layouts, then the GPU NICs'."""
+        layout = self.nic_layout
+        if layout is None or self.gpu_networks is None:
+            return []
+        return consecutive_ranges(self.gpu_networks.subnet_cidr, layout.nics - 1)
+
+    @property
+    def nic_type(self) -> str | None:
+        """The template's vNIC type (Toolkit's instance_template `nic_type_map`), None for the
+        machine's default."""
+        return NIC_TYPES[self.bandwidth_tier]
 
     def gpus(self) -> GuestAccelerator | None:
         """The GPUs each node has: `gpu`, or the machine type's own."""
@@ -470,19 +694,23 @@ class PartitionConfig(ConfigModel):
     nodesets: list[NodesetName] = Field(min_length=1, max_length=32)
     """Nodesets (by name) whose nodes the partition schedules: all CPU or all TPU."""
     exclusive: bool = True
-    """One job per node (`enable_job_exclusive`); Slurm-GCP powers exclusive nodes down when
-    the job ends. TPU partitions are always exclusive."""
+    """Each job gets nodes of its own, which Slurm-GCP powers down when it ends
+    (`enable_job_exclusive`). Partitions of multi-host TPU slices are always exclusive, so
+    that a slice holds one job's workers; on any TPU partition a job has whole nodes."""
     default: bool = False
     """The partition jobs go to without `-p`."""
     partition_conf: dict[ConfKey, ConfValue] = Field(default_factory=dict, max_length=50)
     """Extra partition options for slurm.conf (e.g. `MaxTime`), over the defaults
     SuspendTime=300 and, for TPU partitions, SuspendTimeout=240, ResumeTimeout=600 (CPU:
-    120, 300). The options the program decides (PartitionName, Nodes, State, Default,
-    OverSubscribe, PowerDownOnIdle, Topology) are refused."""
+    120, 300): any partition option of Slurm 25.11 in any case, with a value of its type.
+    The options the program decides (PartitionName, Nodes, State, Default, OverSubscribe,
+    Shared, PowerDownOnIdle, Topology) are refused."""
 
     def conf(self, *, tpu: bool) -> dict[str, str]:
+        """The partition's options, each key as Slurm spells it, so that an option written in
+        another case replaces the default rather than repeating it."""
         found = dict(TPU_PARTITION_CONF if tpu else CPU_PARTITION_CONF)
-        found.update(self.partition_conf)
+        found.update({partition_option(k) or k: v for k, v in self.partition_conf.items()})
         if self.default:
             found["Default"] = "YES"
         return found
@@ -513,6 +741,13 @@ class ControllerConfig(ConfigModel):
     startup_script: ScriptText = ""
     """Shell Slurm-GCP's setup runs as root on the controller after it writes the Slurm
     configs and before slurmctld starts."""
+    image: NodeImage = Field(default_factory=lambda: NodeImage(family=scripts.IMAGE_FAMILY))
+    """Boot image of the controller: one built from SchedMD's image family the pinned scripts
+    pair with (default `schedmd-slurm-public/slurm-gcp-6-12-hpc-rocky-linux-8`)."""
+    allow_automatic_updates: bool = True
+    """Let the image update its OS packages by itself; `false` turns the automatic updates
+    of Google's HPC images (and SchedMD's, built on them) off, so that nodes of one job run
+    the same packages (metadata `google_disable_automatic_updates`)."""
 
 
 class LoginGroupConfig(ConfigModel):
@@ -533,6 +768,13 @@ class LoginGroupConfig(ConfigModel):
     """Seconds the startup script may run (0: no limit)."""
     network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
     """File systems to mount on the group's VMs, beside the cluster's."""
+    image: NodeImage = Field(default_factory=lambda: NodeImage(family=scripts.IMAGE_FAMILY))
+    """Boot image of the group's VMs: one built from SchedMD's image family the pinned
+    scripts pair with (default `schedmd-slurm-public/slurm-gcp-6-12-hpc-rocky-linux-8`)."""
+    allow_automatic_updates: bool = True
+    """Let the image update its OS packages by itself; `false` turns the automatic updates
+    of Google's HPC images (and SchedMD's, built on them) off, so that nodes of one job run
+    the same packages (metadata `google_disable_automatic_updates`)."""
     storage: list[StorageMount] = Field(default_factory=list, max_length=16)
     """`ai-infra:storage` volumes to mount on the group's VMs, beside the cluster's."""
 
@@ -629,6 +871,13 @@ class JobScript(ConfigModel):
 
 class SlurmConfig(ConfigModel):
     """`ai-infra:slurm`: a Slurm-GCP v6 cluster with CPU and TPU nodesets."""
+
+    REPLACED_KEYS: ClassVar[dict[str, str]] = {
+        "login": "login became loginGroups, a list of groups each with its own name, count and "
+        "machine type: write loginGroups: [{name: login, count: 2}] (the group named login "
+        "keeps the VMs <clusterName>-login-<index>)",
+    }
+    """Keys of earlier releases, with what to write instead."""
 
     cluster_name: ClusterName
     """Names the controller, login and node VMs; unique in the project."""
@@ -739,7 +988,6 @@ def account_id(ctx: StackContext, role: str) -> str:
     return ctx.name("slurm", role)
 
 
-def _cores_per_chip(family: str) -> int:
-    if family in NODE_TYPES:
-        return V2_V3_CORES_PER_CHIP
-    return tpu_catalog.resolve(f"{family}-8").family.cores_per_chip
+def tpu_family(prefix: str) -> tpu_catalog.TpuFamily:
+    """A TPU generation's facts from the catalog, by its prefix (`v2`, `v3`, `v4`)."""
+    return tpu_catalog.resolve(f"{prefix}-8").family

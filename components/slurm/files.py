@@ -19,6 +19,7 @@ from components.slurm.config import (
     SlurmConfig,
     TpuNodesetConfig,
 )
+from components.types import reservation_parts
 
 FILES_DIR = "{cluster}-files"
 """The controller reads everything under `<bucket>/<cluster>-files/` (slurm_files main.tf
@@ -139,6 +140,12 @@ def storage_document(
     ] + [dict(m) for m in mounts]
 
 
+OS_LOGIN_METADATA = {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
+"""SSH through OS Login only, on every VM of the cluster: the controller, login and CPU nodes
+in their metadata, TPU VMs through their nodeset's (`nodeset_document`, which tpu.py's
+create_node reads with scripts.TPU_NODE_METADATA)."""
+
+
 def nodeset_document(
     nodeset: TpuNodesetConfig,
     *,
@@ -178,6 +185,9 @@ def nodeset_document(
         # The TPU API takes the subnetwork's name (Toolkit writes the subnetwork's `name`).
         "subnetwork": subnetwork,
         "network_storage": storage_document(nodeset.network_storage, mounts),
+        # Not a key of Toolkit's nodeset_tpu: the tpu.py addition (scripts.TPU_NODE_METADATA)
+        # adds it to the metadata of every TPU VM create_node makes.
+        "metadata": dict(OS_LOGIN_METADATA),
     }
     if nodeset.node_type is not None:
         document["node_type"] = nodeset.node_type
@@ -193,9 +203,33 @@ DWS_FLEX_OFF = {
 """The nodeset module's `dws_flex` default with its optional fields filled."""
 
 
+def dws_flex_document(nodeset: CpuNodesetConfig) -> dict[str, Any]:
+    """The nodeset module's `dws_flex` with every field filled; the resize-request path
+    (mig_flex.py), never the legacy bulk insert."""
+    flex = nodeset.dws_flex
+    if flex is None or not flex.enabled:
+        return dict(DWS_FLEX_OFF)
+    return {
+        "enabled": True,
+        "max_run_duration": flex.max_run_duration,
+        "use_job_duration": flex.use_job_duration,
+        "use_bulk_insert": False,
+    }
+
+
+def reservation_document(nodeset: CpuNodesetConfig, project: str) -> str:
+    """`reservation_name` as util.py `nodeset_reservation` reads it,
+    `projects/PROJECT/reservations/NAME` (Toolkit's nodeset writes the name so)."""
+    if nodeset.reservation is None:
+        return ""
+    owner, name = reservation_parts(nodeset.reservation, project)
+    return f"projects/{owner}/reservations/{name}"
+
+
 def cpu_nodeset_document(
     nodeset: CpuNodesetConfig,
     *,
+    project: str,
     template: str,
     subnetwork: str,
     zones: list[str],
@@ -209,18 +243,18 @@ def cpu_nodeset_document(
     return {
         "nodeset_name": nodeset.name,
         "node_conf": {},
-        "dws_flex": dict(DWS_FLEX_OFF),
+        "dws_flex": dws_flex_document(nodeset),
         "instance_template": template,
         "node_count_dynamic_max": nodeset.node_count_dynamic_max,
         "node_count_static": nodeset.node_count_static,
         "subnetwork": subnetwork,
-        "reservation_name": "",
+        "reservation_name": reservation_document(nodeset, project),
         "future_reservation": "",
         "maintenance_interval": None,
         "instance_properties_json": "null",
         "instance_properties": None,
-        "enable_placement": False,
-        "placement_max_distance": None,
+        "enable_placement": nodeset.enable_placement,
+        "placement_max_distance": nodeset.placement_max_distance,
         "network_storage": storage_document(nodeset.network_storage, mounts),
         "zone_target_shape": nodeset.zone_target_shape,
         "zone_policy_allow": sorted(zones),

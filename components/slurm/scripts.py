@@ -1,5 +1,5 @@
 """The Slurm-GCP v6 runtime scripts, pinned: which Cluster Toolkit release they come from, the
-image family that release pairs with, every file's sha256, the one addition this program makes
+image family that release pairs with, every file's sha256, the additions this program makes
 to them, and the deploy-time step that fetches them (from GitHub, or from a mirror: a Cloud
 Storage folder or a local one), verifies every hash and uploads the two zips the VMs download
 at boot.
@@ -94,12 +94,152 @@ Lookup.has_block_topology = _ai_infra_no_block_for_tpu
 """On Slurm 25.05 and later conf.py gives each partition `Topology=` by `has_block_topology`,
 which is `all(...)` over the partition's CPU nodesets (util.py), so True for a TPU partition:
 the multi-host slices' workers would be placed by blocks of 18 VMs instead of by the leaf
-switches `add_tpu_nodeset_topology` makes one per slice. Appended to util.py, after the
-pinned file's own hash is verified."""
-ADDITIONS: dict[str, str] = {"util.py": TPU_TREE_TOPOLOGY}
-"""path -> text this program appends to the verified file."""
+switches `add_tpu_nodeset_topology` makes one per slice."""
+TPU_SLICE_ORDER = """
+
+# Added by ai-infra (components/slurm/scripts.py TPU_SLICE_ORDER). resume.py sorts the nodes
+# it resumes as strings (group_nodes_bulk) before it cuts them into slices of `vmcount`, and
+# slurmsync cuts them in the order Slurm lists them, while conf.py's leaf switches hold
+# consecutive indexes: from index 10 on a slice would take workers of two switches. TPU
+# nodes are cut by index // n instead, in index order; anything else as before.
+_ai_infra_chunked = chunked
+
+
+def _ai_infra_tpu_slices(items, n):
+    lkp = _lkp
+    if lkp is None or n < 1 or not items or not all(isinstance(i, str) for i in items):
+        return None
+    try:
+        if not all(lkp.node_is_tpu(i) for i in items):
+            return None
+        keys = {i: (lkp.node_prefix(i), lkp.node_index(i)) for i in items}
+    except Exception:
+        return None
+    slices = {}
+    for item in sorted(items, key=keys.__getitem__):
+        prefix, index = keys[item]
+        slices.setdefault((prefix, index // n), []).append(item)
+    return list(slices.values())
+
+
+def chunked(iterable, n=API_REQ_LIMIT):
+    items = list(iterable)
+    slices = _ai_infra_tpu_slices(items, n)
+    return iter(slices) if slices is not None else _ai_infra_chunked(items, n)
+"""
+"""resume.py (`group_nodes_bulk`: `sorted(set(pn.nodes) & nodes_set)`, `sorted(non_excl)`),
+slurmsync.py (`start_instances`) and conf.py (`add_tpu_nodeset_topology`) all cut a TPU
+nodeset's nodes into slices with util's `chunked(nodes, n=vmcount)`; the first two hand it
+names in string order. Replacing `chunked` in util.py, which the three import, makes every
+slice the nodes of one leaf switch: a whole-slice job on nodes 4-11 of a v4-32 nodeset gets
+{4..7} and {8..11}, not {10, 11, 4, 5} and {6..9}."""
+TPU_RECOVERY = """
+
+# Added by ai-infra (components/slurm/scripts.py TPU_RECOVERY).
+# Cloud TPU reports a preempted TPU VM as PREEMPTED (TERMINATED at the end of a preemptible
+# node's life), never STOPPED, the state slurmsync's _find_tpu_node_action recovers a
+# preemptible node from: slurmsync sees such a node as STOPPED.
+_AI_INFRA_GONE = (TPU.State.PREEMPTED, TPU.State.TERMINATED)
+_ai_infra_get_node = TPU.get_node
+
+
+def _ai_infra_gone_as_stopped(self, nodename):
+    node = _ai_infra_get_node(self, nodename)
+    if node is None or node.state not in _AI_INFRA_GONE:
+        return node
+    stopped = type(node).deserialize(type(node).serialize(node))
+    stopped.state = TPU.State.STOPPED
+    return stopped
+
+
+TPU.get_node = _ai_infra_gone_as_stopped
+
+# slurmsync's recovery (start_instances) hands start_tpu {"tpu": ..., "node": [...]} rather
+# than the node list, and a node that is gone must be deleted before one of its name can be
+# created again.
+_ai_infra_start_tpu = start_tpu
+
+
+def start_tpu(node):
+    if isinstance(node, dict):
+        node = node["node"]
+    lkp = util.lookup()
+    tpuobj = TPU.make(lkp.node_nodeset_name(node[0]), lkp)
+    left = _ai_infra_get_node(tpuobj, node[0])
+    if left is not None and left.state in _AI_INFRA_GONE:
+        log.info(f"deleting TPU node {node[0]}, which Cloud TPU ended, to create it again")
+        tpuobj.delete_node(node[0])
+    return _ai_infra_start_tpu(node)
+
+
+# A disk in read-write mode attaches to one TPU VM at a time; a nodeset that may hold more
+# than one TPU VM attaches its data disks read-only, the mode several VMs may share.
+_ai_infra_init = TPU.__init__
+
+
+def _ai_infra_init_shared_disks_read_only(self, nodeset, lkp):
+    _ai_infra_init(self, nodeset, lkp)
+    if nodeset.node_count_static + nodeset.node_count_dynamic_max > 1:
+        for disk in self.data_disks:
+            disk.mode = tpu.AttachedDisk.DiskMode.READ_ONLY
+
+
+TPU.__init__ = _ai_infra_init_shared_disks_read_only
+"""
+"""Two fixes and one mode on top of tpu.py. A preempted static TPU node never came back:
+slurmsync acts on a preemptible node it finds STOPPED (`NodeActionPrempt`: down, then
+start), but Cloud TPU says PREEMPTED ("Preemptible TPUs": the status changes from READY to
+PREEMPTED), and the start it then calls (`start_instances`) passes `start_tpu` a dict it
+cannot read. And tpu.py attaches data disks with the API's default mode, read-write, which
+"only one TPU node can attach at a time" (tpu_v2 AttachedDisk.DiskMode): every VM after the
+first failed to create."""
+TPU_NODE_METADATA = """
+
+# Added by ai-infra (components/slurm/scripts.py TPU_NODE_METADATA). create_node gives every
+# TPU VM a fixed metadata dict; the nodeset's own `metadata` (OS Login on, project SSH keys
+# off) joins it on the create request. A key create_node sets keeps create_node's value.
+class _AiInfraNodeMetadata:
+    def __init__(self, client, metadata):
+        self._ai_infra_client = client
+        self._ai_infra_metadata = metadata
+
+    def __getattr__(self, name):
+        return getattr(self._ai_infra_client, name)
+
+    def create_node(self, request=None, **kwargs):
+        for key, value in self._ai_infra_metadata.items():
+            if key not in request.node.metadata:
+                request.node.metadata[key] = value
+        return self._ai_infra_client.create_node(request=request, **kwargs)
+
+
+_ai_infra_init_metadata = TPU.__init__
+
+
+def _ai_infra_init_with_metadata(self, nodeset, lkp):
+    _ai_infra_init_metadata(self, nodeset, lkp)
+    metadata = dict(getattr(nodeset, "metadata", None) or {})
+    if metadata:
+        self._client = _AiInfraNodeMetadata(
+            self._client, {str(k): str(v) for k, v in metadata.items()}
+        )
+
+
+TPU.__init__ = _ai_infra_init_with_metadata
+"""
+"""tpu.py's create_node sets `node.metadata` from a fixed dict (bucket, cluster, role, worker
+names, boot script) and reads no metadata of the nodeset (Toolkit's nodeset_tpu has none), so
+a TPU VM it creates had no `enable-oslogin`: SSH to it went by project and instance keys.
+The nodeset document's `metadata` (files.nodeset_document) now reaches the create request."""
+ADDITIONS: dict[str, str] = {
+    "util.py": TPU_TREE_TOPOLOGY + TPU_SLICE_ORDER,
+    "tpu.py": TPU_RECOVERY + TPU_NODE_METADATA,
+}
+"""path -> text this program appends to the verified file, after the pinned file's own hash
+is verified."""
 PATCHED: dict[str, str] = {
-    "util.py": "511847a64561be28fd1e0ff21052a78ba1dc287f0c4dc3603812caa8278f3365",
+    "util.py": "d15b078d70e90cb254979f782761e845622c4f4952daf9516523eb46c743e3e9",
+    "tpu.py": "5e75d57d1a11170c02a1565f82ce7cac4af667dd1e5b9fe38edef9af2a2cc811",
 }
 """path -> sha256 of the pinned file with its addition, checked before it is zipped."""
 CONTROLLER_ONLY = (

@@ -1,7 +1,7 @@
 """The Slurm controller (with the persistent disk that holds slurmctld's state) and the login
 VMs of each group: private, shielded, OS Login, on SchedMD's image pinned beside the runtime
-scripts, each booting with the script `boot.py` renders. Node VMs are the controller's to
-create.
+scripts (or one built from it), each booting with the script `boot.py` renders. Node VMs are
+the controller's to create.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from components.base import Component
 from components.context import StackContext
 from components.identity import Identity
 from components.network import NetworkHandle, system_tag
-from components.slurm import boot, scripts
+from components.slurm import boot
 from components.slurm.config import (
     DEFAULT_SCOPES,
     SlurmConfig,
     needs_unsigned_modules,
 )
-from components.slurm.files import UNIVERSE_DOMAIN, state_disk_name
+from components.slurm.files import OS_LOGIN_METADATA, UNIVERSE_DOMAIN, state_disk_name
 
 CONTROLLER_ID_KEY = "ai_infra_controller_id"
 """Login VMs carry the controller's identity, and are replaced when it changes: a new
@@ -33,7 +33,9 @@ hash of the controller inputs whose change replaces it (known before `pulumi up`
 offline plan shows the logins' replacement) and its instance id (new with any replacement)."""
 
 
-def slurm_metadata(cluster: str, role: str, bucket_path: str) -> dict[str, str]:
+def slurm_metadata(
+    cluster: str, role: str, bucket_path: str, local_ssd_mount: str | None = None
+) -> dict[str, str]:
     """What every VM of the cluster carries in its metadata: what Slurm-GCP's setup reads
     (bucket, cluster, role, universe), OS Login on and project SSH keys off, and the boot
     script, in metadata rather than `metadata_startup_script` so that a new script updates an
@@ -43,12 +45,21 @@ def slurm_metadata(cluster: str, role: str, bucket_path: str) -> dict[str, str]:
         "slurm_cluster_name": cluster,
         "slurm_instance_role": role,
         "universe_domain": UNIVERSE_DOMAIN,
-        "enable-oslogin": "TRUE",
-        "block-project-ssh-keys": "TRUE",
+        **OS_LOGIN_METADATA,
         "startup-script": boot.render(
-            boot.BootScript(kind="vm", install_tpu_script=role == "controller")
+            boot.BootScript(
+                kind="vm",
+                install_tpu_script=role == "controller",
+                local_ssd_mount=local_ssd_mount,
+            )
         ),
     }
+
+
+def updates_metadata(allow: bool) -> dict[str, str]:
+    """Metadata that turns the image's automatic OS updates off (Compute Engine "Create an
+    HPC-ready VM instance": disable automatic updates; Toolkit's `allow_automatic_updates`)."""
+    return {} if allow else {"google_disable_automatic_updates": "TRUE"}
 
 
 def slurm_tags(cluster: str, role: str) -> list[str]:
@@ -109,6 +120,7 @@ def controller_and_logins(
         role: str,
         identity: Identity,
         machine_type: str,
+        image: str,
         disk_type: str,
         disk_size_gb: int,
         metadata: Mapping[str, pulumi.Input[str]],
@@ -126,7 +138,7 @@ def controller_and_logins(
             machine_type=machine_type,
             boot_disk=gcp.compute.InstanceBootDiskArgs(
                 initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(
-                    image=scripts.IMAGE, type=disk_type, size=disk_size_gb
+                    image=image, type=disk_type, size=disk_size_gb
                 ),
             ),
             attached_disks=attached,
@@ -156,9 +168,10 @@ def controller_and_logins(
         "controller",
         identities["ctl"],
         config.controller.machine_type,
+        config.controller.image.path,
         config.controller.disk_type,
         config.controller.disk_size_gb,
-        {},
+        updates_metadata(config.controller.allow_automatic_updates),
         # setup.py mounts /dev/disk/by-id/google-<device_name> as slurmctld's state.
         [
             gcp.compute.InstanceAttachedDiskArgs(
@@ -177,7 +190,7 @@ def controller_and_logins(
             [
                 config.controller_name,
                 zone,
-                scripts.IMAGE,
+                config.controller.image.path,
                 config.controller.disk_type,
                 config.controller.disk_size_gb,
             ]
@@ -197,9 +210,14 @@ def controller_and_logins(
                 "login",
                 identities["lgn"],
                 group.machine_type,
+                group.image.path,
                 "pd-balanced",
                 group.disk_size_gb,
-                {"slurm_login_group": group.name, CONTROLLER_ID_KEY: controller_id},
+                {
+                    "slurm_login_group": group.name,
+                    CONTROLLER_ID_KEY: controller_id,
+                    **updates_metadata(group.allow_automatic_updates),
+                },
                 [],
                 [*identities["lgn"].grants, *files_ready],
                 False,

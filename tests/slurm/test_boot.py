@@ -3,7 +3,9 @@ the bucket from a directory, docker and systemctl recorded."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from components.slurm.boot import BootScript, render
+from components.slurm.boot import DEFAULT_REGISTRIES, BootScript, render
 
 STUBS = {
     "curl": """#!/bin/bash
@@ -218,7 +220,9 @@ def test_a_tpu_vm_starts_the_slurmd_container_as_its_worker_s_node(tmp_path: Pat
         "us-docker.pkg.dev/p/tpu/slurm:tf-2.14.0"
     )
     assert "systemctl start docker.slice" in vm.calls
-    assert "credHelpers" in (tmp_path / "docker/config.json").read_text()
+    assert json.loads((tmp_path / "docker/config.json").read_text()) == {
+        "credHelpers": {"gcr.io": "gcloud", "us-docker.pkg.dev": "gcloud"}
+    }
     assert not any(c.startswith("setup.py") for c in vm.calls)
 
 
@@ -253,3 +257,97 @@ def test_rendered_values_are_quoted():
 def test_every_rendered_script_parses():
     for boot in (BootScript(kind="vm", install_tpu_script=True), BootScript(kind="tpu")):
         subprocess.run(["bash", "-n"], input=render(boot), text=True, check=True)
+
+
+def test_a_tpu_vm_authenticates_to_each_registry_the_cluster_s_images_are_in(tmp_path: Path):
+    vm = tpu_vm(tmp_path, "0")
+    registries = (*DEFAULT_REGISTRIES, "europe-west4-docker.pkg.dev", "us-docker.pkg.dev")
+    result = vm.boot(BootScript(kind="tpu", registries=registries))
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "docker/config.json").read_text())["credHelpers"] == {
+        "europe-west4-docker.pkg.dev": "gcloud",
+        "gcr.io": "gcloud",
+        "us-docker.pkg.dev": "gcloud",
+    }
+
+
+SSD_STUBS = {
+    "mountpoint": '#!/bin/bash\necho "mountpoint $*" >> "$STUB_LOG"\nexit "${STUB_MOUNTED:-1}"\n',
+    "mdadm": '#!/bin/bash\necho "mdadm $*" >> "$STUB_LOG"\ntouch "$2"\n',
+    "blkid": '#!/bin/bash\necho "blkid $*" >> "$STUB_LOG"\nexit "${STUB_FS:-2}"\n',
+    "mkfs": '#!/bin/bash\necho "mkfs $*" >> "$STUB_LOG"\n',
+    "mount": '#!/bin/bash\necho "mount $*" >> "$STUB_LOG"\n',
+    "dnf": '#!/bin/bash\necho "dnf $*" >> "$STUB_LOG"\n',
+}
+
+
+def ssd_vm(root: Path, disks: int, *, mdadm: bool = True) -> tuple[Vm, BootScript]:
+    vm = Vm(root, vm_metadata("compute"))
+    for name, text in SSD_STUBS.items():
+        if name == "mdadm" and not mdadm:
+            continue
+        (root / "bin" / name).write_text(text)
+        (root / "bin" / name).chmod(0o755)
+    by_id = root / "by-id"
+    by_id.mkdir()
+    for i in range(disks):
+        (by_id / f"google-local-nvme-ssd-{i}").touch()
+    (by_id / "google-persistent-disk-0").touch()
+    boot = BootScript(
+        kind="vm",
+        local_ssd_mount=str(root / "mnt/localssd"),
+        local_ssd_dir=str(by_id),
+        local_ssd_array=str(root / "md/localssd"),
+    )
+    (root / "md").mkdir()
+    return vm, boot
+
+
+def test_local_ssds_are_striped_formatted_and_mounted_before_setup(tmp_path: Path):
+    vm, boot = ssd_vm(tmp_path, 2)
+    result = vm.boot(boot)
+    assert result.returncode == 0, result.stderr
+    array, mount = tmp_path / "md/localssd", tmp_path / "mnt/localssd"
+    ssds = [f"{tmp_path}/by-id/google-local-nvme-ssd-{i}" for i in range(2)]
+    calls = [c for c in vm.calls if c.split()[0] in ("mdadm", "mkfs", "mount", "dnf")]
+    assert calls == [
+        f"mdadm --create {array} --name=localssd --homehost=any --level=0 --raid-devices=2 "
+        f"--force --run {' '.join(ssds)}",
+        f"mkfs -t ext4 -m 0 {array}",
+        f"mount -t ext4 -o discard,defaults,nofail {array} {mount}",
+    ]
+    assert oct(mount.stat().st_mode & 0o7777) == "0o1777"
+    assert vm.calls.index(calls[-1]) < vm.calls.index("setup.py as setup.py")
+
+
+def test_a_reboot_mounts_the_array_again_without_formatting_it(tmp_path: Path):
+    vm, boot = ssd_vm(tmp_path, 1)
+    (tmp_path / "md/localssd").touch()  # assembled by mdadm at boot, with its file system
+    result = vm.boot(boot, STUB_FS="0")
+    assert result.returncode == 0, result.stderr
+    assert not [c for c in vm.calls if c.startswith(("mdadm", "mkfs"))]
+    assert [c for c in vm.calls if c.startswith("mount ")]
+    # Already mounted (a re-run of the boot): nothing is touched.
+    vm.log.write_text("")
+    result = vm.boot(boot, STUB_MOUNTED="0")
+    assert result.returncode == 0, result.stderr
+    assert not [c for c in vm.calls if c.startswith(("mdadm", "mkfs", "mount "))]
+
+
+def test_a_node_without_the_local_ssds_it_was_promised_fails_its_boot(tmp_path: Path):
+    vm, boot = ssd_vm(tmp_path, 0)
+    result = vm.boot(boot)
+    assert result.returncode == 1 and "no local SSD" in result.stderr
+    assert not [c for c in vm.calls if c.startswith("setup.py")]
+
+
+@pytest.mark.skipif(
+    shutil.which("mdadm", path="/usr/bin:/bin") is not None,
+    reason="this machine's own mdadm is on the boot's PATH",
+)
+def test_mdadm_is_installed_when_the_image_lacks_it(tmp_path: Path):
+    vm, boot = ssd_vm(tmp_path, 2, mdadm=False)
+    result = vm.boot(boot)
+    # The stub dnf installs nothing, so the boot stops at mdadm: it did try to install it.
+    assert result.returncode != 0
+    assert "dnf install -y mdadm" in vm.calls

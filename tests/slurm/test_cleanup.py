@@ -16,8 +16,10 @@ from components.slurm.cleanup import (
     CALL_TIMEOUT_SECONDS,
     REASK_SECONDS,
     ComputeCleanupProvider,
+    FlexCleanupProvider,
     TpuCleanupProvider,
     owned,
+    owned_groups,
     owned_instances,
 )
 from tests.conftest import build_graph
@@ -298,3 +300,101 @@ def test_the_cpu_cleanup_exists_only_with_cpu_nodesets_and_runs_between_controll
     assert cleanup.urn in graph.named("slurm-controller").dependencies, cleanup.urn
     for before in ("network-subnet", "slurm-cpu-sa", "slurm-template-cpu"):
         assert graph.named(before).urn in cleanup.dependencies, before
+
+
+# Flex-start groups of GPU nodesets
+
+REGION = "us-central2"
+A3 = "https://www.googleapis.com/compute/v1/projects/p/global/instanceTemplates/tpu-a3-0123456789"
+
+
+def group(name: str, template: str = A3) -> compute.InstanceGroupManager:
+    """A group as mig_flex.py creates it: its template in `versions`, none at the top."""
+    return compute.InstanceGroupManager(
+        name=name, versions=[compute.InstanceGroupManagerVersion(instance_template=template)]
+    )
+
+
+class FakeGroupsClient:
+    """`compute_v1.RegionInstanceGroupManagersClient` as cleanup calls it: groups go `lag`
+    listings after their delete is accepted; `busy` groups refuse their first delete (a
+    resize in flight), `gone` ones are already deleted, `flaky` listings fail with 503."""
+
+    def __init__(
+        self,
+        groups: list[compute.InstanceGroupManager],
+        *,
+        lag: int = 0,
+        busy: tuple[str, ...] = (),
+        gone: tuple[str, ...] = (),
+        flaky: int = 0,
+    ) -> None:
+        self.groups = {g.name: g for g in groups}
+        self.deleted: list[str] = []
+        self.pending: dict[str, int] = {}
+        self.lag, self.busy, self.gone, self.flaky = lag, set(busy), gone, flaky
+
+    def list(self, *, project: str, region: str, timeout: float) -> list[Any]:
+        assert (project, region, timeout) == ("p", REGION, CALL_TIMEOUT_SECONDS)
+        if self.flaky:
+            self.flaky -= 1
+            raise api_exceptions.ServiceUnavailable("try again")
+        for name in list(self.pending):
+            self.pending[name] -= 1
+            if self.pending[name] < 0:
+                del self.pending[name], self.groups[name]
+        return list(self.groups.values())
+
+    def delete(
+        self, *, project: str, region: str, instance_group_manager: str, timeout: float
+    ) -> Any:
+        assert (project, region, timeout) == ("p", REGION, CALL_TIMEOUT_SECONDS)
+        self.deleted.append(instance_group_manager)
+        if instance_group_manager in self.gone:
+            self.groups.pop(instance_group_manager, None)
+            raise api_exceptions.NotFound(instance_group_manager)
+        if instance_group_manager in self.busy:
+            self.busy.discard(instance_group_manager)
+            raise api_exceptions.BadRequest("resourceNotReady")
+        self.pending[instance_group_manager] = self.lag
+        return object()
+
+
+def flex_provider(api: FakeGroupsClient, **kwargs: Any) -> FlexCleanupProvider:
+    return FlexCleanupProvider(client_factory=lambda: api, sleep=lambda _: None, **kwargs)
+
+
+def test_only_the_groups_the_controller_made_for_the_nodeset_are_owned():
+    groups = [
+        group("tpu-a3-1a2b3c4d"),
+        group("tpu-a3-job-17-0f0f0f0f"),
+        group("tpu-a3-1a2b3c4"),  # not mig_flex.py's eight hex digits
+        group("tpu-a3-job-17-0f0f0f0f-x"),
+        group("tpu-a3-deadbeef", template=A3.replace("tpu-a3-", "other-a3-")),
+        group("tpu-a3x-1a2b3c4d"),
+    ]
+    assert owned_groups(groups, "tpu", "a3") == ["tpu-a3-1a2b3c4d", "tpu-a3-job-17-0f0f0f0f"]
+
+
+def test_destroy_deletes_the_flex_groups_through_busy_and_transient_answers():
+    api = FakeGroupsClient(
+        [group("tpu-a3-1a2b3c4d"), group("tpu-a3-job-2-00000000"), group("keep-me")],
+        lag=1,
+        busy=("tpu-a3-1a2b3c4d",),
+        gone=("tpu-a3-job-2-00000000",),
+        flaky=1,
+    )
+    flex_provider(api).delete("p/tpu", props("a3"))
+    assert list(api.groups) == ["keep-me"]
+    assert api.deleted.count("tpu-a3-1a2b3c4d") == 2
+
+
+def test_flex_cleanup_gives_up_loudly_and_dropping_a_nodeset_deletes_only_its_groups():
+    api = FakeGroupsClient([group("tpu-a3-1a2b3c4d")], lag=10**6)
+    with pytest.raises(TimeoutError, match=r"flex-start instance groups .* tpu-a3-1a2b3c4d"):
+        flex_provider(api, wait_seconds=30).delete("p/tpu", props("a3"))
+    api = FakeGroupsClient(
+        [group("tpu-a3-1a2b3c4d"), group("tpu-b-1a2b3c4d", A3.replace("a3", "b"))]
+    )
+    flex_provider(api).update("p/tpu", props("a3", "b"), props("a3"))
+    assert api.deleted == ["tpu-b-1a2b3c4d"]

@@ -88,6 +88,8 @@ def test_nodeset_yaml_has_exactly_the_keys_the_controller_reads():
                 "mount_options": "",
             }
         ],
+        # What the tpu.py addition puts in each TPU VM's metadata (test_upstream).
+        "metadata": {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"},
     }
 
 
@@ -467,6 +469,27 @@ def test_the_tpu_vms_boot_script_is_in_the_bucket_before_config_yaml():
     boot = found["tpu-files/ai-infra-tpu-startup.sh"]
     assert "docker run" in content(boot)
     assert boot.urn in found["tpu-files/config.yaml"].dependencies
+
+
+def test_the_tpu_vms_log_in_to_the_regional_registry_a_nodeset_s_image_is_in():
+    image = "europe-west4-docker.pkg.dev/test-project/slurm/slurmd:tf-2.14.0"
+    graph = build_graph(
+        stack(
+            tpuNodesets=[
+                {"name": "v4", "nodeType": "v4-8", "nodeCountDynamicMax": 2},
+                {"name": "own", "nodeType": "v4-8", "nodeCountDynamicMax": 2, "dockerImage": image},
+            ],
+            partitions=[{"name": "tpu", "nodesets": ["v4", "own"]}],
+        )
+    )
+    found = objects(graph)
+    script = content(found["tpu-files/ai-infra-tpu-startup.sh"])
+    assert (
+        '{"credHelpers": {"europe-west4-docker.pkg.dev": "gcloud", "gcr.io": "gcloud", '
+        '"us-docker.pkg.dev": "gcloud"}}'
+    ) in script
+    own = yaml.safe_load(content(found["tpu-files/nodeset_tpu_configs/own.yaml"]))
+    assert own["docker_image"] == image
 
 
 def slurm_plan(example: str) -> list[str]:

@@ -4,10 +4,13 @@ before anything is registered; good input takes the documented defaults."""
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
 
+from components import tpu_catalog
+from components.slurm import describe
 from components.slurm.config import TpuNodesetConfig
 from plan.engine import record_program
 from stacks.loading import parse
@@ -48,6 +51,8 @@ def cpu(**fields: Any) -> dict[str, Any]:
     )
 
 
+A3M: dict[str, Any] = {"machineType": "a3-megagpu-8g", "diskType": "pd-ssd"}
+MULTI_HOST: dict[str, Any] = {"name": "v4x32", "nodeType": "v4-32", "nodeCountDynamicMax": 12}
 C0 = "ai-infra:slurm.cpuNodesets[0]"
 N0 = "ai-infra:slurm.tpuNodesets[0]"
 CASES: list[tuple[str, dict[str, Any], str, str]] = [
@@ -319,9 +324,15 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     (
         "image in a registry the TPU VM cannot log in to",
-        nodeset(dockerImage="europe-docker.pkg.dev/p/r/slurm:tf-2.14.0"),
+        nodeset(dockerImage="ghcr.io/p/slurm:tf-2.14.0"),
         f"{N0}.dockerImage",
-        "us-docker.pkg.dev repository",
+        "push the image to an Artifact Registry repository",
+    ),
+    (
+        "image in Artifact Registry of a region there is not",
+        nodeset(dockerImage="mars-west1-docker.pkg.dev/p/r/slurm:tf-2.14.0"),
+        f"{N0}.dockerImage",
+        "REGION-docker.pkg.dev",
     ),
     (
         "preemptible and reserved",
@@ -371,7 +382,7 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
             },
         ),
         f"{N0}.zone",
-        "no zone this program knows",
+        "offers v3-32 in europe-west4-a",
     ),
     (
         "foreign subnet without public IPs",
@@ -494,6 +505,68 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         stack(tpuNodesets=[{**NODESET, "nodeCountStatic": 1}]),
         "ai-infra:slurm.partitions[0].exclusive",
         "exclusive: false",
+    ),
+    (
+        "a partition of multi-host slices shared between jobs",
+        stack(
+            debugPartition=True,
+            tpuNodesets=[MULTI_HOST],
+            partitions=[{"name": "tpu", "nodesets": ["v4x32"], "exclusive": False}],
+        ),
+        "ai-infra:slurm.partitions[0].exclusive",
+        "two jobs would share a slice",
+    ),
+    (
+        "static multi-host slices, which exclusivity would power down",
+        stack(
+            debugPartition=True,
+            tpuNodesets=[{**MULTI_HOST, "nodeCountStatic": 4}],
+            partitions=[{"name": "tpu", "nodesets": ["v4x32"]}],
+        ),
+        "ai-infra:slurm.partitions[0].exclusive",
+        "set nodeCountStatic: 0",
+    ),
+    (
+        "a partitionConf typo, which stops slurmctld",
+        partition(partitionConf={"MaxTme": "60"}),
+        "ai-infra:slurm.partitions[0].partitionConf.MaxTme",
+        "did you mean MaxTime",
+    ),
+    (
+        "a partitionConf key Slurm 25.11 does not have",
+        partition(partitionConf={"MaxJobs": "4"}),
+        "ai-infra:slurm.partitions[0].partitionConf.MaxJobs",
+        "no partition option 'MaxJobs'",
+    ),
+    (
+        "Shared, OverSubscribe's older name",
+        partition(partitionConf={"shared": "NO"}),
+        "ai-infra:slurm.partitions[0].partitionConf.shared",
+        "decided by the program",
+    ),
+    (
+        "a boolean partition option that is not YES or NO",
+        partition(partitionConf={"Hidden": "maybe"}),
+        "ai-infra:slurm.partitions[0].partitionConf.Hidden",
+        "YES or NO",
+    ),
+    (
+        "a whole-number partition option that is not one",
+        partition(partitionConf={"MaxNodes": "4x"}),
+        "ai-infra:slurm.partitions[0].partitionConf.MaxNodes",
+        "whole number",
+    ),
+    (
+        "a partition priority past Slurm's 16 bits",
+        partition(partitionConf={"PriorityTier": "70000"}),
+        "ai-infra:slurm.partitions[0].partitionConf.PriorityTier",
+        "65535",
+    ),
+    (
+        "one partition option twice in two cases",
+        partition(partitionConf={"maxTime": "60", "MaxTime": "90"}),
+        "ai-infra:slurm.partitions[0].partitionConf.MaxTime",
+        "keep one",
     ),
     (
         "two defaults",
@@ -705,6 +778,18 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "one extension",
     ),
     (
+        "a prolog name setup would install in a folder Slurm never runs",
+        stack(prologScripts=[{"name": "gpu-script-check.sh", "content": "#!/bin/sh\n"}]),
+        "ai-infra:slurm.prologScripts[0].name",
+        "Slurm would never run it",
+    ),
+    (
+        "an epilog name starting with script-",
+        stack(epilogScripts=[{"name": "script-clean.sh", "content": "#!/bin/sh\n"}]),
+        "ai-infra:slurm.epilogScripts[0].name",
+        "rename it",
+    ),
+    (
         "two epilogs of one name",
         stack(epilogScripts=[{"name": "a.sh", "content": "#!/bin/sh\n"}] * 2),
         "ai-infra:slurm.epilogScripts[1].name",
@@ -738,7 +823,246 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "the old single login key",
         stack(login={"count": 2}),
         "ai-infra:slurm.login",
-        "loginGroups",
+        "login became loginGroups",
+    ),
+    (
+        "Tier_1 on a machine Compute Engine offers it on only from 30 vCPUs",
+        cpu(machineType="n2-standard-16", bandwidthTier="tier_1_enabled"),
+        f"{C0}.bandwidthTier",
+        "30 vCPUs or more",
+    ),
+    (
+        "Tier_1 on a series without it",
+        cpu(machineType="n1-standard-32", bandwidthTier="tier_1_enabled"),
+        f"{C0}.bandwidthTier",
+        "gvnic_enabled",
+    ),
+    (
+        "VirtIO on a machine that runs gVNIC only",
+        cpu(machineType="c3-standard-8", bandwidthTier="virtio_enabled"),
+        f"{C0}.bandwidthTier",
+        "gVNIC only",
+    ),
+    (
+        "a bandwidth tier Toolkit does not have",
+        cpu(bandwidthTier="tier_2"),
+        f"{C0}.bandwidthTier",
+        "tier_1_enabled",
+    ),
+    (
+        "a reservation over two zones",
+        cpu(**A3M, reservation="a3", zones=["us-central2-b", "us-central2-c"]),
+        f"{C0}.zones",
+        "a reservation lives in one zone",
+    ),
+    (
+        "one reservation in two nodesets' zones",
+        stack(
+            cpuNodesets=[
+                {"name": "a", **A3M, "reservation": "a3", "zones": ["us-central2-b"]},
+                {"name": "b", **A3M, "reservation": "a3", "zones": ["us-central2-c"]},
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4"]},
+                {"name": "gpu", "nodesets": ["a", "b"]},
+            ],
+        ),
+        "ai-infra:slurm.cpuNodesets[1].reservation",
+        "takes this reservation in us-central2-b",
+    ),
+    (
+        "a reservation of a series sold without them",
+        cpu(machineType="a3-highgpu-1g", reservation="a3"),
+        f"{C0}.reservation",
+        "not offered reservation",
+    ),
+    (
+        "Spot VMs consuming a reservation",
+        cpu(**A3M, spot=True, reservation="a3"),
+        f"{C0}.reservation",
+        "Spot VMs consume no reservation",
+    ),
+    (
+        "flex-start with static nodes",
+        cpu(**A3M, dwsFlex={}, nodeCountStatic=2, nodeCountDynamicMax=0),
+        f"{C0}.nodeCountStatic",
+        "dynamic nodes only",
+    ),
+    (
+        "flex-start and Spot",
+        cpu(**A3M, dwsFlex={}, spot=True),
+        f"{C0}.spot",
+        "not both",
+    ),
+    (
+        "flex-start and a reservation",
+        cpu(**A3M, dwsFlex={}, reservation="a3"),
+        f"{C0}.reservation",
+        "flex-start VMs consume no reservation",
+    ),
+    (
+        "flex-start of a CPU machine",
+        cpu(machineType="n2-standard-8", dwsFlex={}),
+        f"{C0}.dwsFlex",
+        "GPU machine types only",
+    ),
+    (
+        "flex-start of a series that has none",
+        cpu(machineType="n1-standard-8", gpu={"type": "nvidia-tesla-t4", "count": 1}, dwsFlex={}),
+        f"{C0}.dwsFlex",
+        "not offered flex-start",
+    ),
+    (
+        "a flex-start run longer than a week",
+        cpu(**A3M, dwsFlex={"maxRunDuration": 604801}),
+        f"{C0}.dwsFlex.maxRunDuration",
+        "604800",
+    ),
+    (
+        "placement with more nodes than the policy holds",
+        cpu(enablePlacement=True, placementMaxDistance=1, nodeCountDynamicMax=30),
+        f"{C0}.enablePlacement",
+        "holds 22",
+    ),
+    (
+        "a max distance without placement",
+        cpu(placementMaxDistance=2),
+        f"{C0}.placementMaxDistance",
+        "enablePlacement: true",
+    ),
+    (
+        "placement of a series Slurm-GCP never places",
+        cpu(machineType="n1-standard-8", enablePlacement=True),
+        f"{C0}.enablePlacement",
+        "places no n1 VM",
+    ),
+    (
+        "A3 at max distance 1",
+        cpu(**A3M, enablePlacement=True, placementMaxDistance=1, nodeCountDynamicMax=4),
+        f"{C0}.placementMaxDistance",
+        "max distance of 1",
+    ),
+    (
+        "flex-start placement of a series Toolkit does not place",
+        cpu(**A3M, dwsFlex={}, enablePlacement=True, nodeCountDynamicMax=4),
+        f"{C0}.enablePlacement",
+        "take no placement policy",
+    ),
+    (
+        "local SSDs added to a machine that brings its own",
+        cpu(**A3M, localSsd={"count": 2}),
+        f"{C0}.localSsd.count",
+        "comes with its own",
+    ),
+    (
+        "local SSDs on a series without them",
+        cpu(machineType="c4-standard-8", diskType="hyperdisk-balanced", localSsd={"count": 1}),
+        f"{C0}.localSsd",
+        "takes no Local SSD",
+    ),
+    (
+        "a local SSD count Compute Engine does not attach",
+        cpu(localSsd={"count": 3}),
+        f"{C0}.localSsd.count",
+        "1, 2, 4, 8, 16, 24",
+    ),
+    (
+        "local SSDs without a count where the machine has none of its own",
+        cpu(localSsd={}),
+        f"{C0}.localSsd.count",
+        "not none",
+    ),
+    (
+        "two extra disks of one device name",
+        cpu(additionalDisks=[{"deviceName": "d"}, {"deviceName": "d"}]),
+        f"{C0}.additionalDisks[1].deviceName",
+        "keep one",
+    ),
+    (
+        "an extra Hyperdisk on a machine that attaches none",
+        cpu(
+            machineType="n1-standard-8",
+            additionalDisks=[{"deviceName": "d", "diskType": "hyperdisk-balanced"}],
+        ),
+        f"{C0}.additionalDisks[0].diskType",
+        "no Hyperdisk",
+    ),
+    (
+        "GPU networks on a machine without a GPU NIC layout",
+        cpu(machineType="n2-standard-8", gpuNetworks={}),
+        f"{C0}.gpuNetworks",
+        "no GPU NIC layout",
+    ),
+    (
+        "RDMA NICs over two zones",
+        cpu(
+            machineType="a3-ultragpu-8g",
+            diskType="hyperdisk-balanced",
+            spot=True,
+            gpuNetworks={},
+            zones=["us-central2-b", "us-central2-c"],
+        ),
+        f"{C0}.zones",
+        "RoCE profile",
+    ),
+    (
+        "GPU networks whose names run past 63 characters",
+        with_config(
+            **REGION,
+            prefix="ai-infra-research",
+            slurm={
+                **CLUSTER,
+                "clusterName": "research-cluster-01",
+                "cpuNodesets": [
+                    {
+                        "name": "a3ultrapartone",
+                        "machineType": "a3-ultragpu-8g",
+                        "diskType": "hyperdisk-balanced",
+                        "spot": True,
+                        "gpuNetworks": {},
+                    }
+                ],
+                "partitions": [
+                    {"name": "tpu", "nodesets": ["v4"]},
+                    {"name": "gpu", "nodesets": ["a3ultrapartone"]},
+                ],
+            },
+        ),
+        f"{C0}.gpuNetworks",
+        "past Compute Engine's 63 characters",
+    ),
+    (
+        "two nodesets' GPU networks in one range",
+        stack(
+            cpuNodesets=[
+                {"name": "a", **A3M, "gpuNetworks": {}},
+                {"name": "b", **A3M, "gpuNetworks": {"subnetCidr": "10.200.64.0/20"}},
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4"]},
+                {"name": "gpu", "nodesets": ["a", "b"]},
+            ],
+        ),
+        "ai-infra:slurm.cpuNodesets[1].gpuNetworks.subnetCidr",
+        "overlaps cpuNodesets[0]'s",
+    ),
+    (
+        "GPU networks over the stack's subnet",
+        cpu(**A3M, gpuNetworks={"subnetCidr": "10.129.0.0/20"}),
+        f"{C0}.gpuNetworks.subnetCidr",
+        "overlap network.subnetCidr 10.129.0.0/20",
+    ),
+    (
+        "a controller image by both family and name",
+        stack(controller={"image": {"family": "a", "name": "b"}}),
+        "ai-infra:slurm.controller.image",
+        "exactly one of family and name",
+    ),
+    (
+        "a login image by neither family nor name",
+        stack(loginGroups=[{"name": "login", "image": {"project": "my-images"}}]),
+        "ai-infra:slurm.loginGroups[0].image",
+        "exactly one of family and name",
     ),
     (
         "controller outside the region",
@@ -840,6 +1164,50 @@ def test_a_runtime_version_stands_for_its_tf_version():
     assert config.tpu_nodesets[0].image.endswith(":tf-2.13.1")
 
 
+@pytest.mark.parametrize(
+    ("zone", "node_type", "nodes"),
+    [
+        ("europe-west4-a", "v3-32", 4),
+        ("europe-west4-a", "v3-2048", 256),
+        ("europe-west4-a", "v2-8", 1),
+        ("europe-west4-a", "v2-512", 64),
+        ("asia-east1-c", "v2-8", 1),
+        ("us-central1-a", "v2-32", 4),
+    ],
+)
+def test_v2_and_v3_sizes_and_zones_are_the_tpu_catalog_s(zone, node_type, nodes):
+    """Issue 29: Slurm kept its own v2/v3 table, which refused v3-32 and larger everywhere and
+    v2/v3 in europe-west4-a though Cloud TPU lists them there, and tpuVms accepts them."""
+    region = zone.rsplit("-", 1)[0]
+    entry = {"name": "v", "nodeType": node_type, "nodeCountDynamicMax": nodes}
+    raw = with_config(
+        **{"gcp:region": region, "gcp:zone": zone},
+        slurm={
+            **CLUSTER,
+            "debugPartition": True,
+            "tpuNodesets": [entry],
+            "partitions": [{"name": "tpu", "nodesets": ["v"]}],
+        },
+    )
+    config = parse(raw, "test").slurm
+    assert config is not None
+    [nodeset_config] = config.tpu_nodesets
+    assert nodeset_config.shape == tpu_catalog.resolve(node_type)
+    assert nodeset_config.workers_per_slice == nodes
+
+
+def test_an_unlisted_zone_is_taken_when_the_nodeset_says_so():
+    raw = with_config(
+        **{"gcp:region": "us-central1", "gcp:zone": "us-central1-c"},
+        slurm={**CLUSTER, "tpuNodesets": [{**NODESET, "nodeType": "v3-8"}]},
+    )
+    _, error = record_program(raw)
+    assert isinstance(error, ConfigError)
+    assert "allowUnlistedZone" in dict(error.rendered)[f"{N0}.zone"]
+    raw["ai-infra:slurm"]["tpuNodesets"][0]["allowUnlistedZone"] = True
+    assert parse(raw, "test").slurm is not None
+
+
 def test_v2_and_v3_single_hosts_are_accepted_where_cloud_tpu_offers_them():
     raw = with_config(
         **{"gcp:region": "us-central1", "gcp:zone": "us-central1-b"},
@@ -935,3 +1303,63 @@ def test_secure_boot_is_off_only_where_schedmd_s_image_loads_unsigned_modules():
     assert [config.secure_boot(n) for n in config.cpu_nodesets] == [True, False, False]
     gpus = config.cpu_nodesets[1].gpus()
     assert gpus is not None and gpus.model_dump() == {"type": "nvidia-l4", "count": 1}
+
+
+@pytest.mark.parametrize(
+    ("counts", "mode"),
+    [({"nodeCountDynamicMax": 1}, "read-write"), ({"nodeCountDynamicMax": 2}, "read-only")],
+)
+def test_data_disks_are_read_only_where_the_nodeset_may_hold_more_than_one_tpu_vm(counts, mode):
+    disk = "projects/test-project/zones/us-central2-b/disks/data"
+    config = parse(nodeset(dataDisks=[disk], **counts), "test")
+    assert config.slurm is not None
+    [nodeset_config] = config.slurm.tpu_nodesets
+    assert nodeset_config.data_disks_read_only is (mode == "read-only")
+    [(_, lines)] = describe(config.slurm, config.context)
+    [line] = [x for x in lines if x.startswith("  nodeset v4:")]
+    assert line.endswith(f", 1 data disk(s) {mode}"), line
+
+
+def test_partition_options_are_any_slurm_option_in_any_case_written_as_slurm_spells_them():
+    config = parse(
+        partition(
+            partitionConf={
+                "maxtime": "24:00:00",
+                "SUSPENDTIME": "600",
+                "MaxNodes": "UNLIMITED",
+                "GraceTime": "2k",
+                "Hidden": "no",
+                "PriorityTier": "0x10",
+            }
+        ),
+        "test",
+    ).slurm
+    assert config is not None
+    [tpu] = config.all_partitions
+    assert tpu.conf(tpu=True) == {
+        "SuspendTime": "600",
+        "SuspendTimeout": "240",
+        "ResumeTimeout": "600",
+        "MaxTime": "24:00:00",
+        "MaxNodes": "UNLIMITED",
+        "GraceTime": "2k",
+        "Hidden": "no",
+        "PriorityTier": "0x10",
+    }
+
+
+def test_every_job_script_s_object_names_the_folder_slurm_runs():
+    from tests.conftest import build_graph
+
+    scripts = [{"name": n, "content": "#!/bin/sh\n"} for n in ("pre-script.sh", "a_b-c.sh")]
+    graph = build_graph(stack(prologScripts=scripts, epilogScripts=scripts))
+    names = [
+        r.inputs["name"].rsplit("/", 1)[1]
+        for r in graph.of_type("gcp:storage/bucketObject:BucketObject")
+        if "-script-" in r.inputs["name"]
+    ]
+    assert len(names) == 4
+    # util.py install_custom_scripts: the folder is the object name up to its last '-script-'.
+    for name in names:
+        match = re.match(r"^slurm-(?P<path>\S+)-script-(?P<name>\S+)", name)
+        assert match is not None and match["path"] in ("prolog", "epilog"), name

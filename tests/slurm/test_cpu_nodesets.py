@@ -178,6 +178,9 @@ def test_the_controller_role_grows_by_what_resume_and_suspend_call_for_cpu_nodes
     tpu_only = build_graph(stack()).named("slurm-ctl-role").inputs["permissions"]
     with_cpu = build_graph(cpu_stack()).named("slurm-ctl-role").inputs["permissions"]
     assert set(with_cpu) - set(tpu_only) == set(CPU_PERMISSIONS)
+    # bulkInsert from a template whose image is in the user's project, not SchedMD's public
+    # one, needs the image's useReadOnly (issue 29: such nodesets failed at job time).
+    assert "compute.images.useReadOnly" in with_cpu
     assert set(TPU_PERMISSIONS) <= set(tpu_only)
     assert "compute.subnetworks.useExternalIp" not in with_cpu
     public = build_graph(cpu_stack(enablePublicIps=True)).named("slurm-ctl-role").inputs

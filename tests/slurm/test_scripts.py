@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import re
 import zipfile
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from google.cloud import tpu_v2
 
 from components.slurm import scripts as slurm_scripts
 from components.slurm.scripts import (
@@ -122,10 +126,10 @@ def test_create_verifies_every_file_and_uploads_both_zips():
         assert result.outs["md5"][zip_name] == md5_base64(data)
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             assert sorted(archive.namelist()) == sorted(names)
-            assert archive.read("tpu.py") == fake_file("tpu.py")
-            # util.py carries this program's one addition, after the pinned file.
-            util = archive.read("util.py")
-            assert util == fake_file("util.py") + ADDITIONS["util.py"].encode()
+            assert archive.read("conf.py") == fake_file("conf.py")
+            # util.py and tpu.py carry this program's additions, after the pinned files.
+            for path in ("util.py", "tpu.py"):
+                assert archive.read(path) == fake_file(path) + ADDITIONS[path].encode()
 
 
 def test_a_wrong_hash_fails_the_deploy_step_and_uploads_nothing():
@@ -259,20 +263,59 @@ def test_a_bucket_mirror_is_read_from_cloud_storage(monkeypatch):
 
 def test_the_addition_is_checked_against_its_own_pin():
     with pytest.raises(ScriptHashError, match=r"util\.py with ai-infra's addition"):
-        ScriptsProvider(FakeFetcher(), FakeBucket()).create(props(patched={"util.py": "0" * 64}))
+        ScriptsProvider(FakeFetcher(), FakeBucket()).create(
+            props(patched={**FAKE_PATCHED, "util.py": "0" * 64})
+        )
+
+
+UTIL_STAND_IN = """
+API_REQ_LIMIT = 2000
+
+
+class Lookup:
+    def has_block_topology(self, partition):
+        return all(n == 'a4x' for n in partition.partition_nodeset)
+
+
+def chunked(iterable, n=API_REQ_LIMIT):
+    items = list(iterable)
+    for start in range(0, len(items), n):
+        yield items[start:start + n]
+"""
+"""The parts of util.py the addition builds on: upstream's has_block_topology is all(...) over
+the partition's CPU nodesets, and chunked cuts an iterable into lists of n."""
+
+
+class StandInLookup:
+    """util.Lookup's node-name parsing for cluster `c`, TPU nodesets `tpu` and `big`."""
+
+    def _parts(self, node: str) -> tuple[str, int]:
+        prefix, _, index = node.rpartition("-")
+        if not prefix.startswith("c-") or not index.isdigit():
+            raise ValueError(f"node name {node} is not valid")
+        return prefix, int(index)
+
+    def node_is_tpu(self, node: str) -> bool:
+        return self._parts(node)[0] in ("c-tpu", "c-big")
+
+    def node_prefix(self, node: str) -> str:
+        return self._parts(node)[0]
+
+    def node_index(self, node: str) -> int:
+        return self._parts(node)[1]
+
+
+def util_with_addition(lookup: object | None = None) -> dict:
+    """The appended text under the scripts' own Python semantics, on the stand-in util."""
+    namespace: dict = {}
+    exec(UTIL_STAND_IN, namespace)
+    namespace["_lkp"] = lookup
+    exec(ADDITIONS["util.py"], namespace)
+    return namespace
 
 
 def test_the_addition_only_overrides_the_block_topology_of_partitions_without_cpu_nodesets():
-    """The appended text under the scripts' own Python semantics: a stand-in Lookup whose
-    has_block_topology is upstream's all(...) over the partition's CPU nodesets."""
-    namespace: dict = {}
-    exec(
-        "class Lookup:\n"
-        "    def has_block_topology(self, partition):\n"
-        "        return all(n == 'a4x' for n in partition.partition_nodeset)\n",
-        namespace,
-    )
-    exec(ADDITIONS["util.py"], namespace)
+    namespace = util_with_addition()
 
     class Partition:
         def __init__(self, nodesets: list[str]) -> None:
@@ -282,3 +325,174 @@ def test_the_addition_only_overrides_the_block_topology_of_partitions_without_cp
     assert lookup.has_block_topology(Partition([])) is False  # a TPU partition: tree
     assert lookup.has_block_topology(Partition(["a4x"])) is True  # upstream's own answer
     assert lookup.has_block_topology(Partition(["debug"])) is False
+
+
+def tpu(*indexes: int, nodeset: str = "tpu") -> list[str]:
+    return [f"c-{nodeset}-{i}" for i in indexes]
+
+
+def test_tpu_nodes_in_string_order_are_cut_into_the_slices_of_their_leaf_switches():
+    chunked = util_with_addition(StandInLookup())["chunked"]
+    # resume.py's sorted(): a whole-slice job on nodes 4-11 of a v4-32 nodeset (4 per slice).
+    resumed = sorted(tpu(*range(4, 12)))
+    assert resumed[:4] == tpu(10, 11, 4, 5)
+    assert list(chunked(resumed, n=4)) == [tpu(4, 5, 6, 7), tpu(8, 9, 10, 11)]
+    # Two nodesets, as slurmsync lists static nodes: each slice stays in its nodeset.
+    mixed = tpu(9, 8, 1, 0) + tpu(3, 2, nodeset="big")
+    assert list(chunked(mixed, n=2)) == [
+        tpu(2, 3, nodeset="big"),
+        tpu(0, 1),
+        tpu(8, 9),
+    ]
+    # A slice the job holds only part of is never filled up with another slice's nodes.
+    assert list(chunked(tpu(3, 4), n=4)) == [tpu(3), tpu(4)]
+
+
+def test_anything_but_tpu_nodes_is_cut_as_upstream_cuts_it():
+    chunked = util_with_addition(StandInLookup())["chunked"]
+    cpu = ["c-cpu-10", "c-cpu-2", "c-cpu-3"]
+    assert list(chunked(cpu, n=2)) == [["c-cpu-10", "c-cpu-2"], ["c-cpu-3"]]
+    requests = [("a", 1), ("b", 2), ("c", 3)]
+    assert list(chunked(iter(requests), 2)) == [[("a", 1), ("b", 2)], [("c", 3)]]
+    assert list(chunked([*tpu(10, 2), "c-cpu-1"], n=2)) == [tpu(10, 2), ["c-cpu-1"]]
+    # Before the config is loaded there is no lookup to ask.
+    unloaded = util_with_addition(None)["chunked"]
+    assert list(unloaded(sorted(tpu(*range(8, 12))), n=2)) == [tpu(10, 11), tpu(8, 9)]
+
+
+def nodeset(
+    static: int = 0, dynamic: int = 2, disks: tuple[str, ...] = (), **more: Any
+) -> SimpleNamespace:
+    return SimpleNamespace(
+        node_count_static=static, node_count_dynamic_max=dynamic, data_disks=list(disks), **more
+    )
+
+
+class FakeTpuClient:
+    """The TpuClient calls create_node makes, recorded."""
+
+    def __init__(self) -> None:
+        self.created: list[tpu_v2.CreateNodeRequest] = []
+
+    def create_node(self, request: tpu_v2.CreateNodeRequest) -> str:
+        self.created.append(request)
+        return "operation"
+
+    def get_node(self, request: tpu_v2.GetNodeRequest) -> str:
+        return "node"
+
+
+def tpu_with_addition(nodes: dict[str, tpu_v2.Node]) -> tuple[dict, list[Any]]:
+    """tpu.py's TPU class and start_tpu as far as the addition reaches, on a fake API of
+    `nodes` by name; returns the namespace and what the original start_tpu was given."""
+    started: list[Any] = []
+    deleted: list[str] = []
+
+    class Tpu:
+        State = tpu_v2.Node.State
+
+        def __init__(self, ns: Any, lkp: Any) -> None:
+            self.nodes, self.deleted = nodes, deleted
+            self._client = FakeTpuClient()
+            self.data_disks = [
+                tpu_v2.AttachedDisk(
+                    source_disk=disk, mode=tpu_v2.AttachedDisk.DiskMode.DISK_MODE_UNSPECIFIED
+                )
+                for disk in ns.data_disks
+            ]
+
+        @classmethod
+        def make(cls, name: str, lkp: Any) -> Any:
+            return cls(nodeset(), lkp)
+
+        def get_node(self, name: str) -> tpu_v2.Node | None:
+            return nodes.get(name)
+
+        def delete_node(self, name: str) -> bool:
+            deleted.append(name)
+            del nodes[name]
+            return True
+
+    lookup = SimpleNamespace(node_nodeset_name=lambda node: node.split("-")[1])
+    namespace = {
+        "TPU": Tpu,
+        "start_tpu": started.append,
+        "util": SimpleNamespace(lookup=lambda: lookup),
+        "log": logging.getLogger("tpu"),
+        "tpu": tpu_v2,
+        "deleted": deleted,
+    }
+    exec(ADDITIONS["tpu.py"], namespace)
+    return namespace, started
+
+
+def node(state: str) -> tpu_v2.Node:
+    return tpu_v2.Node(name="c-tpu-0", state=tpu_v2.Node.State[state])
+
+
+@pytest.mark.parametrize("state", ["PREEMPTED", "TERMINATED"])
+def test_a_tpu_vm_cloud_tpu_ended_is_stopped_to_slurmsync(state: str):
+    nodes = {"c-tpu-0": node(state), "c-tpu-1": node("READY")}
+    namespace, _ = tpu_with_addition(nodes)
+    tpus = namespace["TPU"](nodeset(), None)
+    assert tpus.get_node("c-tpu-0").state == tpu_v2.Node.State.STOPPED
+    assert nodes["c-tpu-0"].state == tpu_v2.Node.State[state]  # the API's answer is kept
+    assert tpus.get_node("c-tpu-1").state == tpu_v2.Node.State.READY
+    assert tpus.get_node("c-tpu-2") is None
+
+
+def test_slurmsync_s_restart_deletes_an_ended_node_and_starts_it_anew():
+    namespace, started = tpu_with_addition({"c-tpu-0": node("PREEMPTED")})
+    # slurmsync.start_instances passes start_tpu a dict (upstream's own start needs a list).
+    namespace["start_tpu"]({"tpu": object(), "node": ["c-tpu-0"]})
+    assert namespace["deleted"] == ["c-tpu-0"]
+    assert started == [["c-tpu-0"]]
+
+
+def test_a_running_or_stopped_node_is_started_as_upstream_starts_it():
+    namespace, started = tpu_with_addition({"c-tpu-0": node("STOPPED"), "c-tpu-1": node("READY")})
+    for nodes in (["c-tpu-0"], ["c-tpu-1"], ["c-tpu-2", "c-tpu-3"]):
+        namespace["start_tpu"](nodes)
+    assert namespace["deleted"] == []
+    assert started == [["c-tpu-0"], ["c-tpu-1"], ["c-tpu-2", "c-tpu-3"]]
+
+
+@pytest.mark.parametrize(
+    ("static", "dynamic", "mode"),
+    [
+        (0, 1, "DISK_MODE_UNSPECIFIED"),
+        (1, 0, "DISK_MODE_UNSPECIFIED"),
+        (0, 2, "READ_ONLY"),
+        (1, 1, "READ_ONLY"),
+    ],
+)
+def test_data_disks_of_a_nodeset_of_more_than_one_tpu_vm_attach_read_only(static, dynamic, mode):
+    namespace, _ = tpu_with_addition({})
+    disks = ("projects/p/zones/z/disks/a", "projects/p/zones/z/disks/b")
+    tpus = namespace["TPU"](nodeset(static, dynamic, disks), None)
+    assert [d.mode for d in tpus.data_disks] == [tpu_v2.AttachedDisk.DiskMode[mode]] * 2
+
+
+def test_a_nodeset_s_metadata_joins_what_create_node_sets_without_replacing_it():
+    namespace, _ = tpu_with_addition({})
+    metadata = {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE", "slurm_names": "x"}
+    tpus = namespace["TPU"](nodeset(metadata=metadata), None)
+    # As tpu.py's create_node builds its request: a fixed dict, then the client's create_node.
+    node = tpu_v2.Node(metadata={"slurm_names": "WORKER_0:c-tpu-0", "startup-script": "boot"})
+    request = tpu_v2.CreateNodeRequest(parent="p", node=node, node_id="c-tpu-0")
+    assert tpus._client.create_node(request=request) == "operation"
+    [sent] = tpus._client._ai_infra_client.created
+    assert dict(sent.node.metadata) == {
+        "slurm_names": "WORKER_0:c-tpu-0",
+        "startup-script": "boot",
+        "enable-oslogin": "TRUE",
+        "block-project-ssh-keys": "TRUE",
+    }
+    # Every other call reaches the client as it was.
+    assert tpus._client.get_node(request=tpu_v2.GetNodeRequest(name="n")) == "node"
+
+
+def test_a_nodeset_without_metadata_keeps_its_client():
+    namespace, _ = tpu_with_addition({})
+    tpus = namespace["TPU"](nodeset(), None)
+    assert isinstance(tpus._client, FakeTpuClient)
