@@ -471,7 +471,10 @@ def gib_profile() -> str:
 def gpudirect_profile(stack: GpuDirectStack) -> str:
     lines = [f"# ai-infra: NCCL over GPUDirect-{stack.transport.upper()}."]
     if stack.profile:
-        lines.append(f"if [ -f {stack.profile} ]; then . {stack.profile}; fi")
+        # As a prefix assignment, NCCL_LIB_DIR holds while the profile is read (bash) or
+        # stays set (dash, for which `.` is a special built-in); either way it is set first.
+        lib_dir = f"NCCL_LIB_DIR={stack.profile_lib_dir} " if stack.profile_lib_dir else ""
+        lines.append(f"if [ -f {stack.profile} ]; then {lib_dir}. {stack.profile}; fi")
     return "\n".join([*lines, *_exports(stack.env), ""])
 
 

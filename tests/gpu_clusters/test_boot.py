@@ -512,3 +512,32 @@ def test_values_reach_bash_quoted(tmp_path, hostile):
 def test_content_that_would_end_a_here_document_is_refused():
     with pytest.raises(ValueError, match="delimiter"):
         boot._heredoc("write_file /x 0644", f"a\n{boot.HEREDOC}\nb")
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_the_tcpxo_profile_is_read_with_nccl_lib_dir_set(tmp_path, shell):
+    """Login shells (bash and /bin/sh alike) read /etc/profile.d: the installer's profile
+    finds its libraries through NCCL_LIB_DIR, so it must be set before it is read. The
+    stand-in profile fails as an unset NCCL_LIB_DIR would make the real one fail."""
+    stack = gpudirect.STACKS["tcpxo"]
+    assert stack.profile and stack.profile_lib_dir
+    installed = tmp_path / stack.profile.lstrip("/")
+    installed.parent.mkdir(parents=True)
+    installed.write_text(
+        '[ -n "${NCCL_LIB_DIR:-}" ] || return 127\n'
+        'export NCCL_FROM_PROFILE="$NCCL_LIB_DIR"\n'
+    )
+    profile = tmp_path / "ai-infra-nccl.sh"
+    profile.write_text(boot.gpudirect_profile(stack).replace(stack.profile, str(installed)))
+    shown = subprocess.run(
+        [shell, "-c", f". {shlex.quote(str(profile))} && env"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"NCCL_FROM_PROFILE={stack.profile_lib_dir}" in shown.stdout.splitlines()
+    # Without it, the shell would have failed the way the issue saw (`bash -lc` exit 127).
+    bare = tmp_path / "bare.sh"
+    bare.write_text(f". {shlex.quote(str(installed))}\n")
+    assert subprocess.run([shell, str(bare)], env={"PATH": "/usr/bin:/bin"}).returncode == 127
