@@ -53,6 +53,7 @@ RESERVED_METADATA = frozenset(
         "startup-script-url",
         "install-nvidia-driver",
         "proxy-mode",
+        "enable-guest-attributes",
     }
 )
 """Metadata keys the program sets for security or function; a cluster's `metadata` may not
