@@ -27,13 +27,15 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, cast
 
 import pulumi
 import pulumi.dynamic
 from google.api_core import exceptions as api_exceptions
 from google.api_core import operation as api_operation
 from google.cloud import tpu_v2, tpu_v2alpha1
+
+from components.api_calls import RetryingCalls, describe_error, utcnow
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 V2 = "v2"
@@ -83,11 +85,6 @@ INPUT_DEFAULTS: dict[str, Any] = {
 """Inputs added since the first release, as a state written before them reads: the same
 request, so that upgrading the program replaces nothing on their account."""
 
-CALL_SECONDS = 60.0
-"""The deadline of each API call; the client's own default is none (no `default_timeout` on the
-queued resource methods of google-cloud-tpu 1.28.0), so a hung call would hang `pulumi up`."""
-RETRY_SECONDS = 300.0
-"""How long transient errors of one call are retried, with back-off from 1 s to 30 s."""
 ACCEPT_SECONDS = 600.0
 """How long to wait for the create operation, which ends when the request is accepted into the
 queue (Google's python-docs-samples read the queueing policy from `operation.result()`)."""
@@ -96,20 +93,7 @@ DELETE_SECONDS = 30 * 60.0
 delete` waits at most 30 minutes (googlecloudsdk api_lib/util/waiter.py max_wait_ms=1800000),
 where api-core's operation default would give up after 900 s."""
 
-_TRANSIENT: tuple[type[api_exceptions.GoogleAPICallError], ...] = (
-    api_exceptions.ServiceUnavailable,
-    api_exceptions.DeadlineExceeded,
-    api_exceptions.InternalServerError,
-    api_exceptions.Aborted,
-    api_exceptions.TooManyRequests,
-)
-"""503, 504, 500, ABORTED and 429 (ResourceExhausted is a TooManyRequests)."""
-QUOTA_REASON = "RESOURCE_QUOTA_EXCEEDED"
-"""The ErrorInfo reason of an exhausted quota, as opposed to RATE_LIMIT_EXCEEDED
-(google/api/error_reason.proto): waiting does not bring quota back, so it is not retried."""
-
 QueuedResourceMessage = tpu_v2.QueuedResource | tpu_v2alpha1.QueuedResource
-T = TypeVar("T")
 
 
 class TpuClient(Protocol):
@@ -141,8 +125,8 @@ def _default_client(api: str = V2ALPHA1) -> TpuClient:
     return tpu_v2.TpuClient() if api == V2 else tpu_v2alpha1.TpuClient()
 
 
-def _utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+_utcnow = utcnow
+"""Kept by this name: states pickled before the move name it as the provider's `_now`."""
 
 
 def _input(props: Mapping[str, Any], key: str) -> Any:
@@ -377,25 +361,14 @@ def why_foreign(resource: QueuedResourceMessage, props: Mapping[str, Any]) -> st
 def _describe(error: BaseException) -> str:
     if isinstance(error, QueuedResourceError):
         return str(error)
-    if isinstance(error, api_exceptions.GoogleAPICallError):
-        status = error.grpc_status_code.name if error.grpc_status_code else error.code
-        return f"the Cloud TPU API answered {error.code} {status}: {error.message}"
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return describe_error(error, "Cloud TPU")
 
 
-def transient(error: api_exceptions.GoogleAPICallError) -> bool:
-    if isinstance(error, api_exceptions.ResourceExhausted) and error.reason == QUOTA_REASON:
-        return False
-    return isinstance(error, _TRANSIENT)
-
-
-class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
+class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
     """Create, read, diff and delete of one queued resource and the TPU VMs it holds."""
 
     # Class-level defaults: a provider unpickled from an older state has only the attributes
     # its __init__ set (unpickling does not call __init__).
-    _call_seconds: float = CALL_SECONDS
-    _retry_seconds: float = RETRY_SECONDS
     _accept_seconds: float = ACCEPT_SECONDS
     _delete_seconds: float = DELETE_SECONDS
     _now: Callable[[], datetime.datetime] = staticmethod(_utcnow)
@@ -418,19 +391,6 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
 
     def _client(self, props: Mapping[str, Any]) -> TpuClient:
         return self._client_factory(_input(props, "apiVersion"))
-
-    def _call(self, call: Callable[[float], T]) -> T:
-        """One API call with a deadline, retried with back-off while its errors are transient."""
-        give_up = self._clock() + self._retry_seconds
-        pause = 1.0
-        while True:
-            try:
-                return call(self._call_seconds)
-            except api_exceptions.GoogleAPICallError as error:
-                if not transient(error) or self._clock() + pause > give_up:
-                    raise
-            self._sleep(pause)
-            pause = min(pause * 2, 30.0)
 
     def _get(self, client: TpuClient, name: str) -> QueuedResourceMessage | None:
         try:

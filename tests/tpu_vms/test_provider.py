@@ -12,8 +12,8 @@ from google.api_core import exceptions as api_exceptions
 from google.cloud import tpu_v2, tpu_v2alpha1
 from google.rpc import error_details_pb2, status_pb2
 
+from components.api_calls import CALL_SECONDS
 from components.tpu_vms.provider import (
-    CALL_SECONDS,
     DELETE_SECONDS,
     ForeignQueuedResource,
     QueuedResourceError,
