@@ -160,6 +160,18 @@ def details(r: Registration) -> str:
     elif t == "gcp:compute/resizeRequest:ResizeRequest":
         hours = int((i.get("requestedRunDuration") or {}).get("seconds", 0)) // 3600
         parts.append(f"name={i.get('name')} +{i.get('resizeBy')} VMs for {hours}h")
+    elif t == "pulumi-python:dynamic/compute:FlexCapacity":
+        hours = int(i.get("runSeconds", 0)) // 3600
+        parts.append(
+            f"group={i.get('group')} size={i.get('size')} (resize requests for what it lacks, "
+            f"{hours}h runs)"
+        )
+    elif t == "pulumi-python:dynamic/compute:StartupWait":
+        minutes = int(i.get("timeoutSeconds", 0)) // 60
+        parts.append(
+            f"group={i.get('group')} waits {minutes}m for {i.get('size')} VM(s) to report "
+            "their startup done"
+        )
     elif t == "gcp:monitoring/dashboard:Dashboard":
         layout = json.loads(i.get("dashboardJson", "{}"))
         tiles = layout.get("mosaicLayout", {}).get("tiles", [])

@@ -75,6 +75,17 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "compute.instanceGroupManagers.update",
         "compute.instanceGroupManagers.get",
     ),
+    # components/gpu_clusters/provider.py: FlexCapacity reads the group, lists, inserts and
+    # cancels its resize requests (insert and cancel check instanceGroupManagers.update) and
+    # may resize it; StartupWait lists the group's VMs and reads their guest attributes.
+    "pulumi-python:dynamic/compute:FlexCapacity": (
+        "compute.instanceGroupManagers.get",
+        "compute.instanceGroupManagers.update",
+    ),
+    "pulumi-python:dynamic/compute:StartupWait": (
+        "compute.instanceGroupManagers.get",
+        "compute.instances.getGuestAttributes",
+    ),
     "gcp:monitoring/dashboard:Dashboard": (
         "monitoring.dashboards.create",
         "monitoring.dashboards.get",

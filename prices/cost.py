@@ -93,6 +93,8 @@ FREE_TYPES = frozenset(
         "pulumi-python:dynamic/slurm:TpuCleanup",
         "pulumi-python:dynamic/slurm:ComputeCleanup",
         "gcp:compute/resizeRequest:ResizeRequest",
+        "pulumi-python:dynamic/compute:FlexCapacity",
+        "pulumi-python:dynamic/compute:StartupWait",
         "gcp:monitoring/dashboard:Dashboard",
     }
 )
@@ -449,11 +451,11 @@ class _Builder:
         )
         boot = next((d for d in template.get("disks") or [] if d.get("boot")), {})
         disk = (boot.get("diskType", "pd-standard"), boot.get("diskSizeGb", 10))
-        # A flex-start group has no target size: its resize requests add VMs when capacity is
-        # found, for their run duration, and it rests at none.
+        # A flex-start group has no target size: its resize requests bring it to its size
+        # (FlexCapacity) when capacity is found, for their run duration, and it rests at none.
         requests = [
-            integral(q.inputs).get("resizeBy", 0)
-            for q in self.graph.of_type("gcp:compute/resizeRequest:ResizeRequest")
+            integral(q.inputs).get("size", 0)
+            for q in self.graph.of_type("pulumi-python:dynamic/compute:FlexCapacity")
             if q.parent == r.parent
         ]
         count = i.get("targetSize", 0) + sum(requests)

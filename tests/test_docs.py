@@ -159,6 +159,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:projects/iAMMember:IAMMember": 5,
         "gcp:serviceaccount/account:Account": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "pulumi-python:dynamic/compute:StartupWait": 1,
     },
     "gpu-cluster-ray": COMMON
     | {
@@ -174,6 +175,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:storage/bucket:Bucket": 1,
         "gcp:storage/bucketIAMMember:BucketIAMMember": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "pulumi-python:dynamic/compute:StartupWait": 1,
     },
     "gpu-a3-ultra": COMMON
     | {
@@ -186,7 +188,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:compute/subnetwork:Subnetwork": 11,
         "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
         "gcp:compute/instanceTemplate:InstanceTemplate": 1,
-        "gcp:compute/resizeRequest:ResizeRequest": 1,
+        "pulumi-python:dynamic/compute:FlexCapacity": 1,
         "gcp:compute/resourcePolicy:ResourcePolicy": 1,
         "gcp:container/nodePool:NodePool": 1,
         "gcp:monitoring/dashboard:Dashboard": 1,
@@ -336,8 +338,8 @@ def _key_values(name: str, graph: Graph) -> None:
         template = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")
         assert template["scheduling"]["provisioningModel"] == "FLEX_START"
         assert [n["nicType"] for n in template["networkInterfaces"]].count("MRDMA") == 8
-        request = _one(graph, "gcp:compute/resizeRequest:ResizeRequest")
-        assert (request["resizeBy"], request["requestedRunDuration"]) == (2, {"seconds": "86400"})
+        capacity = _one(graph, "pulumi-python:dynamic/compute:FlexCapacity")
+        assert (capacity["size"], capacity["runSeconds"]) == (2, 86400)
     elif name == "slurm":
         names = {r.inputs["name"] for r in graph.of_type("gcp:compute/instance:Instance")}
         assert names == {"tpu-controller", "tpu-login-0"}

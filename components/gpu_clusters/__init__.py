@@ -68,7 +68,10 @@ def describe(
         if c.provisioning == "reservation":
             capacity += f" {c.reservation or '(any)'}" + (" bound" if c.bound else "")
         if c.provisioning == "flex-start":
-            capacity += f" for {c.run_seconds // 3600}h"
+            capacity += (
+                f" for {c.run_seconds // 3600}h, kept at {c.instance_count} VM(s) by resize "
+                "requests (each `pulumi up` asks again for what a finished run took)"
+            )
         layout = c.nic_layout
         transport = f", NCCL over {layout.transport}" if c.gpu_direct and layout is not None else ""
         lines.append(
@@ -78,4 +81,14 @@ def describe(
             f"{transport}), mounts: {', '.join(mounts) or 'none'}, orchestrator "
             f"{c.orchestrator}"
         )
+        if c.provisioning == "flex-start":
+            ready = "  startup: not waited for (flex-start VMs come when capacity does)"
+        elif c.startup_timeout_minutes:
+            ready = (
+                f"  startup: `pulumi up` waits up to {c.startup_timeout_minutes} min for every "
+                "VM's startup script to report done, and fails naming a failed step"
+            )
+        else:
+            ready = "  startup: not waited for (startupTimeoutMinutes: 0)"
+        lines.append(f"  {ready}")
     return [("GPU clusters", lines or ["  none"])]

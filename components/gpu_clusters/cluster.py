@@ -19,6 +19,7 @@ from components.context import StackContext
 from components.gpu_clusters import boot, metadata, monitoring
 from components.gpu_clusters.checks import account_id, group_name, warnings
 from components.gpu_clusters.config import CLUSTER_LABEL, GpuClusterConfig, NfsShare
+from components.gpu_clusters.provider import FlexCapacity, StartupWait
 from components.identity import (
     Identity,
     custom_role_grant,
@@ -181,7 +182,21 @@ class GpuCluster(Component):
         self.group = self._group(name, args, base, zone, template, workload)
         self.instance_group = self.group.instance_group
         if config.provisioning == "flex-start":
-            self._resize_request(name, args, base, zone)
+            self._flex_capacity(name, args, base, zone)
+        elif config.startup_timeout_minutes:
+            StartupWait(
+                f"{name}-startup",
+                {
+                    "project": ctx.project,
+                    "zone": zone,
+                    "group": self.group.name,
+                    "size": config.instance_count,
+                    # A new template waits again: VMs it creates run the new script.
+                    "template": template.self_link,
+                    "timeoutSeconds": config.startup_timeout_minutes * 60,
+                },
+                self.child_opts(depends_on=[self.group]),
+            )
         if config.ops_agent:
             gcp.monitoring.Dashboard(
                 f"{name}-dashboard",
@@ -236,8 +251,8 @@ class GpuCluster(Component):
             zone=zone,
             name=base,
             base_instance_name=base,
-            # A flex-start group's size is what its resize request adds; setting it here
-            # would shrink the group back on the next `pulumi up`.
+            # A flex-start group's size is what its resize requests add (FlexCapacity keeps
+            # it); setting it here would fight them on the next `pulumi up`.
             target_size=None if flex else config.instance_count,
             versions=[
                 gcp.compute.InstanceGroupManagerVersionArgs(
@@ -292,26 +307,24 @@ class GpuCluster(Component):
             ),
         )
 
-    def _resize_request(self, name: str, args: GpuClusterArgs, base: str, zone: str) -> None:
-        """Flex-start capacity: one request for all the VMs, served at once when capacity
-        frees up; they run `maxRunHours` and are deleted. Requests are immutable: a new count
-        or duration replaces it, the old one cancelled first (the provider cancels a request
-        still CREATING or ACCEPTED before deleting it; VMs a served request created stay
-        until their run ends)."""
+    def _flex_capacity(self, name: str, args: GpuClusterArgs, base: str, zone: str) -> None:
+        """Flex-start capacity: the group kept at `instanceCount` VMs by resize requests, each
+        served at once when capacity frees up; its VMs run `maxRunHours` and are deleted, and
+        the next `pulumi up` asks again (`provider.FlexCapacity`)."""
         ctx = args.context
         config = args.config
-        gcp.compute.ResizeRequest(
-            f"{name}-request",
-            project=ctx.project,
-            zone=zone,
-            name=f"{base}-request",
-            instance_group_manager=self.group.name,
-            resize_by=config.instance_count,
-            requested_run_duration=gcp.compute.ResizeRequestRequestedRunDurationArgs(
-                seconds=str(config.run_seconds)
-            ),
-            description=f"{config.instance_count} flex-start VMs of GPU cluster {config.name}",
-            opts=self.child_opts(delete_before_replace=True),
+        FlexCapacity(
+            f"{name}-capacity",
+            {
+                "project": ctx.project,
+                "zone": zone,
+                "group": self.group.name,
+                "size": config.instance_count,
+                "runSeconds": config.run_seconds,
+                "requestPrefix": f"{base}-request",
+                "description": f"flex-start VMs of GPU cluster {config.name}",
+            },
+            self.child_opts(depends_on=[self.group]),
         )
 
     def _identity(self, name: str, args: GpuClusterArgs, base: str) -> Identity:

@@ -122,8 +122,9 @@ class GpuClusterConfig(ConfigModel):
     resource (`<prefix>-<name>-...`); the service account `<prefix>-<name>-vm` must fit in 30
     characters."""
     instance_count: int = Field(default=1, ge=1, le=MAX_INSTANCES)
-    """VMs in the group (with `provisioning: flex-start`, the VMs its resize request asks
-    for)."""
+    """VMs in the group. With `provisioning: flex-start` too it is the group's size: each
+    `pulumi up` asks, with a new resize request, for the VMs the group lacks (all of them once
+    a run has ended), and cancels or removes what exceeds it."""
     machine_type: MachineType = "a2-highgpu-2g"
     """An a2, a3, a4, a4x, g2 or g4 machine type (GPUs built in) or n1 with attachable GPUs
     (within the vCPUs its GPUs allow)."""
@@ -215,6 +216,12 @@ class GpuClusterConfig(ConfigModel):
     """How long `pulumi up` waits for the group's VMs to be created (and for an update to
     settle) before it fails; the group's errors say why (`gcloud compute instance-groups
     managed list-errors`)."""
+    startup_timeout_minutes: int = Field(default=30, ge=0, le=360)
+    """How long `pulumi up` waits, once the VMs exist, for every VM's startup script to report
+    done (its guest attribute `ai-infra/startup`); a step that fails fails `pulumi up` with
+    the VM's and the step's name. 0 skips the wait (where an organization policy disables
+    guest attributes). Flex-start groups are not waited for: their VMs come when capacity
+    does."""
     threads_per_core: int | None = Field(default=None, ge=1, le=2)
     """SMT: unset keeps the platform's default (two threads per core on the x86 GPU families,
     one on A4X's Arm cores); 1 turns SMT off, halving the vCPUs, for CPU-bound data loaders

@@ -12,6 +12,8 @@ import pytest
 from components import gpu_catalog
 from components.gpu_clusters.checks import warnings
 from components.gpu_clusters.config import DEFAULT_IMAGE_FAMILY, RESERVED_METADATA
+from plan.diff import Op
+from plan.diff import diff as graph_diff
 from plan.engine import record_program
 from stacks import environment, loading
 from stacks.loading import parse
@@ -20,6 +22,10 @@ from tests.conftest import build_graph, with_config
 
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 MIG = "gcp:compute/instanceGroupManager:InstanceGroupManager"
+
+
+FLEX = "pulumi-python:dynamic/compute:FlexCapacity"
+STARTUP = "pulumi-python:dynamic/compute:StartupWait"
 
 
 def cluster_graph(**entry: Any):
@@ -729,11 +735,24 @@ def test_adding_a_cluster_leaves_everything_else_untouched():
     assert all("gpucluster-demo" in urn for urn in set(new) - set(old))
 
 
-def test_resizing_a_cluster_changes_only_its_group_size():
+def test_resizing_a_cluster_changes_only_its_group_size_and_waits_for_the_new_vm():
     before = cluster_graph(instanceCount=2)
     after = cluster_graph(instanceCount=3)
     changed = [r.name for r in after if before.by_urn(r.urn).inputs != r.inputs]
-    assert changed == ["gpucluster-demo-mig"]
+    assert changed == ["gpucluster-demo-mig", "gpucluster-demo-startup"]
+
+
+def test_pulumi_up_waits_for_the_startup_scripts_readiness_signal():
+    graph = cluster_graph(instanceCount=2, startupTimeoutMinutes=45)
+    (wait,) = graph.of_type(STARTUP)
+    (mig,) = graph.of_type(MIG)
+    (template,) = graph.of_type(TEMPLATE)
+    assert wait.inputs["group"] == "ai-test-demo" and wait.inputs["size"] == 2
+    assert wait.inputs["timeoutSeconds"] == 45 * 60
+    assert mig.urn in wait.dependencies and template.urn in wait.dependencies
+    # The VMs set the signal as a guest attribute, which Compute Engine takes only when on.
+    assert template.inputs["metadata"]["enable-guest-attributes"] == "TRUE"
+    assert not cluster_graph(startupTimeoutMinutes=0).of_type(STARTUP)
 
 
 def test_a3_ultra_gets_rdma_nics_on_a_roce_vpc():
@@ -769,7 +788,7 @@ def test_a3_ultra_gets_rdma_nics_on_a_roce_vpc():
     assert len([r for r in children(graph) if r.type.endswith("RouterNat")]) == 1
 
 
-def test_flex_start_asks_for_all_vms_with_one_resize_request():
+def test_flex_start_keeps_the_group_at_its_size_through_resize_requests():
     graph = cluster_graph(**A3_ULTRA, provisioning="flex-start", instanceCount=2, maxRunHours=24)
     scheduling = graph.of_type(TEMPLATE)[0].inputs["scheduling"]
     assert scheduling["provisioningModel"] == "FLEX_START"
@@ -783,22 +802,32 @@ def test_flex_start_asks_for_all_vms_with_one_resize_request():
     assert "targetSize" not in mig.inputs and "targetSize" in mig.ignore_changes
     assert mig.inputs["waitForInstances"] is False
     assert mig.inputs["instanceLifecyclePolicy"] == {"defaultActionOnFailure": "DO_NOTHING"}
-    (request,) = graph.of_type("gcp:compute/resizeRequest:ResizeRequest")
-    assert request.inputs["resizeBy"] == 2
-    assert request.inputs["requestedRunDuration"] == {"seconds": "86400"}
-    assert request.inputs["instanceGroupManager"] == "ai-test-demo"
-    assert request.delete_before_replace, "a new request cancels the old one first"
-    assert mig.urn in request.dependencies
+    assert not graph.of_type("gcp:compute/resizeRequest:ResizeRequest")
+    (capacity,) = graph.of_type(FLEX)
+    assert {k: capacity.inputs[k] for k in ("group", "size", "runSeconds", "requestPrefix")} == {
+        "group": "ai-test-demo",
+        "size": 2,
+        "runSeconds": 86400,
+        "requestPrefix": "ai-test-demo-request",
+    }
+    assert mig.urn in capacity.dependencies
+    # Its VMs come when capacity does, so `pulumi up` does not wait for their scripts.
+    assert not graph.of_type(STARTUP)
     # A3 Ultra takes a workload policy under flex-start.
     (policy,) = graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
     assert policy.inputs["workloadPolicy"] == {"type": "HIGH_THROUGHPUT"}
 
 
-def test_a_flex_start_group_resized_changes_only_its_request():
+def test_a_flex_start_group_resized_updates_its_capacity_in_place():
     before = cluster_graph(**A3_ULTRA, provisioning="flex-start", instanceCount=2)
     after = cluster_graph(**A3_ULTRA, provisioning="flex-start", instanceCount=3)
     changed = [r.name for r in after if before.by_urn(r.urn).inputs != r.inputs]
-    assert changed == ["gpucluster-demo-request"]
+    assert changed == ["gpucluster-demo-capacity"]
+    # The offline diff runs the provider's own diff(): an update, asking for one more VM,
+    # never a replacement that would count the running VMs twice.
+    (change,) = [c for c in graph_diff(before, after) if not c.is_component]
+    assert change.op is Op.UPDATE, change
+    assert [c.path for c in change.changes] == [("size",)]
 
 
 @pytest.mark.parametrize(

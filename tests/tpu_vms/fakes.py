@@ -16,6 +16,19 @@ from google.longrunning import operations_pb2
 from google.protobuf import any_pb2, empty_pb2
 from google.rpc import status_pb2
 
+from tests.components.api_fakes import Clock
+
+__all__ = [
+    "Clock",
+    "FakeTpuClient",
+    "Initiator",
+    "Lost",
+    "PendingOperation",
+    "State",
+    "done_operation",
+    "factory",
+]
+
 State = tpu_v2.QueuedResourceState.State
 Initiator = tpu_v2.QueuedResourceState.StateInitiator
 
@@ -170,18 +183,3 @@ def factory(client: FakeTpuClient, apis: list[str] | None = None) -> Callable[[s
         return client
 
     return make
-
-
-class Clock:
-    """A clock that only moves when the provider sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
