@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pulumi
 
+from components import gpu_catalog
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
 from components.context import StackContext
@@ -49,6 +50,18 @@ def account_claims(
     return [(("gpuClusters", i), account_id(context, c.name)) for i, c in enumerate(entries)]
 
 
+def _placement(c: GpuClusterConfig) -> str:
+    if c.placement == "workload":
+        distance = gpu_catalog.topology_distance(c.machine_type, c.placement_max_distance)
+        capacity = gpu_catalog.series_capacity(c.machine_type)
+        topology = capacity.accelerator_topology if capacity else None
+        return f"workload policy ({f'maxTopologyDistance {distance}' if distance else topology})"
+    if c.placement == "compact":
+        distance = c.placement_max_distance
+        return "compact" + (f" (max distance {distance})" if distance else "")
+    return "none"
+
+
 def describe(
     entries: list[GpuClusterConfig], context: StackContext, bucket_names: dict[str, str]
 ) -> list[tuple[str, list[str]]]:
@@ -77,7 +90,7 @@ def describe(
         lines.append(
             f"  {c.name}: {c.instance_count} x {c.machine_type} with {c.gpu_count} x "
             f"{c.gpu_type} = {c.gpus} GPUs in {context.zone_of(c.zone)}, {capacity}, "
-            f"placement {c.placement or 'none'}, network {c.network} ({c.nics} NIC(s)"
+            f"placement {_placement(c)}, network {c.network} ({c.nics} NIC(s)"
             f"{transport}), mounts: {', '.join(mounts) or 'none'}, orchestrator "
             f"{c.orchestrator}"
         )

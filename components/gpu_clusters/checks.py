@@ -212,15 +212,27 @@ def _capacity_problems(config: GpuClusterConfig) -> list[Problem]:
     placement = config.placement
     distance = config.placement_max_distance
     if distance is not None:
-        if placement != "compact":
+        capacity = gpu_catalog.series_capacity(machine)
+        if placement == "workload" and capacity is not None and capacity.accelerator_topology:
             found.append(
                 Problem(
                     ("placementMaxDistance",),
-                    f"only used with a compact placement policy, which {config.instance_count} "
-                    f"x {machine} ({provisioning}) does not get; remove it",
+                    f"{machine}'s workload policy carries its {capacity.accelerator_topology} "
+                    "accelerator topology, which takes no max distance; remove it",
                 )
             )
-        elif problem := gpu_catalog.max_distance_problem(machine, distance):
+        elif placement is None:
+            found.append(
+                Problem(
+                    ("placementMaxDistance",),
+                    f"only used with a compact placement policy or a workload policy, neither "
+                    f"of which {config.instance_count} x {machine} ({provisioning}) gets; "
+                    "remove it",
+                )
+            )
+        elif placement == "compact" and (
+            problem := gpu_catalog.max_distance_problem(machine, distance)
+        ):
             found.append(Problem(("placementMaxDistance",), problem))
     if placement == "compact":
         limit = gpu_catalog.compact_limit(machine, distance)

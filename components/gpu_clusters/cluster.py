@@ -110,11 +110,21 @@ class GpuCluster(Component):
             )
         elif config.placement == "workload":
             capacity = gpu_catalog.series_capacity(config.machine_type)
+            distance = gpu_catalog.topology_distance(
+                config.machine_type, config.placement_max_distance
+            )
+            # Every field of a workload policy replaces it, and a named one is deleted before
+            # its replacement is made (the bridge's rule), which Compute Engine refuses while
+            # the group uses it. So each distance is a policy, and a resource, of its own:
+            # the new one is made, the group moves to it in place, then the old one goes.
+            role = f"placement-{distance.lower()}" if distance else "placement"
+            where["name"] = f"{base}-{role}"
             workload = workload_policy(
                 self,
-                f"{name}-placement",
+                f"{name}-{role}",
                 **where,
                 topology=capacity.accelerator_topology if capacity else None,
+                max_topology_distance=distance,
             )
 
         disks = [

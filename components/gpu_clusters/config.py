@@ -210,8 +210,12 @@ class GpuClusterConfig(ConfigModel):
     """With `flex-start`: how long the VMs run before Compute Engine deletes them; 168 (seven
     days) by default."""
     placement_max_distance: int | None = Field(default=None, ge=1, le=3)
-    """With a compact placement policy: 1 (same rack, up to 22 VMs, not on A3), 2 (up to 150,
-    256 on A3) or 3 (up to 1,500); unset places the VMs as close as capacity allows."""
+    """How close the VMs must be. With a compact placement policy: 1 (same rack, up to 22
+    VMs, not on A3), 2 (up to 150, 256 on A3) or 3 (up to 1,500); unset places them as close
+    as capacity allows. With a workload policy (A3 8-GPU, A3 Mega, A3 Ultra, A4): the policy's
+    `maxTopologyDistance`, 1 SUBBLOCK, 2 BLOCK, 3 CLUSTER (the default, as Slurm-GCP's); a
+    boundary capacity cannot meet leaves VMs uncreated. A4X takes none: its policy carries
+    its NVLink topology."""
     ready_timeout_minutes: int = Field(default=30, ge=5, le=360)
     """How long `pulumi up` waits for the group's VMs to be created (and for an update to
     settle) before it fails; the group's errors say why (`gcloud compute instance-groups

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from components import gpu_catalog
+from components.gpu_catalog import TOPOLOGY_DISTANCES
 from components.gpu_clusters.checks import warnings
 from components.gpu_clusters.config import DEFAULT_IMAGE_FAMILY, RESERVED_METADATA
 from plan.diff import Op
@@ -25,6 +26,7 @@ MIG = "gcp:compute/instanceGroupManager:InstanceGroupManager"
 
 
 FLEX = "pulumi-python:dynamic/compute:FlexCapacity"
+POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
 STARTUP = "pulumi-python:dynamic/compute:StartupWait"
 
 
@@ -233,6 +235,38 @@ def test_a3_gets_its_gpudirect_nic_layout(machine, gpus, gpu_nics):
     (mig,) = graph.of_type(MIG)
     assert mig.inputs["resourcePolicies"]["workloadPolicy"].endswith("ai-test-demo-placement")
     assert "resourcePolicies" not in graph.of_type(TEMPLATE)[0].inputs
+
+
+@pytest.mark.parametrize(("distance", "topology"), [(1, "SUBBLOCK"), (2, "BLOCK"), (3, "CLUSTER")])
+def test_a_workload_policy_takes_its_max_topology_distance(distance, topology):
+    entry = {**A3_ULTRA, "provisioning": "spot", "instanceCount": 2}
+    (policy,) = cluster_graph(**entry, placementMaxDistance=distance).of_type(POLICY)
+    assert policy.inputs["workloadPolicy"] == {
+        "type": "HIGH_THROUGHPUT",
+        "maxTopologyDistance": topology,
+    }
+    assert policy.inputs["name"] == f"ai-test-demo-placement-{topology.lower()}"
+    # Unset, Compute Engine places the VMs as close as capacity allows: no strict boundary.
+    (loose,) = cluster_graph(**entry).of_type(POLICY)
+    assert loose.inputs["workloadPolicy"] == {"type": "HIGH_THROUGHPUT"}
+
+
+def test_a_new_max_topology_distance_moves_the_group_to_a_new_policy():
+    """Every field of a workload policy replaces it, and a named one would be deleted first,
+    while the group still uses it: each distance is a resource of its own, made before the
+    group moves to it in place, the old one deleted last."""
+    entry = {**A3_ULTRA, "provisioning": "spot", "instanceCount": 2}
+    for was, now in ((None, 2), (3, 2), (2, None)):
+        before = cluster_graph(**entry, placementMaxDistance=was)
+        after = cluster_graph(**entry, placementMaxDistance=now)
+        changes = [(c.op, c.resource.name) for c in graph_diff(before, after) if not c.is_component]
+        new = "gpucluster-demo-placement" + (f"-{TOPOLOGY_DISTANCES[now].lower()}" if now else "")
+        old = "gpucluster-demo-placement" + (f"-{TOPOLOGY_DISTANCES[was].lower()}" if was else "")
+        assert changes == [
+            (Op.CREATE, new),
+            (Op.UPDATE, "gpucluster-demo-mig"),
+            (Op.DELETE, old),
+        ], changes
 
 
 def test_compact_placement_only_with_more_than_one_vm_of_a_family_that_supports_it():
@@ -527,6 +561,18 @@ CASES = [
     ({"instanceCount": 23, "placementMaxDistance": 1}, "gpuClusters[0].instanceCount", "22"),
     ({"instanceCount": 151, "placementMaxDistance": 2}, "gpuClusters[0].instanceCount", "150"),
     ({"placementMaxDistance": 4}, "gpuClusters[0].placementMaxDistance", "3"),
+    # A workload policy takes a max distance, but not A4X's, which carries its topology.
+    (
+        {**A4X, "provisioning": "reservation", "reservation": "r", "instanceCount": 2}
+        | {"placementMaxDistance": 2},
+        "gpuClusters[0].placementMaxDistance",
+        "1x72 accelerator topology",
+    ),
+    (
+        {**A3_HIGH, "instanceCount": 2, "placementMaxDistance": 2},
+        "gpuClusters[0].placementMaxDistance",
+        "neither",
+    ),
     # YAML 1.1 booleans (`on`, `yes`) are not numbers.
     ({"threadsPerCore": True}, "gpuClusters[0].threadsPerCore", "whole number"),
     ({"instanceCount": True}, "gpuClusters[0].instanceCount", "whole number"),
