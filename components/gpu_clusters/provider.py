@@ -28,14 +28,14 @@ from google.api_core import exceptions as api_exceptions
 from google.cloud import compute_v1
 
 from components.api_calls import RetryingCalls, describe_error
-from components.startup import READY_PATH, parse_signal
+from components.startup import READY_PATH
+from components.startup_wait import POLL_SECONDS, StartupWaitBase
 
 OPEN_REQUEST_STATES = frozenset({"CREATING", "ACCEPTED"})
 """A resize request in these states may still create VMs (compute_v1
 InstanceGroupManagerResizeRequest.State); the others are final."""
 OPERATION_SECONDS = 600.0
 """How long an insert, cancel or resize operation is waited for."""
-POLL_SECONDS = 30.0
 REQUEST_NAME = re.compile(r"(?P<prefix>.+)-(?P<n>[0-9]+)")
 
 
@@ -349,12 +349,10 @@ class FlexCapacity(pulumi.dynamic.Resource, module="compute", name="FlexCapacity
         super().__init__(provider or FlexCapacityProvider(), name, dict(props), opts)
 
 
-class StartupFailed(Exception):
-    """A VM's startup script reported a failed step, or did not report in time."""
-
-
-class StartupWaitProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
+class StartupWaitProvider(StartupWaitBase):
     """Waits until every VM of a group reports `done` in its readiness signal."""
+
+    WAIT_AGAIN_ON = ("project", "zone", "group", "size", "template")
 
     def __init__(
         self,
@@ -367,6 +365,7 @@ class StartupWaitProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
         self._sleep = sleep
         self._clock = clock
         self._poll_seconds = poll_seconds
+        self.what = "the group"
 
     def _signal(self, compute: Compute, props: Mapping[str, Any], instance: str) -> str | None:
         try:
@@ -384,78 +383,29 @@ class StartupWaitProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
             return None
         return answer.variable_value
 
-    def wait(self, props: Mapping[str, Any]) -> list[str]:
-        """The group's VMs once each reports `done`; raises at the first failed step, or
-        with what each VM last reported when `timeoutSeconds` runs out."""
+    def signals(self, props: Mapping[str, Any]) -> tuple[dict[str, str | None], int]:
         compute = self._compute_factory()
         where = {"project": props["project"], "zone": props["zone"], "group": props["group"]}
-        deadline = self._clock() + float(props["timeoutSeconds"])
-        while True:
-            members = self._call(lambda t: list(compute.list_instances(**where, timeout=t)))
-            names = sorted(m.instance.rsplit("/", 1)[-1] for m in members)
-            states: dict[str, tuple[str, str | None]] = {}
-            for name in names:
-                state, step = parse_signal(self._signal(compute, props, name))
-                if state == "failed":
-                    raise StartupFailed(
-                        f"VM {name} of {props['group']}: its startup script's step '{step}' "
-                        f"failed. {self._how_to_look(props, name)}"
-                    )
-                states[name] = (state, step)
-            if len(names) >= int(props["size"]) and all(s == "done" for s, _ in states.values()):
-                return names
-            if self._clock() >= deadline:
-                waiting = [
-                    f"{name} ({'no signal yet' if s == 'missing' else s})"
-                    for name, (s, _) in states.items()
-                    if s != "done"
-                ]
-                missing = int(props["size"]) - len(names)
-                if missing > 0:
-                    waiting.append(f"{missing} VM(s) not in the group")
-                look = self._how_to_look(props, names[0] if names else None)
-                raise StartupFailed(
-                    f"the startup scripts of {props['group']} did not finish within "
-                    f"{float(props['timeoutSeconds']) / 60:.0f} minutes: "
-                    f"{', '.join(waiting)}. {look} Raise startupTimeoutMinutes if the steps are "
-                    "slow but sound."
-                )
-            self._sleep(min(self._poll_seconds, max(deadline - self._clock(), 0.0)))
+        members = self._call(lambda t: list(compute.list_instances(**where, timeout=t)))
+        names = [m.instance.rsplit("/", 1)[-1] for m in members]
+        return {f"VM {n}": self._signal(compute, props, n) for n in names}, int(props["size"])
 
-    @staticmethod
-    def _how_to_look(props: Mapping[str, Any], name: str | None) -> str:
-        vm = name or "<vm>"
+    def how_to_look(self, props: Mapping[str, Any], vm: str | None) -> str:
+        name = vm.removeprefix("VM ") if vm else "<vm>"
         return (
-            f"Its log: `gcloud compute instances get-serial-port-output {vm} "
+            f"Its log: `gcloud compute instances get-serial-port-output {name} "
             f"--zone={props['zone']} --project={props['project']}` (lines "
             "`ai-infra-startup:`). A changed config reaches running VMs only when they are "
             f"recreated: `gcloud compute instance-groups managed rolling-action replace "
             f"{props['group']} --zone={props['zone']} --project={props['project']}`."
         )
 
-    def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        return pulumi.dynamic.CreateResult(
-            f"{props['group']}-startup", {**props, "vms": self.wait(props)}
-        )
+    def resource_id(self, props: Mapping[str, Any]) -> str:
+        return f"{props['group']}-startup"
 
-    def update(
-        self, _id: str, olds: dict[str, Any], news: dict[str, Any]
-    ) -> pulumi.dynamic.UpdateResult:
-        return pulumi.dynamic.UpdateResult({**news, "vms": self.wait(news)})
-
-    def diff(
-        self, _id: str, olds: dict[str, Any], news: dict[str, Any]
-    ) -> pulumi.dynamic.DiffResult:
-        # A new template or size waits again: new VMs boot the new script. Nothing is replaced:
-        # waiting creates nothing.
-        keys = ("project", "zone", "group", "size", "template", "timeoutSeconds")
-        return pulumi.dynamic.DiffResult(changes=any(olds.get(k) != news.get(k) for k in keys))
-
-    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
-        return pulumi.dynamic.ReadResult(id_, props)
-
-    def delete(self, _id: str, props: dict[str, Any]) -> None:
-        return None
+    def wait(self, props: Mapping[str, Any]) -> list[str]:
+        self.what = f"group {props['group']}"
+        return [vm.removeprefix("VM ") for vm in super().wait(props)]
 
 
 class StartupWait(pulumi.dynamic.Resource, module="compute", name="StartupWait"):

@@ -16,11 +16,11 @@ from components.gpu_clusters.provider import (
     CapacityError,
     FlexCapacityProvider,
     GoogleCompute,
-    StartupFailed,
     StartupWaitProvider,
     next_request_name,
 )
 from components.startup import DONE, FAILED, RUNNING
+from components.startup_wait import StartupFailed
 from tests.gpu_clusters.fakes import Clock, FakeCompute
 
 FLEX: dict[str, Any] = {
@@ -214,7 +214,7 @@ def test_a_hung_script_fails_up_at_the_timeout_naming_the_vm():
 def test_a_vm_without_a_signal_yet_is_waited_for_then_named():
     clock = Clock()
     compute = FakeCompute(vms=["ai-dev-train-a1b2"], signals={})
-    with pytest.raises(StartupFailed, match=r"a1b2 \(no signal yet\), 1 VM\(s\) not in the group"):
+    with pytest.raises(StartupFailed, match=r"a1b2 \(no signal yet\), 1 VM\(s\) not there yet"):
         waiter(compute, clock).create(dict(WAIT))
 
 
