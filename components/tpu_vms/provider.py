@@ -34,6 +34,7 @@ import pulumi.dynamic
 from google.api_core import exceptions as api_exceptions
 from google.api_core import operation as api_operation
 from google.cloud import tpu_v2, tpu_v2alpha1
+from google.protobuf import field_mask_pb2
 
 from components.api_calls import RetryingCalls, describe_error, utcnow
 
@@ -65,12 +66,24 @@ REPLACE_KEYS = (
     "additionalNetworks",
     "secureBoot",
     "bootDisk",
-    "metadata",
-    "labels",
-    "tags",
-    "dataDisks",
 )
-"""Every input that reaches the TPU VMs: none can change on a queued resource in place."""
+"""Inputs that reach the TPU VMs and that Cloud TPU cannot change on them: the queued resource
+has no update call, and UpdateNode takes none of these."""
+IN_PLACE_KEYS = ("labels", "metadata", "tags", "dataDisks")
+"""Inputs Cloud TPU changes on running TPU VMs: UpdateNode's update_mask takes labels, metadata
+and tags (tpu_v2 and tpu_v2alpha1 UpdateNodeRequest), and data_disks through v2alpha1, as
+gcloud alpha's `tpu-vm attach-disk` and `detach-disk` send it (gcloud 578.0.0
+surface/compute/tpus/tpu_vm/attach_disk.py: UpdateNode with update_mask 'data_disks'). `update`
+applies them to every TPU VM of the queued resource; nothing is replaced."""
+UPDATE_FIELDS = {
+    "labels": "labels",
+    "metadata": "metadata",
+    "tags": "tags",
+    "dataDisks": "data_disks",
+}
+"""Each in-place input's field in UpdateNode's update_mask."""
+NODE_UPDATE_SECONDS = 600.0
+"""How long one TPU VM's update operation is waited for."""
 UPDATE_KEYS = ("timeoutSeconds", "queueingPolicy", "apiVersion")
 """Inputs that shape only how a request waits, or which API surface serves it: a change is
 recorded without touching the ACTIVE queued resource, and applies to its next request."""
@@ -108,6 +121,12 @@ class TpuClient(Protocol):
 
     def delete_queued_resource(
         self, request: Any, *, timeout: float
+    ) -> api_operation.Operation: ...
+
+    def get_node(self, *, name: str, timeout: float) -> Any: ...
+
+    def update_node(
+        self, *, node: Any, update_mask: field_mask_pb2.FieldMask, timeout: float
     ) -> api_operation.Operation: ...
 
 
@@ -330,6 +349,48 @@ def _echoed_nodes(resource: QueuedResourceMessage) -> list[str]:
         elif params.node_count:
             names += node_names(params.node_id_prefix, params.node_count)
     return sorted(names)
+
+
+def _merged(current: Mapping[str, str], old: Mapping[str, str], new: Mapping[str, str]):
+    """`current` with what this entry set before (`old`) replaced by what it sets now."""
+    return {**{k: v for k, v in current.items() if k not in old}, **new}
+
+
+def _node_update(
+    api: str,
+    path: str,
+    current: Any,
+    olds: Mapping[str, Any],
+    news: Mapping[str, Any],
+    changed: list[str],
+) -> Any:
+    """The Node message UpdateNode takes for `changed`, on the API surface `api`: each field
+    as the TPU VM has it now, less what the entry set before, plus what it sets now."""
+    types: Any = tpu_v2 if api == V2 else tpu_v2alpha1
+    node = types.Node(name=path)
+    if "labels" in changed:
+        node.labels = _merged(current.labels, _input(olds, "labels"), _input(news, "labels"))
+    if "metadata" in changed:
+        node.metadata = _merged(
+            current.metadata, _input(olds, "metadata"), _input(news, "metadata")
+        )
+    if "tags" in changed:
+        old_tags = set(_input(olds, "tags"))
+        kept = [t for t in current.tags if t not in old_tags]
+        node.tags = list(dict.fromkeys([*kept, *_input(news, "tags")]))
+    if "dataDisks" in changed:
+        old_disks = {d["sourceDisk"] for d in _input(olds, "dataDisks")}
+        disks = [
+            types.AttachedDisk(source_disk=d.source_disk, mode=d.mode)
+            for d in current.data_disks
+            if d.source_disk not in old_disks
+        ]
+        disks += [
+            types.AttachedDisk(source_disk=d["sourceDisk"], mode=d["mode"])
+            for d in _input(news, "dataDisks")
+        ]
+        node.data_disks = disks
+    return node
 
 
 def why_foreign(resource: QueuedResourceMessage, props: Mapping[str, Any]) -> str | None:
@@ -572,7 +633,7 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
         if state in DEAD_STATES or state == GONE:
             replaces.append("state")
         changed = bool(replaces) or any(
-            _input(olds, key) != _input(news, key) for key in UPDATE_KEYS
+            _input(olds, key) != _input(news, key) for key in (*IN_PLACE_KEYS, *UPDATE_KEYS)
         )
         # The id is fixed by config, so the old queued resource must go first or the new one
         # would meet a 409.
@@ -583,10 +644,62 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
     def update(
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
-        # Only UPDATE_KEYS reach here; diff replaces for the rest. The queued resource is
-        # untouched, so what was read of it stays.
+        # Only IN_PLACE_KEYS and UPDATE_KEYS reach here; diff replaces for the rest. The
+        # queued resource itself is untouched, so what was read of it stays.
+        changed = [key for key in IN_PLACE_KEYS if _input(olds, key) != _input(news, key)]
+        if changed:
+            self._update_nodes(olds, news, changed)
         kept = {k: olds[k] for k in ("name", "state", "nodeNames", "adopted") if k in olds}
         return pulumi.dynamic.UpdateResult({**news, **kept})
+
+    _node_update_seconds: float = NODE_UPDATE_SECONDS
+
+    def _update_nodes(
+        self, olds: Mapping[str, Any], news: Mapping[str, Any], changed: list[str]
+    ) -> None:
+        """Applies the changed in-place inputs to every TPU VM of the queued resource. Each VM
+        keeps what this entry never set (labels or metadata Cloud TPU or a user added); a VM
+        that fails is named, and the others are still updated: Pulumi keeps the old inputs of
+        a failed update, so the next `pulumi up` applies the whole change again, which changes
+        nothing on the VMs that have it."""
+        # Only v2alpha1 updates data disks; it takes the other fields too.
+        api = V2ALPHA1 if "dataDisks" in changed else _input(news, "apiVersion")
+        client = self._client_factory(api)
+        name = qualified_name(news)
+        resource = self._get(client, name)
+        state = _state(resource) if resource is not None else GONE
+        if state != "ACTIVE":
+            why = f": {_failure_reason(resource)}" if resource is not None else ""
+            raise QueuedResourceError(
+                f"queued resource {name} is {state}{why}, so its TPU VMs cannot take the new "
+                f"{', '.join(changed)}; nothing was changed. Run `pulumi up` again: it sees the "
+                "state and replaces the queued resource, asking again with the new values"
+            )
+        parent = f"projects/{news['project']}/locations/{news['zone']}/nodes"
+        mask = field_mask_pb2.FieldMask(paths=[UPDATE_FIELDS[key] for key in changed])
+        done: list[str] = []
+        failed: list[str] = []
+        for node in node_names(news["nodePrefix"], int(news["nodeCount"])):
+            path = f"{parent}/{node}"
+            try:
+                current = self._call(lambda t, path=path: client.get_node(name=path, timeout=t))
+                wanted = _node_update(api, path, current, olds, news, changed)
+                operation = self._call(
+                    lambda t, wanted=wanted: client.update_node(
+                        node=wanted, update_mask=mask, timeout=t
+                    )
+                )
+                operation.result(timeout=self._node_update_seconds)
+            except (api_exceptions.GoogleAPICallError, TimeoutError) as error:
+                failed.append(f"{node} ({_describe(error)})")
+                continue
+            done.append(node)
+        if failed:
+            raise QueuedResourceError(
+                f"updating {', '.join(changed)} in place: TPU VMs {', '.join(done) or 'none'} "
+                f"took it, {'; '.join(failed)} did not. Nothing was replaced; run `pulumi up` "
+                "again, which applies the whole change to every TPU VM once more"
+            )
 
     # -- delete ------------------------------------------------------------------------------
 

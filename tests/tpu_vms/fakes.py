@@ -88,6 +88,7 @@ class FakeTpuClient:
         delete_errors: Sequence[Exception] = (),
         delete_hangs: bool = False,
         delete_lingers: int = 0,
+        update_errors: dict[str, api_exceptions.GoogleAPICallError] | None = None,
     ) -> None:
         self.states = list(states)
         self.resource = exists
@@ -100,6 +101,11 @@ class FakeTpuClient:
         self.delete_errors = list(delete_errors)
         self.delete_hangs = delete_hangs
         self.delete_lingers = delete_lingers
+        self.update_errors = dict(update_errors or {})
+        """TPU VM name -> the error its update operation ends with (once)."""
+        self.nodes: dict[str, Any] = {}
+        """The TPU VMs the queued resource holds, by name, as Node messages."""
+        self.updates: list[tuple[str, list[str]]] = []
         self.deleting: int | None = None
         self.created: list[Any] = []
         self.deleted: list[Any] = []
@@ -132,6 +138,57 @@ class FakeTpuClient:
     def _create(self, request: Any) -> None:
         self.resource = type(request.queued_resource)(request.queued_resource)
         self.resource.name = f"{request.parent}/queuedResources/{request.queued_resource_id}"
+        for spec in self.resource.tpu.node_spec:
+            params: Any = getattr(spec, "multislice_params", None) or getattr(
+                spec, "multi_node_params", None
+            )
+            names = (
+                [spec.node_id]
+                if spec.node_id
+                else [f"{params.node_id_prefix}-{i}" for i in range(params.node_count)]
+            )
+            for name in names:
+                node = type(spec.node)(spec.node)
+                node.name = f"{spec.parent}/nodes/{name}"
+                self.nodes[node.name] = node
+
+    def get_node(self, *, name: str, timeout: float) -> Any:
+        self._called("get_node", timeout)
+        if name not in self.nodes:
+            raise api_exceptions.NotFound(f"{name} not found")
+        node = self.nodes[name]
+        return type(node)(node)
+
+    def update_node(self, *, node: Any, update_mask: Any, timeout: float) -> Any:
+        """UpdateNode: copies the masked fields onto the stored TPU VM; an `update_errors`
+        entry for it fails the operation instead, changing nothing."""
+        self._called("update_node", timeout)
+        if node.name not in self.nodes:
+            raise api_exceptions.NotFound(f"{node.name} not found")
+        short = node.name.rsplit("/", 1)[-1]
+        paths = list(update_mask.paths)
+        self.updates.append((short, paths))
+        if short in self.update_errors:
+            error = self.update_errors.pop(short)
+            code = error.grpc_status_code.value[0] if error.grpc_status_code else 13
+            return done_operation(error=status_pb2.Status(code=code, message=error.message))
+        stored = self.nodes[node.name]
+        for path in paths:
+            if path == "labels":
+                stored.labels = dict(node.labels)
+            elif path == "metadata":
+                stored.metadata = dict(node.metadata)
+            elif path == "tags":
+                stored.tags = list(node.tags)
+            elif path == "data_disks":
+                # The same TPU VM through either API surface: carried over as plain values.
+                stored.data_disks = [
+                    {"source_disk": d.source_disk, "mode": type(d).DiskMode(d.mode).name}
+                    for d in node.data_disks
+                ]
+            else:
+                raise api_exceptions.InvalidArgument(f"update_mask {path} is not supported")
+        return done_operation()
 
     def get_queued_resource(self, *, name: str, timeout: float) -> Any:
         self._called("get", timeout)
@@ -143,6 +200,7 @@ class FakeTpuClient:
         if self.deleting is not None:
             if self.deleting == 0:
                 self.resource = None
+                self.nodes.clear()
                 self.deleting = None
                 raise api_exceptions.NotFound(f"{name} not found")
             self.deleting -= 1

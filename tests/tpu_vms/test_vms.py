@@ -544,8 +544,11 @@ def _edit(before: dict[str, Any], after: dict[str, Any]) -> tuple[Op, list[str]]
 @pytest.mark.parametrize(
     ("edit", "op"),
     [
-        ({"startupScript": "echo new"}, Op.REPLACE),
-        ({"labels": {"team": "a"}}, Op.REPLACE),
+        # Cloud TPU updates labels, metadata (the startup script is metadata), tags and data
+        # disks on running TPU VMs: the provider does, and the plan agrees.
+        ({"startupScript": "echo new"}, Op.UPDATE),
+        ({"labels": {"team": "a"}}, Op.UPDATE),
+        ({"tags": ["tpu"]}, Op.UPDATE),
         (
             {
                 "dataDisks": [
@@ -555,9 +558,10 @@ def _edit(before: dict[str, Any], after: dict[str, Any]) -> tuple[Op, list[str]]
                     }
                 ]
             },
-            Op.REPLACE,
+            Op.UPDATE,
         ),
         ({"provisioning": "spot"}, Op.REPLACE),
+        ({"accelerator": "v4-16"}, Op.REPLACE),
         ({"queueCount": 2}, Op.REPLACE),
         ({"timeoutMinutes": 120}, Op.UPDATE),
         ({"queueing": {"validUntilDuration": "30m"}}, Op.UPDATE),
