@@ -166,6 +166,10 @@ def details(r: Registration) -> str:
             f"group={i.get('group')} size={i.get('size')} (resize requests for what it lacks, "
             f"{hours}h runs)"
         )
+    elif t == "pulumi-python:dynamic/tpu:StartupWait":
+        minutes = int(i.get("timeoutSeconds", 0)) // 60
+        workers = len(i.get("nodes") or []) * int(i.get("workers", 0))
+        parts.append(f"waits {minutes}m for {workers} TPU worker(s) to report their startup done")
     elif t == "pulumi-python:dynamic/compute:StartupWait":
         minutes = int(i.get("timeoutSeconds", 0)) // 60
         parts.append(

@@ -136,13 +136,17 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "iam.roles.undelete",
     ),
     # No predefined role holds a tpu.queuedResources.* permission; queued resources create
-    # nodes, so tpu.nodes.* is the best reading.
+    # nodes, so tpu.nodes.* is the best reading. Labels, metadata, tags and data disks are
+    # updated on the nodes in place (UpdateNode).
     "pulumi-python:dynamic/tpu:QueuedResource": (
         "tpu.nodes.create",
         "tpu.nodes.get",
+        "tpu.nodes.update",
         "tpu.nodes.delete",
         "tpu.operations.get",
     ),
+    # Reads each worker's readiness signal (GetGuestAttributes is read under tpu.nodes.get).
+    "pulumi-python:dynamic/tpu:StartupWait": ("tpu.nodes.get",),
     "pulumi-python:dynamic/slurm:RuntimeScripts": (
         "storage.objects.create",
         "storage.objects.get",

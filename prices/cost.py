@@ -95,6 +95,7 @@ FREE_TYPES = frozenset(
         "gcp:compute/resizeRequest:ResizeRequest",
         "pulumi-python:dynamic/compute:FlexCapacity",
         "pulumi-python:dynamic/compute:StartupWait",
+        "pulumi-python:dynamic/tpu:StartupWait",
         "gcp:monitoring/dashboard:Dashboard",
     }
 )

@@ -69,9 +69,10 @@ TPU_VMS = COMMON | {
     "gcp:serviceaccount/account:Account": 2,
     "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
     "pulumi-python:dynamic/tpu:QueuedResource": 1,
+    "pulumi-python:dynamic/tpu:StartupWait": 1,
 }
-"""One queued resource with its dedicated account and two grants, beside the GKE
-environment."""
+"""One queued resource with its dedicated account and two grants, and `pulumi up`'s wait for
+its startup scripts, beside the GKE environment."""
 SLURM_SINGLE_HOST = COMMON | {
     "gcp:compute/disk:Disk": 1,
     "gcp:compute/firewall:Firewall": 5,

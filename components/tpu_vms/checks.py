@@ -17,6 +17,7 @@ from components.buckets import unknown_buckets as unknown_bucket_problems
 from components.context import StackContext, label_problems
 from components.identity import account_id_problems, duplicate_roles, service_account_email
 from components.locations import zone_problem
+from components.startup import HEREDOC
 from components.tpu_vms.config import (
     SUBNETWORK_PATH,
     TpuVmConfig,
@@ -233,10 +234,20 @@ def _disk_and_metadata_problems(config: TpuVmConfig, zone: str) -> list[Problem]
             found.append(
                 Problem(
                     ("metadata", key),
-                    "is set by the program: TPU VMs take SSH through OS Login only, with "
+                    "is set by the program (the startup script's readiness signal needs guest "
+                    "attributes): TPU VMs take SSH through OS Login only, with "
                     "project SSH keys blocked and no serial console; remove it",
                 )
             )
+    if config.startup_script is not None and HEREDOC in config.startup_script.splitlines():
+        found.append(
+            Problem(
+                ("startupScript",),
+                f"has a line '{HEREDOC}', which ends the here-document the startup script "
+                "writes it with; rename that word",
+            )
+        )
+        return found
     size = sum(len(k) + len(v.encode()) for k, v in node_metadata(config).items())
     if size > METADATA_BYTES_MAX:
         found.append(

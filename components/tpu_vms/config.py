@@ -241,7 +241,9 @@ class TpuVmConfig(ConfigModel):
     those keys, `ssh-keys`, `sshKeys`, `serial-port-enable` and `startup-script` (use
     `startupScript`) are refused here."""
     startup_script: str | None = None
-    """Shell run as root at every boot of every TPU VM (metadata `startup-script`)."""
+    """Run as root at every boot of every TPU VM, as a step of the startup script the program
+    renders (metadata `startup-script`); it keeps its own `#!` line, and runs under bash
+    without one. Its failure fails `pulumi up` (`startupTimeoutMinutes`)."""
     labels: Labels = Field(default_factory=dict)
     """Labels on the TPU VMs, beside `ai-infra:labels`, `managed-by` and `ai-infra-stack`."""
     tags: list[NetworkTag] = Field(default_factory=list)
@@ -253,6 +255,12 @@ class TpuVmConfig(ConfigModel):
     request expires in the queue. A request not ACTIVE by then, FAILED or SUSPENDED is deleted
     and the update fails, so nothing runs outside the stack's state. Changing it replaces
     nothing."""
+    startup_timeout_minutes: int = Field(default=30, ge=0, le=360)
+    """How long `pulumi up` waits, once the request is ACTIVE, for the startup script on every
+    worker of every TPU VM to report done (guest attribute `ai-infra/startup`); a failed step
+    (`startupScript` among them) fails `pulumi up` naming the TPU VM, the worker and the step,
+    and leaves the queued resource recorded in the stack, so nothing bills unseen. 0 skips the
+    wait."""
     queueing: Queueing | None = None
     """When the request may start. Changing it replaces nothing running: it shapes the next
     request (after a preemption, or a change that replaces the TPU VMs)."""

@@ -37,6 +37,8 @@ from google.cloud import tpu_v2, tpu_v2alpha1
 from google.protobuf import field_mask_pb2
 
 from components.api_calls import RetryingCalls, describe_error, utcnow
+from components.startup import READY_PATH
+from components.startup_wait import StartupWaitBase
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 V2 = "v2"
@@ -124,6 +126,8 @@ class TpuClient(Protocol):
     ) -> api_operation.Operation: ...
 
     def get_node(self, *, name: str, timeout: float) -> Any: ...
+
+    def get_guest_attributes(self, request: Any, *, timeout: float) -> Any: ...
 
     def update_node(
         self, *, node: Any, update_mask: field_mask_pb2.FieldMask, timeout: float
@@ -393,6 +397,12 @@ def _node_update(
     return node
 
 
+def _create_time(resource: QueuedResourceMessage) -> str:
+    # proto-plus gives a Timestamp field as a datetime, or None while unset.
+    created: Any = resource.create_time
+    return created.isoformat() if created else ""
+
+
 def why_foreign(resource: QueuedResourceMessage, props: Mapping[str, Any]) -> str | None:
     """Why an existing queued resource by this entry's id is not the one this entry asks for,
     or None when it is: the same TPU VMs, accelerator, software and account, carrying every
@@ -649,8 +659,8 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
         changed = [key for key in IN_PLACE_KEYS if _input(olds, key) != _input(news, key)]
         if changed:
             self._update_nodes(olds, news, changed)
-        kept = {k: olds[k] for k in ("name", "state", "nodeNames", "adopted") if k in olds}
-        return pulumi.dynamic.UpdateResult({**news, **kept})
+        kept = ("name", "state", "nodeNames", "adopted", "created")
+        return pulumi.dynamic.UpdateResult({**news, **{k: olds[k] for k in kept if k in olds}})
 
     _node_update_seconds: float = NODE_UPDATE_SECONDS
 
@@ -758,11 +768,16 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
             "state": _state(resource),
             "nodeNames": node_names(props["nodePrefix"], int(props["nodeCount"])),
             "adopted": adopted,
+            # Tells a new request from the one it replaced: the startup wait waits again.
+            "created": _create_time(resource),
         }
 
 
 class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource"):
     """A Cloud TPU queued resource: one or more TPU VM slices, requested and kept together."""
+
+    created: pulumi.Output[str]
+    """When Cloud TPU accepted this request: a replacement has another."""
 
     def __init__(
         self,
@@ -774,6 +789,81 @@ class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource
         super().__init__(
             provider or QueuedResourceProvider(),
             name,
-            dict(props),
+            {**props, "created": None},
             opts,
         )
+
+
+class StartupWaitProvider(StartupWaitBase):
+    """Waits until every worker of every TPU VM of a queued resource reports `done` in its
+    readiness signal, read per worker through the TPU API's GetGuestAttributes (the way
+    gcloud's `tpu-vm ssh` reads each worker's host name)."""
+
+    WAIT_AGAIN_ON = ("project", "zone", "nodes", "workers", "requestedAt")
+    what = "the TPU VMs"
+    timeout_key = "startupTimeoutMinutes"
+
+    def __init__(
+        self,
+        client_factory: Callable[[str], TpuClient] = _default_client,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        poll_seconds: float = 30.0,
+    ) -> None:
+        self._client_factory = client_factory
+        self._sleep = sleep
+        self._clock = clock
+        self._poll_seconds = poll_seconds
+
+    def resource_id(self, props: Mapping[str, Any]) -> str:
+        return f"{props['queuedResourceId']}-startup"
+
+    def signals(self, props: Mapping[str, Any]) -> tuple[dict[str, str | None], int]:
+        client = self._client_factory(_input(props, "apiVersion"))
+        parent = f"projects/{props['project']}/locations/{props['zone']}/nodes"
+        workers = int(props["workers"])
+        found: dict[str, str | None] = {}
+        for node in props["nodes"]:
+            request = tpu_v2.GetGuestAttributesRequest(
+                name=f"{parent}/{node}", query_path=READY_PATH
+            )
+            try:
+                answer = self._call(
+                    lambda t, request=request: client.get_guest_attributes(
+                        request=request, timeout=t
+                    )
+                )
+            except api_exceptions.NotFound:
+                continue
+            for worker, attributes in enumerate(answer.guest_attributes):
+                values = [
+                    item.value
+                    for item in attributes.query_value.items
+                    if f"{item.namespace}/{item.key}" == READY_PATH
+                ]
+                found[f"TPU VM {node} worker {worker}"] = values[0] if values else None
+        return found, workers * len(props["nodes"])
+
+    def how_to_look(self, props: Mapping[str, Any], vm: str | None) -> str:
+        node, worker = (vm.split()[2], vm.split()[-1]) if vm else ("<node>", "0")
+        return (
+            "Its log: `gcloud alpha compute tpus tpu-vm ssh "
+            f"{node} --zone={props['zone']} --project={props['project']} --worker={worker} "
+            "--tunnel-through-iap --command='sudo journalctl -u google-startup-scripts "
+            "--no-pager'` (lines `ai-infra-startup:`). A fixed startupScript reaches running "
+            "TPU VMs in place and runs at their next boot, or now with `sudo "
+            "google_metadata_script_runner startup` on every worker (`python -m hosts`)."
+        )
+
+
+class StartupWait(pulumi.dynamic.Resource, module="tpu", name="StartupWait"):
+    """`pulumi up` waiting for the startup scripts of a queued resource's TPU VMs."""
+
+    def __init__(
+        self,
+        name: str,
+        props: Mapping[str, Any],
+        opts: pulumi.ResourceOptions | None = None,
+        provider: pulumi.dynamic.ResourceProvider | None = None,
+    ) -> None:
+        super().__init__(provider or StartupWaitProvider(), name, dict(props), opts)

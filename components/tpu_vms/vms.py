@@ -14,8 +14,10 @@ from components.buckets import BucketsHandle, grant_access
 from components.context import StackContext
 from components.identity import service_account
 from components.network import NetworkHandle
+from components.startup import GUEST_ATTRIBUTES_METADATA
+from components.tpu_vms import boot
 from components.tpu_vms.config import TpuVmConfig
-from components.tpu_vms.provider import REPLACE_KEYS, QueuedResource
+from components.tpu_vms.provider import REPLACE_KEYS, QueuedResource, StartupWait
 from components.types import reservation_parts
 
 NODE_ROLES: tuple[str, ...] = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
@@ -30,7 +32,14 @@ it into the node's `ssh-keys` (googlecloudsdk command_lib/compute/tpus/tpu_vm/ss
 OS Login on, Compute Engine accepts no keys from metadata (compute/docs/instances/
 managing-instance-access)."""
 RESERVED_METADATA = frozenset(
-    {*OS_LOGIN_METADATA, "ssh-keys", "sshkeys", "serial-port-enable", STARTUP_SCRIPT_KEY}
+    {
+        *OS_LOGIN_METADATA,
+        *GUEST_ATTRIBUTES_METADATA,
+        "ssh-keys",
+        "sshkeys",
+        "serial-port-enable",
+        STARTUP_SCRIPT_KEY,
+    }
 )
 """Metadata keys (compared in lower case) an entry's `metadata` may not set: OS Login's, the
 SSH keys it would bypass, the interactive serial console, and the startup script, which is
@@ -55,10 +64,16 @@ def reservation_name(reservation: str, project: str, zone: str) -> str:
 
 
 def node_metadata(config: TpuVmConfig) -> dict[str, str]:
-    """The metadata of every TPU VM: the entry's, `startupScript` under its key, and OS Login
-    on, set last so that nothing overrides it."""
-    script = {} if config.startup_script is None else {STARTUP_SCRIPT_KEY: config.startup_script}
-    return {**config.metadata, **script, **OS_LOGIN_METADATA}
+    """The metadata of every TPU VM: the entry's, the startup script rendered from its steps
+    (`startupScript` among them) under its key, guest attributes for its readiness signal, and
+    OS Login on, set last so that nothing overrides it."""
+    script = boot.render(boot.steps(config.startup_script))
+    return {
+        **config.metadata,
+        STARTUP_SCRIPT_KEY: script,
+        **GUEST_ATTRIBUTES_METADATA,
+        **OS_LOGIN_METADATA,
+    }
 
 
 class TpuVmsArgs(WiringModel):
@@ -164,6 +179,22 @@ class TpuVms(Component):
             ),
         )
         self.node_names = config.node_names
+        if config.startup_timeout_minutes:
+            StartupWait(
+                f"{name}-startup",
+                {
+                    "project": ctx.project,
+                    "zone": zone,
+                    "queuedResourceId": config.name,
+                    "nodes": self.node_names,
+                    "workers": shape.hosts,
+                    "apiVersion": config.api_version,
+                    # A replacement (after a preemption, say) has new VMs to wait for.
+                    "requestedAt": self.queued_resource.created,
+                    "timeoutSeconds": config.startup_timeout_minutes * 60,
+                },
+                self.child_opts(depends_on=[self.queued_resource]),
+            )
         internal = "" if config.enable_public_ips else " --internal-ip"
         where = f"--zone={zone} --project={ctx.project} --worker=0"
         self.ssh_commands = {

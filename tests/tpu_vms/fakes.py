@@ -89,6 +89,7 @@ class FakeTpuClient:
         delete_hangs: bool = False,
         delete_lingers: int = 0,
         update_errors: dict[str, api_exceptions.GoogleAPICallError] | None = None,
+        signals: dict[str, list[list[str | None]]] | None = None,
     ) -> None:
         self.states = list(states)
         self.resource = exists
@@ -106,6 +107,9 @@ class FakeTpuClient:
         self.nodes: dict[str, Any] = {}
         """The TPU VMs the queued resource holds, by name, as Node messages."""
         self.updates: list[tuple[str, list[str]]] = []
+        self.signals = signals or {}
+        """TPU VM name -> what GetGuestAttributes answers on successive calls (the last one
+        for ever): each worker's readiness signal, None where it has set none."""
         self.deleting: int | None = None
         self.created: list[Any] = []
         self.deleted: list[Any] = []
@@ -158,6 +162,30 @@ class FakeTpuClient:
             raise api_exceptions.NotFound(f"{name} not found")
         node = self.nodes[name]
         return type(node)(node)
+
+    def get_guest_attributes(self, request: Any, *, timeout: float) -> Any:
+        self._called("get_guest_attributes", timeout)
+        node = request.name.rsplit("/", 1)[-1]
+        answers = self.signals.get(node)
+        if not answers:
+            raise api_exceptions.NotFound(f"{request.name} not found")
+        workers = answers.pop(0) if len(answers) > 1 else answers[0]
+        namespace, key = request.query_path.split("/")
+        return tpu_v2.GetGuestAttributesResponse(
+            guest_attributes=[
+                tpu_v2.GuestAttributes(
+                    query_path=request.query_path,
+                    query_value=tpu_v2.GuestAttributesValue(
+                        items=[]
+                        if value is None
+                        else [
+                            tpu_v2.GuestAttributesEntry(namespace=namespace, key=key, value=value)
+                        ]
+                    ),
+                )
+                for value in workers
+            ]
+        )
 
     def update_node(self, *, node: Any, update_mask: Any, timeout: float) -> Any:
         """UpdateNode: copies the masked fields onto the stored TPU VM; an `update_errors`

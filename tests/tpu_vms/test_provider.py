@@ -13,11 +13,14 @@ from google.cloud import tpu_v2, tpu_v2alpha1
 from google.rpc import error_details_pb2, status_pb2
 
 from components.api_calls import CALL_SECONDS
+from components.startup import DONE, FAILED, RUNNING
+from components.startup_wait import StartupFailed
 from components.tpu_vms.provider import (
     DELETE_SECONDS,
     ForeignQueuedResource,
     QueuedResourceError,
     QueuedResourceProvider,
+    StartupWaitProvider,
     build_request,
     node_names,
 )
@@ -669,8 +672,73 @@ def test_an_update_of_a_suspended_request_changes_nothing_and_the_next_up_replac
     client.states = [State.SUSPENDED]
     client.nodes.clear()  # preempted: its TPU VMs are gone
     news = {**PROPS, "labels": {**PROPS["labels"], "team": "research"}}
-    with pytest.raises(QueuedResourceError, match="is SUSPENDED: .*preemption.*replaces"):
+    with pytest.raises(QueuedResourceError, match=r"is SUSPENDED: .*preemption.*replaces"):
         p.update(NAME, olds, news)
     assert client.updates == []
     # The next preview reads the state and replaces it, asking again with the new labels.
     assert "state" in (p.diff(NAME, olds, news).replaces or [])
+
+
+# -- pulumi up waits for every worker's startup script ---------------------------------------
+
+WAIT: dict[str, Any] = {
+    "project": "p-123456",
+    "zone": "us-central2-b",
+    "queuedResourceId": "maxtext",
+    "nodes": ["maxtext-0", "maxtext-1"],
+    "workers": 2,
+    "apiVersion": "v2",
+    "requestedAt": "2026-03-01T12:00:00+00:00",
+    "timeoutSeconds": 1800,
+}
+
+
+def waiter(client: FakeTpuClient, clock: Clock) -> StartupWaitProvider:
+    return StartupWaitProvider(factory(client), sleep=clock.sleep, clock=clock, poll_seconds=30)
+
+
+def test_up_returns_once_every_worker_of_every_slice_is_done():
+    clock = Clock()
+    client = FakeTpuClient(
+        [State.ACTIVE],
+        signals={
+            "maxtext-0": [[RUNNING, None], [DONE, DONE]],
+            "maxtext-1": [[DONE, DONE]],
+        },
+    )
+    result = waiter(client, clock).create(dict(WAIT))
+    assert result.id == "maxtext-startup"
+    assert result.outs is not None and len(result.outs["vms"]) == 4
+    assert clock.sleeps == [30]
+    assert all(timeout == CALL_SECONDS for _, timeout in client.calls)
+
+
+def test_a_failed_step_on_one_worker_fails_up_naming_it():
+    client = FakeTpuClient(
+        [State.ACTIVE],
+        signals={"maxtext-0": [[DONE, DONE]], "maxtext-1": [[DONE, f"{FAILED}startupScript"]]},
+    )
+    with pytest.raises(StartupFailed) as error:
+        waiter(client, Clock()).create(dict(WAIT))
+    message = str(error.value)
+    assert "TPU VM maxtext-1 worker 1" in message and "'startupScript' failed" in message
+    assert "tpu-vm ssh maxtext-1" in message and "--worker=1" in message
+    assert not client.deleted, "a failed script leaves the slices recorded, never deleted"
+
+
+def test_a_hung_worker_fails_up_at_the_bound_and_a_slice_not_yet_there_is_named():
+    clock = Clock()
+    client = FakeTpuClient([State.ACTIVE], signals={"maxtext-0": [[DONE, RUNNING]]})
+    with pytest.raises(StartupFailed) as error:
+        waiter(client, clock).create(dict(WAIT))
+    message = str(error.value)
+    assert "TPU VM maxtext-0 worker 1 (running)" in message
+    assert "2 VM(s) not there yet" in message
+    assert "within 30 minutes" in message and clock.now == WAIT["timeoutSeconds"]
+
+
+def test_a_new_request_waits_again():
+    p = waiter(FakeTpuClient([State.ACTIVE]), Clock())
+    assert p.diff("x", dict(WAIT), dict(WAIT)).changes is False
+    later = {**WAIT, "requestedAt": "2026-03-02T08:00:00+00:00"}
+    assert p.diff("x", dict(WAIT), later).changes is True

@@ -122,6 +122,17 @@ def rejected(config: dict[str, Any]) -> dict[str, str]:
         ),
         ({"tpuVms": [vm(startupScript="x" * 600_000)]}, "tpuVms[0].metadata", "512"),
         (
+            {"tpuVms": [vm(startupScript="cat <<AI_INFRA_EOF\nx\nAI_INFRA_EOF\n")]},
+            "tpuVms[0].startupScript",
+            "rename that word",
+        ),
+        (
+            {"tpuVms": [vm(metadata={"enable-guest-attributes": "FALSE"})]},
+            "tpuVms[0].metadata.enable-guest-attributes",
+            "readiness signal",
+        ),
+        ({"tpuVms": [vm(startupTimeoutMinutes=-1)]}, "tpuVms[0].startupTimeoutMinutes", "0"),
+        (
             {
                 "tpuVms": [
                     vm(
@@ -310,12 +321,17 @@ def test_capacity_reservation_network_and_vm_settings_reach_the_queued_resource(
         True,
     )
     assert spot["labels"]["team"] == "research" and spot["tags"] == ["tpu"]
-    assert spot["metadata"] == {
+    metadata = dict(spot["metadata"])
+    script = metadata.pop("startup-script")
+    assert metadata == {
         "env": "dev",
-        "startup-script": "echo ready",
+        "enable-guest-attributes": "TRUE",
         "enable-oslogin": "TRUE",
         "block-project-ssh-keys": "TRUE",
     }
+    # The entry's script is a step of the rendered one, which reports when it is done.
+    assert "echo ready" in script.splitlines() and "STEP=startupScript" in script
+    assert "guest-attributes/ai-infra/startup" in script
     assert spot["timeoutSeconds"] == 300
     assert queued_resource(graph, "held").inputs["reservationName"] == (
         "projects/test-project/locations/us-central2-b/reservations/v4-res"
@@ -534,6 +550,17 @@ def test_queueing_networks_and_boot_disk_reach_the_queued_resource():
     plain = queued_resource(built(vm()), "exp").inputs
     assert (plain["queueingPolicy"], plain["queueCount"], plain["bootDisk"]) == ({}, 0, {})
     assert plain["additionalNetworks"] == []
+
+
+def test_pulumi_up_waits_for_every_workers_startup_script():
+    graph = built(vm(name="maxtext", accelerator="v4-16", nodeCount=2, startupTimeoutMinutes=20))
+    (wait,) = graph.of_type("pulumi-python:dynamic/tpu:StartupWait")
+    qr = queued_resource(graph, "maxtext")
+    assert wait.inputs["nodes"] == ["maxtext-0", "maxtext-1"]
+    assert wait.inputs["workers"] == 2, "a v4-16 slice has two hosts"
+    assert wait.inputs["timeoutSeconds"] == 20 * 60
+    assert qr.urn in wait.dependencies
+    assert not built(vm(startupTimeoutMinutes=0)).of_type("pulumi-python:dynamic/tpu:StartupWait")
 
 
 def _edit(before: dict[str, Any], after: dict[str, Any]) -> tuple[Op, list[str]]:
