@@ -121,13 +121,16 @@ def project_grant(
     role: str,
     member: pulumi.Input[str],
     depends_on: Sequence[pulumi.Resource] = (),
+    condition: gcp.projects.IAMMemberConditionArgs | None = None,
 ) -> gcp.projects.IAMMember:
-    """One member in one project role, leaving every other grant of the role alone."""
+    """One member in one project role, leaving every other grant of the role alone; with
+    `condition`, only where it holds."""
     return gcp.projects.IAMMember(
         grant_name(owner, role),
         project=project,
         role=role,
         member=member,
+        condition=condition,
         opts=grant_opts(parent, depends_on),
     )
 
@@ -144,6 +147,7 @@ def custom_role_grant(
     permissions: Sequence[str],
     member: pulumi.Input[str],
     depends_on: Sequence[pulumi.Resource] = (),
+    condition: gcp.projects.IAMMemberConditionArgs | None = None,
 ) -> tuple[gcp.projects.IAMCustomRole, gcp.projects.IAMMember]:
     """A project custom role of exactly `permissions`, where a predefined role would grant far
     more, and its grant to `member`. IAM keeps a deleted role's id for a while; the provider
@@ -165,6 +169,7 @@ def custom_role_grant(
         role=f"projects/{project}/roles/{role_id}",
         member=member,
         depends_on=[*depends_on, role],
+        condition=condition,
     )
     return role, grant
 

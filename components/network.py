@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Literal
 
 import pulumi
 import pulumi_gcp as gcp
@@ -81,6 +82,78 @@ Mtu = Annotated[int, AfterValidator(_mtu)]
 NodeNetworkName = Annotated[DnsLabel, AfterValidator(_node_network_name)]
 
 
+PORT_PROTOCOLS = ("tcp", "udp", "sctp")
+"""The protocols a VPC firewall rule opens by port (Compute Engine `Firewall.allowed`)."""
+_PORT = r"(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+
+
+@described("`tcp:PORT`, `udp:PORT` or `sctp:PORT`, a port or a range `LOW-HIGH`", {})
+def _port_spec(value: str) -> str:
+    protocol, _, ports = value.partition(":")
+    low, _, high = ports.partition("-")
+    if (
+        protocol not in PORT_PROTOCOLS
+        or not re.fullmatch(_PORT, low)
+        or (high and (not re.fullmatch(_PORT, high) or int(high) < int(low)))
+    ):
+        raise ValueError(
+            f"'{value}' is not a port opening: write the protocol and a port or a range of "
+            "1 to 65535, e.g. tcp:6820, udp:5000-5100"
+        )
+    return value
+
+
+PortSpec = Annotated[str, AfterValidator(_port_spec)]
+PODS = "pods"
+"""An opening's source meaning the GKE cluster's pods range."""
+
+
+@described("`pods` or an IPv4 range", {})
+def _opening_source(value: str) -> str:
+    if value == PODS:
+        return value
+    try:
+        network = ipaddress.IPv4Network(value)
+    except ValueError:
+        raise ValueError(
+            f"'{value}' is neither `pods` (the GKE cluster's pods range) nor an IPv4 range "
+            "such as 10.8.0.0/24"
+        ) from None
+    if network.prefixlen == 0:
+        raise ValueError(
+            f"'{value}' opens the system to the whole internet; name the ranges that need it"
+        )
+    if str(network) != value:
+        raise ValueError(f"'{value}' has host bits set; write {network}")
+    return value
+
+
+OpeningSource = Annotated[str, AfterValidator(_opening_source)]
+Reachable = Literal["slurm", "slurmController", "slurmLogin", "gpuClusters", "tpuVms"]
+"""The systems whose VMs a `network.allow` entry may open: every VM of the Slurm cluster, its
+controller, its login VMs, every GPU cluster on the stack's network, every TPU VM entry on
+it."""
+OpeningName = Annotated[DnsLabel, StringConstraints(max_length=20)]
+
+
+class PortOpening(ConfigModel):
+    """One entry of `network.allow`: ports of one system opened to the GKE cluster's pods or
+    to named ranges. Nothing else reaches another system's ports: every rule of the stack
+    names the VMs it admits by their system's network tag."""
+
+    name: OpeningName
+    """Names the firewall rule `<prefix>-allow-<name>`."""
+    to: Reachable
+    """Whose VMs: `slurm` (every VM of the Slurm cluster, the TPU VMs it creates included),
+    `slurmController`, `slurmLogin`, `gpuClusters` (those on the stack's network) or
+    `tpuVms` (those on the stack's network)."""
+    sources: list[OpeningSource] = Field(min_length=1)
+    """Who: `pods` (the GKE cluster's pods range: every pod of every team, so prefer a
+    service with its own authentication) and IPv4 ranges; never 0.0.0.0/0."""
+    ports: list[PortSpec] = Field(min_length=1)
+    """What: `tcp:6820`, `udp:5000-5100`; at least one, and only these."""
+
+
 class NodeNetworkConfig(ConfigModel):
     """One entry of `network.additionalNodeNetworks`: a VPC and subnet for TPU hosts' second
     NIC."""
@@ -130,6 +203,9 @@ class NetworkConfig(ConfigModel):
     firewall rule for traffic inside it, and the cluster multi-networking. v6e and tpu7x
     slices attach to every one unless they list their own, and so do the TPU provisioner's
     pools when every shape of its quota is v6e or tpu7x (unless it names its own)."""
+    allow: list[PortOpening] = Field(default_factory=list)
+    """Ports of the Slurm cluster, GPU clusters or TPU VMs opened to the GKE cluster's pods or
+    to other ranges, each named; by default no pod reaches any of them."""
 
     @property
     def managed_mtu(self) -> int | None:
@@ -473,25 +549,86 @@ def firewall_rule(
     network: pulumi.Input[str],
     name: str,
     description: str,
-    allows: Sequence[gcp.compute.FirewallAllowArgs],
+    allows: Sequence[gcp.compute.FirewallAllowArgs] = (),
+    denies: Sequence[gcp.compute.FirewallDenyArgs] = (),
     source_ranges: Sequence[str] | None = None,
     source_tags: Sequence[str] | None = None,
     target_tags: Sequence[str] | None = None,
+    destination_ranges: Sequence[pulumi.Input[str]] | None = None,
+    egress: bool = False,
+    priority: int | None = None,
 ) -> gcp.compute.Firewall:
-    """An ingress rule; without `target_tags` it applies to every VM of the network."""
+    """An ingress rule (an egress one with `egress`); without `target_tags` it applies to
+    every VM of the network. Unset `priority` is the API's 1000."""
     return gcp.compute.Firewall(
         resource_name,
         project=project,
         name=name,
         network=network,
-        direction="INGRESS",
+        direction="EGRESS" if egress else "INGRESS",
+        priority=priority,
         source_ranges=list(source_ranges) if source_ranges is not None else None,
         source_tags=list(source_tags) if source_tags is not None else None,
         target_tags=list(target_tags) if target_tags is not None else None,
-        allows=list(allows),
+        destination_ranges=list(destination_ranges) if destination_ranges is not None else None,
+        allows=list(allows) or None,
+        denies=list(denies) or None,
         description=description,
         opts=parent.child_opts(),
     )
+
+
+def system_tag(owner: str, role: str) -> str:
+    """The network tag by which firewall rules name one system's VMs, or one role of them:
+    `<owner>-<role>` (`<prefix>-gke-node`, `<prefix>-<entry>-tpu-vm`, `<cluster>-controller`).
+    Every rule of the stack names the tags it admits and the tags it applies to; none opens a
+    port to every VM of the network (IAP's SSH aside)."""
+    return f"{owner}-{role}"
+
+
+def gke_node_tag(prefix: str) -> str:
+    """Every GKE node of the stack, the TPU provisioner's included."""
+    return system_tag(prefix, "gke-node")
+
+
+SystemTags = Mapping[str, Sequence[str]]
+"""`Reachable` system -> the network tags of its VMs on the stack's network (empty or absent
+when the stack has none)."""
+MAX_SOURCE_TAGS = 30
+"""A VPC firewall rule takes at most 30 source tags (VPC quotas and limits)."""
+
+
+def port_allows(ports: Sequence[str]) -> list[gcp.compute.FirewallAllowArgs]:
+    """`tcp:6820`-style openings as a rule's `allows`, one per protocol in the order given."""
+    by_protocol: dict[str, list[str]] = {}
+    for spec in ports:
+        protocol, _, port = spec.partition(":")
+        by_protocol.setdefault(protocol, []).append(port)
+    return [gcp.compute.FirewallAllowArgs(protocol=p, ports=n) for p, n in by_protocol.items()]
+
+
+def allow_problems(config: NetworkConfig, tags: SystemTags, *, gke: bool) -> list[Problem]:
+    """`allow[i]` problems: a name used twice, a system the stack has no VMs of on its
+    network, `pods` without a GKE cluster."""
+    found = [p.under("allow") for p in duplicate_names([a.name for a in config.allow], "allow")]
+    for i, opening in enumerate(config.allow):
+        if not tags.get(opening.to):
+            found.append(
+                Problem(
+                    ("allow", i, "to"),
+                    f"the stack has no {opening.to} VMs on its network to open; remove the "
+                    "entry or add the system",
+                )
+            )
+        if PODS in opening.sources and not gke:
+            found.append(
+                Problem(
+                    ("allow", i, "sources"),
+                    "`pods` is the GKE cluster's pods range, and cluster.enabled is false; "
+                    "name IPv4 ranges instead",
+                )
+            )
+    return found
 
 
 def custom_vpc(
@@ -635,10 +772,13 @@ class NetworkHandle:
     subnet_self_link: pulumi.Output[str]
     subnet_name: str
     """The subnet's name, known before it exists."""
+    subnet_cidr: str
+    """The subnet's primary range: the addresses of every VM in it."""
     pods_range_name: str
     services_range_name: str
-    webhook_firewall: gcp.compute.Firewall
-    """The control plane's path to admission webhooks; Kueue's release waits for it."""
+    webhook_firewall: gcp.compute.Firewall | None
+    """The control plane's path to admission webhooks, which Kueue's release waits for; None
+    without a GKE cluster."""
     component: pulumi.Resource
     """The network component: VMs that boot into the subnet and egress through the NAT wait
     for it, and what must be deleted before any of it depends on it."""
@@ -649,6 +789,11 @@ class NetworkHandle:
 class NetworkArgs(WiringModel):
     context: InstanceOf[StackContext]
     config: NetworkConfig
+    gke: bool = True
+    """Whether the stack has a GKE cluster, whose nodes get the rules GKE needs."""
+    system_tags: dict[str, list[str]] = Field(default_factory=dict)
+    """The other systems' network tags on this network (`SystemTags`): what `allow` entries
+    open, and what is denied the GKE nodes."""
 
 
 class Network(Component):
@@ -709,39 +854,34 @@ class Network(Component):
             subnet=subnet.self_link,
         )
 
-        firewall_rule(
-            self,
-            f"{name}-allow-internal",
-            project=ctx.project,
-            network=network_name,
-            name=ctx.name("allow-internal"),
-            description="Node, pod and service traffic inside the environment",
-            source_ranges=[config.subnet_cidr, config.pods_cidr, config.services_cidr],
-            allows=ALL_INTERNAL,
-        )
+        webhooks = self._gke_rules(name, ctx, config, network_name, args) if args.gke else None
         iap_ssh_rule(
             self,
             f"{name}-allow-iap-ssh",
             project=ctx.project,
             network=network_name,
             name=ctx.name("allow-iap-ssh"),
-            description="SSH to nodes through Identity-Aware Proxy only",
+            description="SSH to every VM of the network through Identity-Aware Proxy only",
         )
-        webhooks = firewall_rule(
-            self,
-            f"{name}-allow-webhooks",
-            project=ctx.project,
-            network=network_name,
-            name=ctx.name("allow-webhooks"),
-            description="GKE control plane to webhooks and APIServices on nodes (Kueue, JobSet)",
-            source_ranges=[config.master_cidr],
-            allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=list(WEBHOOK_PORTS))],
-        )
+        for opening in config.allow:
+            firewall_rule(
+                self,
+                f"{name}-allow-{opening.name}",
+                project=ctx.project,
+                network=network_name,
+                name=ctx.name("allow", opening.name),
+                description=f"network.allow {opening.name}: {', '.join(opening.ports)} of "
+                f"{opening.to} VMs",
+                source_ranges=[config.pods_cidr if s == PODS else s for s in opening.sources],
+                target_tags=list(args.system_tags[opening.to]),
+                allows=port_allows(opening.ports),
+            )
         self.handle = NetworkHandle(
             self_link=pulumi.Output.from_input(network_ref),
             name=network_name,
             subnet_self_link=subnet.self_link,
             subnet_name=subnet_name(ctx.prefix),
+            subnet_cidr=config.subnet_cidr,
             pods_range_name=self.pods_range_name,
             services_range_name=self.services_range_name,
             webhook_firewall=webhooks,
@@ -753,6 +893,59 @@ class Network(Component):
         )
         self.register_outputs(
             {"network": self.handle.self_link, "subnetwork": self.handle.subnet_self_link}
+        )
+
+    def _gke_rules(
+        self,
+        name: str,
+        ctx: StackContext,
+        config: NetworkConfig,
+        network_name: pulumi.Input[str],
+        args: NetworkArgs,
+    ) -> gcp.compute.Firewall:
+        """GKE nodes reach each other and take their pods' traffic; the control plane reaches
+        the webhooks on them; no other system's VM reaches them. GKE's own `-vms` rule admits
+        the whole subnet to its nodes at priority 1000 ("Automatically created firewall
+        rules"), so the deny takes 900, ahead of it. The resource keeps its old name: this
+        rule was the flat allow-internal that admitted every range to every VM."""
+        tag = gke_node_tag(ctx.prefix)
+        firewall_rule(
+            self,
+            f"{name}-allow-internal",
+            project=ctx.project,
+            network=network_name,
+            name=ctx.name("allow-internal"),
+            description="GKE nodes and pods to GKE nodes; other systems have rules of their own",
+            source_ranges=[config.pods_cidr],
+            source_tags=[tag],
+            target_tags=[tag],
+            allows=ALL_INTERNAL,
+        )
+        others = sorted({t for tags in args.system_tags.values() for t in tags})
+        for k in range(0, len(others), MAX_SOURCE_TAGS):
+            suffix = "" if k == 0 else f"-{k // MAX_SOURCE_TAGS}"
+            firewall_rule(
+                self,
+                f"{name}-deny-to-gke{suffix}",
+                project=ctx.project,
+                network=network_name,
+                name=ctx.name(f"deny-to-gke{suffix}"),
+                description="Slurm, GPU cluster and TPU VMs never reach GKE nodes or pods",
+                source_tags=others[k : k + MAX_SOURCE_TAGS],
+                target_tags=[tag],
+                denies=[gcp.compute.FirewallDenyArgs(protocol="all")],
+                priority=900,
+            )
+        return firewall_rule(
+            self,
+            f"{name}-allow-webhooks",
+            project=ctx.project,
+            network=network_name,
+            name=ctx.name("allow-webhooks"),
+            description="GKE control plane to webhooks and APIServices on nodes (Kueue, JobSet)",
+            source_ranges=[config.master_cidr],
+            target_tags=[tag],
+            allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=list(WEBHOOK_PORTS))],
         )
 
     def _node_network(

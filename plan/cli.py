@@ -20,7 +20,7 @@ from typing import Any
 
 from components.network import DEFAULT_MTU
 from plan import base as bases
-from plan import summary
+from plan import reachability, summary
 from plan.diff import GraphDiff, diff
 from plan.engine import Graph, list_stacks, run_program, stack_file
 from plan.render import diff_json, plan_json, render, render_diff
@@ -121,6 +121,9 @@ class Report:
         heading = _heading(self.stack, self.path, self.base, self.base_ref)
         shown = render_diff(changes, keys, heading, moved)
         shown += "".join(f"\n\n! {n}" for n in self._notices())
+        paths = reachability.opened(self.base.graph, self.graph)
+        if paths:
+            shown += "\n\nReachability:\n" + "\n".join(f"  {p}" for p in paths)
         costs = self._costs()
         if costs is None:
             return "\n".join([shown, "", _NO_BASE_COST.format(self.base.origin)])
@@ -139,6 +142,7 @@ class Report:
                 **diff_json(changes, keys, self.base_ref, before),
                 "numbers": moved,
                 "notices": self._notices(),
+                "reachability": reachability.opened(self.base.graph, self.graph),
                 "cost": None if costs is None else cost_change_json(*costs),
             },
         }

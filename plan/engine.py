@@ -151,7 +151,8 @@ class Graph:
 _CLUSTER_ENDPOINT = "203.0.113.10"
 _CLUSTER_CA = "bW9jay1jYQ=="
 _FILESTORE_IP = "192.0.2.2"
-INVENTED = frozenset({_CLUSTER_ENDPOINT, _CLUSTER_CA, _FILESTORE_IP})
+_FILESTORE_RANGE = "192.0.2.0/29"
+INVENTED = frozenset({_CLUSTER_ENDPOINT, _CLUSTER_CA, _FILESTORE_IP, _FILESTORE_RANGE})
 """Mock outputs GCP chooses at create time (addresses, certificates): a value holding one is
 unknown until `pulumi up`. Emails, names and bucket URLs follow from the inputs."""
 INVENTED_PREFIXES = ("https://www.googleapis.com/compute/v1/projects/",)
@@ -182,7 +183,9 @@ def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, A
         outputs["url"] = f"gs://{name}"
     elif typ == "gcp:filestore/instance:Instance":
         # A predictable address from the documentation range, for mounts that read it.
-        outputs["networks"] = [{"ipAddresses": [_FILESTORE_IP], "network": "mock"}]
+        outputs["networks"] = [
+            {"ipAddresses": [_FILESTORE_IP], "network": "mock", "reservedIpRange": _FILESTORE_RANGE}
+        ]
     return outputs
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from components.tpu_catalog import resolve
 from components.tpu_vms.provider import node_names
-from plan import summary
+from plan import reachability, summary
 from plan.diff import (
     SHOWN_SECRETS,
     Change,
@@ -113,11 +113,7 @@ def details(r: Registration) -> str:
         )
         parts.append(f"cidr={i.get('ipCidrRange')} {ranges}")
     elif t == "gcp:compute/firewall:Firewall":
-        ports = ",".join(
-            f"{a['protocol']}{':' + '/'.join(a['ports']) if a.get('ports') else ''}"
-            for a in i.get("allows", [])
-        )
-        parts.append(f"from={','.join(i.get('sourceRanges', []))} allow={ports}")
+        parts += _firewall_details(i)
     elif t == "gcp:projects/iAMCustomRole:IAMCustomRole":
         parts.append(f"id={i.get('roleId')} permissions={','.join(i.get('permissions', []))}")
     elif t.endswith("IAMMember"):
@@ -215,6 +211,27 @@ def details(r: Registration) -> str:
     return " ".join(str(p) for p in parts)
 
 
+def _firewall_details(i: dict[str, Any]) -> list[str]:
+    """Who a rule admits (ranges, tags), to which tagged VMs, which ports, allow or deny."""
+    egress = i.get("direction") == "EGRESS"
+    where = ",".join([*i.get("sourceRanges", []), *(f"tag:{t}" for t in i.get("sourceTags", []))])
+    parts = [
+        f"to={','.join(map(str, i.get('destinationRanges', [])))}" if egress else f"from={where}"
+    ]
+    if i.get("targetTags"):
+        parts.append(f"on=tag:{','.join(i['targetTags'])}")
+    for key, verb in (("allows", "allow"), ("denies", "deny")):
+        if i.get(key):
+            ports = ",".join(
+                f"{a['protocol']}{':' + '/'.join(a['ports']) if a.get('ports') else ''}"
+                for a in i[key]
+            )
+            parts.append(f"{verb}={ports}")
+    if i.get("priority") is not None:
+        parts.append(f"priority={i['priority']}")
+    return parts
+
+
 def _kubernetes_details(type_: str, inputs: dict[str, Any]) -> list[str]:
     spec = inputs.get("spec") or {}
     if type_.endswith("ClusterQueue"):
@@ -246,6 +263,10 @@ def _kubernetes_details(type_: str, inputs: dict[str, Any]) -> list[str]:
     return []
 
 
+REACHABILITY = (
+    "Reachability (who reaches whom on which ports, from the registered firewall rules and "
+    "NetworkPolicies and the rules GKE creates for its nodes)"
+)
 SCHEMA_VERSION = 2
 """Of `--json`. 2: state-shaped URNs, `summary` (chips by kind, GPUs, nodes, quotas, outputs),
 per-change `effect`, and in a diff `deleteBeforeReplace`, `cause`, `refusal` and `notes`."""
@@ -289,6 +310,7 @@ def render(graph: Graph, config: StackConfig, stack: str) -> str:
         lines.append(f"  {count:4d}  {type_}")
     for title, section in environment.describe(config):
         lines += ["", f"{title}:", *section]
+    lines += ["", f"{REACHABILITY}:", *reachability.lines(graph)]
     lines += summary.render(summary.summarize(graph))
     lines += ["", *cost_section(stack_cost(config, graph))]
     return "\n".join(lines)
@@ -450,6 +472,7 @@ def plan_json(graph: Graph, config: StackConfig, stack: str) -> dict[str, Any]:
         "tpuChips": numbers.chips,
         "summary": numbers.to_json(),
         "cost": cost_json(stack_cost(config, graph)),
+        "reachability": reachability.as_json(graph),
     }
 
 

@@ -195,6 +195,12 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "container.clusterRoles.bind",
     ),
     "kubernetes:yaml/v2:ConfigGroup": ("container.thirdPartyObjects.create",),
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": (
+        "container.validatingAdmissionPolicies.create",
+    ),
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": (
+        "container.validatingAdmissionPolicyBindings.create",
+    ),
 }
 """Resource type -> the permissions `pulumi up` uses to create and read it back."""
 CUSTOM_RESOURCE = ("container.thirdPartyObjects.create",)

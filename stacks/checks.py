@@ -10,6 +10,7 @@ from components.base import PathPart, Problem, relative_path, under
 from components.context import label_problems
 from components.identity import ownership_problems, service_account_email
 from stacks.config import StackConfig
+from stacks.environment import system_tags
 
 
 def problems(config: StackConfig) -> list[Problem]:
@@ -23,7 +24,8 @@ def problems(config: StackConfig) -> list[Problem]:
     network_problems += under(
         "network",
         network.overlap_problems(config.network, _gpu_subnets(config))
-        + network.name_problems(config.network, config.prefix),
+        + network.name_problems(config.network, config.prefix)
+        + network.allow_problems(config.network, system_tags(config), gke=config.cluster.enabled),
     )
     found += network_problems
     bucket_names = [b.name for b in config.buckets]
@@ -73,6 +75,7 @@ def problems(config: StackConfig) -> list[Problem]:
         ),
     )
     found += node_account_problems(config)
+    found += tag_problems(config)
     pools_valid = not any(p.path[:1] in (("tpuSlices",), ("gpuPools",)) for p in gke_problems)
     if pools_valid and not vm_problems and not network_problems:
         found += under(
@@ -84,6 +87,36 @@ def problems(config: StackConfig) -> list[Problem]:
             ),
         )
     return found
+
+
+def tag_problems(config: StackConfig) -> list[Problem]:
+    """A network tag a user lists (`tpuVms[].tags`, `tpuProvisioner.nodeTags`) that names
+    another system's VMs would let those VMs in wherever that system's rules admit it: a TPU
+    VM tagged like the Slurm cluster would reach its controller's NFS exports."""
+    reserved = {t: system for system, tags in system_tags(config).items() for t in tags}
+    reserved[network.gke_node_tag(config.prefix)] = "GKE nodes"
+    if config.slurm is not None:
+        cluster = config.slurm.cluster_name
+        reserved[network.system_tag(cluster, "compute")] = "slurm"
+    claims: list[tuple[tuple[PathPart, ...], str, set[str]]] = [
+        (("tpuVms", i, "tags", j), tag, set(tpu_vms.network_tags([entry], config.context)))
+        for i, entry in enumerate(config.tpu_vms)
+        for j, tag in enumerate(entry.tags)
+    ]
+    if config.cluster.enabled:
+        claims += [
+            (("tpuProvisioner", "nodeTags", j), tag, {network.gke_node_tag(config.prefix)})
+            for j, tag in enumerate(config.gke.tpu_provisioner.node_tags)
+        ]
+    return [
+        Problem(
+            path,
+            f"'{tag}' is the network tag of {reserved[tag]} VMs, which the stack's firewall "
+            "rules admit by it; pick a tag of your own",
+        )
+        for path, tag, own in claims
+        if tag in reserved and tag not in own
+    ]
 
 
 def _gpu_subnets(config: StackConfig) -> dict[str, str]:

@@ -60,7 +60,12 @@ def build(config: StackConfig) -> Environment:
     after_services = pulumi.ResourceOptions(depends_on=services.services)
     network = Network(
         source("network", "network"),
-        NetworkArgs(context=ctx, config=config.network),
+        NetworkArgs(
+            context=ctx,
+            config=config.network,
+            gke=config.cluster.enabled,
+            system_tags=system_tags(config),
+        ),
         after_services,
     ).handle
     buckets = BucketsHandle(
@@ -111,6 +116,16 @@ def build(config: StackConfig) -> Environment:
         ),
         sources=sources,
     )
+
+
+def system_tags(config: StackConfig) -> dict[str, list[str]]:
+    """The network tags of every system's VMs on the stack's network besides GKE's, by the
+    `network.allow` name that opens them; systems the stack lacks are left out."""
+    ctx = config.context
+    tags = slurm.network_tags(config.slurm) if config.slurm is not None else {}
+    tags["gpuClusters"] = gpu_clusters.network_tags(config.gpu_clusters, ctx)
+    tags["tpuVms"] = tpu_vms.network_tags(config.tpu_vms, ctx)
+    return {system: found for system, found in tags.items() if found}
 
 
 def warnings(config: StackConfig) -> list[str]:

@@ -49,6 +49,10 @@ def examples() -> dict[str, Example]:
 # says it is. A change to an example, or to what the program makes of it, shows here.
 COMMON = {
     "gcp:compute/firewall:Firewall": 3,
+    # The team namespaces' admission policies and member role (components/gke/admission.py).
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": 4,
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": 4,
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,
     "gcp:compute/network:Network": 1,
     "gcp:compute/router:Router": 1,
     "gcp:compute/routerNat:RouterNat": 1,
@@ -62,9 +66,12 @@ COMMON = {
     "pulumi:providers:kubernetes": 1,
 }
 """What every stack registers with today's GKE environment: the network, the cluster, the
-project services, JobSet and Kueue."""
+project services, JobSet and Kueue, and what every team namespace shares. Node pools count the
+system pool beside the CPU pool."""
 TPU_VMS = COMMON | {
-    "gcp:container/nodePool:NodePool": 1,
+    # Its hosts' rule, and the stack's deny of them to GKE nodes.
+    "gcp:compute/firewall:Firewall": 5,
+    "gcp:container/nodePool:NodePool": 2,
     "gcp:projects/iAMMember:IAMMember": 5,
     "gcp:serviceaccount/account:Account": 2,
     "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
@@ -75,9 +82,10 @@ TPU_VMS = COMMON | {
 its startup scripts, beside the GKE environment."""
 SLURM_SINGLE_HOST = COMMON | {
     "gcp:compute/disk:Disk": 1,
-    "gcp:compute/firewall:Firewall": 5,
+    # The cluster's two, /home's egress pair and the deny of the cluster to GKE nodes.
+    "gcp:compute/firewall:Firewall": 8,
     "gcp:compute/instance:Instance": 2,
-    "gcp:container/nodePool:NodePool": 1,
+    "gcp:container/nodePool:NodePool": 2,
     "gcp:filestore/instance:Instance": 1,
     "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
     "gcp:projects/iAMMember:IAMMember": 10,
@@ -96,14 +104,14 @@ SLURM_SINGLE_HOST = COMMON | {
 INVENTORY: dict[str, dict[str, int]] = {
     "minimal": COMMON
     | {
-        "gcp:container/nodePool:NodePool": 2,
+        "gcp:container/nodePool:NodePool": 3,
         "gcp:projects/iAMMember:IAMMember": 3,
         "gcp:serviceaccount/account:Account": 1,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
     },
     "gke-teams": COMMON
     | {
-        "gcp:container/nodePool:NodePool": 3,
+        "gcp:container/nodePool:NodePool": 4,
         "gcp:projects/iAMMember:IAMMember": 4,
         "gcp:serviceaccount/account:Account": 3,
         "gcp:serviceaccount/iAMMember:IAMMember": 2,
@@ -119,7 +127,7 @@ INVENTORY: dict[str, dict[str, int]] = {
     },
     "provisioner": COMMON
     | {
-        "gcp:container/nodePool:NodePool": 2,
+        "gcp:container/nodePool:NodePool": 3,
         "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
         "gcp:projects/iAMMember:IAMMember": 4,
         "gcp:serviceaccount/account:Account": 4,
@@ -132,7 +140,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 4,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
         "kubernetes:networking.k8s.io/v1:NetworkPolicy": 2,
-        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 2,
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:Role": 1,
         "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 1,
@@ -142,7 +150,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:compute/firewall:Firewall": 4,
         "gcp:compute/network:Network": 2,
         "gcp:compute/subnetwork:Subnetwork": 2,
-        "gcp:container/nodePool:NodePool": 3,
+        "gcp:container/nodePool:NodePool": 4,
         "gcp:projects/iAMMember:IAMMember": 3,
         "gcp:serviceaccount/account:Account": 1,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
@@ -150,13 +158,17 @@ INVENTORY: dict[str, dict[str, int]] = {
         "kubernetes:networking.gke.io/v1:Network": 1,
     },
     "tpu-vms": TPU_VMS,
+    # As tpu-vms, and the opening of its JAX port to the pods range.
+    "network-allow": TPU_VMS | {"gcp:compute/firewall:Firewall": 6},
     "tpu-vms-spot": TPU_VMS,
     "gpu-cluster": COMMON
     | {
+        # The cluster's own rule on the stack's network and the deny of it to GKE nodes.
+        "gcp:compute/firewall:Firewall": 5,
         "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
         "gcp:compute/instanceTemplate:InstanceTemplate": 1,
         "gcp:monitoring/dashboard:Dashboard": 1,
-        "gcp:container/nodePool:NodePool": 1,
+        "gcp:container/nodePool:NodePool": 2,
         "gcp:projects/iAMMember:IAMMember": 5,
         "gcp:serviceaccount/account:Account": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
@@ -164,10 +176,12 @@ INVENTORY: dict[str, dict[str, int]] = {
     },
     "gpu-cluster-ray": COMMON
     | {
+        # As gpu-cluster, and its share's egress pair.
+        "gcp:compute/firewall:Firewall": 7,
         "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
         "gcp:compute/instanceTemplate:InstanceTemplate": 1,
         "gcp:compute/resourcePolicy:ResourcePolicy": 1,
-        "gcp:container/nodePool:NodePool": 1,
+        "gcp:container/nodePool:NodePool": 2,
         "gcp:filestore/instance:Instance": 1,
         "gcp:monitoring/dashboard:Dashboard": 1,
         "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
@@ -191,7 +205,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:compute/instanceTemplate:InstanceTemplate": 1,
         "pulumi-python:dynamic/compute:FlexCapacity": 1,
         "gcp:compute/resourcePolicy:ResourcePolicy": 1,
-        "gcp:container/nodePool:NodePool": 1,
+        "gcp:container/nodePool:NodePool": 2,
         "gcp:monitoring/dashboard:Dashboard": 1,
         "gcp:projects/iAMMember:IAMMember": 5,
         "gcp:serviceaccount/account:Account": 2,
@@ -201,10 +215,10 @@ INVENTORY: dict[str, dict[str, int]] = {
     "slurm-multihost": COMMON
     | {
         "gcp:compute/disk:Disk": 1,
-        "gcp:compute/firewall:Firewall": 5,
+        "gcp:compute/firewall:Firewall": 8,
         "gcp:compute/instance:Instance": 2,
         "gcp:compute/instanceTemplate:InstanceTemplate": 1,
-        "gcp:container/nodePool:NodePool": 1,
+        "gcp:container/nodePool:NodePool": 2,
         "gcp:filestore/instance:Instance": 1,
         "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
         "gcp:projects/iAMMember:IAMMember": 12,
@@ -315,6 +329,14 @@ def _key_values(name: str, graph: Graph) -> None:
     elif name == "tpu-vms":
         qr = _one(graph, "pulumi-python:dynamic/tpu:QueuedResource")
         assert (qr["acceleratorType"], qr["nodeCount"], qr["capacity"]) == ("v4-8", 2, "reserved")
+    elif name == "network-allow":
+        opening = next(
+            r.inputs
+            for r in graph.of_type("gcp:compute/firewall:Firewall")
+            if r.inputs["name"] == "ai-network-allow-allow-jax"
+        )
+        assert opening["targetTags"] == ["ai-network-allow-exp-tpu-vm"]
+        assert opening["allows"] == [{"protocol": "tcp", "ports": ["8476"]}]
     elif name == "tpu-vms-spot":
         qr = _one(graph, "pulumi-python:dynamic/tpu:QueuedResource")
         assert (qr["capacity"], qr["apiVersion"]) == ("spot", "v2")

@@ -36,17 +36,32 @@ from components.gke.config import (
     WorkloadIdentityConfig,
 )
 from components.gke.gpu_pools import GpuPool, GpuPoolArgs
-from components.gke.kueue import BatchSystem, BatchSystemArgs, Queues, QueuesArgs
+from components.gke.kueue import (
+    BATCH_USER_ROLE,
+    BatchSystem,
+    BatchSystemArgs,
+    Queues,
+    QueuesArgs,
+)
 from components.gke.pod_networks import PodNetworks, PodNetworksArgs
-from components.gke.teams import GroupAccess, GroupAccessArgs, Team, TeamArgs
-from components.gke.tpu_provisioner import TpuProvisioner, TpuProvisionerArgs
+from components.gke.teams import (
+    MEMBER_ROLE,
+    GroupAccess,
+    GroupAccessArgs,
+    Team,
+    TeamArgs,
+    Tenancy,
+    TenancyArgs,
+)
+from components.gke.tpu_provisioner import TpuProvisioner, TpuProvisionerArgs, custom_role_id
 from components.gke.tpu_slices import TpuSlice, TpuSliceArgs
 from components.gke.workload_identity import (
     KubernetesSide,
     WorkloadIdentity,
     WorkloadIdentityArgs,
 )
-from components.network import NetworkConfig, NetworkHandle
+from components.network import PODS, NetworkConfig, NetworkHandle
+from components.tpu_catalog import ACCELERATOR_LABEL
 
 __all__ = [
     "ClusterConfig",
@@ -101,69 +116,26 @@ def build(
     top-level component."""
     if not config.cluster.enabled:
         return None
-    ctx = config.context
+    if network.webhook_firewall is None:
+        raise ValueError("the network made no webhook rule for the GKE cluster")
     cluster = GkeCluster(
         source("gke", "cluster"),
         GkeClusterArgs(config=config, network_config=network_config, network=network),
         services,
     ).handle
-    # Accelerator pools wait for the cluster only (through its name), not for the CPU pool:
-    # GKE runs operations on different node pools concurrently and the provider locks per
-    # pool ("Add and manage node pools"; terraform-provider-google nodePoolLockKey), so
-    # slices come up beside the CPU pool, and the queues never wait for them.
-    slices = {
-        entry.name: TpuSlice(
-            source(f"tpu-{entry.name}", "tpuSlices", i),
-            TpuSliceArgs(
-                context=ctx,
-                cluster=cluster,
-                config=entry,
-                node_networks=[
-                    network.node_networks[n.name] for n in config.slice_node_networks(entry)
-                ],
-            ),
-            # The workload policy needs the Compute API; the pools wait for the cluster.
-            services,
-        )
-        for i, entry in enumerate(config.tpu_slices)
-    }
-    gpu_pools = {
-        entry.name: GpuPool(
-            source(f"gpu-{entry.name}", "gpuPools", i),
-            GpuPoolArgs(context=ctx, cluster=cluster, config=entry),
-            services,
-        )
-        for i, entry in enumerate(config.gpu_pools)
-    }
+    slices, gpu_pools = _accelerator_pools(config, cluster, network, services, source)
     kubernetes = k8s.Provider(
         "gke-kubernetes",
         kubeconfig=cluster.kubeconfig,
         enable_server_side_apply=True,
-        opts=pulumi.ResourceOptions(depends_on=[cluster.cpu_pool]),
+        opts=pulumi.ResourceOptions(depends_on=[cluster.system_pool]),
     )
     # The identity pool PROJECT.svc.id.goog exists only once the cluster does.
     after_cluster = pulumi.ResourceOptions.merge(
         services, pulumi.ResourceOptions(depends_on=[cluster.cluster], providers=[kubernetes])
     )
-    identities = {
-        entry.name: WorkloadIdentity(
-            source(f"wi-{entry.name}", "workloadIdentities", i),
-            WorkloadIdentityArgs(
-                context=ctx,
-                account_id=ctx.name(entry.name),
-                display_name=f"Workload {entry.namespace}/{entry.service_account}",
-                namespace=entry.namespace,
-                kubernetes_service_account=entry.service_account,
-                roles=entry.roles,
-                buckets=entry.buckets,
-                bucket_handle=buckets,
-                kubernetes=KubernetesSide(create_namespace=entry.create_namespace),
-            ),
-            after_cluster,
-        )
-        for i, entry in enumerate(config.workload_identities)
-    }
     on_cluster = pulumi.ResourceOptions(providers=[kubernetes])
+    identities = _identities(config, buckets, after_cluster, source)
     used = set(config.node_network_users())
     if used:
         PodNetworks(
@@ -176,7 +148,7 @@ def build(
         )
     batch = BatchSystem(
         source("batch", "kueue"),
-        BatchSystemArgs(cpu_pool=cluster.cpu_pool, webhook_firewall=network.webhook_firewall),
+        BatchSystemArgs(system_pool=cluster.system_pool, webhook_firewall=network.webhook_firewall),
         on_cluster,
     )
     provisioner = None
@@ -201,6 +173,111 @@ def build(
         ),
         on_cluster,
     )
+    teams = _teams(config, cluster, buckets, batch, queues, on_cluster, services, source)
+    return GkeEnvironment(
+        config=config,
+        cluster=cluster,
+        slices=slices,
+        gpu_pools=gpu_pools,
+        identities=identities,
+        batch=batch,
+        queues=queues,
+        teams=teams,
+        tpu_provisioner=provisioner,
+    )
+
+
+def _accelerator_pools(
+    config: GkeConfig,
+    cluster: ClusterHandle,
+    network: NetworkHandle,
+    services: pulumi.ResourceOptions,
+    source: Source,
+) -> tuple[dict[str, TpuSlice], dict[str, GpuPool]]:
+    """The TPU slices' and GPU pools' node pools. They wait for the cluster only (through its
+    name), not for the CPU or system pool: GKE runs operations on different node pools
+    concurrently and the provider locks per pool ("Add and manage node pools";
+    terraform-provider-google nodePoolLockKey), so slices come up beside them, and the queues
+    never wait for them. The slices' workload policies need the Compute API (`services`)."""
+    ctx = config.context
+    slices = {
+        entry.name: TpuSlice(
+            source(f"tpu-{entry.name}", "tpuSlices", i),
+            TpuSliceArgs(
+                context=ctx,
+                cluster=cluster,
+                config=entry,
+                node_networks=[
+                    network.node_networks[n.name] for n in config.slice_node_networks(entry)
+                ],
+            ),
+            services,
+        )
+        for i, entry in enumerate(config.tpu_slices)
+    }
+    gpu_pools = {
+        entry.name: GpuPool(
+            source(f"gpu-{entry.name}", "gpuPools", i),
+            GpuPoolArgs(context=ctx, cluster=cluster, config=entry),
+            services,
+        )
+        for i, entry in enumerate(config.gpu_pools)
+    }
+    return slices, gpu_pools
+
+
+def _identities(
+    config: GkeConfig,
+    buckets: BucketsHandle,
+    after_cluster: pulumi.ResourceOptions,
+    source: Source,
+) -> dict[str, WorkloadIdentity]:
+    """`workloadIdentities`: a Google service account bound to a Kubernetes one each."""
+    ctx = config.context
+    return {
+        entry.name: WorkloadIdentity(
+            source(f"wi-{entry.name}", "workloadIdentities", i),
+            WorkloadIdentityArgs(
+                context=ctx,
+                account_id=ctx.name(entry.name),
+                display_name=f"Workload {entry.namespace}/{entry.service_account}",
+                namespace=entry.namespace,
+                kubernetes_service_account=entry.service_account,
+                roles=entry.roles,
+                buckets=entry.buckets,
+                bucket_handle=buckets,
+                kubernetes=KubernetesSide(create_namespace=entry.create_namespace),
+            ),
+            after_cluster,
+        )
+        for i, entry in enumerate(config.workload_identities)
+    }
+
+
+def _teams(
+    config: GkeConfig,
+    cluster: ClusterHandle,
+    buckets: BucketsHandle,
+    batch: BatchSystem,
+    queues: Queues,
+    on_cluster: pulumi.ResourceOptions,
+    services: pulumi.ResourceOptions,
+    source: Source,
+) -> dict[str, Team]:
+    """The member role and admission policies every team namespace shares, each team, and
+    its groups' cluster access."""
+    ctx = config.context
+    tenancy = Tenancy(
+        source("tenancy", "teams"),
+        TenancyArgs(
+            tpu_accelerators=[
+                f.node_labels[ACCELERATOR_LABEL]
+                for f in config.flavors
+                if ACCELERATOR_LABEL in f.node_labels
+            ]
+        ),
+        on_cluster,
+    )
     teams = {
         team.name: Team(
             source(f"team-{team.name}", "teams", i),
@@ -214,6 +291,12 @@ def build(
                 kueue_release=batch.kueue,
                 cluster=cluster.cluster,
                 buckets=buckets,
+                tenancy=tenancy,
+                openings=[
+                    (config.network.subnet_cidr, list(o.ports))
+                    for o in config.network.allow
+                    if PODS in o.sources
+                ],
             ),
             # The team's cloud resources reach the project services through the cluster.
             on_cluster,
@@ -227,17 +310,7 @@ def build(
             GroupAccessArgs(project=ctx.project, groups=groups),
             services,
         )
-    return GkeEnvironment(
-        config=config,
-        cluster=cluster,
-        slices=slices,
-        gpu_pools=gpu_pools,
-        identities=identities,
-        batch=batch,
-        queues=queues,
-        teams=teams,
-        tpu_provisioner=provisioner,
-    )
+    return teams
 
 
 Claims = list[tuple[tuple[PathPart, ...], str]]
@@ -316,6 +389,12 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
         email = f"{config.context.name(team.name)}@{config.context.project}.iam.gserviceaccount.com"
         teams.append(f"  {team.name}/{team.name}: {', '.join(quotas) or 'no accelerator quota'}")
         teams.append(f"    runs as {team.name}/{team.service_account} -> {email}")
+        security = (
+            "baseline by admission policy, hostNetwork for Kueue-managed TPU pods"
+            if team.tpu_host_network
+            else f"{team.pod_security} (Pod Security Admission) and the admission policies"
+        )
+        teams.append(f"    pods: {security}; members: {MEMBER_ROLE} + {BATCH_USER_ROLE}")
     held = [
         f"{flavor}={quota} {resources[flavor]}"
         for flavor, quota in config.allocation.cohort.items()
@@ -337,9 +416,12 @@ def _provisioner_lines(config: GkeConfig) -> list[str]:
     """What the provisioner may create, where, as whom, and whose workload policies."""
     provisioner = config.tpu_provisioner
     lines = [
+        f"  IAM: custom role {custom_role_id(config.context.prefix)} on cluster "
+        f"{config.cluster_name} only (an IAM condition on the resource name, which GKE is "
+        "documented to recognise and this plan cannot test)",
         f"  zone {config.provisioner_zone}, nodes run as "
         f"{config.provisioner_node_service_account}, {PROVISIONER_MAX_PODS_PER_NODE} pods per "
-        f"node, forceOnDemand {str(provisioner.force_on_demand).lower()}"
+        f"node, forceOnDemand {str(provisioner.force_on_demand).lower()}",
     ]
     for accelerator, shape in provisioner.shapes().items():
         count = provisioner.quota[accelerator]

@@ -23,6 +23,8 @@ from components.gke.config import (
     PROVISIONER_CHIPS_PER_NODE,
     PROVISIONER_MAX_PODS_PER_NODE,
     PROVISIONER_NAMESPACE,
+    SYSTEM_MAX_PODS_PER_NODE,
+    SYSTEM_POOL,
     WORKLOAD_POLICY_PREFIX,
     ClusterConfig,
     GkeConfig,
@@ -149,7 +151,10 @@ def pod_blocks(config: GkeConfig) -> list[tuple[str, int, int]]:
     """(pool, most nodes, max pods per node) of every pool, for sizing the pods range; the
     provisioner's pools take its own fixed pod density."""
     cluster = config.cluster
-    pools = [(CPU_POOL, cluster.cpu_pool.max_nodes * config.zones, cluster.max_pods_per_node)]
+    pools = [
+        (CPU_POOL, cluster.cpu_pool.max_nodes * config.zones, cluster.max_pods_per_node),
+        (SYSTEM_POOL, cluster.system_pool.max_nodes * config.zones, SYSTEM_MAX_PODS_PER_NODE),
+    ]
     pools += [(s.name, s.nodes, s.max_pods_per_node) for s in config.tpu_slices]
     pools += [(g.name, g.max_nodes, g.max_pods_per_node) for g in config.gpu_pools]
     pools.append(
@@ -228,6 +233,14 @@ def cluster_problems(config: GkeConfig) -> list[Problem]:
     if cpu.max_nodes < cpu.min_nodes:
         found.append(
             Problem(("cpuPool", "maxNodes"), f"{cpu.max_nodes} is below minNodes {cpu.min_nodes}")
+        )
+    system = config.cluster.system_pool
+    if system.max_nodes < system.min_nodes:
+        found.append(
+            Problem(
+                ("systemPool", "maxNodes"),
+                f"{system.max_nodes} is below minNodes {system.min_nodes}",
+            )
         )
     found += _exclusion_problems(config.cluster.maintenance_exclusions)
     return found
@@ -322,7 +335,7 @@ def pool_name_problems(pools: Mapping[tuple[PathPart, ...], Sequence[str]]) -> l
     `pools` maps an entry's path (`("tpuSlices", 2)`) to the pool names it makes: multi-host
     slices make `<name>-0`, `<name>-1`, ...; single-host slices and GPU pools use their name.
     """
-    owner: dict[str, tuple[PathPart, ...] | None] = {CPU_POOL: None}
+    owner: dict[str, tuple[PathPart, ...] | None] = {CPU_POOL: None, SYSTEM_POOL: None}
     found = []
     for path, names in pools.items():
         for name in names:
@@ -330,7 +343,7 @@ def pool_name_problems(pools: Mapping[tuple[PathPart, ...], Sequence[str]]) -> l
                 owner[name] = path
                 continue
             other = owner[name]
-            by = "the CPU pool" if other is None else relative_path(other)
+            by = f"the {name} pool" if other is None else relative_path(other)
             found.append(
                 Problem(
                     (*path, "name"),
@@ -578,6 +591,14 @@ def team_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]
             )
         entry += account_id_problems(config.context.name(team.name))
         entry += duplicate_roles(team.roles)
+        if team.tpu_host_network and team.pod_security == "restricted":
+            entry.append(
+                Problem(
+                    ("tpuHostNetwork",),
+                    "the restricted level refuses the host network outright; use podSecurity: "
+                    "baseline with tpuHostNetwork, or drop tpuHostNetwork",
+                )
+            )
         for key, share in team.quota.items():
             if key not in sources:
                 entry.append(

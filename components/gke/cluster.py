@@ -13,10 +13,11 @@ import yaml
 from pydantic import InstanceOf
 
 from components.base import Component, WiringModel
-from components.gke.config import CPU_POOL, GkeConfig
+from components.gke.admission import SYSTEM_TAINT
+from components.gke.config import CPU_POOL, SYSTEM_MAX_PODS_PER_NODE, SYSTEM_POOL, GkeConfig
 from components.gke.node_pools import CLOUD_PLATFORM_SCOPE, node_config, pool_sizing
 from components.identity import Identity, service_account
-from components.network import NetworkConfig, NetworkHandle
+from components.network import NetworkConfig, NetworkHandle, gke_node_tag
 
 NODE_SA_ROLES: tuple[str, ...] = (
     # GKE's minimum for a custom node service account: logs, metrics, autoscaling metrics
@@ -49,10 +50,14 @@ class ClusterHandle:
     image_streaming: bool
     resource_labels: dict[str, str]
     """GCP labels for the nodes' VMs."""
+    node_tags: list[str]
+    """Network tags of every node, which the stack's firewall rules name GKE nodes by."""
     cluster: gcp.container.Cluster
     """The cluster itself: the identity pool PROJECT.svc.id.goog exists once it does."""
     cpu_pool: gcp.container.NodePool
-    """The pool controllers run on; the Kubernetes provider waits for it."""
+    """The pool teams' CPU pods run on."""
+    system_pool: gcp.container.NodePool
+    """The pool controllers run on; the Kubernetes provider and the charts wait for it."""
     node_identity: Identity
     kubeconfig: pulumi.Output[str]
 
@@ -91,7 +96,7 @@ class GkeCluster(Component):
                 ignore_changes=["nodeConfig", "initialNodeCount"],
             ),
         )
-        cpu_pool = self._cpu_pool(name, config, cluster, nodes.email)
+        cpu_pool, system_pool = self._pools(name, config, cluster, nodes.email)
         ca_certificate = cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)
         kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(cluster.name, cluster.endpoint, ca_certificate).apply(
@@ -106,8 +111,10 @@ class GkeCluster(Component):
             auto_upgrade=config.auto_upgrade,
             image_streaming=config.cluster.image_streaming,
             resource_labels=ctx.labels,
+            node_tags=[gke_node_tag(ctx.prefix)],
             cluster=cluster,
             cpu_pool=cpu_pool,
+            system_pool=system_pool,
             node_identity=nodes,
             kubeconfig=kubeconfig,
         )
@@ -115,21 +122,74 @@ class GkeCluster(Component):
             {"name": cluster.name, "endpoint": cluster.endpoint, "nodeServiceAccount": nodes.email}
         )
 
-    def _cpu_pool(
+    def _pools(
         self, name: str, config: GkeConfig, cluster: gcp.container.Cluster, account: str
-    ) -> gcp.container.NodePool:
+    ) -> tuple[gcp.container.NodePool, gcp.container.NodePool]:
+        """The CPU pool, for teams' CPU pods, and the system pool, tainted so that only the
+        controllers (Kueue, JobSet, the provisioner, given a toleration) and GKE's own
+        system pods (which tolerate this taint, "Isolate your workloads in dedicated node
+        pools") run there. A new pool rather than a taint on the CPU pool: a running stack
+        gains it beside the CPU pool, the charts move their pods over, and nothing serving
+        is replaced."""
         cpu = config.cluster.cpu_pool
-        sizing = pool_sizing(cpu.max_nodes, min_nodes=cpu.min_nodes, per_zone=True)
+        system = config.cluster.system_pool
+        return (
+            self._pool(
+                f"{name}-cpu",
+                config,
+                cluster,
+                account,
+                pool=CPU_POOL,
+                machine_type=cpu.machine_type,
+                nodes=(cpu.min_nodes, cpu.max_nodes),
+                disk=(cpu.disk_size_gb, cpu.disk_type),
+                spot=cpu.spot,
+            ),
+            self._pool(
+                f"{name}-system",
+                config,
+                cluster,
+                account,
+                pool=SYSTEM_POOL,
+                machine_type=system.machine_type,
+                nodes=(system.min_nodes, system.max_nodes),
+                max_pods=SYSTEM_MAX_PODS_PER_NODE,
+                taints=[
+                    gcp.container.NodePoolNodeConfigTaintArgs(
+                        key=SYSTEM_TAINT, value="true", effect="NO_SCHEDULE"
+                    )
+                ],
+            ),
+        )
+
+    def _pool(
+        self,
+        resource: str,
+        config: GkeConfig,
+        cluster: gcp.container.Cluster,
+        account: str,
+        *,
+        pool: str,
+        machine_type: str,
+        nodes: tuple[int, int],
+        disk: tuple[int, str] = (100, "pd-balanced"),
+        spot: bool = False,
+        max_pods: int | None = None,
+        taints: list[gcp.container.NodePoolNodeConfigTaintArgs] | None = None,
+    ) -> gcp.container.NodePool:
+        """An autoscaled CPU pool across the cluster's zones; `nodes` are per zone."""
+        sizing = pool_sizing(nodes[1], min_nodes=nodes[0], per_zone=True)
         return gcp.container.NodePool(
-            f"{name}-cpu",
+            resource,
             project=config.context.project,
             cluster=cluster.name,
             location=config.location,
-            name=CPU_POOL,
+            name=pool,
             initial_node_count=sizing.initial_node_count,
             autoscaling=sizing.autoscaling,
-            # Auto-upgraded whatever the channel: it runs Kueue, JobSet, the provisioner and
-            # system pods, and surges one node at a time. Without a channel GKE lets each pool
+            max_pods_per_node=max_pods,
+            # Auto-upgraded whatever the channel: they run the controllers, system pods and
+            # CPU work, and surge one node at a time. Without a channel GKE lets each pool
             # choose (GKE "About release channels"); only TPU slices must not be upgraded.
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
@@ -137,13 +197,15 @@ class GkeCluster(Component):
             ),
             node_config=node_config(
                 service_account=account,
-                machine_type=cpu.machine_type,
-                disk_size_gb=cpu.disk_size_gb,
-                disk_type=cpu.disk_type,
-                labels={"ai-infra/pool": CPU_POOL},
+                machine_type=machine_type,
+                disk_size_gb=disk[0],
+                disk_type=disk[1],
+                labels={"ai-infra/pool": pool},
                 resource_labels=config.context.labels,
+                tags=[gke_node_tag(config.context.prefix)],
                 image_streaming=config.cluster.image_streaming,
-                provisioning="spot" if cpu.spot else "on-demand",
+                provisioning="spot" if spot else "on-demand",
+                taints=taints,
             ),
             opts=self.child_opts(ignore_changes=["initialNodeCount"]),
         )
@@ -195,6 +257,7 @@ def cluster_args(
         node_config=gcp.container.ClusterNodeConfigArgs(
             machine_type="e2-medium",
             service_account=account,
+            tags=[gke_node_tag(config.context.prefix)],
             oauth_scopes=[CLOUD_PLATFORM_SCOPE],
             workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
                 mode="GKE_METADATA"

@@ -59,6 +59,11 @@ MAX_PROVISIONED_SLICES_PER_SHAPE = 256
 
 CPU_POOL = "cpu"
 """The CPU pool's name, which no other pool may take."""
+SYSTEM_POOL = "system"
+"""The system pool's name, which no other pool may take either."""
+SYSTEM_MAX_PODS_PER_NODE = 32
+"""Room for GKE's daemonsets and system pods plus the three controllers: a /26 of the pods
+range per node rather than the CPU pool's /24."""
 PROVISIONER_NAMESPACE = "tpu-provisioner-system"
 PROVISIONER_KSA = "tpu-provisioner-controller-manager"
 """The provisioner's Kubernetes service account, bound to its Google one."""
@@ -149,6 +154,21 @@ class CpuPoolConfig(ConfigModel):
     """Run the pool on Spot VMs: cheaper, but Compute Engine may reclaim them at any time."""
 
 
+class SystemPoolConfig(ConfigModel):
+    """`ai-infra:cluster.systemPool`: the tainted pool that runs Kueue, JobSet, the TPU
+    provisioner and GKE's own system pods, where no team pod may land."""
+
+    machine_type: MachineType = "e2-standard-4"
+    """Machine type of the system pool's nodes."""
+    min_nodes: int = Field(default=1, ge=1, le=MAX_NODES_PER_POOL)
+    """Autoscaling lower bound, per zone of the cluster; at least 1, the controllers run
+    there."""
+    max_nodes: int = Field(default=1, ge=1, le=MAX_NODES_PER_POOL)
+    """Autoscaling upper bound, per zone of the cluster: one node per zone holds the three
+    controllers (a replica each) and GKE's system pods; raise it for many teams' webhook
+    traffic."""
+
+
 class MaintenanceExclusion(ConfigModel):
     """A period in which GKE must not upgrade (e.g. a training campaign on the slices)."""
 
@@ -191,7 +211,11 @@ class ClusterConfig(ConfigModel):
     """Minimum control-plane version: `1.X`, `1.X.Y`, `1.X.Y-gke.N` or `latest`, quoted in YAML
     (`"1.34"`); a floor, not a pin. Defaults to the channel's default."""
     cpu_pool: CpuPoolConfig = Field(default_factory=CpuPoolConfig)
-    """The autoscaled pool for system pods and the Kueue and JobSet controllers."""
+    """The autoscaled pool for the teams' CPU pods (and GKE's system pods that do not fit the
+    system pool)."""
+    system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
+    """The pool, tainted `components.gke.io/gke-managed-components`, that runs Kueue, JobSet,
+    the TPU provisioner and GKE's system pods; no team pod may tolerate it."""
     dataplane_v2: bool = True
     """GKE Dataplane V2 (eBPF networking with network policy enforcement built in)."""
     gcs_fuse_csi_driver: bool = True
@@ -583,6 +607,24 @@ GroupEmail = Annotated[
 ]
 
 
+@described("`baseline` or `restricted`", {"enum": ["baseline", "restricted"]})
+def _pod_security(value: Any) -> str:
+    if value == "privileged":
+        raise ValueError(
+            "'privileged' would let a team member run privileged, hostPath or hostPID pods, "
+            "and read every token on the node; use baseline (the default) or restricted, and "
+            "tpuHostNetwork: true where multislice JobSets need the host network"
+        )
+    if value not in ("baseline", "restricted"):
+        raise ValueError(
+            f"{value!r} is not a Pod Security level a team may take: baseline or restricted"
+        )
+    return value
+
+
+PodSecurityLevel = Annotated[str, BeforeValidator(_pod_security)]
+
+
 class TeamConfig(ConfigModel):
     """One entry of `ai-infra:teams`."""
 
@@ -610,6 +652,15 @@ class TeamConfig(ConfigModel):
     service_account: DnsLabel = "training"
     """Kubernetes service account that jobs run as (`serviceAccountName`), bound to the
     team's Google service account."""
+    pod_security: PodSecurityLevel = "baseline"
+    """The Pod Security level the namespace enforces: `baseline` (no privileged, hostPath,
+    hostPID or host ports) or `restricted` (also non-root, no privilege escalation, all
+    capabilities dropped); `privileged` is refused."""
+    tpu_host_network: bool = False
+    """Let the team's Kueue-managed pods pinned to a TPU slice use the host network, as GKE's
+    multislice JobSets do; every other baseline check still holds (an admission policy
+    enforces them instead of Pod Security Admission, which cannot make that exception).
+    Not with `podSecurity: restricted`."""
 
 
 # The system as a whole, resolved.
@@ -702,7 +753,7 @@ class GkeConfig:
     def pool_names(self) -> list[str]:
         """Every node pool the program creates: the CPU pool, the slices' and the GPU pools'."""
         slices = [pool for s in self.tpu_slices for pool in s.pool_names]
-        return [CPU_POOL, *slices, *(g.name for g in self.gpu_pools)]
+        return [CPU_POOL, SYSTEM_POOL, *slices, *(g.name for g in self.gpu_pools)]
 
     def slice_node_networks(self, entry: TpuSliceConfig) -> list[NodeNetwork]:
         """The additional node networks a slice's hosts attach to, in NIC order; for an entry

@@ -61,6 +61,7 @@ class GpuPool(Component):
                 disk_type=config.disk_type,
                 labels={"ai-infra/pool": config.name},
                 resource_labels=cluster.resource_labels,
+                tags=cluster.node_tags,
                 image_streaming=cluster.image_streaming,
                 provisioning=config.provisioning,
                 reservation=config.reservation,

@@ -2,8 +2,8 @@
 ResourceFlavors, the cohort, WorkloadPriorityClasses and the flex-start admission check. Kueue
 also owns the ClusterQueue spec: a team asks `cluster_queue_spec()` for its own.
 
-Both charts are installed as `helm.v3.Release`s, pinned in `CHARTS`, onto the CPU pool, side
-by side. They never wait for TPU slices, so queues exist while slices are still being created.
+Both charts are installed as `helm.v3.Release`s, pinned in `CHARTS`, onto the system pool,
+side by side. They never wait for TPU slices, so queues exist while slices are still being created.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import yaml
 from pydantic import SkipValidation
 
 from components.base import Component, WiringModel
-from components.gke.config import KueueConfig
+from components.gke.admission import SYSTEM_TAINT
+from components.gke.config import SYSTEM_POOL, KueueConfig
 from components.gke.quota import Allocation, Flavor
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -29,7 +30,13 @@ LocalQueue of this name when one exists (pkg/controller/constants/constants.go
 DefaultLocalQueueName; LocalQueueDefaulting is no longer a gate since v0.19.0)."""
 CPU_FLAVOR = "cpu"
 FLEX_START_CHECK = "flex-start"
-CONTROLLER_NODE_SELECTOR = {"cloud.google.com/gke-nodepool": "cpu"}
+CONTROLLER_NODE_SELECTOR = {"cloud.google.com/gke-nodepool": SYSTEM_POOL}
+CONTROLLER_TOLERATIONS = [
+    {"key": SYSTEM_TAINT, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+]
+"""The system pool's taint, tolerated by the controllers the program installs: the charts'
+`controllerManager.tolerations` (kueue v0.19.2 values.yaml) and `controller.tolerations`
+(jobset v0.12.0 values.yaml), and the provisioner's Deployment."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,10 @@ def kueue_manager_config() -> dict[str, Any]:
 
 def kueue_values() -> dict[str, Any]:
     return {
-        "controllerManager": {"nodeSelector": CONTROLLER_NODE_SELECTOR},
+        "controllerManager": {
+            "nodeSelector": CONTROLLER_NODE_SELECTOR,
+            "tolerations": CONTROLLER_TOLERATIONS,
+        },
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(kueue_manager_config(), sort_keys=False)
         },
@@ -106,11 +116,16 @@ def kueue_values() -> dict[str, Any]:
 
 
 def jobset_values() -> dict[str, Any]:
-    return {"controller": {"nodeSelector": CONTROLLER_NODE_SELECTOR}}
+    return {
+        "controller": {
+            "nodeSelector": CONTROLLER_NODE_SELECTOR,
+            "tolerations": CONTROLLER_TOLERATIONS,
+        }
+    }
 
 
 class BatchSystemArgs(WiringModel):
-    cpu_pool: SkipValidation[pulumi.Resource]
+    system_pool: SkipValidation[pulumi.Resource]
     webhook_firewall: SkipValidation[pulumi.Resource]
 
 
@@ -137,7 +152,7 @@ class BatchSystem(Component):
             # plane to reach their pod ports through the firewall. Kueue need not wait for
             # JobSet: since v0.8.1 it sets up an integration once its CRD appears
             # (pkg/controller/jobframework/setup.go, WaitForAPI), so both install side by side.
-            after = [args.cpu_pool, namespace, args.webhook_firewall]
+            after = [args.system_pool, namespace, args.webhook_firewall]
             releases[key] = k8s.helm.v3.Release(
                 f"{name}-{key}",
                 name=chart.name,

@@ -91,6 +91,7 @@ def node_config(
     disk_type: str,
     labels: dict[str, str],
     resource_labels: dict[str, str],
+    tags: list[str],
     image_streaming: bool,
     provisioning: Provisioning = "on-demand",
     reservation: str | None = None,
@@ -100,7 +101,8 @@ def node_config(
 ) -> gcp.container.NodePoolNodeConfigArgs:
     """Node settings every pool shares: dedicated SA, GKE metadata server, shielded VM, gVNIC.
 
-    `labels` are Kubernetes node labels; `resource_labels` are GCP labels on the VMs (no '/').
+    `labels` are Kubernetes node labels; `resource_labels` are GCP labels on the VMs (no '/');
+    `tags` the network tags the stack's firewall rules name GKE nodes by.
     `host_maintenance_interval` is set on TPU pools only; unset leaves GKE's default.
     """
     reservation_affinity = None
@@ -123,6 +125,7 @@ def node_config(
         oauth_scopes=[CLOUD_PLATFORM_SCOPE],
         labels=labels,
         resource_labels=resource_labels,
+        tags=tags,
         taints=taints,
         guest_accelerators=guest_accelerators,
         spot=True if provisioning == "spot" else None,

@@ -1,20 +1,24 @@
 """Teams onboarded by config. Each team gets a namespace, a Kubernetes service account bound to
 its own Google service account through Workload Identity, a ClusterQueue in the shared cohort
-with its quota, LocalQueues `<team>` and `default` (for jobs that name no queue), `edit` and
-Kueue's batch-user role for its Google groups, a default-deny NetworkPolicy with what jobs
-need, and access to the buckets it names. Everything a team owns is a child of its `Team`
-component, so adding or removing a team touches nothing else (other teams' quotas aside).
+with its quota, LocalQueues `<team>` and `default` (for jobs that name no queue), a Pod
+Security level, the member role (`MEMBER_RULES`, narrower than `edit`) and Kueue's batch-user
+role for its Google groups, a default-deny NetworkPolicy with what jobs need, and access to
+the buckets it names. Everything a team owns is a child of its `Team` component, so adding or
+removing a team touches nothing else (other teams' quotas aside); `Tenancy` holds what every
+team namespace shares: the member role and the admission policies (`admission.py`).
 """
 
 from __future__ import annotations
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pydantic import InstanceOf, SkipValidation
+from pydantic import Field, InstanceOf, SkipValidation
 
 from components.base import Component, WiringModel, slug
 from components.buckets import BucketsHandle
 from components.context import StackContext
+from components.gke import admission
+from components.gke.admission import HOST_NETWORK_LABEL, TEAM_LABEL
 from components.gke.config import TeamConfig
 from components.gke.kueue import (
     BATCH_USER_ROLE,
@@ -31,13 +35,64 @@ from components.gke.workload_identity import (
 )
 from components.identity import project_grant
 
-TEAM_LABEL = "ai-infra/team"
 CLUSTER_VIEWER = "roles/container.clusterViewer"
 NETWORK_POLICY = "ai-infra-team"
 METADATA_SERVER = (("169.254.169.254/32", (80, 8080)), ("169.254.169.252/32", (988,)))
 """Where a pod reaches the GKE metadata server for Workload Identity tokens: 169.254.169.254
 on 80 under Dataplane V2, 169.254.169.252 on 988 under Calico (GKE "About Workload Identity
 Federation for GKE", network policy limitations); both are allowed, whichever dataplane."""
+
+
+MEMBER_ROLE = "ai-infra-team-member"
+WRITE = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+READ = ["get", "list", "watch"]
+
+
+def _rule(group: str, resources: list[str], verbs: list[str]) -> k8s.rbac.v1.PolicyRuleArgs:
+    return k8s.rbac.v1.PolicyRuleArgs(api_groups=[group], resources=resources, verbs=verbs)
+
+
+MEMBER_RULES = [
+    # Pods come from Jobs and JobSets (Kueue's), never straight from a member: a bare pod
+    # could claim a Job as its owner and pass for Kueue-managed (admission.py). Members read,
+    # delete, exec into and forward to them.
+    _rule("", ["pods", "pods/log", "events", "serviceaccounts", "endpoints"], READ),
+    _rule("", ["pods"], ["delete"]),
+    _rule("", ["pods/exec", "pods/attach", "pods/portforward"], ["create", "get"]),
+    _rule("", ["services", "configmaps", "secrets", "persistentvolumeclaims"], WRITE),
+    _rule("batch", ["jobs", "cronjobs"], WRITE),
+    _rule("batch", ["jobs/status", "cronjobs/status"], ["get"]),
+    # Deployments and StatefulSets for CPU services (their pods cannot tolerate accelerator or
+    # system taints); no DaemonSets, which would put a pod on every node.
+    _rule("apps", ["deployments", "statefulsets"], WRITE),
+    _rule("apps", ["replicasets"], READ),
+    # The default-deny policy is read, never edited.
+    _rule("networking.k8s.io", ["networkpolicies"], READ),
+]
+"""What `edit` grants that a member keeps (Kubernetes' default roles, "User-facing roles"),
+without creating pods, ServiceAccounts, DaemonSets or NetworkPolicies, and without RoleBindings
+(`edit` has none either). JobSets and queues come from Kueue's batch-user role."""
+
+
+def namespace_labels(team: TeamConfig) -> dict[str, str]:
+    """The team's labels, and its Pod Security level as Pod Security Admission reads it. A
+    team with `tpuHostNetwork` gets baseline in warn and audit only: PSA's baseline refuses
+    every hostNetwork pod, and the admission policies enforce baseline with the one exception
+    (admission.py). Restricted is warned about everywhere, for teams to see what it would
+    refuse."""
+    labels = {
+        TEAM_LABEL: team.name,
+        MANAGED_NAMESPACE_LABEL: "true",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted",
+    }
+    if team.tpu_host_network:
+        labels[HOST_NETWORK_LABEL] = "true"
+        labels["pod-security.kubernetes.io/warn"] = "baseline"
+        labels["pod-security.kubernetes.io/audit"] = "baseline"
+    else:
+        labels["pod-security.kubernetes.io/enforce"] = team.pod_security
+    return labels
 
 
 ANY_POD = k8s.meta.v1.LabelSelectorArgs(match_labels={})
@@ -48,12 +103,30 @@ def _tcp(*ports: int) -> list[k8s.networking.v1.NetworkPolicyPortArgs]:
     return [k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=p) for p in ports]
 
 
-def network_policy_spec() -> k8s.networking.v1.NetworkPolicySpecArgs:
+def opening_ports(ports: list[str]) -> list[k8s.networking.v1.NetworkPolicyPortArgs]:
+    """`network.allow` ports (`tcp:8476`, `udp:5000-5100`) as NetworkPolicy ports."""
+    found = []
+    for spec in ports:
+        protocol, _, span = spec.partition(":")
+        low, _, high = span.partition("-")
+        found.append(
+            k8s.networking.v1.NetworkPolicyPortArgs(
+                protocol=protocol.upper(), port=int(low), end_port=int(high) if high else None
+            )
+        )
+    return found
+
+
+def network_policy_spec(
+    openings: list[tuple[str, list[str]]] | None = None,
+) -> k8s.networking.v1.NetworkPolicySpecArgs:
     """Every pod of the namespace, denied what is not listed: traffic with the namespace's own
     pods on any port (JobSet's headless Service resolves to pod IPs; JAX and MegaScale pick
     their ports), DNS through kube-dns, the metadata server, and HTTPS anywhere (Google APIs
     such as Cloud Storage, and the Kubernetes API). Pods with hostNetwork are not subject to
-    NetworkPolicy; Dataplane V2 enforces it ("About network policies" in GKE)."""
+    NetworkPolicy; Dataplane V2 enforces it ("About network policies" in GKE). `openings` are
+    (range, ports) the stack's `network.allow` opened to the pods range: the team's pods may
+    leave for them too, and the firewall decides which system's VMs answer."""
     same_namespace = [k8s.networking.v1.NetworkPolicyPeerArgs(pod_selector=ANY_POD)]
     kube_dns = k8s.networking.v1.NetworkPolicyPeerArgs(
         namespace_selector=k8s.meta.v1.LabelSelectorArgs(
@@ -89,6 +162,17 @@ def network_policy_spec() -> k8s.networking.v1.NetworkPolicySpecArgs:
             ],
             ports=_tcp(443),
         ),
+        *(
+            k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                to=[
+                    k8s.networking.v1.NetworkPolicyPeerArgs(
+                        ip_block=k8s.networking.v1.IPBlockArgs(cidr=cidr)
+                    )
+                ],
+                ports=opening_ports(ports),
+            )
+            for cidr, ports in openings or []
+        ),
     ]
     return k8s.networking.v1.NetworkPolicySpecArgs(
         pod_selector=ANY_POD,
@@ -109,6 +193,10 @@ class TeamArgs(WiringModel):
     kueue_release: SkipValidation[pulumi.Resource]
     cluster: SkipValidation[pulumi.Resource]
     buckets: InstanceOf[BucketsHandle]
+    tenancy: SkipValidation[pulumi.Resource]
+    """The member role and admission policies, in place before the namespace takes pods."""
+    openings: list[tuple[str, list[str]]] = Field(default_factory=list)
+    """(range, ports) that `network.allow` opened to the pods range, for the egress policy."""
 
 
 class Team(Component):
@@ -124,11 +212,8 @@ class Team(Component):
         team = args.config
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=team.name,
-                labels={TEAM_LABEL: team.name, MANAGED_NAMESPACE_LABEL: "true"},
-            ),
-            opts=self.child_opts(),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=team.name, labels=namespace_labels(team)),
+            opts=self.child_opts(depends_on=[args.tenancy]),
         )
         self.identity = WorkloadIdentity(
             f"{name}-identity",
@@ -147,10 +232,11 @@ class Team(Component):
             self.child_opts(depends_on=[args.cluster]),
         )
         if team.groups:
-            # `edit` covers pods, logs, services and batch Jobs; JobSet create and delete come
-            # only with Kueue's batch-user role, which also shows pending workloads of the
-            # team's LocalQueues. Neither lets a member edit a queue or a Workload.
-            for key, role in (("edit", "edit"), ("batch-user", BATCH_USER_ROLE)):
+            # The member role covers Jobs, services and reading pods; JobSet create and
+            # delete come only with Kueue's batch-user role, which also shows pending
+            # workloads of the team's LocalQueues. Neither lets a member edit a queue or a
+            # Workload.
+            for key, role in (("member", MEMBER_ROLE), ("batch-user", BATCH_USER_ROLE)):
                 k8s.rbac.v1.RoleBinding(
                     f"{name}-{key}",
                     metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -165,12 +251,14 @@ class Team(Component):
                         )
                         for group in team.groups
                     ],
-                    opts=self.child_opts(depends_on=[self.namespace, args.kueue_release]),
+                    opts=self.child_opts(
+                        depends_on=[self.namespace, args.kueue_release, args.tenancy]
+                    ),
                 )
         k8s.networking.v1.NetworkPolicy(
             f"{name}-network-policy",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NETWORK_POLICY, namespace=team.name),
-            spec=network_policy_spec(),
+            spec=network_policy_spec(args.openings),
             opts=self.child_opts(depends_on=[self.namespace]),
         )
         spec = cluster_queue_spec(
@@ -207,6 +295,29 @@ class Team(Component):
         self.register_outputs(
             {"namespace": team.name, "queue": team.name, "serviceAccount": self.identity.email}
         )
+
+
+class TenancyArgs(WiringModel):
+    tpu_accelerators: list[str]
+    """Accelerator label values of the stack's TPU flavors, where hostNetwork may run."""
+
+
+class Tenancy(Component):
+    """What every team namespace shares: the member role and the admission policies bound
+    to namespaces labelled `ai-infra/team`, so a team added later is held from its first
+    pod."""
+
+    def __init__(self, name: str, args: TenancyArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ai-infra:gke:Tenancy", name, opts)
+        k8s.rbac.v1.ClusterRole(
+            f"{name}-member-role",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=MEMBER_ROLE),
+            rules=MEMBER_RULES,
+            opts=self.child_opts(),
+        )
+        for policy in admission.policies(args.tpu_accelerators):
+            admission.register(name, policy, self.child_opts())
+        self.register_outputs({"policies": [p.name for p in admission.policies([])]})
 
 
 class GroupAccessArgs(WiringModel):

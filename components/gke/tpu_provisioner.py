@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 import pulumi
+import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 from pydantic import InstanceOf, SkipValidation
 
@@ -29,7 +30,7 @@ from components.gke.config import (
     GkeConfig,
     TpuProvisionerConfig,
 )
-from components.gke.kueue import CONTROLLER_NODE_SELECTOR
+from components.gke.kueue import CONTROLLER_NODE_SELECTOR, CONTROLLER_TOLERATIONS
 from components.gke.workload_identity import (
     KubernetesSide,
     WorkloadIdentity,
@@ -58,10 +59,12 @@ def manager_environment(
     cluster_location: str,
     zone: str,
     node_service_account: str,
+    node_tags: Sequence[str],
     additional_networks: Sequence[tuple[str, str]] = (),
 ) -> dict[str, pulumi.Input[str]]:
     """The `manager` ConfigMap: every variable cmd/main.go reads, from the stack. Lists are
-    comma-separated (envconfig); durations are Go's."""
+    comma-separated (envconfig); durations are Go's. `node_tags` are the tags every GKE node
+    of the stack carries, which its firewall rules name; the user's `nodeTags` follow."""
     env: dict[str, pulumi.Input[str]] = {
         "PROVIDER": "gke",
         "GCP_PROJECT_ID": project,
@@ -79,8 +82,9 @@ def manager_environment(
     }
     # Only what is set: envconfig hands a set-but-empty variable to its parser, and an empty
     # bool or duration stops the controller (envconfig v1.4.0 MustProcess).
-    if config.node_tags:
-        env["GCP_NODE_TAGS"] = ",".join(config.node_tags)
+    tags = list(dict.fromkeys([*node_tags, *config.node_tags]))
+    if tags:
+        env["GCP_NODE_TAGS"] = ",".join(tags)
     if config.pod_to_node_labels:
         env["GCP_POD_TO_NODE_LABELS"] = ",".join(config.pod_to_node_labels)
     if config.secondary_boot_disk:
@@ -105,8 +109,27 @@ PERMISSIONS = ("container.clusters.get", "container.clusters.update", "container
 create and delete (container.clusters.update), and polling their operations
 (container.operations.get) (internal/cloud/gke_service.go and gke.go at 6789e2a; GKE "API
 permissions"). Upstream's README grants roles/container.clusterAdmin, which also creates and
-deletes clusters. container.clusters.update still lets it change any node pool of the project's
-clusters: GKE has no per-pool permission."""
+deletes clusters. container.clusters.update still lets it change any node pool of the cluster
+(GKE has no per-pool permission); `cluster_condition` holds the grant to this stack's cluster."""
+
+
+def cluster_condition(cluster: str) -> gcp.projects.IAMMemberConditionArgs:
+    """The custom role holds on the stack's own cluster only: any resource under
+    `.../clusters/<cluster>` (the cluster and its node pools, whichever GKE checks the
+    permission on), or under no cluster at all (`.../operations/<id>`, which the controller
+    polls). IAM documents container.googleapis.com among the services that recognise resource
+    attributes ("Resource attributes for IAM Conditions"); this has not been run against GKE
+    here, so the plan and docs/tpu-provisioner.md say so. Without it, container.clusters.update
+    reaches every cluster of the project."""
+    under = f"/clusters/{cluster}"
+    return gcp.projects.IAMMemberConditionArgs(
+        title=f"Only cluster {cluster}",
+        description="Node pools of this stack's cluster, and operations",
+        expression=(
+            f'!resource.name.contains("/clusters/") || resource.name.endsWith("{under}") || '
+            f'resource.name.contains("{under}/")'
+        ),
+    )
 
 
 def custom_role_id(prefix: str) -> str:
@@ -161,7 +184,6 @@ class TpuProvisioner(Component):
     ):
         super().__init__("ai-infra:gke:TpuProvisioner", name, opts)
         gke = args.config
-        ctx = gke.context
         config = gke.tpu_provisioner
         if config.image is None:
             raise ValueError("tpuProvisioner.image is required; the GKE checks refuse it unset")
@@ -170,7 +192,6 @@ class TpuProvisioner(Component):
                 f"ai-infra:tpuProvisioner.image '{config.image}' is a mutable tag: a push "
                 "changes what the next pod runs. Pin it by digest (...@sha256:<digest>)."
             )
-        cluster = args.cluster
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE),
@@ -179,7 +200,7 @@ class TpuProvisioner(Component):
         self.identity = WorkloadIdentity(
             f"{name}-identity",
             WorkloadIdentityArgs(
-                context=ctx,
+                context=gke.context,
                 account_id=gke.provisioner_account_id,
                 display_name="GKE TPU provisioner",
                 namespace=NAMESPACE,
@@ -188,7 +209,51 @@ class TpuProvisioner(Component):
             ),
             self.child_opts(),
         )
-        # A custom role of its own, per stack.
+        ready = [*self._cloud_grants(name, gke, args.cluster), *self._rbac(name, namespace)]
+        environment = manager_environment(
+            config,
+            project=gke.context.project,
+            cluster_name=args.cluster.name,
+            cluster_location=args.cluster.location,
+            zone=gke.provisioner_zone,
+            node_service_account=gke.provisioner_node_service_account,
+            node_tags=args.cluster.node_tags,
+            additional_networks=gke.provisioner_additional_networks,
+        )
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=CONFIG_MAP, namespace=NAMESPACE),
+            data=environment,
+            opts=self.child_opts(depends_on=[namespace]),
+        )
+        # The controller watches JobSets, so it starts once their API exists; it starts with
+        # its permissions (RBAC, the identity's grants, the workload policies) in place rather
+        # than failing its first node pool creations. It needs no Kueue object.
+        self.deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=DEPLOYMENT, namespace=NAMESPACE),
+            spec=deployment_spec(config.image, config_digest(environment)),
+            opts=self.child_opts(
+                depends_on=[args.jobset_release, config_map, self.identity, *ready]
+            ),
+        )
+        self.register_outputs(
+            {
+                "image": config.image,
+                "zone": gke.provisioner_zone,
+                "nodeServiceAccount": gke.provisioner_node_service_account,
+                "serviceAccount": self.identity.email,
+            }
+        )
+
+    def _cloud_grants(
+        self, name: str, gke: GkeConfig, cluster: ClusterHandle
+    ) -> list[pulumi.Resource]:
+        """The custom role on this cluster only, Service Account User on the nodes' account
+        (and that account's roles when it is the user's own), and the tpu7x workload
+        policies."""
+        ctx = gke.context
+        config = gke.tpu_provisioner
         _, role_grant = custom_role_grant(
             self,
             f"{name}-role",
@@ -200,6 +265,7 @@ class TpuProvisioner(Component):
             permissions=PERMISSIONS,
             member=self.identity.member,
             depends_on=[self.identity.identity.account],
+            condition=cluster_condition(gke.cluster_name),
         )
         # Setting a service account on nodes takes Service Account User on that account
         # (cloud.google.com/iam/docs/roles-permissions/container); granted there, not on the
@@ -243,21 +309,11 @@ class TpuProvisioner(Component):
             # The controller places every tpu7x pool, single-host too, by such a policy.
             if shape.family.workload_policy_for_multi_host and config.create_workload_policies
         ]
-        environment = manager_environment(
-            config,
-            project=ctx.project,
-            cluster_name=cluster.name,
-            cluster_location=cluster.location,
-            zone=gke.provisioner_zone,
-            node_service_account=node_account,
-            additional_networks=gke.provisioner_additional_networks,
-        )
-        config_map = k8s.core.v1.ConfigMap(
-            f"{name}-config",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=CONFIG_MAP, namespace=NAMESPACE),
-            data=environment,
-            opts=self.child_opts(depends_on=[namespace]),
-        )
+        return [role_grant, node_account_user, *node_grants, *policies]
+
+    def _rbac(self, name: str, namespace: k8s.core.v1.Namespace) -> list[pulumi.Resource]:
+        """The manager's ClusterRole (pods, nodes, JobSets read; events) and its leader
+        election Role, each bound to its Kubernetes service account."""
         subject = k8s.rbac.v1.SubjectArgs(
             kind="ServiceAccount", name=KUBERNETES_SERVICE_ACCOUNT, namespace=NAMESPACE
         )
@@ -299,35 +355,7 @@ class TpuProvisioner(Component):
             subjects=[subject],
             opts=self.child_opts(depends_on=[election_role]),
         )
-        # The controller watches JobSets, so it starts once their API exists; it starts with
-        # its permissions (RBAC, the identity's grants, the workload policies) in place rather
-        # than failing its first node pool creations. It needs no Kueue object.
-        self.deployment = k8s.apps.v1.Deployment(
-            f"{name}-deployment",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=DEPLOYMENT, namespace=NAMESPACE),
-            spec=deployment_spec(config.image, config_digest(environment)),
-            opts=self.child_opts(
-                depends_on=[
-                    args.jobset_release,
-                    config_map,
-                    self.identity,
-                    role_grant,
-                    node_account_user,
-                    *node_grants,
-                    cluster_binding,
-                    election_binding,
-                    *policies,
-                ]
-            ),
-        )
-        self.register_outputs(
-            {
-                "image": config.image,
-                "zone": gke.provisioner_zone,
-                "nodeServiceAccount": node_account,
-                "serviceAccount": self.identity.email,
-            }
-        )
+        return [cluster_binding, election_binding]
 
 
 def _distinct_topologies(
@@ -351,7 +379,7 @@ def config_digest(environment: dict[str, pulumi.Input[str]]) -> pulumi.Output[st
 
 
 def deployment_spec(image: str, config_sha256: pulumi.Input[str]) -> k8s.apps.v1.DeploymentSpecArgs:
-    """One leader-elected replica on the CPU pool, non-root, probed on the health port."""
+    """One leader-elected replica on the system pool, non-root, probed on the health port."""
     return k8s.apps.v1.DeploymentSpecArgs(
         replicas=1,
         selector=k8s.meta.v1.LabelSelectorArgs(match_labels=POD_LABELS),
@@ -374,6 +402,12 @@ def deployment_spec(image: str, config_sha256: pulumi.Input[str]) -> k8s.apps.v1
                     run_as_group=65532,
                     seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
                 ),
+                tolerations=[
+                    k8s.core.v1.TolerationArgs(
+                        key=t["key"], operator=t["operator"], value=t["value"], effect=t["effect"]
+                    )
+                    for t in CONTROLLER_TOLERATIONS
+                ],
                 termination_grace_period_seconds=10,
                 containers=[
                     k8s.core.v1.ContainerArgs(

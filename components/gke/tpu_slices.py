@@ -131,6 +131,7 @@ class TpuSlice(Component):
                         disk_type=shape.family.boot_disk_type,
                         labels=labels,
                         resource_labels=cluster.resource_labels,
+                        tags=cluster.node_tags,
                         image_streaming=cluster.image_streaming,
                         provisioning=config.provisioning,
                         reservation=config.reservation,

@@ -10,8 +10,8 @@ from components import gpu_catalog
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
 from components.context import StackContext
-from components.gpu_clusters.checks import account_id, problems
-from components.gpu_clusters.cluster import GpuCluster, GpuClusterArgs
+from components.gpu_clusters.checks import account_id, group_name, problems
+from components.gpu_clusters.cluster import GpuCluster, GpuClusterArgs, network_tag
 from components.gpu_clusters.config import GpuClusterConfig
 from components.network import NetworkHandle
 
@@ -21,6 +21,7 @@ __all__ = [
     "account_claims",
     "build",
     "describe",
+    "network_tags",
     "problems",
 ]
 
@@ -42,6 +43,11 @@ def build(
         )
         for i, entry in enumerate(entries)
     }
+
+
+def network_tags(clusters: list[GpuClusterConfig], context: StackContext) -> list[str]:
+    """The network tags of the clusters whose VMs join the stack's network."""
+    return [network_tag(group_name(context, c.name)) for c in clusters if c.network == "default"]
 
 
 def account_claims(

@@ -28,14 +28,18 @@ from components.identity import (
     service_account,
 )
 from components.network import (
+    ALL_INTERNAL,
     NetworkHandle,
     cloud_nat,
     custom_vpc,
     filestore_ip,
+    firewall_rule,
     iap_ssh_rule,
     subnet_in,
+    system_tag,
     vpc_with_subnet,
 )
+from components.nfs import client_rules, export_options
 from components.placement import compact_policy, workload_policy
 
 BOOT_DEVICE = "boot"
@@ -47,6 +51,14 @@ RAY_DISCOVERY_PERMISSIONS = (
 (listManagedInstances) needs `compute.instanceGroupManagers.list` (its help text, gcloud
 578.0.0); `.get` reads the group itself. Neither reads instances or their metadata, unlike
 roles/compute.viewer's `compute.instances.get`, which shows every VM's startup script."""
+
+
+def network_tag(base: str) -> str:
+    """The tag the firewall rules name a GPU cluster's VMs by: on the stack's network, its
+    VMs (and Ray's ports, which run unauthenticated) reach each other and nothing else does."""
+    return system_tag(base, "gpu-vm")
+
+
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 """The affinity key of a specific reservation (Cluster Toolkit v1.95.0
 modules/compute/vm-instance/main.tf:289-298)."""
@@ -83,7 +95,10 @@ class GpuCluster(Component):
 
         identity = self._identity(name, args, base)
         nics, network_names = self._networks(name, args, base, zone)
-        shares = self._shares(name, args, zone, base, labels, network_names[0])
+        host_cidr = (
+            args.network.subnet_cidr if config.network == "default" else config.nic_cidrs()[0]
+        )
+        shares = self._shares(name, args, zone, base, labels, network_names[0], host_cidr)
         self.filestore_ips = pulumi.Output.all(*[ip for _, ip in shares])
         gcs_names = {m.bucket: args.buckets.gcs_name(m.bucket) for m in config.gcs_mounts}
         script = self.filestore_ips.apply(
@@ -179,6 +194,7 @@ class GpuCluster(Component):
             ),
             metadata=vm_metadata,
             labels=labels,
+            tags=[network_tag(base)],
             advanced_machine_features=(
                 gcp.compute.InstanceTemplateAdvancedMachineFeaturesArgs(
                     threads_per_core=config.threads_per_core
@@ -403,6 +419,18 @@ class GpuCluster(Component):
         nic_type = "GVNIC" if config.gvnic else "VIRTIO_NET"
         if config.network == "default":
             network = args.network
+            tag = network_tag(base)
+            firewall_rule(
+                self,
+                f"{name}-internal",
+                project=args.context.project,
+                network=network.name,
+                name=f"{tag}-internal",
+                description=f"GPU cluster {config.name}: its VMs to each other (Ray included)",
+                source_tags=[tag],
+                target_tags=[tag],
+                allows=ALL_INTERNAL,
+            )
             return [
                 gcp.compute.InstanceTemplateNetworkInterfaceArgs(
                     network=network.self_link,
@@ -526,8 +554,13 @@ class GpuCluster(Component):
         base: str,
         labels: dict[str, str],
         network_name: pulumi.Input[str],
+        host_cidr: str,
     ) -> list[tuple[NfsShare, pulumi.Output[str]]]:
-        """A Filestore instance per share, on the host NIC's VPC (Filestore takes its name)."""
+        """A Filestore instance per share, on the host NIC's VPC (Filestore takes its name),
+        exported to the host subnet only. Root is not squashed: the share's root directory
+        is root's, and the VMs' users reach it through sudo (OS Login admins) to make their
+        directories; a squashed root could write nothing there. On the stack's network, where
+        other systems' VMs share the subnet, egress rules keep them from it."""
         ctx = args.context
         config = args.config
         shares = []
@@ -540,7 +573,9 @@ class GpuCluster(Component):
                 location=ctx.region if share.tier == "ENTERPRISE" else zone,
                 tier=share.tier,
                 file_shares=gcp.filestore.InstanceFileSharesArgs(
-                    name=metadata.NFS_SHARE, capacity_gb=share.size_gb
+                    name=metadata.NFS_SHARE,
+                    capacity_gb=share.size_gb,
+                    nfs_export_options=export_options([host_cidr], root_squash=False),
                 ),
                 networks=[
                     gcp.filestore.InstanceNetworkArgs(network=network_name, modes=["MODE_IPV4"])
@@ -548,6 +583,17 @@ class GpuCluster(Component):
                 labels=labels,
                 opts=self.child_opts(protect=ctx.protect),
             )
+            if config.network == "default":
+                client_rules(
+                    self,
+                    f"{name}-nfs{k}",
+                    project=ctx.project,
+                    network=network_name,
+                    name=f"{base}-nfs{k}",
+                    share=instance,
+                    client_tags=[network_tag(base)],
+                    description=f"GPU cluster {config.name}'s share {k}",
+                )
             ip = filestore_ip(instance)
             shares.append((share, ip))
         return shares

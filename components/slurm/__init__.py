@@ -10,7 +10,7 @@ import pulumi
 from components.base import PathPart, Source
 from components.context import StackContext
 from components.identity import service_account_email
-from components.network import NetworkHandle
+from components.network import NetworkHandle, system_tag
 from components.slurm.checks import cpu_zones, problems
 from components.slurm.cluster import (
     SlurmCluster,
@@ -27,6 +27,7 @@ __all__ = [
     "account_claims",
     "build",
     "describe",
+    "network_tags",
     "node_accounts",
     "problems",
 ]
@@ -50,6 +51,17 @@ def build(
 def account_claims(context: StackContext) -> list[tuple[tuple[PathPart, ...], str]]:
     """The cluster's controller, TPU node, login and CPU node account ids."""
     return [(("slurm",), account_id(context, role)) for role in ACCOUNT_ROLES]
+
+
+def network_tags(config: SlurmConfig) -> dict[str, list[str]]:
+    """The tags `network.allow` opens the cluster by: all its VMs, the controller, the login
+    VMs (`vms.slurm_tags`)."""
+    cluster = config.cluster_name
+    return {
+        "slurm": [cluster],
+        "slurmController": [system_tag(cluster, "controller")],
+        "slurmLogin": [system_tag(cluster, "login")],
+    }
 
 
 def node_accounts(config: SlurmConfig) -> list[tuple[tuple[PathPart, ...], str]]:

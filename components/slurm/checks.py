@@ -510,7 +510,7 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
                 f"'{config.bucket_key}'; rename one",
             )
         )
-    found += _home_problems(config)
+    found += _home_problems(config, stack_subnet)
     found += [p.under("networkStorage") for p in _storage_problems(config.network_storage)]
     for key, scripts in (
         ("prologScripts", config.prolog_scripts),
@@ -526,10 +526,22 @@ def cpu_zones(nodeset: CpuNodesetConfig, ctx: StackContext) -> list[str]:
     return list(nodeset.zones) or [ctx.zone]
 
 
-def _home_problems(config: SlurmConfig) -> list[Problem]:
+def _home_problems(config: SlurmConfig, stack_subnet: str) -> list[Problem]:
     home = config.home
     found = []
     if home.filestore:
+        # The share exports to the stack's subnet only (components/nfs.py).
+        found += [
+            Problem(
+                ("tpuNodesets", i, "subnetwork"),
+                f"the /home share admits the stack's subnet '{stack_subnet}' only, so TPU VMs "
+                "in another subnet could not mount it; remove subnetwork or set "
+                "home.filestore: false",
+            )
+            for i, n in enumerate(config.tpu_nodesets)
+            # Without public IPs the nodeset has a problem at this path already.
+            if n.subnetwork not in (None, stack_subnet) and n.enable_public_ips
+        ]
         low, high = FILESTORE_CAPACITY_GB[home.tier]
         if not low <= home.capacity_gb <= high:
             found.append(

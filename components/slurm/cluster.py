@@ -37,6 +37,7 @@ from components.network import (
     iap_ssh_rule,
     subnet_of,
 )
+from components.nfs import client_rules, export_options
 from components.slurm import boot
 from components.slurm.checks import cpu_zones
 from components.slurm.cleanup import (
@@ -62,7 +63,13 @@ from components.slurm.files import (
     storage_document,
 )
 from components.slurm.scripts import ScriptsProvider, SlurmScripts
-from components.slurm.vms import controller_and_logins, shielded, slurm_labels, slurm_metadata
+from components.slurm.vms import (
+    controller_and_logins,
+    shielded,
+    slurm_labels,
+    slurm_metadata,
+    slurm_tags,
+)
 
 NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 BUCKET_READER_ROLES = ("roles/storage.objectViewer", "roles/storage.legacyBucketReader")
@@ -346,6 +353,17 @@ class SlurmCluster(Component):
         )
         self.objects = objects
         self.home = self._home(name, args.network) if config.home.filestore else None
+        if self.home is not None:
+            client_rules(
+                self,
+                f"{name}-home",
+                project=ctx.project,
+                network=args.network.self_link,
+                name=ctx.name("slurm", cluster, "home"),
+                share=self.home,
+                client_tags=[cluster],
+                description=f"Slurm {cluster}'s /home share",
+            )
         storage = storage_document(config.network_storage)
         if self.home is not None:
             ip = filestore_ip(self.home)
@@ -453,6 +471,7 @@ class SlurmCluster(Component):
         gpus = nodeset.gpus()
         labels = {**slurm_labels(ctx, cluster, "compute"), "slurm_nodeset": nodeset.name}
         metadata = slurm_metadata(cluster, "compute", self.bucket_path)
+        tags = slurm_tags(cluster, "compute")
         # Everything the template is made of, and nothing else (counts, zones and scripts
         # live in the nodeset's YAML): a change to any of it, and only that, renames it.
         properties = {
@@ -465,6 +484,7 @@ class SlurmCluster(Component):
             "secure_boot": config.secure_boot(nodeset),
             "labels": labels,
             "metadata": metadata,
+            "tags": tags,
             "subnet": network.subnet_name,
             "project": ctx.project,
         }
@@ -521,7 +541,7 @@ class SlurmCluster(Component):
             ),
             metadata=metadata,
             labels=labels,
-            tags=[cluster],
+            tags=tags,
             opts=self.child_opts(
                 depends_on=[identity.account]
                 if identity and not nodeset.service_account_email
@@ -538,8 +558,14 @@ class SlurmCluster(Component):
             name=ctx.name("slurm", config.cluster_name, "home"),
             location=ctx.zone_of(config.controller.zone),
             tier=config.home.tier,
+            # Only the stack's subnet, where every VM of the cluster lives (a nodeset in
+            # another subnet is refused), mounts it; root is not squashed because OS Login
+            # creates each user's home directory as root at first login, as Toolkit's
+            # filestore module leaves it (nfs_export_options unset).
             file_shares=gcp.filestore.InstanceFileSharesArgs(
-                name=HOME_SHARE, capacity_gb=config.home.capacity_gb
+                name=HOME_SHARE,
+                capacity_gb=config.home.capacity_gb,
+                nfs_export_options=export_options([network.subnet_cidr], root_squash=False),
             ),
             networks=[
                 gcp.filestore.InstanceNetworkArgs(

@@ -16,7 +16,7 @@ import pulumi_gcp as gcp
 from components.base import Component
 from components.context import StackContext
 from components.identity import Identity
-from components.network import NetworkHandle
+from components.network import NetworkHandle, system_tag
 from components.slurm import boot, scripts
 from components.slurm.config import (
     DEFAULT_SCOPES,
@@ -49,6 +49,13 @@ def slurm_metadata(cluster: str, role: str, bucket_path: str) -> dict[str, str]:
             boot.BootScript(kind="vm", install_tpu_script=role == "controller")
         ),
     }
+
+
+def slurm_tags(cluster: str, role: str) -> list[str]:
+    """A VM's network tags: the cluster's name, which upstream's tpu.py gives the TPU VMs it
+    creates and the cluster's own rule admits, and its role's (`<cluster>-controller`,
+    `-login`, `-compute`), which `network.allow` entries open one role by."""
+    return [cluster, system_tag(cluster, role)]
 
 
 def slurm_labels(ctx: StackContext, cluster: str, role: str) -> dict[str, str]:
@@ -135,7 +142,7 @@ def controller_and_logins(
             ),
             metadata={**slurm_metadata(cluster, role, bucket_path), **metadata},
             labels=slurm_labels(ctx, cluster, role),
-            tags=[cluster],
+            tags=slurm_tags(cluster, role),
             allow_stopping_for_update=True,
             opts=parent.child_opts(
                 depends_on=[identity.account, *depends_on], protect=protect, **options

@@ -13,7 +13,7 @@ from components.context import StackContext
 from components.network import NetworkHandle
 from components.tpu_vms.checks import problems, stack_problems, subnet_problems
 from components.tpu_vms.config import TpuVmConfig
-from components.tpu_vms.vms import TpuVms, TpuVmsArgs
+from components.tpu_vms.vms import TpuVms, TpuVmsArgs, network_tag
 
 __all__ = [
     "TpuVmConfig",
@@ -21,6 +21,7 @@ __all__ = [
     "account_claims",
     "build",
     "describe",
+    "network_tags",
     "problems",
     "stack_problems",
     "subnet_problems",
@@ -46,6 +47,11 @@ def build(
         )
         for i, entry in enumerate(entries)
     }
+
+
+def network_tags(entries: list[TpuVmConfig], context: StackContext) -> list[str]:
+    """The network tags of the entries whose TPU VMs join the stack's network."""
+    return [network_tag(context, e) for e in entries if e.network is None]
 
 
 def account_claims(

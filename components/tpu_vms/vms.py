@@ -13,7 +13,7 @@ from components.base import Component, WiringModel
 from components.buckets import BucketsHandle, grant_access
 from components.context import StackContext
 from components.identity import service_account
-from components.network import NetworkHandle
+from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, system_tag
 from components.startup import GUEST_ATTRIBUTES_METADATA
 from components.tpu_vms import boot
 from components.tpu_vms.config import TpuVmConfig
@@ -61,6 +61,12 @@ def reservation_name(reservation: str, project: str, zone: str) -> str:
     """The API's `projects/P/locations/ZONE/reservations/R` for a name or shared path."""
     owner, name = reservation_parts(reservation, project)
     return f"projects/{owner}/locations/{zone}/reservations/{name}"
+
+
+def network_tag(context: StackContext, config: TpuVmConfig) -> str:
+    """The tag the stack's firewall rules name this entry's TPU VMs by, beside its own `tags`:
+    its slices reach each other, and no other system's VM or pod reaches them."""
+    return system_tag(context.name(config.name), "tpu-vm")
 
 
 def node_metadata(config: TpuVmConfig) -> dict[str, str]:
@@ -159,12 +165,29 @@ class TpuVms(Component):
             "bootDisk": config.boot_disk_config,
             "metadata": node_metadata(config),
             "labels": {**ctx.labels, **config.labels},
-            "tags": list(config.tags),
+            "tags": list(dict.fromkeys([*config.tags, network_tag(ctx, config)])),
             "dataDisks": [{"sourceDisk": d.source_disk, "mode": d.mode} for d in config.data_disks],
             "timeoutSeconds": config.timeout_minutes * 60,
             "queueingPolicy": config.queueing_policy,
             "apiVersion": config.api_version,
         }
+        if config.network is None:
+            # The slices' hosts talk to each other (JAX's coordinator, multislice over DCN);
+            # an entry on a network of its own brings its own rules.
+            tag = network_tag(ctx, config)
+            waits_for.append(
+                firewall_rule(
+                    self,
+                    f"{name}-internal",
+                    project=ctx.project,
+                    network=args.network.name,
+                    name=f"{tag}-internal",
+                    description=f"TPU VMs {config.name}: its slices' hosts to each other",
+                    source_tags=[tag],
+                    target_tags=[tag],
+                    allows=ALL_INTERNAL,
+                )
+            )
         self.queued_resource = QueuedResource(
             f"{name}-qr",
             props,

@@ -16,6 +16,7 @@ from components.network import (
     node_network_capacity_problems,
     overlap_problems,
     pods_per_node_prefix,
+    port_allows,
 )
 
 
@@ -51,7 +52,10 @@ def test_firewall_admits_internal_iap_and_control_plane_webhooks(build):
     assert iap["sourceRanges"] == [IAP_TCP_FORWARDING_RANGE] == ["35.235.240.0/20"]
     assert iap["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
     internal = graph.named("network-allow-internal").inputs
-    assert internal["sourceRanges"] == ["10.129.0.0/20", "192.168.64.0/20", "192.168.80.0/20"]
+    # GKE nodes and pods reach GKE nodes; the subnet as a whole (other systems) does not.
+    assert internal["sourceRanges"] == ["192.168.64.0/20"]
+    assert internal["sourceTags"] == internal["targetTags"] == ["ai-test-gke-node"]
+    assert webhooks["targetTags"] == ["ai-test-gke-node"]
     for rule in ("internal", "iap-ssh", "webhooks"):
         assert graph.named(f"network-allow-{rule}").inputs["direction"] == "INGRESS"
 
@@ -217,3 +221,35 @@ def test_an_mtu_change_says_the_update_is_in_place_and_which_vms_keep_the_old_on
     assert "1460 -> 8896 updates ai-test-vpc in place" in notice
     assert "keeps MTU 1460 until it is stopped and started" in notice
     assert notice.endswith("GKE node pools cpu, a-0")
+
+
+def test_other_systems_get_rules_of_their_own_and_are_denied_the_gke_nodes(build):
+    graph = build(
+        **{"gcp:region": "us-central2", "gcp:zone": "us-central2-b"},
+        tpuVms=[{"name": "exp", "accelerator": "v4-8"}],
+        network={
+            "allow": [{"name": "jax", "to": "tpuVms", "sources": ["pods"], "ports": ["tcp:8476"]}]
+        },
+    )
+    tag = "ai-test-exp-tpu-vm"
+    own = graph.named("tpuvm-exp-internal").inputs
+    assert own["sourceTags"] == own["targetTags"] == [tag]
+    assert "sourceRanges" not in own
+    deny = graph.named("network-deny-to-gke").inputs
+    assert deny["sourceTags"] == [tag] and deny["targetTags"] == ["ai-test-gke-node"]
+    assert deny["denies"] == [{"protocol": "all"}]
+    # Ahead of GKE's own `-vms` rule, which admits the whole subnet at 1000.
+    assert deny["priority"] < 1000
+    opening = graph.named("network-allow-jax").inputs
+    assert opening["name"] == "ai-test-allow-jax"
+    assert opening["sourceRanges"] == ["192.168.64.0/20"]
+    assert opening["targetTags"] == [tag]
+    assert opening["allows"] == [{"protocol": "tcp", "ports": ["8476"]}]
+
+
+def test_port_openings_group_ports_by_protocol():
+    allows = port_allows(["tcp:8265", "udp:5000-5100", "tcp:6379"])
+    assert [(a.protocol, a.ports) for a in allows] == [
+        ("tcp", ["8265", "6379"]),
+        ("udp", ["5000-5100"]),
+    ]

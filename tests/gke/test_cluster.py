@@ -97,8 +97,9 @@ def test_no_release_channel_turns_auto_upgrade_off_on_tpu_pools_only(build):
         pool.inputs["name"]: pool.inputs["management"]["autoUpgrade"]
         for pool in graph.of_type("gcp:container/nodePool:NodePool")
     }
-    # The CPU pool runs the controllers and system pods: it keeps getting upgrades.
-    assert upgraded == {"cpu": True, "s-0": False, "one": False, "l4": True}
+    # The system pool runs the controllers, the CPU pool teams' CPU pods: both keep getting
+    # upgrades.
+    assert upgraded == {"cpu": True, "system": True, "s-0": False, "one": False, "l4": True}
 
 
 def test_cpu_pool_sizing(build):

@@ -22,11 +22,11 @@ import yaml
 from components.gke.kueue import DEFAULT_LOCAL_QUEUE
 from components.tpu_catalog import TPU_RESOURCE, TPU_TAINT_KEY, resolve
 from plan.engine import REPO_ROOT, Graph, load_stack_config
+from plan.netpol import Pod, connects
 from stacks.loading import parse
 from tests.conftest import build_graph
 from tests.crd_schema import validate
 from tests.gke.chart_facts import CONTROL_PLANE_CALLS
-from tests.gke.netpol import Pod, connects
 from tests.gke.rbac import allowed
 from tests.gke.test_kueue import nominal, objects_of
 from tests.test_docs import examples

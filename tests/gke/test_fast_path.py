@@ -102,7 +102,7 @@ def test_changing_the_mtu_updates_the_vpcs_in_place_and_names_the_vms_that_keep_
     notices = diff_notices(parse(after_raw, "test"), mtu_changes(before, after))
     assert len(notices) == 2
     assert "updates ai-test-vpc in place" in notices[0]
-    assert "GKE node pools cpu, t-0, p-0" in notices[0]
+    assert "GKE node pools cpu, system, t-0, p-0" in notices[0]
     assert "updates ai-test-dcn-1-vpc in place" in notices[1]
     assert diff_notices(parse(after_raw, "test"), mtu_changes(after, after)) == []
 

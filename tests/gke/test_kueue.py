@@ -296,12 +296,17 @@ def test_releases_are_pinned_and_configured(mixed):
         "matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}
     }
     assert manager["webhook"]["port"] == 9443
-    assert kueue["values"]["controllerManager"]["nodeSelector"] == {
-        "cloud.google.com/gke-nodepool": "cpu"
+    # On the system pool, whose taint they tolerate (charts' controllerManager.tolerations and
+    # controller.tolerations).
+    toleration = {
+        "key": "components.gke.io/gke-managed-components",
+        "operator": "Equal",
+        "value": "true",
+        "effect": "NoSchedule",
     }
-    assert jobset["values"]["controller"]["nodeSelector"] == {
-        "cloud.google.com/gke-nodepool": "cpu"
-    }
+    for values in (kueue["values"]["controllerManager"], jobset["values"]["controller"]):
+        assert values["nodeSelector"] == {"cloud.google.com/gke-nodepool": "system"}
+        assert values["tolerations"] == [toleration]
 
 
 def _reaches(graph: Graph, start: str, target: str) -> bool:
@@ -320,16 +325,18 @@ def _reaches(graph: Graph, start: str, target: str) -> bool:
     return False
 
 
-def test_installs_wait_for_the_cpu_pool_and_webhook_firewall_but_never_for_slices(mixed):
+def test_installs_wait_for_the_system_pool_and_webhook_firewall_but_never_for_slices(mixed):
     kueue = mixed.named("batch-kueue")
     jobset = mixed.named("batch-jobset")
-    cpu = mixed.named("gke-cpu").urn
+    cpu = mixed.named("gke-system").urn
     assert cpu in kueue.dependencies and cpu in jobset.dependencies
     # Kueue sets up its JobSet integration once the CRD appears: the two install side by side.
     assert not _reaches(mixed, kueue.urn, jobset.urn)
     assert mixed.named("network-allow-webhooks").urn in kueue.dependencies
     slice_pools = [
-        p.urn for p in mixed.of_type("gcp:container/nodePool:NodePool") if p.name != "gke-cpu"
+        p.urn
+        for p in mixed.of_type("gcp:container/nodePool:NodePool")
+        if p.name not in ("gke-cpu", "gke-system")
     ]
     assert slice_pools
     queue_objects = [r for r in mixed if r.type.startswith(f"kubernetes:{KUEUE}:")]
@@ -380,7 +387,7 @@ def test_fresh_dev_stack_critical_path():
     beside the CPU pool, Kueue beside JobSet, and queues never wait for slices."""
     graph = build_graph(load_stack_config("dev"), stack="dev")
     subnet, cluster = graph.named("network-subnet").urn, graph.named("gke-cluster").urn
-    cpu, jobset = graph.named("gke-cpu").urn, graph.named("batch-jobset").urn
+    cpu, jobset = graph.named("gke-system").urn, graph.named("batch-jobset").urn
     kueue = graph.named("batch-kueue").urn
     slice_pool = graph.named("tpu-v5e-dev-pool").urn
     assert subnet in _ancestors(graph, cluster)

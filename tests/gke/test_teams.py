@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from plan.engine import run_program
+from plan.netpol import Pod, connects, egress_allowed
 from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
-from tests.gke.netpol import Pod, connects, egress_allowed
 
 TEAMS = dict(
     cluster={"rbacSecurityGroup": "gke-security-groups@example.com"},
@@ -38,7 +38,28 @@ def graph():
 def test_team_namespace_is_labelled_for_kueue(graph):
     namespace = graph.named("team-vision-namespace").inputs["metadata"]
     assert namespace["name"] == "vision"
-    assert namespace["labels"] == {"ai-infra/team": "vision", "ai-infra/kueue-managed": "true"}
+    # Pod Security Admission enforces the team's level (baseline by default) and warns and
+    # audits at restricted.
+    assert namespace["labels"] == {
+        "ai-infra/team": "vision",
+        "ai-infra/kueue-managed": "true",
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted",
+    }
+
+
+def test_a_host_network_team_enforces_baseline_by_policy_not_by_pod_security_admission():
+    graph = build_graph(
+        with_config(
+            tpuSlices=[{"name": "s", "accelerator": "v5p-16"}],
+            teams=[{"name": "mega", "tpuHostNetwork": True}],
+        )
+    )
+    labels = graph.named("team-mega-namespace").inputs["metadata"]["labels"]
+    assert "pod-security.kubernetes.io/enforce" not in labels
+    assert labels["pod-security.kubernetes.io/warn"] == "baseline"
+    assert labels["ai-infra/tpu-host-network"] == "true"
 
 
 def test_team_identity_is_bound_both_ways(graph):
@@ -65,13 +86,13 @@ def test_team_identity_is_bound_both_ways(graph):
     assert namespace in graph.named("team-vision-identity-service-account").dependencies
 
 
-def test_team_groups_get_edit_in_their_namespace_only(graph):
-    binding = graph.named("team-vision-edit").inputs
+def test_team_groups_get_the_member_role_in_their_namespace_only(graph):
+    binding = graph.named("team-vision-member").inputs
     assert binding["metadata"]["namespace"] == "vision"
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "ClusterRole",
-        "name": "edit",
+        "name": "ai-infra-team-member",
     }
     assert [s["name"] for s in binding["subjects"]] == ["vision@example.com", "shared@example.com"]
     assert all(s["kind"] == "Group" for s in binding["subjects"])

@@ -207,15 +207,15 @@ def test_provisioner_nodes_count_against_the_pods_range():
     overrides = enabled(quota={"v5p-128": 8})
     overrides["cluster"]["maxPodsPerNode"] = 110
     found = problems(**overrides)
-    # 3 CPU nodes in each of 3 zones at the cluster's 110 pods (a /24 each), and 8 slices of
-    # 16 hosts at the provisioner's own 15 pods (a /27 each, gke.go maxPodsPerNode):
-    # 9 x 256 + 128 x 32 addresses against the /20's 4,096.
+    # 3 CPU nodes in each of 3 zones at the cluster's 110 pods (a /24 each), a system node in
+    # each at 32 (a /26), and 8 slices of 16 hosts at the provisioner's own 15 pods (a /27
+    # each, gke.go maxPodsPerNode): 9 x 256 + 3 x 64 + 128 x 32 against the /20's 4,096.
     message = found["ai-infra:network.podsCidr"]
-    assert "grow to need 6400" in message
+    assert "grow to need 6592" in message
     assert "'the TPU provisioner's pools' at 15 pods per node" in message
     # The cluster's default does not change what the provisioner's nodes take.
     overrides["cluster"]["maxPodsPerNode"] = 32
-    assert "grow to need 4672" in problems(**overrides)["ai-infra:network.podsCidr"]
+    assert "grow to need 4864" in problems(**overrides)["ai-infra:network.podsCidr"]
 
 
 def test_bad_config_registers_nothing_and_reports_every_problem():
@@ -253,10 +253,19 @@ def test_deployment_runs_one_leader_elected_non_root_replica_on_the_cpu_pool(gra
     assert spec["selector"]["matchLabels"] == labels
     pod = spec["template"]["spec"]
     assert pod["serviceAccountName"] == "tpu-provisioner-controller-manager"
+    # On the system pool, tolerating its taint, beside Kueue and JobSet.
     assert pod["nodeSelector"] == {
-        "cloud.google.com/gke-nodepool": "cpu",
+        "cloud.google.com/gke-nodepool": "system",
         "iam.gke.io/gke-metadata-server-enabled": "true",
     }
+    assert pod["tolerations"] == [
+        {
+            "key": "components.gke.io/gke-managed-components",
+            "operator": "Equal",
+            "value": "true",
+            "effect": "NoSchedule",
+        }
+    ]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] == 65532
     (container,) = pod["containers"]
@@ -294,6 +303,8 @@ def test_config_map_carries_every_setting_from_the_stack(graph):
         "NODEPOOL_DELETION_DELAY": "30s",
         "CONCURRENCY": "3",
         "POD_RESOURCE_TYPE": "google.com/tpu",
+        # Every GKE node's tag, which the stack's firewall rules name the nodes by.
+        "GCP_NODE_TAGS": "ai-test-gke-node",
     }
 
 
@@ -325,7 +336,8 @@ def test_config_map_follows_every_setting(build):
         "GCP_CLUSTER_LOCATION": "us-central1",
         "GCP_ZONE": "us-central1-c",
         "GCP_NODE_SERVICE_ACCOUNT": "tpu-nodes@other-project.iam.gserviceaccount.com",
-        "GCP_NODE_TAGS": "tpu,no-egress",
+        # The stack's GKE node tag first, which its firewall rules name every node by.
+        "GCP_NODE_TAGS": "ai-test-gke-node,tpu,no-egress",
         "GCP_POD_TO_NODE_LABELS": "team,example.com/run",
         "GCP_NODE_SECURE_BOOT": "true",
         "GCP_NODE_DISK_TYPE": "hyperdisk-balanced",
@@ -571,7 +583,8 @@ def test_a_shape_only_the_provisioner_creates_gets_its_flavor(build):
     # One of the two 16-chip slices named, the other to applied.
     assert nominal(queues["research"])["v6e-16"][TPU_RESOURCE] == 16
     assert nominal(queues["applied"])["v6e-16"][TPU_RESOURCE] == 16
-    assert not graph.of_type("gcp:container/nodePool:NodePool")[1:], "only the CPU pool"
+    pools = {r.inputs["name"] for r in graph.of_type("gcp:container/nodePool:NodePool")}
+    assert pools == {"cpu", "system"}, "only the CPU and system pools"
 
 
 def test_flex_start_tpu_slices_are_refused_beside_the_provisioner():
@@ -872,6 +885,9 @@ def test_the_plan_says_what_the_provisioner_may_create_and_whose_policies_it_use
     )
     sections = dict(gke.describe(config.gke))
     assert sections["TPU provisioner"] == [
+        "  IAM: custom role ai_test_tpu_provisioner on cluster ai-test-gke only (an IAM "
+        "condition on the resource name, which GKE is documented to recognise and this plan "
+        "cannot test)",
         f"  zone us-central1-c, nodes run as {NODES}, 15 pods per node, forceOnDemand true",
         "  up to 2 x tpu7x-128 (16 x tpu7x-standard-4t, 64 chips) = 128 chips",
         "  workload policies tpu-provisioner-<topology>: another stack's in this project and "

@@ -378,9 +378,9 @@ def test_a_protected_replace_is_refused_and_shows_its_blast_radius(tmp_path: Pat
     assert {"gcp:container/nodePool:NodePool", "pulumi:providers:kubernetes"} <= kinds
     assert "kubernetes:helm.sh/v3:Release" in kinds
     pools = [r for r in radius.values() if r["type"] == "gcp:container/nodePool:NodePool"]
-    assert len(pools) == 9 and all(r["cause"] == cluster["urn"] for r in pools)
+    assert len(pools) == 10 and all(r["cause"] == cluster["urn"] for r in pools)
     assert document["diff"]["summary"] == counts(update=1, replace=1 + len(radius))
-    assert f"    blast radius: {len(radius)} more replaced with it (9 NodePool" in text
+    assert f"    blast radius: {len(radius)} more replaced with it (10 NodePool" in text
     assert "`pulumi up` will refuse 1 of these (protected resources)" in text
 
 
@@ -613,7 +613,7 @@ def test_an_mtu_the_code_moves_is_said_as_one_the_config_moves(tmp_path: Path):
     refused = Report("edit", path, config, graph, "old", bases.Base(old_graph, "old"))
     (notice,) = refused.json()["diff"]["notices"]
     assert notice.startswith("MTU 1460 -> 8896 updates ai-edit-vpc in place")
-    assert "GKE node pools cpu, train-0" in notice
+    assert "GKE node pools cpu, system, train-0" in notice
     assert refused.json()["diff"]["cost"] is None
     assert "Cost change: not shown" in refused.text()
     # Both configs say it too: one notice.

@@ -129,7 +129,7 @@ def passing_world() -> World:
             quota("IN_USE_ADDRESSES", 8, 1),
         ],
     )
-    general = {"e2-standard-8": 8}
+    general = {"e2-standard-8": 8, "e2-standard-4": 4}
     compute_quotas = [
         quota_info("compute.googleapis.com", "TPU-V5P-per-project-region", {REGION: 64}),
         quota_info(

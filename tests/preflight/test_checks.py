@@ -77,14 +77,15 @@ def test_quota_figures_are_the_plan_s_maximum_less_usage(needs: Needs, world: Wo
     found = run(quota, needs, world)
     l4 = one(found, "ok", "nvidia-l4 GPUs in us-central1")
     assert "need 6 (gpuPools[0]), quota 8 (NVIDIA_L4_GPUS), in use 0" in l4.detail
-    # E2 nodes of the CPU pool draw on CPUS (the region lists no E2_CPUS): 9 x 8 vCPUs.
-    assert "need 72 (cluster), quota 400 (CPUS), in use 20" in one(found, "ok", "E2").detail
+    # E2 nodes of the CPU and system pools draw on CPUS (the region lists no E2_CPUS):
+    # 9 x 8 vCPUs and 3 x 4.
+    assert "need 84 (cluster), quota 400 (CPUS), in use 20" in one(found, "ok", "E2").detail
     # G2 has a family quota in Cloud Quotas; its usage is not reported.
     g2 = one(found, "warn", "G2 vCPUs")
     assert "need 72" in g2.detail and "CPUS-PER-VM-FAMILY-per-project-region" in g2.detail
     everywhere = one(found, "ok", "vCPUs in all regions")
-    # 72 E2 + 72 G2 + 24 A2 + 4 C2 + 2 N2; TPU hosts are left out.
-    assert "need 174" in everywhere.detail
+    # 84 E2 + 72 G2 + 24 A2 + 4 C2 + 2 N2; TPU hosts are left out.
+    assert "need 186" in everywhere.detail
     v5p = one(found, "warn", "need 32 (tpuProvisioner.quota.v5p-32)")
     assert v5p.subject == "TPU v5p chips in us-central1"
     assert "need 16 (tpuSlices[0])" in one(found, "warn", "Preemptible TPU v5p chips").detail

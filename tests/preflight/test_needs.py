@@ -98,7 +98,7 @@ def test_shares_buckets_members_and_types(needs: Needs) -> None:
     ]
     assert "group:ml-research@example.com" in {m for m, _ in needs.members}
     types = dict(needs.types)
-    assert types["gcp:container/nodePool:NodePool"] == 5
+    assert types["gcp:container/nodePool:NodePool"] == 6
     assert types["pulumi-python:dynamic/tpu:QueuedResource"] == 1
     assert not any(t.startswith("ai-infra:") for t in types), "components are not created"
     assert "ai-preflight-nodes@ml-preflight.iam.gserviceaccount.com" in needs.service_accounts

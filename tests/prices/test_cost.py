@@ -231,8 +231,10 @@ def test_nat_bills_each_vm_it_serves_up_to_32(cost: Cost):
     small = cost()
     nat = line(small, "RouterNat network-nat")
     rate = usd(Kind.NAT_GATEWAY, "cloud-nat", "us-east5", "any")
-    assert nat.idle.usd == pytest.approx(3 * rate)  # the CPU pool's 3 nodes
-    assert nat.full.usd == pytest.approx(9 * rate)
+    # The CPU pool's 3 nodes and the system pool's 3 (one per zone), at 3 per zone for the
+    # CPU pool at full scale.
+    assert nat.idle.usd == pytest.approx(6 * rate)
+    assert nat.full.usd == pytest.approx(12 * rate)
     big = cost(
         tpuSlices=[{"name": "t", "accelerator": "v5p-512"}],
         network={"podsCidr": "10.64.0.0/14"},
@@ -356,9 +358,10 @@ def test_a_gpu_cluster_prices_its_filestore_and_its_own_nat():
     assert basic.full.usd == pytest.approx(2560 * per_gib)
     enterprise = next(x for x in filestores if "ENTERPRISE" in x.units)
     assert not enterprise.full.known and enterprise.full.usd == 0
-    # The cluster's own NAT serves its two VMs; the stack's NAT serves the CPU pool only.
+    # The cluster's own NAT serves its two VMs; the stack's NAT serves the CPU and system
+    # pools only.
     rate = usd(Kind.NAT_GATEWAY, "cloud-nat", "us-central1", "any")
     own = next(x for x in report.lines if x.label.startswith("RouterNat gpucluster-demo"))
     assert own.full.usd == pytest.approx(2 * rate)
     stack = line(report, "RouterNat network-nat")
-    assert stack.full.usd == pytest.approx(9 * rate)
+    assert stack.full.usd == pytest.approx(12 * rate)

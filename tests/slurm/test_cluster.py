@@ -389,7 +389,8 @@ def test_the_controller_is_private_shielded_and_boots_with_the_v6_metadata():
         "block-project-ssh-keys": "TRUE",
     }
     assert "ai-infra-tpu-startup.sh" in script and 'exec "$SCRIPTS/setup.py"' in script
-    assert i["tags"] == ["tpu"]
+    # The cluster's tag (the one upstream's tpu.py gives TPU VMs) and the role's.
+    assert i["tags"] == ["tpu", "tpu-controller"]
     assert i["labels"]["slurm_cluster_name"] == "tpu"
     state = graph.named("slurm-state")
     assert (state.inputs["name"], state.inputs["type"], state.inputs["size"]) == (

@@ -380,6 +380,12 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "Private Google Access",
     ),
     (
+        "foreign subnet, which the /home share does not admit",
+        nodeset(subnetwork="other-subnet", enablePublicIps=True),
+        f"{N0}.subnetwork",
+        "the /home share admits the stack's subnet",
+    ),
+    (
         "mount path with a newline",
         nodeset(
             networkStorage=[

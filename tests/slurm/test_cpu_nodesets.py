@@ -56,7 +56,7 @@ def test_a_cpu_nodeset_gets_a_private_shielded_template_with_the_v6_boot():
         "enableIntegrityMonitoring": True,
     }
     assert t["advancedMachineFeatures"] == {"threadsPerCore": 1}
-    assert t["tags"] == ["tpu"]
+    assert t["tags"] == ["tpu", "tpu-compute"]
     assert {k: t["labels"][k] for k in ("slurm_cluster_name", "slurm_instance_role")} == {
         "slurm_cluster_name": "tpu",
         "slurm_instance_role": "compute",
@@ -233,7 +233,23 @@ def test_home_is_a_filestore_share_every_vm_mounts_and_prod_protects_it():
         "BASIC_HDD",
         "us-central2-b",
     )
-    assert home.inputs["fileShares"] == {"name": "nfsshare", "capacityGb": 1024}
+    # Only the stack's subnet mounts it, and egress to it is the cluster's VMs' alone.
+    assert home.inputs["fileShares"] == {
+        "name": "nfsshare",
+        "capacityGb": 1024,
+        "nfsExportOptions": [
+            {
+                "ipRanges": ["10.129.0.0/20"],
+                "accessMode": "READ_WRITE",
+                "squashMode": "NO_ROOT_SQUASH",
+            }
+        ],
+    }
+    deny, clients = graph.named("slurm-home-deny").inputs, graph.named("slurm-home-clients").inputs
+    assert deny["direction"] == clients["direction"] == "EGRESS"
+    assert deny["destinationRanges"] == clients["destinationRanges"] == ["192.0.2.0/29"]
+    assert "targetTags" not in deny and deny["denies"] == [{"protocol": "all"}]
+    assert clients["targetTags"] == ["tpu"] and clients["priority"] < 1000
     assert home.protect
     document = yaml.safe_load(content(objects(graph)["tpu-files/config.yaml"]))
     assert document["network_storage"][0]["local_mount"] == "/home"

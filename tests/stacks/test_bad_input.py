@@ -12,6 +12,8 @@ from stacks.messages import ConfigError
 from tests.conftest import with_config
 
 TEAM = {"name": "vision"}
+TPU_VM = {"name": "exp", "accelerator": "v4-8"}
+OPENING = {"name": "ray", "to": "tpuVms", "sources": ["pods"], "ports": ["tcp:8265"]}
 SLICE = {"name": "s", "accelerator": "v5p-16"}
 RBAC = {"rbacSecurityGroup": "gke-security-groups@example.com"}
 FULLWIDTH_2026 = "\uff12\uff10\uff12\uff16"
@@ -612,6 +614,49 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         {"tpuSlices": [{**SLICE, "provisioning": "reservation", "reservation": "my/reservation"}]},
         "ai-infra:tpuSlices[0].reservation",
         "projects/PROJECT/reservations/NAME",
+    ),
+    # Openings of other systems' ports (issue 25).
+    (
+        "an opening to the whole internet",
+        {"network": {"allow": [OPENING | {"sources": ["0.0.0.0/0"]}]}, "tpuVms": [TPU_VM]},
+        "ai-infra:network.allow[0].sources[0]",
+        "whole internet",
+    ),
+    (
+        "an opening of every port to all pods",
+        {"network": {"allow": [OPENING | {"ports": []}]}, "tpuVms": [TPU_VM]},
+        "ai-infra:network.allow[0].ports",
+        "at least 1",
+    ),
+    (
+        "an opening without ports",
+        {"network": {"allow": [{k: v for k, v in OPENING.items() if k != "ports"}]}},
+        "ai-infra:network.allow[0].ports",
+        "required",
+    ),
+    (
+        "an opening of a port range written backwards",
+        {"network": {"allow": [OPENING | {"ports": ["tcp:9000-8000"]}]}, "tpuVms": [TPU_VM]},
+        "ai-infra:network.allow[0].ports[0]",
+        "tcp:6820",
+    ),
+    (
+        "an opening of a system the stack does not have",
+        {"network": {"allow": [OPENING | {"to": "slurm"}]}, "tpuVms": [TPU_VM]},
+        "ai-infra:network.allow[0].to",
+        "no slurm VMs",
+    ),
+    (
+        "an opening of a system nobody heard of",
+        {"network": {"allow": [OPENING | {"to": "everything"}]}},
+        "ai-infra:network.allow[0].to",
+        "slurm",
+    ),
+    (
+        "a TPU VM tagged as the GKE nodes",
+        {"tpuVms": [TPU_VM | {"tags": ["ai-test-gke-node"]}]},
+        "ai-infra:tpuVms[0].tags[0]",
+        "network tag of GKE nodes",
     ),
 ]
 

@@ -90,7 +90,7 @@ def test_adding_a_team_creates_only_that_teams_resources():
         "team-green-identity-sa",
         "team-green-identity-iam.workloadIdentityUser",
         "team-green-identity-service-account",
-        "team-green-edit",
+        "team-green-member",
         "team-green-batch-user",
         "team-green-network-policy",
         "team-green-cluster-queue",
@@ -115,7 +115,7 @@ def test_removing_a_team_removes_only_its_resources():
         "team-blue-identity-iam.workloadIdentityUser",
         "team-blue-identity-service-account",
         "team-blue-identity-bucket-data-storage.objectUser",
-        "team-blue-edit",
+        "team-blue-member",
         "team-blue-batch-user",
         "team-blue-network-policy",
         "team-blue-cluster-queue",
@@ -137,8 +137,14 @@ def test_no_slices_removes_pools_and_flavors_and_leaves_the_rest_untouched():
         "queues-flavor-v5p-16",
         "queues-flavor-v6e-16",
     }
-    # The queues lose their TPU resource group, the cohort its only one; nothing else changed.
-    assert names(changed) == {"team-red-cluster-queue", "team-blue-cluster-queue", "queues-cohort"}
+    # The queues lose their TPU resource group, the cohort its only one, and the pod security
+    # policy the TPU accelerators hostNetwork may pin; nothing else changed.
+    assert names(changed) == {
+        "team-red-cluster-queue",
+        "team-blue-cluster-queue",
+        "queues-cohort",
+        "tenancy-ai-infra-team-pod-security",
+    }
     for queue in ("team-red-cluster-queue", "team-blue-cluster-queue"):
         ((path, (old, new)),) = paths(d, queue).items()
         assert path == "spec.resourceGroups[1]" and new is ABSENT, queue

@@ -320,7 +320,7 @@ def test_capacity_reservation_network_and_vm_settings_reach_the_queued_resource(
         "us-central2-b",
         True,
     )
-    assert spot["labels"]["team"] == "research" and spot["tags"] == ["tpu"]
+    assert spot["labels"]["team"] == "research" and spot["tags"] == ["tpu", "ai-test-spot-tpu-vm"]
     metadata = dict(spot["metadata"])
     script = metadata.pop("startup-script")
     assert metadata == {

@@ -1,15 +1,35 @@
-"""A NetworkPolicy evaluator for rendered policies, as the API defines them: a pod selected by
-any policy of a direction is isolated in it, and a connection is allowed when some rule of a
-selecting policy matches both the peer and the port. Peers are pods (namespace, namespace
-labels, pod labels) or addresses outside the cluster."""
+"""A NetworkPolicy evaluator for the policies a plan registers, as the API defines them: a pod
+selected by any policy of a direction is isolated in it, and a connection is allowed when some
+rule of a selecting policy matches both the peer and the port. Peers are pods (namespace,
+namespace labels, pod labels) or addresses outside the cluster, which an `ipBlock` matches
+(pod addresses are left to pod selectors, as the API leaves ipBlock to external addresses).
+The tests of teams and the reachability model (`plan/reachability.py`) read it."""
 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from plan.engine import Graph
+
+class Recorded(Protocol):
+    """A registered resource as the model reads it: a `plan.engine.Registration`, or the
+    policy pack's view of a resource under `pulumi preview`."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def inputs(self) -> Mapping[str, Any]: ...
+    @property
+    def outputs(self) -> Mapping[str, Any]: ...
+
+
+class Graph(Protocol):
+    """What the model reads of a recorded graph (`plan.engine.Graph` is one)."""
+
+    def of_type(self, type_: str) -> Sequence[Recorded]: ...
+
 
 TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
@@ -27,7 +47,7 @@ class Pod:
 
 
 Peer = Pod | str
-"""A pod, or an IP address outside the cluster."""
+"""A pod, or an IP address (or range) outside the cluster."""
 
 
 def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -40,10 +60,10 @@ def _peer_matches(peer_rule: dict[str, Any], policy_namespace: str, peer: Peer) 
         if not isinstance(peer, str):
             return False  # ipBlock is for addresses outside the cluster
         block = peer_rule["ipBlock"]
-        address = ipaddress.ip_address(peer)
-        if address not in ipaddress.ip_network(block["cidr"]):
+        address = ipaddress.ip_network(peer)
+        if not address.subnet_of(ipaddress.ip_network(block["cidr"])):  # type: ignore[arg-type]
             return False
-        return not any(address in ipaddress.ip_network(c) for c in block.get("except", []))
+        return not any(address.overlaps(ipaddress.ip_network(c)) for c in block.get("except", []))
     if isinstance(peer, str):
         return False
     if "namespaceSelector" in peer_rule:
@@ -99,3 +119,34 @@ def connects(graph: Graph, source: Pod, target: Pod, port: int, protocol: str = 
     return egress_allowed(graph, source, target, port, protocol) and ingress_allowed(
         graph, target, source, port, protocol
     )
+
+
+def rule_ports(
+    graph: Graph, pod: Pod, peer: Peer, *, egress: bool
+) -> list[tuple[str, str | None]] | None:
+    """The (protocol, port) pairs `pod`'s policies allow with `peer` in one direction, a port
+    `N` or a range `N-M` (`endPort`), None meaning every port of the protocol and ("*", None)
+    every protocol; None when no policy isolates the pod in that direction."""
+    direction, rules, peers = (
+        ("Egress", "egress", "to") if egress else ("Ingress", "ingress", "from")
+    )
+    policies = _policies(graph, pod, direction)
+    if not policies:
+        return None
+    found: list[tuple[str, str | None]] = []
+    for spec in policies:
+        for rule in spec.get(rules, []):
+            if not any(_peer_matches(p, pod.namespace, peer) for p in rule.get(peers, [])):
+                continue
+            if not rule.get("ports"):
+                return [("*", None)]
+            found += [
+                (
+                    p.get("protocol", "TCP").lower(),
+                    f"{int(p['port'])}-{int(p['endPort'])}"
+                    if p.get("endPort")
+                    else str(int(p["port"])),
+                )
+                for p in rule["ports"]
+            ]
+    return found

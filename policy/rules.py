@@ -1,0 +1,292 @@
+"""The stack's invariants as plain functions of the resources a deployment registers: each
+takes the resources (type, URN, inputs, outputs, protect) and returns its violations. The
+policy pack (`pack.py`) runs them under `pulumi preview --policy-pack policy`, and the tests run
+the same functions over every shipped stack and docs example. They read only what is
+registered, never the config.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from plan import reachability
+
+BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
+AUTHORITATIVE_IAM = ("iAMBinding:", "iAMPolicy:")
+"""Project-wide grants that replace every other member of a role (or the whole policy)."""
+DEFAULT_COMPUTE_ACCOUNT = "-compute@developer.gserviceaccount.com"
+PROTECTED_IN_PROD = (
+    "gcp:container/cluster:Cluster",
+    "gcp:storage/bucket:Bucket",
+    "gcp:filestore/instance:Instance",
+    "gcp:compute/instanceGroupManager:InstanceGroupManager",
+    "pulumi-python:dynamic/tpu:QueuedResource",
+)
+"""What holds state or costs most to rebuild (`ai-infra:protect`, docs/stack.md)."""
+SYSTEMS = ("Slurm ", "GPU cluster ", "TPU VMs ")
+OPT_IN = "network.allow "
+"""How an opening's firewall rule describes itself (components/network.py)."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    type: str
+    urn: str
+    inputs: Mapping[str, Any]
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    protect: bool = False
+
+
+@dataclass(frozen=True)
+class Violation:
+    urn: str
+    message: str
+
+
+class Resources:
+    """The resources as `plan.reachability` reads a graph."""
+
+    def __init__(self, resources: Iterable[Resource]) -> None:
+        self.resources = list(resources)
+
+    def of_type(self, type_: str) -> list[Resource]:
+        return [r for r in self.resources if r.type == type_]
+
+
+Check = Callable[[Sequence[Resource]], list[Violation]]
+
+
+def no_basic_roles(resources: Sequence[Resource]) -> list[Violation]:
+    return [
+        Violation(r.urn, f"grants the basic role {r.inputs['role']}; name a predefined role")
+        for r in resources
+        if "IAM" in r.type and str(r.inputs.get("role", "")).lower() in BASIC_ROLES
+    ]
+
+
+def no_authoritative_project_iam(resources: Sequence[Resource]) -> list[Violation]:
+    return [
+        Violation(r.urn, "replaces every member of the role; grant per member (IAMMember)")
+        for r in resources
+        if r.type.startswith("gcp:projects/") and any(a in r.type for a in AUTHORITATIVE_IAM)
+    ]
+
+
+def buckets_are_private(resources: Sequence[Resource]) -> list[Violation]:
+    return [
+        Violation(r.urn, "needs uniform bucket-level access and public access prevention")
+        for r in resources
+        if r.type == "gcp:storage/bucket:Bucket"
+        and (
+            r.inputs.get("uniformBucketLevelAccess") is not True
+            or r.inputs.get("publicAccessPrevention") != "enforced"
+        )
+    ]
+
+
+def private_nodes(resources: Sequence[Resource]) -> list[Violation]:
+    return [
+        Violation(r.urn, "nodes must be private (privateClusterConfig.enablePrivateNodes)")
+        for r in resources
+        if r.type == "gcp:container/cluster:Cluster"
+        and (r.inputs.get("privateClusterConfig") or {}).get("enablePrivateNodes") is not True
+    ]
+
+
+def metadata_server_everywhere(resources: Sequence[Resource]) -> list[Violation]:
+    found = []
+    for r in resources:
+        if r.type not in ("gcp:container/nodePool:NodePool", "gcp:container/cluster:Cluster"):
+            continue
+        mode = ((r.inputs.get("nodeConfig") or {}).get("workloadMetadataConfig") or {}).get("mode")
+        if mode != "GKE_METADATA":
+            found.append(Violation(r.urn, "nodes must run the GKE metadata server (GKE_METADATA)"))
+    return found
+
+
+def _accounts(r: Resource) -> list[str | None]:
+    i = r.inputs
+    if r.type in ("gcp:container/nodePool:NodePool", "gcp:container/cluster:Cluster"):
+        return [(i.get("nodeConfig") or {}).get("serviceAccount")]
+    if r.type in ("gcp:compute/instance:Instance", "gcp:compute/instanceTemplate:InstanceTemplate"):
+        return [(i.get("serviceAccount") or {}).get("email")]
+    if r.type == "pulumi-python:dynamic/tpu:QueuedResource":
+        return [i.get("serviceAccount")]
+    return []
+
+
+def no_default_compute_account(resources: Sequence[Resource]) -> list[Violation]:
+    return [
+        Violation(r.urn, "runs as the default compute account (or none); give it its own")
+        for r in resources
+        for account in _accounts(r)
+        if not account or str(account).endswith(DEFAULT_COMPUTE_ACCOUNT)
+    ]
+
+
+def no_internet_ingress(resources: Sequence[Resource]) -> list[Violation]:
+    found = []
+    for r in resources:
+        if r.type != reachability.FIREWALL or r.inputs.get("direction") == "EGRESS":
+            continue
+        if not r.inputs.get("allows"):
+            continue
+        for cidr in r.inputs.get("sourceRanges") or []:
+            if ipaddress.ip_network(cidr).prefixlen == 0:
+                found.append(Violation(r.urn, f"admits {cidr}: the whole internet"))
+    return found
+
+
+def pods_reach_systems_only_where_opted_in(resources: Sequence[Resource]) -> list[Violation]:
+    """No pod reaches a Slurm, GPU cluster or TPU VM port that no `network.allow` rule
+    opened for that system's VMs."""
+    graph = Resources(resources)
+    openings = [
+        r
+        for r in graph.of_type(reachability.FIREWALL)
+        if str(r.inputs.get("description", "")).startswith(OPT_IN)
+    ]
+    found = []
+    named = {p.name: p for p in reachability.principals(graph)}
+    for (source, target), ports in reachability.matrix(graph).items():
+        if not (named[source].kind == "pods" and target.startswith(SYSTEMS)):
+            continue
+        tags = named[target].tags
+        opened = reachability.Ports()
+        for rule in openings:
+            if set(rule.inputs.get("targetTags") or ()) & tags:
+                for allow in rule.inputs.get("allows") or []:
+                    opened = opened | reachability.Ports.of(allow["protocol"], allow.get("ports"))
+        extra = ports - opened
+        if extra:
+            found.append(
+                Violation(
+                    source,
+                    f"{source} reach {target} on {extra} that no network.allow entry opened",
+                )
+            )
+    return found
+
+
+def team_namespaces_enforce_pod_security(resources: Sequence[Resource]) -> list[Violation]:
+    """A team namespace enforces baseline or restricted through Pod Security Admission, or
+    (with the host network on TPU slices) through the pod security admission policy."""
+    policies = {
+        (r.inputs.get("metadata") or {}).get("name")
+        for r in resources
+        if r.type.endswith("ValidatingAdmissionPolicyBinding")
+    }
+    found = []
+    for r in resources:
+        if r.type != "kubernetes:core/v1:Namespace":
+            continue
+        labels = (r.inputs.get("metadata") or {}).get("labels") or {}
+        if "ai-infra/team" not in labels:
+            continue
+        enforced = labels.get("pod-security.kubernetes.io/enforce")
+        if enforced in ("baseline", "restricted"):
+            continue
+        if labels.get("ai-infra/tpu-host-network") == "true" and (
+            "ai-infra-team-pod-security" in policies
+        ):
+            continue
+        found.append(Violation(r.urn, f"enforces pod security level {enforced!r}, not baseline"))
+    return found
+
+
+def protected_in_prod(resources: Sequence[Resource]) -> list[Violation]:
+    """In a stack named `prod`, what holds state is protected, and the cluster's deletion
+    protection is on."""
+    found = []
+    for r in resources:
+        if _stack_of(r.urn) != "prod":
+            continue
+        if r.type in PROTECTED_IN_PROD and not r.protect:
+            found.append(Violation(r.urn, "is not protected in prod (ai-infra:protect)"))
+        if (
+            r.type == "gcp:container/cluster:Cluster"
+            and r.inputs.get("deletionProtection") is not True
+        ):
+            found.append(Violation(r.urn, "has deletionProtection off in prod"))
+    return found
+
+
+def images_pinned_by_digest(resources: Sequence[Resource]) -> list[Violation]:
+    """Advisory: a Deployment's image given by a tag can change under a running pod."""
+    found = []
+    for r in resources:
+        if r.type != "kubernetes:apps/v1:Deployment":
+            continue
+        spec = ((r.inputs.get("spec") or {}).get("template") or {}).get("spec") or {}
+        for c in spec.get("containers") or []:
+            if "@sha256:" not in str(c.get("image", "")):
+                found.append(Violation(r.urn, f"image {c.get('image')} is a mutable tag"))
+    return found
+
+
+def _stack_of(urn: str) -> str:
+    return urn.split("::", 1)[0].rsplit(":", 1)[-1] if urn.startswith("urn:pulumi:") else ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    description: str
+    check: Check
+    mandatory: bool = True
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("no-basic-roles", "No basic role (owner, editor, viewer) is granted.", no_basic_roles),
+    Rule(
+        "no-authoritative-project-iam",
+        "Project IAM is granted per member, never authoritatively.",
+        no_authoritative_project_iam,
+    ),
+    Rule(
+        "buckets-are-private",
+        "Buckets have uniform access and public access prevention.",
+        buckets_are_private,
+    ),
+    Rule("private-nodes", "GKE nodes have no public address.", private_nodes),
+    Rule(
+        "metadata-server-everywhere",
+        "Every node pool runs the GKE metadata server.",
+        metadata_server_everywhere,
+    ),
+    Rule(
+        "no-default-compute-account",
+        "No node or VM runs as the default compute service account.",
+        no_default_compute_account,
+    ),
+    Rule("no-internet-ingress", "No firewall rule admits 0.0.0.0/0.", no_internet_ingress),
+    Rule(
+        "pods-reach-systems-only-where-opted-in",
+        "No pod reaches Slurm, GPU cluster or TPU VM ports that network.allow did not open.",
+        pods_reach_systems_only_where_opted_in,
+    ),
+    Rule(
+        "team-namespaces-enforce-pod-security",
+        "Every team namespace enforces baseline Pod Security or stricter.",
+        team_namespaces_enforce_pod_security,
+    ),
+    Rule(
+        "protected-in-prod",
+        "In prod, stateful and expensive resources are protected.",
+        protected_in_prod,
+    ),
+    Rule(
+        "images-pinned-by-digest",
+        "Deployments' images are pinned by digest.",
+        images_pinned_by_digest,
+        mandatory=False,
+    ),
+)
+
+
+def violations(resources: Sequence[Resource]) -> dict[str, list[Violation]]:
+    """Each rule's violations, by rule name."""
+    return {rule.name: rule.check(resources) for rule in RULES}

@@ -1,0 +1,212 @@
+"""The CrossGuard pack's policies, run the way `pulumi preview --policy-pack policy` runs them
+(Pulumi's own StackValidationArgs and PolicyResource types), over every shipped stack and docs
+example: the mandatory ones pass, and a seeded violation of each fails."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import pytest
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from plan.engine import Graph, list_stacks, load_stack_config
+from policy.pack import POLICIES
+from policy.rules import RULES
+from tests.conftest import build_graph
+from tests.test_docs import examples
+
+ALL = [*list_stacks(), *sorted(examples())]
+
+
+@cache
+def graph_of(name: str) -> Graph:
+    if name in list_stacks():
+        return build_graph(load_stack_config(name), stack=name)
+    return build_graph(examples()[name].config, stack=name)
+
+
+def policy_resources(graph: Graph) -> list[PolicyResource]:
+    return [
+        PolicyResource(
+            resource_type=r.type,
+            props={**r.outputs, **r.inputs},
+            urn=r.urn,
+            name=r.name,
+            opts=PolicyResourceOptions(
+                protect=r.protect,
+                ignore_changes=list(r.ignore_changes),
+                delete_before_replace=r.delete_before_replace,
+                aliases=list(r.aliases),
+                custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
+                additional_secret_outputs=[],
+            ),
+            provider=None,
+            parent=None,
+            dependencies=[],
+            property_dependencies={},
+        )
+        for r in graph.resources_to_apply
+    ]
+
+
+def run(resources: list[PolicyResource]) -> dict[str, list[tuple[str, str | None]]]:
+    """Each policy's reported violations, as the engine would collect them."""
+    found: dict[str, list[tuple[str, str | None]]] = {}
+    for policy in POLICIES:
+        assert isinstance(policy, StackValidationPolicy)
+        reported: list[tuple[str, str | None]] = []
+        policy.validate(
+            StackValidationArgs(resources),
+            lambda message, urn=None, sink=reported: sink.append((message, urn)),
+        )
+        found[policy.name] = reported
+    return found
+
+
+MANDATORY = {p.name for p in POLICIES if p.enforcement_level == EnforcementLevel.MANDATORY}
+
+
+def test_the_pack_holds_every_rule_at_its_level():
+    assert [p.name for p in POLICIES] == [r.name for r in RULES]
+    assert "images-pinned-by-digest" not in MANDATORY
+    assert {"no-internet-ingress", "protected-in-prod", "no-basic-roles"} <= MANDATORY
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_stack_and_example_passes_the_mandatory_policies(name: str):
+    found = run(policy_resources(graph_of(name)))
+    failed = {p: v for p, v in found.items() if v and p in MANDATORY}
+    assert failed == {}, name
+
+
+def _edit(
+    type_: str, change: Callable[[dict[str, Any]], None], graph: Graph
+) -> list[PolicyResource]:
+    resources = policy_resources(graph)
+    for r in resources:
+        if r.resource_type == type_:
+            props = copy.deepcopy(dict(r.props))
+            change(props)
+            r.props = props
+            return resources
+    raise AssertionError(f"no {type_}")
+
+
+def _set(path: list[str], value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(props: dict[str, Any]) -> None:
+        node = props
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+
+    return change
+
+
+def _grant(props: dict[str, Any]) -> None:
+    props["role"] = "roles/editor"
+
+
+def _open(props: dict[str, Any]) -> None:
+    props["sourceRanges"] = ["0.0.0.0/0"]
+    props["allows"] = [{"protocol": "tcp", "ports": ["22"]}]
+
+
+SEEDED: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
+    ("no-basic-roles", "gcp:projects/iAMMember:IAMMember", _grant, "dev"),
+    (
+        "buckets-are-private",
+        "gcp:storage/bucket:Bucket",
+        _set(["publicAccessPrevention"], "inherited"),
+        "dev",
+    ),
+    (
+        "private-nodes",
+        "gcp:container/cluster:Cluster",
+        _set(["privateClusterConfig", "enablePrivateNodes"], False),
+        "dev",
+    ),
+    (
+        "metadata-server-everywhere",
+        "gcp:container/nodePool:NodePool",
+        _set(["nodeConfig", "workloadMetadataConfig", "mode"], "GCE_METADATA"),
+        "dev",
+    ),
+    (
+        "no-default-compute-account",
+        "gcp:container/nodePool:NodePool",
+        _set(["nodeConfig", "serviceAccount"], "123-compute@developer.gserviceaccount.com"),
+        "dev",
+    ),
+    ("no-internet-ingress", "gcp:compute/firewall:Firewall", _open, "dev"),
+    (
+        "team-namespaces-enforce-pod-security",
+        "kubernetes:core/v1:Namespace",
+        _set(
+            ["metadata", "labels"],
+            {"ai-infra/team": "x", "pod-security.kubernetes.io/enforce": "privileged"},
+        ),
+        "dev",
+    ),
+    (
+        "protected-in-prod",
+        "gcp:container/cluster:Cluster",
+        _set(["deletionProtection"], False),
+        "prod",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "type_", "change", "stack"), SEEDED, ids=[s[0] for s in SEEDED])
+def test_a_seeded_violation_fails_its_policy(rule, type_, change, stack):
+    found = run(_edit(type_, change, graph_of(stack)))
+    assert found[rule], rule
+    assert rule in MANDATORY
+
+
+def test_an_authoritative_project_grant_fails():
+    resources = policy_resources(graph_of("dev"))
+    grant = next(r for r in resources if r.resource_type == "gcp:projects/iAMMember:IAMMember")
+    grant.resource_type = "gcp:projects/iAMBinding:IAMBinding"
+    assert run(resources)["no-authoritative-project-iam"]
+
+
+def test_a_pod_range_rule_no_opening_made_fails():
+    resources = policy_resources(graph_of("network-allow"))
+    opening = next(
+        r
+        for r in resources
+        if r.resource_type == "gcp:compute/firewall:Firewall"
+        and str(r.props.get("name", "")).endswith("allow-jax")
+    )
+    props = dict(opening.props)
+    props["description"] = "a rule someone added"
+    opening.props = props
+    found = run(resources)["pods-reach-systems-only-where-opted-in"]
+    assert found and "TPU VMs exp" in found[0][0]
+
+
+def test_an_unprotected_stateful_resource_in_prod_fails():
+    resources = policy_resources(graph_of("prod"))
+    bucket = next(r for r in resources if r.resource_type == "gcp:storage/bucket:Bucket")
+    bucket.opts.protect = False
+    assert any(urn == bucket.urn for _, urn in run(resources)["protected-in-prod"])
+
+
+def test_a_mutable_image_is_advisory():
+    def tag(props: dict[str, Any]) -> None:
+        props["spec"]["template"]["spec"]["containers"][0]["image"] = "example.com/p:latest"
+
+    assert run(policy_resources(graph_of("provisioner")))["images-pinned-by-digest"] == []
+    found = run(_edit("kubernetes:apps/v1:Deployment", tag, graph_of("provisioner")))
+    assert "mutable tag" in found["images-pinned-by-digest"][0][0]
+    assert "images-pinned-by-digest" not in MANDATORY
