@@ -7,5 +7,8 @@ import sys
 sys.dont_write_bytecode = False
 
 from plan.cli import main  # noqa: E402
+from prices import PLAN_COSTING  # noqa: E402
 
-sys.exit(main())
+# The composition of the command: the plan and the cost each read the graph, and neither
+# imports the other (graph/ is below both).
+sys.exit(main(costing=PLAN_COSTING))

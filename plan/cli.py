@@ -4,8 +4,18 @@ Accepts a stack name (`dev` reads `Pulumi.dev.yaml`) or a path to a stack file, 
 Pulumi CLI reads it (stacks/loading.py). With `--base <git-ref>` it prints only what would
 change since that ref, as `pulumi preview` would, with the base built by the ref's own code
 and stack file (plan/base.py); `--base <stack file>` builds that file with this checkout's code.
-`--json` prints the plan, and that diff, as JSON. Exits 2 with the validation errors, and
-nothing else, when a config is invalid.
+`--json` prints the plan, and that diff, as JSON (schema/plan-output.schema.json);
+`--markdown` prints the diff as a pull-request comment.
+
+Exit codes (docs/plan.md):
+  0  the plan was made; with --base, nothing changes
+  1  no plan: an invalid config (its problems, and nothing else), a stack file or base that
+     cannot be read
+  2  with --base: pulumi up would change something, and can
+  3  with --base: pulumi up would refuse a step (a protected resource) or could not complete
+     it (a replaced resource others still use); with --fail-on-destructive, also any replace
+     or delete of a stateful (Filestore, disk, bucket, cluster, namespace) or protected
+     resource
 """
 
 from __future__ import annotations
@@ -14,17 +24,19 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from components.network import DEFAULT_MTU
+from graph import types
 from plan import base as bases
-from plan import reachability, summary
+from plan import markdown, reachability, summary
 from plan.diff import GraphDiff, diff
 from plan.engine import Graph, list_stacks, run_program, stack_file
-from plan.render import diff_json, plan_json, render, render_diff
-from prices import CostReport, cost_change, cost_change_json, stack_cost
+from plan.render import SCHEMA_VERSION, diff_json, plan_json, render, render_diff
 from stacks import environment
 from stacks.config import StackConfig
 from stacks.loading import StackFile, parse, read_stack_text
@@ -34,6 +46,34 @@ _NO_BASE_COST = (
     "Cost change: not shown; the stack file at {} does not parse with this checkout's code, "
     "whose prices and rules the cost needs (the plan of each side shows its own)."
 )
+
+
+Side = tuple[StackConfig, Graph]
+"""One side of a diff: the validated config and the graph it registers."""
+
+
+class Costing(Protocol):
+    """What the plan shows of a stack's cost. The cost model reads the graph itself (prices/,
+    on graph.capacity); `python -m plan` hands it in (plan/__main__.py), so that the plan and
+    the cost import nothing of each other. Without one, the plan shows no cost."""
+
+    def section(self, side: Side) -> list[str]:
+        """The plan's cost section."""
+        ...
+
+    def document(self, side: Side) -> dict[str, Any]:
+        """The plan's cost as JSON."""
+        ...
+
+    def change(self, before: Side | None, after: Side) -> list[str]:
+        """A diff's cost change; `before` None for a new stack."""
+        ...
+
+    def change_document(self, before: Side | None, after: Side) -> dict[str, Any]: ...
+
+    def change_totals(self, before: Side | None, after: Side) -> list[str]:
+        """The stack's idle and full-scale cost before and after, one line each."""
+        ...
 
 
 class PlanError(Exception):
@@ -102,10 +142,31 @@ def _heading(stack: str, path: Path, base: bases.Base, ref: str) -> str:
     return f"Changes to stack '{stack}' ({this}) since {origin}:"
 
 
+EXIT_OK = 0
+"""The plan was made; with `--base`, nothing changes."""
+EXIT_ERROR = 1
+"""No plan: an invalid config, a stack file or base that cannot be read."""
+EXIT_CHANGES = 2
+"""With `--base`: `pulumi up` would change something, and can."""
+EXIT_REFUSED = 3
+"""With `--base`: `pulumi up` would refuse a step or could not complete it, or (with
+`--fail-on-destructive`) a stateful or protected resource is replaced or deleted."""
+
+ChangeSection = Callable[[Graph, Graph], list[str]]
+"""What changes between the base's graph and this one in one respect, as lines; empty when
+nothing does."""
+CHANGE_SECTIONS: dict[str, tuple[str, ChangeSection]] = {
+    "reachability": ("Reachability", reachability.opened),
+}
+"""JSON key -> (title, section) of the diff beyond its resources, numbers and cost, which the
+text (under its title, when it says something), the JSON (`diff.<key>`, always) and the
+markdown summary all carry: the paths an edit opens or closes between principals."""
+
+
 @dataclass(frozen=True)
 class Report:
     """One run of the plan: the stack as it is, and with a base what changes since then. The
-    text and the JSON are two renderings of it."""
+    text, the JSON and the markdown summary are renderings of it."""
 
     stack: str
     path: Path
@@ -113,62 +174,128 @@ class Report:
     graph: Graph
     base_ref: str | None = None
     base: bases.Base | None = None
+    costing: Costing | None = None
+
+    @property
+    def side(self) -> Side:
+        return self.config, self.graph
 
     def text(self) -> str:
         if self.base is None or self.base_ref is None:
-            return render(self.graph, self.config, self.stack)
-        changes, keys, moved = self._diff()
+            cost = self.costing.section(self.side) if self.costing is not None else []
+            return render(self.graph, self.config, self.stack, cost)
+        changes, keys, moved = self.changes
         heading = _heading(self.stack, self.path, self.base, self.base_ref)
         shown = render_diff(changes, keys, heading, moved)
-        shown += "".join(f"\n\n! {n}" for n in self._notices())
-        paths = reachability.opened(self.base.graph, self.graph)
-        if paths:
-            shown += "\n\nReachability:\n" + "\n".join(f"  {p}" for p in paths)
-        costs = self._costs()
-        if costs is None:
+        shown += "".join(f"\n\n! {n}" for n in self.notices)
+        for key, lines in self.sections.items():
+            if lines:
+                title = CHANGE_SECTIONS[key][0]
+                shown += "\n\n" + "\n".join([f"{title}:", *(f"  {line}" for line in lines)])
+        if self.costing is None:
+            return shown
+        sides = self._cost_sides()
+        if sides is None:
             return "\n".join([shown, "", _NO_BASE_COST.format(self.base.origin)])
-        return "\n".join([shown, "", *cost_change(*costs)])
+        return "\n".join([shown, "", *self.costing.change(*sides)])
 
-    def json(self) -> dict[str, Any]:
-        document = plan_json(self.graph, self.config, self.stack)
+    def json(self, fail_on_destructive: bool = False) -> dict[str, Any]:
+        cost = self.costing.document(self.side) if self.costing is not None else None
+        document = plan_json(self.graph, self.config, self.stack, cost)
         if self.base is None or self.base_ref is None:
-            return document
-        changes, keys, moved = self._diff()
+            return {**document, "exitCode": EXIT_OK}
+        changes, keys, moved = self.changes
         before = summary.summarize(self.base.graph)
-        costs = self._costs()
+        sides = self._cost_sides()
         return {
             **document,
+            "exitCode": self.exit_code(fail_on_destructive),
             "diff": {
                 **diff_json(changes, keys, self.base_ref, before),
                 "numbers": moved,
-                "notices": self._notices(),
-                "reachability": reachability.opened(self.base.graph, self.graph),
-                "cost": None if costs is None else cost_change_json(*costs),
+                "notices": self.notices,
+                **self.sections,
+                "cost": None
+                if sides is None or self.costing is None
+                else self.costing.change_document(*sides),
             },
         }
 
-    def _notices(self) -> list[str]:
+    def markdown(self, fail_on_destructive: bool = False) -> str:
+        """The diff as a pull-request comment (needs a base)."""
+        assert self.base is not None and self.base_ref is not None
+        changes, keys, moved = self.changes
+        sides = self._cost_sides()
+        if self.costing is None:
+            cost: list[str] = []
+        elif sides is None:
+            cost = [_NO_BASE_COST.format(self.base.origin).removeprefix("Cost change: ")]
+        else:
+            cost = self.costing.change_totals(*sides)
+        return markdown.summary(
+            markdown.Change(
+                stack=self.stack,
+                base=self.base_ref,
+                changes=changes,
+                keys=keys,
+                numbers=moved,
+                cost=cost,
+                sections={
+                    **{CHANGE_SECTIONS[k][0]: lines for k, lines in self.sections.items() if lines},
+                    **({"Notices": self.notices} if self.notices else {}),
+                },
+                exit_code=self.exit_code(fail_on_destructive),
+            )
+        )
+
+    def exit_code(self, fail_on_destructive: bool = False) -> int:
+        """`EXIT_OK` for a plan or a diff with no changes, `EXIT_CHANGES` for one `pulumi up`
+        can apply, `EXIT_REFUSED` for one it would refuse or not complete (or, with
+        `fail_on_destructive`, that replaces or deletes a stateful or protected resource)."""
+        if self.base is None:
+            return EXIT_OK
+        changes = self.changes[0]
+        shown = [c for c in changes if not c.is_component]
+        if any(c.refusal or c.blocked for c in shown):
+            return EXIT_REFUSED
+        if fail_on_destructive and changes.destructive:
+            return EXIT_REFUSED
+        return EXIT_CHANGES if shown else EXIT_OK
+
+    @cached_property
+    def notices(self) -> list[str]:
         """What the provider's update does not show, such as VMs that keep a VPC's old MTU;
         the MTUs are read from the two plans, so that one the code's default moves is said
         as an edit to the stack file is."""
         assert self.base is not None
         return environment.diff_notices(self.config, mtu_changes(self.base.graph, self.graph))
 
-    def _costs(self) -> tuple[CostReport, CostReport] | None:
-        """The cost before and after; a new stack costs nothing before. None when the base's
-        stack file does not parse with this checkout's code, which prices it."""
+    @cached_property
+    def sections(self) -> dict[str, list[str]]:
+        """JSON key -> the lines of each of `CHANGE_SECTIONS` (empty: nothing to say)."""
+        assert self.base is not None
+        return {
+            key: make(self.base.graph, self.graph) for key, (_, make) in CHANGE_SECTIONS.items()
+        }
+
+    def _cost_sides(self) -> tuple[Side | None, Side] | None:
+        """(before, after) of the cost change, `before` None for a new stack, which costs
+        nothing; None when the base's stack file does not parse with this checkout's code,
+        which prices it."""
         assert self.base is not None
         if self.base.new_stack:
-            return CostReport(lines=(), teams={}), stack_cost(self.config, self.graph)
+            return None, self.side
         if self.base.config is None:
             return None
-        return stack_cost(self.base.config, self.base.graph), stack_cost(self.config, self.graph)
+        return (self.base.config, self.base.graph), self.side
 
-    def _diff(self) -> tuple[GraphDiff, dict[str, str], list[str]]:
+    @cached_property
+    def changes(self) -> tuple[GraphDiff, dict[str, str], list[str]]:
+        """The diff, each resource's config key (a deleted one's as it was), and how the
+        numbers move."""
         assert self.base is not None
         before = self.base.graph
         changes = diff(before, self.graph, protect_key=f"{NAMESPACE}:protect")
-        # A deleted resource's config key is the one it had before.
         keys = {**before.config_keys(), **self.graph.config_keys()}
         moved = summary.compare(summary.summarize(before), summary.summarize(self.graph))
         return changes, keys, moved
@@ -176,9 +303,9 @@ class Report:
 
 def mtu_changes(before: Graph, after: Graph) -> dict[str, tuple[int, int]]:
     """VPC name -> (old MTU, new MTU) for each network in both graphs whose MTU moves."""
-    old = {r.urn: r for r in before.of_type("gcp:compute/network:Network")}
+    old = {r.urn: r for r in before.of_type(types.NETWORK)}
     changes = {}
-    for r in after.of_type("gcp:compute/network:Network"):
+    for r in after.of_type(types.NETWORK):
         if r.urn not in old:
             continue
         was = int(old[r.urn].inputs.get("mtu") or DEFAULT_MTU)
@@ -203,12 +330,12 @@ def load_stack(target: str) -> tuple[str, StackConfig]:
     return stack, parse(_read(path).config, stack)
 
 
-def report(target: str, base: str | None) -> Report:
+def report(target: str, base: str | None, costing: Costing | None = None) -> Report:
     """Build `target` (a stack name or file) and, with `base`, the stack as it was."""
     stack, path = _stack_path(target)
     raw = _read(path).config
     if base is None:
-        return Report(stack, path, *_build(raw, stack))
+        return Report(stack, path, *_build(raw, stack), costing=costing)
     # A bad ref fails before any program runs; the base builds alongside the current side.
     pending = _start_base(base, path, stack)
     try:
@@ -216,17 +343,15 @@ def report(target: str, base: str | None) -> Report:
     except BaseException:
         pending.cancel()
         raise
-    return Report(stack, path, config, graph, base, pending.result())
+    return Report(stack, path, config, graph, base, pending.result(), costing)
 
 
-def run(target: str, base: str | None, as_json: bool) -> str:
-    """The plan of `target`, or with `base` what changes since then, as text or JSON."""
-    built = report(target, base)
-    return json.dumps(built.json(), indent=2) if as_json else built.text()
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m plan", description=__doc__)
+def main(argv: list[str] | None = None, costing: Costing | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m plan",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "stack",
         nargs="?",
@@ -239,11 +364,55 @@ def main(argv: list[str] | None = None) -> int:
         help="print only what changes since this git ref (its code and stack file), or since "
         "this stack file",
     )
-    parser.add_argument("--json", action="store_true", help="print the plan (and diff) as JSON")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print the plan (and diff) as JSON")
+    shown.add_argument(
+        "--markdown",
+        action="store_true",
+        help="with --base: print the diff as a pull-request comment",
+    )
+    parser.add_argument(
+        "--fail-on-destructive",
+        action="store_true",
+        help=f"with --base: exit {EXIT_REFUSED} when a stateful or protected resource is "
+        "replaced or deleted",
+    )
     args = parser.parse_args(argv)
+    if (args.markdown or args.fail_on_destructive) and args.base is None:
+        parser.error("--markdown and --fail-on-destructive need --base")
     try:
-        print(run(args.stack, args.base, args.json))
+        built = report(args.stack, args.base, costing)
     except (PlanError, ConfigError, bases.BaseError) as error:
-        print(error, file=sys.stderr)
-        return 2
-    return 0
+        if args.json:
+            print(json.dumps(error_json(error), indent=2))
+        else:
+            print(error, file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps(built.json(args.fail_on_destructive), indent=2))
+    elif args.markdown:
+        print(built.markdown(args.fail_on_destructive))
+    else:
+        print(built.text())
+    return built.exit_code(args.fail_on_destructive)
+
+
+def run(target: str, base: str | None, as_json: bool, costing: Costing | None = None) -> str:
+    """The plan of `target`, or with `base` what changes since then, as text or JSON."""
+    built = report(target, base, costing)
+    return json.dumps(built.json(), indent=2) if as_json else built.text()
+
+
+def error_json(error: Exception) -> dict[str, Any]:
+    """Why there is no plan, as `--json` prints it: the config's problems one by one."""
+    problems = (
+        [{"path": path, "message": message} for path, message in error.rendered]
+        if isinstance(error, ConfigError)
+        else []
+    )
+    kind = {ConfigError: "config", bases.BaseError: "base"}.get(type(error), "plan")
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "exitCode": EXIT_ERROR,
+        "error": {"kind": kind, "message": str(error), "problems": problems},
+    }

@@ -22,10 +22,11 @@ from enum import Enum, StrEnum
 from functools import cached_property
 from typing import Any
 
-from plan.engine import Graph, Registration
+from graph import capacity, types
+from graph.model import SECRET_SIG, Graph, Registration, integral, unwrap
+from plan.hazards import STATEFUL, Hazard, blocked, hazards, rollout
 from plan.replacements import (
     ABSENT,
-    SECRET_SIG,
     Context,
     DynamicRules,
     Effect,
@@ -38,7 +39,6 @@ from plan.replacements import (
     property_path,
     replace_on_changes,
     rules_for,
-    unwrap,
     value_at,
 )
 
@@ -47,7 +47,7 @@ __all__ = ["ABSENT", "SECRET", "Change", "GraphDiff", "Op", "ResourceChange", "d
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 SHOWN_SECRETS: dict[str, tuple[str, ...]] = {
-    "gcp:storage/bucketObject:BucketObject": ("content",),
+    types.BUCKET_OBJECT: ("content",),
 }
 """Inputs the provider SDK marks secret whatever their value (pulumi-gcp wraps BucketObject
 `content` in Output.secret because the schema says Sensitive). The program renders them from
@@ -109,6 +109,14 @@ class ResourceChange:
     """What `pulumi up` prints when it refuses this step, and what to do instead."""
     notes: tuple[str, ...] = ()
     """What the provider does that the symbol does not say."""
+    reads: str = ""
+    """For an update the change itself does not make: the URN of a replaced resource whose
+    outputs its inputs are built from, unknown until the replacement is up."""
+    blocked: str = ""
+    """Why `pulumi up` cannot complete this replace (others still use the old resource), and
+    what to do."""
+    hazards: tuple[Hazard, ...] = ()
+    """Data lost and capacity gone by this replace or delete."""
 
     @property
     def resource(self) -> Registration:
@@ -123,6 +131,14 @@ class ResourceChange:
     @property
     def is_component(self) -> bool:
         return not (self.resource.custom or self.resource.remote)
+
+    @property
+    def destructive(self) -> bool:
+        """A replace or delete of a stateful or protected resource."""
+        before = self.before
+        if self.op not in (Op.REPLACE, Op.DELETE) or before is None:
+            return False
+        return before.type in STATEFUL or before.protect
 
 
 @dataclass(frozen=True)
@@ -162,6 +178,16 @@ class GraphDiff:
     @property
     def refused(self) -> list[ResourceChange]:
         return [r for r in self.resources if r.refusal]
+
+    @property
+    def blocked(self) -> list[ResourceChange]:
+        """Replaces `pulumi up` starts and cannot complete."""
+        return [r for r in self.resources if r.blocked]
+
+    @property
+    def destructive(self) -> list[ResourceChange]:
+        """Replaces and deletes of stateful or protected resources."""
+        return [r for r in self.resources if r.destructive and not r.is_component]
 
     def summary(self) -> str:
         counts = self.counts()
@@ -437,6 +463,52 @@ def _spread(changes: dict[str, ResourceChange], before: Graph, after: Graph) -> 
             )
             replaced.add(r.urn)
             grew = True
+    _read_unknowns(changes, old, after, replaced)
+
+
+def _read_unknowns(
+    changes: dict[str, ResourceChange],
+    old: dict[str, Registration],
+    after: Graph,
+    replaced: set[str],
+) -> None:
+    """An input built from a replaced resource's outputs is unknown in preview, so a
+    dependent that is not replaced itself is updated, and preview shows it so (pulumi/pulumi
+    step_generator.go: the provider's diff with unknown inputs)."""
+    by_urn = {r.urn: r for r in after}
+    for r in after:
+        if r.urn in replaced or r.urn not in old or not (r.custom or r.remote):
+            continue
+        rules = rules_for(r.type)
+        ctx = Context(old[r.urn].inputs, r.inputs)
+        found: list[Change] = []
+        reads = ""
+        for key, deps in sorted(r.property_dependencies.items()):
+            upstream = next((by_urn[d] for d in deps if d in replaced and d in by_urn), None)
+            if upstream is None:
+                continue
+            reads = reads or upstream.urn
+            needles = _strings(upstream.outputs) | {upstream.name}
+            leaves = list(_leaves_holding(r.inputs.get(key), needles, (key,))) or [(key,)]
+            for path in leaves:
+                was = value_at(r.inputs, path)
+                verdict = (
+                    rules.decide(path, was, UNKNOWN, ctx)
+                    if rules is not None and not isinstance(rules, DynamicRules)
+                    else Verdict(Effect.UPDATE)
+                )
+                note = verdict.note or f"read from {upstream.name}, which is replaced"
+                found.append(Change(path, was, UNKNOWN, False, Effect.UPDATE, note))
+        if not found:
+            continue
+        was = changes.get(r.urn)
+        seen = {c.path for c in was.changes} if was else set()
+        merged = (*(was.changes if was else ()), *(c for c in found if c.path not in seen))
+        changes[r.urn] = (
+            replace(was, changes=merged, reads=reads)
+            if was is not None
+            else ResourceChange(Op.UPDATE, old[r.urn], r, merged, reads=reads)
+        )
 
 
 _UNPROTECT = (
@@ -489,9 +561,7 @@ def _provider_guards(change: ResourceChange) -> tuple[str, ...]:
                 "fails until that module imports again (keep a shim), or update the resource "
                 "once before it goes"
             )
-    if before.type == "gcp:container/cluster:Cluster" and unwrap(
-        before.inputs.get("deletionProtection", True)
-    ):
+    if before.type == types.CLUSTER and unwrap(before.inputs.get("deletionProtection", True)):
         notes.append(
             "the provider refuses to delete a cluster whose deletionProtection is true "
             "(the default): apply deletionProtection: false in a `pulumi up` of its own first"
@@ -506,7 +576,7 @@ def diff(before: Graph, after: Graph, protect_key: str = "ai-infra:protect") -> 
     config key an operator flips to lift protection."""
     old = {r.urn: r for r in before}
     new = {r.urn: r for r in after}
-    providers = {r.urn: r for r in after if r.type.startswith("pulumi:providers:")}
+    providers = {r.urn: r for r in after if types.is_provider(r.type)}
     changes: dict[str, ResourceChange] = {}
     for r in after:
         if r.urn not in old:
@@ -518,24 +588,44 @@ def diff(before: Graph, after: Graph, protect_key: str = "ai-infra:protect") -> 
     _spread(changes, before, after)
     ordered = [changes[r.urn] for r in after if r.urn in changes]
     ordered += [ResourceChange(Op.DELETE, r, None) for r in before if r.urn not in new]
+    replaced = {c.urn for c in ordered if c.op is Op.REPLACE}
+    later = capacity.read(before).machines
     return GraphDiff(
         tuple(
             replace(
                 c,
                 refusal=_refusal(c, protect_key),
-                notes=(*c.notes, *_provider_guards(c)),
+                notes=(*c.notes, *_provider_guards(c), *_rollout(c, replaced)),
+                blocked=blocked(c.urn, before, replaced, later)
+                if c.op is Op.REPLACE and c.delete_before_replace
+                else "",
+                hazards=hazards(c.before, c.op is Op.REPLACE, c.delete_before_replace, before)
+                if c.op in (Op.REPLACE, Op.DELETE) and c.before is not None
+                else (),
             )
             for c in ordered
         )
     )
 
 
+def _rollout(change: ResourceChange, replaced: set[str]) -> tuple[str, ...]:
+    """For a group whose template changes (its versions name another, or one replaced): when
+    the change reaches its running VMs."""
+    group = change.after
+    if change.op is not Op.UPDATE or group is None:
+        return ()
+    if group.type != types.INSTANCE_GROUP_MANAGER:
+        return ()
+    versions = any(c.path[:1] == ("versions",) for c in change.changes)
+    if not versions and change.reads not in replaced:
+        return ()
+    return (rollout(group),)
+
+
 def kinds(changes: list[ResourceChange]) -> str:
     """`2 NodePool, 1 Provider`: what a list of changes holds, by short type."""
     counted = Counter(
-        f"{t.rsplit(':', 1)[-1]} provider"
-        if t.startswith("pulumi:providers:")
-        else t.rsplit(":", 1)[-1]
+        f"{t.rsplit(':', 1)[-1]} provider" if types.is_provider(t) else t.rsplit(":", 1)[-1]
         for t in (c.resource.type for c in changes)
     )
     return ", ".join(f"{n} {kind}" for kind, n in sorted(counted.items(), key=lambda x: -x[1]))
@@ -554,17 +644,6 @@ def render_path(path: InputPath) -> str:
         else:
             text += f"[{json.dumps(part)}]"
     return text
-
-
-def integral(value: Any) -> Any:
-    """The mock engine hands numbers back as floats; show whole numbers as integers."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: integral(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [integral(v) for v in value]
-    return value
 
 
 def jsonable(value: Any) -> Any:

@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import runpy
 import zlib
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pulumi
 from pulumi.runtime import config as runtime_config
@@ -27,125 +26,13 @@ from pulumi.runtime.stack import massage, run_pulumi_func
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 from components.identity import service_account_email
+from graph import types
+from graph.model import Graph, Registration
 
-if TYPE_CHECKING:
-    from stacks.environment import Environment
+__all__ = ["Graph", "Registration", "record_program", "run_program"]
 
 PROJECT = "ai-infra"
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-@dataclass(frozen=True)
-class Registration:
-    """One resource as the program registered it."""
-
-    urn: str
-    type: str
-    name: str
-    parent: str
-    custom: bool
-    remote: bool
-    """A component the provider expands (helm v4, yaml v2): its children are not visible."""
-    inputs: dict[str, Any]
-    protect: bool
-    dependencies: tuple[str, ...]
-    aliases: tuple[str, ...]
-    ignore_changes: tuple[str, ...]
-    delete_before_replace: bool
-    retain_on_delete: bool
-    provider: str
-    replace_on_changes: tuple[str, ...] = ()
-    """The `replace_on_changes` option: input paths whose change replaces, beyond the provider's."""
-    property_dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Input -> the URNs of the resources whose outputs it was built from."""
-    deleted_with: str = ""
-    outputs: dict[str, Any] = field(default_factory=dict)
-    """What the mock provider returned (`_fake_outputs`)."""
-    custom_timeouts: dict[str, str] = field(default_factory=dict)
-    """The `custom_timeouts` option: how long the provider waits to create, update, delete."""
-
-
-@dataclass
-class Graph:
-    """Every registration of one program run, in the order the program constructed them."""
-
-    resources: list[Registration] = field(default_factory=list)
-    environment: Environment | None = None
-    """What `__main__.py` built (its `env`); None for another program or when it raised."""
-    outputs: dict[str, Any] | None = None
-    """The stack outputs (`pulumi.export`) as the engine records them; None when unknown."""
-    config: dict[str, str] = field(default_factory=dict)
-    """The config the program ran with, as the engine hands it over (PULUMI_CONFIG)."""
-    keys: dict[str, str] | None = None
-    """URN -> config key, when the graph was recorded elsewhere (`from_document`)."""
-
-    def __iter__(self) -> Iterator[Registration]:
-        return iter(self.resources)
-
-    def __len__(self) -> int:
-        return len(self.resources)
-
-    @property
-    def urns(self) -> list[str]:
-        return [r.urn for r in self.resources]
-
-    def of_type(self, type_: str) -> list[Registration]:
-        return [r for r in self.resources if r.type == type_]
-
-    def named(self, name: str) -> Registration:
-        found = [r for r in self.resources if r.name == name]
-        if len(found) != 1:
-            raise KeyError(f"expected one resource named {name!r}, found {[r.urn for r in found]}")
-        return found[0]
-
-    def by_urn(self, urn: str) -> Registration:
-        for r in self.resources:
-            if r.urn == urn:
-                return r
-        raise KeyError(urn)
-
-    @property
-    def resources_to_apply(self) -> list[Registration]:
-        """What the engine would create: custom resources and provider-expanded components."""
-        return [r for r in self.resources if r.custom or r.remote]
-
-    @classmethod
-    def from_document(cls, document: dict[str, Any]) -> Graph:
-        """A graph `plan/record_graph.py` recorded, perhaps with another commit's code: fields
-        that code did not record keep their defaults."""
-        names = {f.name for f in fields(Registration)}
-        resources = []
-        for entry in document.get("resources", []):
-            known = {k: v for k, v in entry.items() if k in names}
-            for key in ("dependencies", "aliases", "ignore_changes", "replace_on_changes"):
-                known[key] = tuple(known.get(key) or ())
-            known["property_dependencies"] = {
-                k: tuple(v) for k, v in (known.get("property_dependencies") or {}).items()
-            }
-            resources.append(Registration(**known))
-        return cls(
-            resources=resources,
-            outputs=document.get("outputs"),
-            config=dict(document.get("config") or {}),
-            keys=dict(document.get("keys") or {}),
-        )
-
-    def children(self, parent_urn: str) -> list[Registration]:
-        return [r for r in self.resources if r.parent == parent_urn]
-
-    def config_keys(self) -> dict[str, str]:
-        """URN -> the config key (`ai-infra:tpuSlices[2]`) of the top-level component the
-        resource is, or belongs to, per `Environment.sources`."""
-        if self.keys is not None:
-            return dict(self.keys)
-        sources = self.environment.sources if self.environment is not None else {}
-        urns = set(self.urns)
-        keys: dict[str, str] = {}
-        for r in self.resources:  # a parent is constructed before its children
-            key = keys.get(r.parent) if r.parent in urns else sources.get(r.name)
-            if key is not None:
-                keys[r.urn] = key
-        return keys
 
 
 _CLUSTER_ENDPOINT = "203.0.113.10"
@@ -164,24 +51,24 @@ def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, A
     echoed: the program never reads them, and echoing them doubles the engine's work."""
     name = inputs.get("name")
     outputs: dict[str, Any] = {"name": name} if name is not None else {}
-    if typ == "gcp:serviceaccount/account:Account":
+    if typ == types.SERVICE_ACCOUNT:
         email = service_account_email(inputs["accountId"], project)
         outputs["email"] = email
         outputs["member"] = f"serviceAccount:{email}"
         outputs["name"] = f"projects/{project}/serviceAccounts/{email}"
-    elif typ == "gcp:container/cluster:Cluster":
+    elif typ == types.CLUSTER:
         outputs["endpoint"] = _CLUSTER_ENDPOINT
         outputs["masterAuth"] = {"clusterCaCertificate": _CLUSTER_CA}
         location = inputs.get("location", "")
         outputs["selfLink"] = f"projects/{project}/locations/{location}/clusters/{name}"
     elif typ.startswith("gcp:compute/"):
         outputs["selfLink"] = f"https://www.googleapis.com/compute/v1/projects/{project}/{name}"
-        if typ == "gcp:compute/instance:Instance":
+        if typ == types.INSTANCE:
             # A VM's numeric id, new with every replacement; predictable from its name here.
             outputs["instanceId"] = str(zlib.crc32(str(name).encode()))
-    elif typ == "gcp:storage/bucket:Bucket":
+    elif typ == types.BUCKET:
         outputs["url"] = f"gs://{name}"
-    elif typ == "gcp:filestore/instance:Instance":
+    elif typ == types.FILESTORE:
         # A predictable address from the documentation range, for mounts that read it.
         outputs["networks"] = [
             {"ipAddresses": [_FILESTORE_IP], "network": "mock", "reservedIpRange": _FILESTORE_RANGE}
@@ -200,7 +87,7 @@ class _RecordingMocks(runtime_mocks.Mocks):
         return {}, None
 
 
-ROOT_STACK = "pulumi:pulumi:Stack"
+ROOT_STACK = types.STACK
 
 
 def state_urn(stack: str, project: str, parent: str, type_: str, name: str) -> str:

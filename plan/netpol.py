@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from graph import types
+
 
 class Recorded(Protocol):
     """A registered resource as the model reads it: a `plan.engine.Registration`, or the
@@ -31,7 +33,7 @@ class Graph(Protocol):
     def of_type(self, type_: str) -> Sequence[Recorded]: ...
 
 
-TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+TYPE = types.NETWORK_POLICY
 
 
 @dataclass(frozen=True)

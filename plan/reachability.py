@@ -19,13 +19,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from graph import types
 from plan.netpol import Graph, Pod, rule_ports
 
 IAP_RANGE = "35.235.240.0/20"
 """Identity-Aware Proxy's TCP forwarding range (components/network.py states it too; this
 module reads graphs only and imports no component)."""
 TEAM_LABEL = "ai-infra/team"
-FIREWALL = "gcp:compute/firewall:Firewall"
+FIREWALL = types.FIREWALL
 PROTOCOLS = ("tcp", "udp", "sctp", "icmp", "esp", "ah")
 _PORTED = ("tcp", "udp", "sctp")
 _FULL = ((1, 65535),)
@@ -198,17 +199,17 @@ class _Stack:
 
 def _stack(graph: Graph) -> _Stack:
     stack = _Stack()
-    for r in graph.of_type("gcp:compute/subnetwork:Subnetwork"):
+    for r in graph.of_type(types.SUBNETWORK):
         vpc = _last(r.inputs.get("network"))
         stack.subnets[str(r.inputs.get("name"))] = (vpc, str(r.inputs.get("ipCidrRange")))
         for secondary in r.inputs.get("secondaryIpRanges") or []:
             if secondary.get("rangeName") == "pods":
                 stack.pods, stack.vpc = secondary["ipCidrRange"], vpc
-    for r in graph.of_type("gcp:container/cluster:Cluster"):
+    for r in graph.of_type(types.CLUSTER):
         stack.master = (r.inputs.get("privateClusterConfig") or {}).get("masterIpv4CidrBlock", "")
         stack.vpc = _last(r.inputs.get("network")) or stack.vpc
     tags: set[str] = set()
-    for r in graph.of_type("gcp:container/nodePool:NodePool"):
+    for r in graph.of_type(types.NODE_POOL):
         tags |= set((r.inputs.get("nodeConfig") or {}).get("tags") or ())
     stack.gke_tags = frozenset(tags)
     return stack
@@ -228,10 +229,10 @@ def principals(graph: Graph) -> list[Principal]:
     stack = _stack(graph)
     own = _subnet_of(stack, "")
     found: list[Principal] = []
-    if graph.of_type("gcp:container/cluster:Cluster"):
+    if graph.of_type(types.CLUSTER):
         found.append(Principal("GKE nodes", "vm", stack.vpc, own[1], stack.gke_tags))
         found.append(Principal("GKE control plane", "range", cidr=stack.master))
-        for r in graph.of_type("kubernetes:core/v1:Namespace"):
+        for r in graph.of_type(types.NAMESPACE):
             labels = (r.inputs.get("metadata") or {}).get("labels") or {}
             if TEAM_LABEL in labels:
                 team = labels[TEAM_LABEL]
@@ -251,7 +252,7 @@ def principals(graph: Graph) -> list[Principal]:
         found.append(Principal("other pods", "pods", stack.vpc, stack.pods, namespace="*"))
     found.append(Principal("IAP", "range", cidr=IAP_RANGE))
     found += _vms(graph, stack)
-    for r in graph.of_type("gcp:filestore/instance:Instance"):
+    for r in graph.of_type(types.FILESTORE):
         network = (r.inputs.get("networks") or [{}])[0]
         reserved = ((r.outputs.get("networks") or [{}])[0]).get("reservedIpRange", "")
         options = (r.inputs.get("fileShares") or {}).get("nfsExportOptions")
@@ -278,7 +279,7 @@ def _vms(graph: Graph, stack: _Stack) -> list[Principal]:
     """The VMs of Slurm, GPU clusters and TPU VM entries, by who creates them."""
     found = []
     clusters: set[str] = set()
-    for r in graph.of_type("gcp:compute/instance:Instance"):
+    for r in graph.of_type(types.INSTANCE):
         labels = r.inputs.get("labels") or {}
         role = labels.get("slurm_instance_role")
         if role is None:
@@ -291,7 +292,7 @@ def _vms(graph: Graph, stack: _Stack) -> list[Principal]:
         name = f"Slurm {cluster} {role}"
         if name not in {p.name for p in found}:
             found.append(Principal(name, "vm", vpc, cidr, frozenset(r.inputs.get("tags") or ())))
-    for r in graph.of_type("gcp:compute/instanceTemplate:InstanceTemplate"):
+    for r in graph.of_type(types.INSTANCE_TEMPLATE):
         labels = r.inputs.get("labels") or {}
         nic = (r.inputs.get("networkInterfaces") or [{}])[0]
         vpc, cidr = _subnet_of(stack, nic.get("subnetwork"))
@@ -304,7 +305,7 @@ def _vms(graph: Graph, stack: _Stack) -> list[Principal]:
             continue
         if name not in {p.name for p in found}:
             found.append(Principal(name, "vm", vpc, cidr, tags))
-    for r in graph.of_type("gcp:storage/bucketObject:BucketObject"):
+    for r in graph.of_type(types.BUCKET_OBJECT):
         path = str(r.inputs.get("name", ""))
         cluster = path.split("-files/", 1)[0]
         if "/nodeset_tpu_configs/" in path and cluster in clusters:
@@ -313,7 +314,7 @@ def _vms(graph: Graph, stack: _Stack) -> list[Principal]:
                 # Upstream's tpu.py tags the TPU VMs it creates with the cluster's name only.
                 vpc, cidr = _subnet_of(stack, "")
                 found.append(Principal(name, "vm", vpc, cidr, frozenset({cluster})))
-    for r in graph.of_type("pulumi-python:dynamic/tpu:QueuedResource"):
+    for r in graph.of_type(types.QUEUED_RESOURCE):
         vpc, cidr = _subnet_of(stack, r.inputs.get("subnetwork"))
         found.append(
             Principal(

@@ -58,10 +58,11 @@ from typing import Any
 
 import yaml
 
+from graph import types
+from graph.model import unwrap
+
 PathPart = str | int
 InputPath = tuple[PathPart, ...]
-SECRET_SIG = "4dabf18193072939515e22adb298388d"
-"""The key Pulumi's wire format marks a secret value with."""
 
 FORCENEW_TABLE = Path(__file__).with_name("forcenew.json")
 PULUMI_GCP_VERSION = "10.2.0"
@@ -100,17 +101,6 @@ UPDATE = Verdict(Effect.UPDATE)
 def field_of(path: InputPath) -> tuple[str, ...]:
     """An input path without its list indexes: the schema field it names."""
     return tuple(part for part in path if isinstance(part, str))
-
-
-def unwrap(value: Any) -> Any:
-    """A value with Pulumi's secret wrappers removed, all the way down."""
-    if isinstance(value, dict):
-        if SECRET_SIG in value:
-            return unwrap(value.get("value"))
-        return {k: unwrap(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [unwrap(v) for v in value]
-    return value
 
 
 def _empty(value: Any) -> bool:
@@ -416,30 +406,30 @@ def _network_ip(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | 
 
 
 _CUSTOM: dict[str, dict[str, Custom]] = {
-    "gcp:compute/subnetwork:Subnetwork": {"ipCidrRange": _cidr_grows},
-    "gcp:compute/disk:Disk": {"size": _disk_size, "provisionedIops": _disk_iops},
-    "gcp:container/cluster:Cluster": {
+    types.SUBNETWORK: {"ipCidrRange": _cidr_grows},
+    types.DISK: {"size": _disk_size, "provisionedIops": _disk_iops},
+    types.CLUSTER: {
         "enableL4IlbSubsetting": _became_false("L4 ILB subsetting cannot be turned off"),
         "enableFqdnNetworkPolicy": _became_false("FQDN network policy cannot be turned off"),
         "enableK8sBetaApis.enabledApis": _beta_api_removed,
     },
-    "gcp:compute/instanceGroupManager:InstanceGroupManager": {
+    types.INSTANCE_GROUP_MANAGER: {
         "resourcePolicies.workloadPolicy": _workload_policy_removed,
         "resourcePolicies": _workload_policy_removed,
     },
-    "gcp:compute/instance:Instance": {
+    types.INSTANCE: {
         "metadataStartupScript": _startup_script,
         "networkInterfaces.networkIp": _network_ip,
     },
     # resource_storage_bucket.go: ForceNewIfChange("retention_policy.0.is_locked", ...).
-    "gcp:storage/bucket:Bucket": {
+    types.BUCKET: {
         "retentionPolicy.isLocked": _became_false("a locked retention policy cannot be unlocked")
     },
 }
 """CustomizeDiff rules: replaces that depend on the values, not only on the field."""
 
 _NOTES: dict[str, Notes] = {
-    "gcp:container/nodePool:NodePool": Notes(
+    types.NODE_POOL: Notes(
         # resource_container_node_pool.go: nodePoolUpdate has no code for these; the
         # maintenance policy is read only by expandNodePool (create).
         no_update=(
@@ -450,9 +440,9 @@ _NOTES: dict[str, Notes] = {
         )
     ),
     # No ForceNew on `name`, and Update builds its URL from the new name.
-    "gcp:compute/resourcePolicy:ResourcePolicy": Notes(fails=("name",)),
-    "gcp:filestore/instance:Instance": Notes(fails=("name",)),
-    "gcp:compute/instance:Instance": Notes(
+    types.RESOURCE_POLICY: Notes(fails=("name",)),
+    types.FILESTORE: Notes(fails=("name",)),
+    types.INSTANCE: Notes(
         # resource_compute_instance.go update: these need a stopped instance.
         stops=(
             "machineType",
@@ -475,7 +465,7 @@ _NOTES: dict[str, Notes] = {
 _ASSUMED_FORCE_NEW: dict[str, tuple[ForceNew, ...]] = {
     # In the 10.2.0 SDK but not in google-beta 93c65b2: its flag is unread. Pools are created
     # with their provisioning mode, so it is taken as ForceNew until the source is read.
-    "gcp:container/nodePool:NodePool": (
+    types.NODE_POOL: (
         ForceNew(("bestEffortProvisioning",), "block-list", False),
         ForceNew(("bestEffortProvisioning", "enabled"), "scalar", False),
         ForceNew(("bestEffortProvisioning", "minProvisionNodes"), "scalar", False),
@@ -760,16 +750,14 @@ def rules_for(token: str) -> Rules | None:
             custom=_CUSTOM.get(token),
             notes=_NOTES.get(token, Notes()),
             # pulumi-gcp resources.go: project IAM members are always deleted first.
-            always_dbr=token == "gcp:projects/iAMMember:IAMMember",
-            immutable_but=("labels",)
-            if token == "gcp:compute/instanceTemplate:InstanceTemplate"
-            else None,
+            always_dbr=token == types.PROJECT_IAM_MEMBER,
+            immutable_but=("labels",) if token == types.INSTANCE_TEMPLATE else None,
         )
-    if token == "kubernetes:helm.sh/v3:Release":
+    if token == types.HELM_RELEASE:
         return HelmReleaseRules()
-    if token == "kubernetes:yaml/v2:ConfigGroup":
+    if token == types.CONFIG_GROUP:
         return ConfigGroupRules()
-    if token == "pulumi:providers:kubernetes":
+    if token == types.KUBERNETES_PROVIDER:
         return KubernetesProviderRules()
     if token.startswith("kubernetes:") and not token.startswith(
         ("kubernetes:helm.sh/", "kubernetes:yaml/")

@@ -2,31 +2,26 @@
 GPUs by type, nodes and VMs (each at its maximum), each Kueue queue's quota by flavor, and the
 stack outputs with their values where they are known before `pulumi up`.
 
-One `Summary` per graph; the text plan, the diff and the JSON all read it, and a cost line is
-one more field of `Capacity`. It reads only the registrations and the config the program ran
-with, so a base built by another commit's code (plan/base.py) is summarised the same way.
+One `Summary` per graph; the text plan, the diff and the JSON all read it. The machines are
+`graph.capacity`'s, which the cost and preflight read too. It reads only the registrations and
+the config the program ran with, so a base built by another commit's code (plan/base.py) is
+summarised the same way.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from components import tpu_catalog
-from components.gpu_catalog import fixed_gpus
+from graph import capacity, types
+from graph.model import SECRET_SIG, Graph, unwrap
 from plan.diff import render_path
-from plan.engine import INVENTED, INVENTED_PREFIXES, Graph, Registration
-from plan.replacements import SECRET_SIG, unwrap
+from plan.engine import INVENTED, INVENTED_PREFIXES
 
 UNKNOWN_OUTPUT = "(known after pulumi up)"
 SECRET_OUTPUT = "[secret]"
-REGIONAL_ZONES = 3
-"""GKE replicates a regional cluster's node pools across three zones unless nodeLocations
-says otherwise (GKE "Regional clusters")."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +50,23 @@ class Capacity:
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "system": self.system,
+            "name": self.name,
+            "machineType": self.machine_type,
+            "nodes": self.nodes,
+            "maximum": self.maximum,
+            "provisioning": self.provisioning,
+            "tpuKind": self.tpu_kind,
+            "chipsPerNode": self.chips_per_node,
+            "chips": self.chips,
+            "gpuType": self.gpu_type,
+            "gpusPerNode": self.gpus_per_node,
+            "gpus": self.gpus,
+            "note": self.note,
+        }
 
     def line(self) -> str:
         up_to = "up to " if self.maximum else ""
@@ -112,215 +124,47 @@ class Summary:
             "tpuChips": {"total": self.chips, "byKind": self.chips_by_kind()},
             "gpus": {"total": self.gpus, "byType": self.gpus_by_type()},
             "nodesAndVms": {"total": self.nodes, "bySystem": self.nodes_by_system()},
-            "capacity": [{**asdict(c), "chips": c.chips, "gpus": c.gpus} for c in self.capacity],
+            "capacity": [c.to_json() for c in self.capacity],
             "quotas": self.quotas,
             "outputs": self.outputs,
         }
 
 
-def _int(value: Any) -> int:
-    value = unwrap(value)
-    return int(value) if isinstance(value, int | float) else 0
-
-
-def _shape(accelerator: str, topology: str | None = None) -> tpu_catalog.TpuShape | None:
-    try:
-        return tpu_catalog.resolve(accelerator, topology)
-    except tpu_catalog.CatalogError:
-        return None
-
-
-def _pool_provisioning(inputs: dict[str, Any]) -> str:
-    node_config = inputs.get("nodeConfig") or {}
-    if node_config.get("spot"):
-        return "spot"
-    if node_config.get("flexStart"):
-        return "flex-start"
-    if (inputs.get("queuedProvisioning") or {}).get("enabled"):
-        return "queued"
-    reservation = node_config.get("reservationAffinity") or {}
-    if reservation.get("consumeReservationType") == "SPECIFIC_RESERVATION":
-        return f"reservation {','.join(reservation.get('values') or [])}"
-    return "on-demand"
-
-
-def _node_pool(r: Registration, cluster_zonal: bool) -> Capacity:
-    i = unwrap(r.inputs)
-    node_config = i.get("nodeConfig") or {}
-    machine_type = str(node_config.get("machineType", "?"))
-    autoscaling = i.get("autoscaling") or {}
-    zones = len(i.get("nodeLocations") or []) or (1 if cluster_zonal else REGIONAL_ZONES)
+def _capacity(m: capacity.Machines) -> Capacity:
+    """How the plan's numbers show one kind of machines the graph brings up."""
     note = ""
-    if "totalMaxNodeCount" in autoscaling:
-        nodes, maximum = _int(autoscaling["totalMaxNodeCount"]), True
-    elif "maxNodeCount" in autoscaling:
-        nodes, maximum = _int(autoscaling["maxNodeCount"]) * zones, True
-        if zones > 1:
-            note = f"{_int(autoscaling['maxNodeCount'])} per zone in {zones} zones"
-    else:
-        nodes, maximum = _int(i.get("nodeCount", i.get("initialNodeCount"))) * zones, False
-    tpu = tpu_catalog.TPU_HOSTS.get(machine_type)
-    gpus = [g for g in node_config.get("guestAccelerators") or [] if _int(g.get("count"))]
-    fixed = fixed_gpus(machine_type)
+    if m.per_zone is not None:
+        note = f"{m.per_zone} per zone in {m.full // m.per_zone} zones"
+    elif m.system is capacity.System.PROVISIONER and m.slices is not None:
+        note = f"quota of {m.slices.count} slice(s)"
+    elif m.system is capacity.System.TPU_VMS and m.slices is not None:
+        note = f"{m.slices.count} slice(s) of {m.slices.accelerator}"
+    machine_type = m.machine_type
+    if m.tpu_api and m.slices is not None:
+        machine_type = f"{m.slices.accelerator} host"
     return Capacity(
-        system="GKE node pools",
-        name=r.name,
-        machine_type=machine_type,
-        nodes=nodes,
-        maximum=maximum,
-        provisioning=_pool_provisioning(i),
-        tpu_kind=tpu.family.prefix if tpu else "",
-        chips_per_node=tpu.chips if tpu else 0,
-        gpu_type=str(gpus[0]["type"]) if gpus else (fixed.gpu_type if fixed else ""),
-        gpus_per_node=_int(gpus[0]["count"]) if gpus else (fixed.gpu_count if fixed else 0),
+        system=str(m.system),
+        name=m.name,
+        machine_type=machine_type or "?",
+        nodes=m.full,
+        maximum=m.autoscaled,
+        provisioning=m.provisioning,
+        tpu_kind=m.tpu.family.prefix if m.tpu is not None else "",
+        chips_per_node=m.chips_per_node,
+        gpu_type=m.gpu_type,
+        gpus_per_node=m.gpus_per_node,
         note=note,
-    )
-
-
-def _queued_resource(r: Registration) -> Capacity | None:
-    i = unwrap(r.inputs)
-    shape = _shape(str(i.get("acceleratorType", "")))
-    if shape is None:
-        return None
-    slices = _int(i.get("nodeCount"))
-    return Capacity(
-        system="TPU VMs",
-        name=str(i.get("queuedResourceId", r.name)),
-        machine_type=f"{shape.accelerator} host",
-        nodes=slices * shape.hosts,
-        provisioning=str(i.get("capacity", "on-demand")),
-        tpu_kind=shape.family.prefix,
-        chips_per_node=shape.chips_per_host,
-        note=f"{slices} slice(s) of {shape.accelerator}",
-    )
-
-
-def _slurm_nodeset(r: Registration, templates: dict[str, dict[str, Any]]) -> Capacity | None:
-    """A Slurm-GCP nodeset file: `node_count_static` + `node_count_dynamic_max` TPU VMs, or
-    Compute Engine VMs of the instance template it names (`instance_template`, a CPU nodeset;
-    `templates` holds the graph's templates by their GCE name)."""
-    try:
-        content = yaml.safe_load(str(unwrap(r.inputs.get("content", ""))))
-    except yaml.YAMLError:
-        return None
-    if not isinstance(content, dict) or "nodeset_name" not in content:
-        return None
-    nodes = _int(content.get("node_count_static")) + _int(content.get("node_count_dynamic_max"))
-    if content.get("instance_template"):
-        template = templates.get(str(content["instance_template"]).rsplit("/", 1)[-1])
-        if template is None:
-            return None
-        return _template_vms(
-            "Slurm nodesets", str(content["nodeset_name"]), template, nodes, maximum=True
-        )
-    node_type = str(content.get("node_type") or "")
-    accelerator = content.get("accelerator_config") or {}
-    shape = _shape(node_type) if node_type else None
-    if shape is None and accelerator.get("version") and accelerator.get("topology"):
-        prefix = str(accelerator["version"]).lower()
-        family = next((f for f in tpu_catalog.FAMILIES if f.prefix == prefix), None)
-        topology = str(accelerator["topology"])
-        if family is not None:
-            try:
-                shape = _shape(family.accelerator_of(topology), topology)
-            except ValueError:
-                shape = None
-    if shape is None:
-        return None
-    flags = [f for f in ("preemptible", "reserved") if content.get(f)]
-    return Capacity(
-        system="Slurm nodesets",
-        name=str(content["nodeset_name"]),
-        machine_type=f"{shape.accelerator} host",
-        nodes=nodes,
-        maximum=True,
-        provisioning=", ".join(flags) or "on-demand",
-        tpu_kind=shape.family.prefix,
-        chips_per_node=shape.chips_per_host,
-    )
-
-
-def _provisioner(config: dict[str, str]) -> list[Capacity]:
-    """The TPU provisioner's node pools are created per pending JobSet, up to its quota:
-    `ai-infra:tpuProvisioner.quota` slices of each accelerator type."""
-    try:
-        provisioner = json.loads(config.get("ai-infra:tpuProvisioner", "{}"))
-    except json.JSONDecodeError:
-        return []
-    if not isinstance(provisioner, dict) or provisioner.get("enabled") is not True:
-        return []
-    found = []
-    for accelerator, slices in sorted((provisioner.get("quota") or {}).items()):
-        shape = _shape(accelerator)
-        if shape is None or not isinstance(slices, int):
-            continue
-        found.append(
-            Capacity(
-                system="TPU provisioner",
-                name=accelerator,
-                machine_type=shape.machine_type,
-                nodes=slices * shape.hosts,
-                maximum=True,
-                provisioning="on demand, per pending JobSet",
-                tpu_kind=shape.family.prefix,
-                chips_per_node=shape.chips_per_host,
-                note=f"quota of {slices} slice(s)",
-            )
-        )
-    return found
-
-
-def _gpu_clusters(graph: Graph) -> list[Capacity]:
-    templates = {r.urn: r for r in graph.of_type("gcp:compute/instanceTemplate:InstanceTemplate")}
-    found = []
-    for group in graph.of_type("gcp:compute/instanceGroupManager:InstanceGroupManager"):
-        deps = set(group.property_dependencies.get("versions", ()))
-        linked = [t for u, t in templates.items() if u in deps] or [
-            t for t in templates.values() if t.parent == group.parent
-        ]
-        if len(linked) != 1:
-            continue
-        inputs = unwrap(group.inputs)
-        found.append(
-            _template_vms(
-                "GPU clusters",
-                str(inputs.get("name", group.name)),
-                unwrap(linked[0].inputs),
-                _int(inputs.get("targetSize")),
-            )
-        )
-    return found
-
-
-def _template_vms(
-    system: str, name: str, template: dict[str, Any], nodes: int, maximum: bool = False
-) -> Capacity:
-    """`nodes` VMs of an instance template: its machine type, capacity and GPUs (attached,
-    or the machine type's own)."""
-    machine_type = str(template.get("machineType", "?"))
-    gpus = [g for g in template.get("guestAccelerators") or [] if _int(g.get("count"))]
-    fixed = fixed_gpus(machine_type)
-    spot = (template.get("scheduling") or {}).get("provisioningModel") == "SPOT"
-    return Capacity(
-        system=system,
-        name=name,
-        machine_type=machine_type,
-        nodes=nodes,
-        maximum=maximum,
-        provisioning="spot" if spot else "on-demand",
-        gpu_type=str(gpus[0]["type"]) if gpus else (fixed.gpu_type if fixed else ""),
-        gpus_per_node=_int(gpus[0]["count"]) if gpus else (fixed.gpu_count if fixed else 0),
     )
 
 
 def _quotas(graph: Graph) -> dict[str, dict[str, Any]]:
     quotas: dict[str, dict[str, Any]] = {}
     for r in graph:
-        if r.type.rsplit(":", 1)[-1] not in ("ClusterQueue", "Cohort"):
+        if r.type not in (types.CLUSTER_QUEUE, types.COHORT):
             continue
         i = unwrap(r.inputs)
         name = str((i.get("metadata") or {}).get("name", r.name))
-        queue = name if r.type.endswith(":ClusterQueue") else f"cohort {name}"
+        queue = name if r.type == types.CLUSTER_QUEUE else f"cohort {name}"
         for group in (i.get("spec") or {}).get("resourceGroups") or []:
             for flavor in group.get("flavors") or []:
                 for resource in flavor.get("resources") or []:
@@ -351,29 +195,9 @@ def known(value: Any) -> Any:
 
 
 def summarize(graph: Graph) -> Summary:
-    clusters = graph.of_type("gcp:container/cluster:Cluster")
-    zonal = bool(clusters) and str(unwrap(clusters[0].inputs).get("location", "")).count("-") == 2
-    capacity: list[Capacity] = []
-    templates = {
-        str(unwrap(t.inputs).get("name")): unwrap(t.inputs)
-        for t in graph.of_type("gcp:compute/instanceTemplate:InstanceTemplate")
-    }
-    for r in graph:
-        if r.type == "gcp:container/nodePool:NodePool":
-            capacity.append(_node_pool(r, zonal))
-        elif r.type == "pulumi-python:dynamic/tpu:QueuedResource":
-            capacity += [c for c in [_queued_resource(r)] if c is not None]
-        elif r.type == "gcp:storage/bucketObject:BucketObject":
-            capacity += [c for c in [_slurm_nodeset(r, templates)] if c is not None]
-        elif r.type == "gcp:compute/instance:Instance":
-            i = unwrap(r.inputs)
-            capacity.append(
-                Capacity("VMs", str(i.get("name", r.name)), str(i.get("machineType")), 1)
-            )
-    capacity += _gpu_clusters(graph)
-    capacity += _provisioner(graph.config)
+    capacity_lines = tuple(_capacity(m) for m in capacity.read(graph).machines)
     outputs = known(graph.outputs) if graph.outputs is not None else None
-    return Summary(tuple(capacity), _quotas(graph), outputs)
+    return Summary(capacity_lines, _quotas(graph), outputs)
 
 
 def render(summary: Summary) -> list[str]:

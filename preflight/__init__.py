@@ -2,55 +2,27 @@
 project, read-only, with Application Default Credentials: the project, billing and APIs, the
 deploying identity's permissions, org policies, quota, reservations, what the zones offer, GKE
 versions and bucket names. Each check derives what it asks from the built plan
-(`preflight.needs`) and judges the answers in a pure function.
+(`preflight.needs`) and judges the answers in a pure function; `preflight.suite` runs them.
+
+The package itself imports nothing heavy, so that `python -m preflight` without credentials
+answers before any client library or the program is imported (`preflight.credentials`);
+`CHECKS` and `run` load `preflight.suite` when first asked for.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from preflight import (
-    apis,
-    billing,
-    buckets,
-    gke,
-    org_policy,
-    permissions,
-    project,
-    quota,
-    reservations,
-    zones,
-)
-from preflight.live import CannotCheck, Live
-from preflight.needs import Needs
-from preflight.report import Finding, warn
-
-CHECKS: tuple[ModuleType, ...] = (
-    project,
-    billing,
-    apis,
-    permissions,
-    org_policy,
-    quota,
-    reservations,
-    zones,
-    gke,
-    buckets,
-)
-"""Every check, in the order it runs and prints; each has NAME, MEANING and check()."""
+if TYPE_CHECKING:
+    from preflight.suite import CHECKS, run
 
 __all__ = ["CHECKS", "run"]
 
 
-def run(needs: Needs, live: Live) -> list[Finding]:
-    """Every check's findings. When the project cannot be read, the others are skipped."""
-    first, *rest = CHECKS
-    findings = first.check(needs, live)
-    if any(f.status == "fail" for f in findings):
-        return findings + [warn(c.NAME, "skipped", "the project could not be read") for c in rest]
-    for check in rest:
-        try:
-            findings += check.check(needs, live)
-        except CannotCheck as error:
-            findings.append(warn(check.NAME, "the check", str(error)))
-    return findings
+def __getattr__(name: str) -> Any:
+    # PEP 562: the suite (and every Google client it imports) loads on first use.
+    if name in __all__:
+        from preflight import suite
+
+        return getattr(suite, name)
+    raise AttributeError(f"module 'preflight' has no attribute {name!r}")

@@ -1,8 +1,10 @@
 """Organization policy constraints that would refuse what the plan creates, read as they apply
 to the project (`getEffectivePolicy`, which folds in the folders' and organization's):
-resource locations, external IPs, OS Login, Shielded VM, and domain-restricted sharing for the
-members the plan grants. Rules with conditions (tags) cannot be evaluated without the
-resources' tags and are reported as such; managed constraints (`compute.managed.*`) are not read.
+resource locations, external IPs, OS Login, Shielded VM, domain-restricted sharing for the
+members the plan grants, service account creation, trusted image projects, the subnets Cloud
+NAT may serve, the services the project may use, and guest attributes. Rules with conditions
+(tags) cannot be evaluated without the resources' tags and are reported as such; managed
+constraints (`compute.managed.*`) are not read.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from google.api_core import exceptions
 from google.cloud import orgpolicy_v2
 
+from graph import types
 from preflight.live import CannotCheck, Live
 from preflight.needs import Needs
 from preflight.report import Finding, Status, fail, ok, warn
@@ -21,13 +24,27 @@ from preflight.report import Finding, Status, fail, ok, warn
 NAME = "org-policy"
 MEANING = (
     "no organization policy refuses the plan: allowed locations, VM external IPs, OS Login, "
-    "Shielded VM, domain-restricted sharing of the members granted"
+    "Shielded VM, domain-restricted sharing of the members granted, service account "
+    "creation, trusted image projects, Cloud NAT's subnets, allowed services, guest "
+    "attributes"
 )
 LOCATIONS = "gcp.resourceLocations"
 EXTERNAL_IPS = "compute.vmExternalIpAccess"
 OS_LOGIN = "compute.requireOsLogin"
 SHIELDED_VM = "compute.requireShieldedVm"
 MEMBER_DOMAINS = "iam.allowedPolicyMemberDomains"
+ACCOUNT_CREATION = "iam.disableServiceAccountCreation"
+TRUSTED_IMAGES = "compute.trustedImageProjects"
+NAT_SUBNETS = "compute.restrictCloudNATUsage"
+SERVICES = "gcp.restrictServiceUsage"
+GUEST_ATTRIBUTES = "compute.disableGuestAttributesAccess"
+GKE_IMAGE_PROJECTS = {
+    "COS_CONTAINERD": "gke-node-images",
+    "UBUNTU_CONTAINERD": "ubuntu-os-gke-cloud",
+}
+"""Node image type -> the project GKE boots its nodes from (GKE "Node images": the image source
+projects), which trustedImageProjects must allow."""
+_IMAGE_PROJECT = re.compile(r"(?:.*/)?projects/(?P<project>[^/]+)/global/images/.*")
 _REGION = re.compile(r"[a-z]+-[a-z]+[0-9]+")
 
 Match = Callable[[str, str], bool | None]
@@ -50,6 +67,19 @@ def location(policy_value: str, value: str) -> bool | None:
     if group == "us" or _REGION.fullmatch(group):
         return value == group or value.startswith(group + "-")
     return None
+
+
+def resource(policy_value: str, value: str) -> bool | None:
+    """A list value naming a resource (`projects/P`, `projects/P/regions/R/subnetworks/S`)
+    against one: equal, or under a project it names (`under:projects/P`); other groups
+    (folders, organizations) are not ours to expand."""
+    text = policy_value.removeprefix("is:")
+    if text.startswith("under:"):
+        parent = text.removeprefix("under:").rstrip("/")
+        if parent.startswith("projects/"):
+            return value == parent or value.startswith(parent + "/")
+        return None
+    return text == value
 
 
 @dataclass(frozen=True)
@@ -241,12 +271,113 @@ def _member_domains(needs: Needs, policy: orgpolicy_v2.Policy) -> list[Finding]:
     ]
 
 
+def _account_creation(needs: Needs, policy: orgpolicy_v2.Policy) -> list[Finding]:
+    on = enforced(policy)
+    created = dict(needs.types).get(types.SERVICE_ACCOUNT, 0)
+    if on is False or not created:
+        state = "not enforced" if on is False else "the plan creates no service account"
+        return [ok(NAME, ACCOUNT_CREATION, state)]
+    if on is None:
+        return [warn(NAME, ACCOUNT_CREATION, "conditional: cannot evaluate")]
+    return [
+        fail(
+            NAME,
+            ACCOUNT_CREATION,
+            f"enforced, and the plan creates {created} service accounts (each system's own, "
+            "with least-privilege grants)",
+            "ask for an exception for this project: iam.disableServiceAccountCreation set to "
+            "not enforced on it",
+        )
+    ]
+
+
+def _image_projects(needs: Needs) -> dict[str, list[str]]:
+    """`projects/P` -> who boots an image of P, GKE's node images included."""
+    found: dict[str, list[str]] = {}
+    for source, image in needs.images:
+        match = _IMAGE_PROJECT.fullmatch(image)
+        if match is not None:
+            found.setdefault(f"projects/{match['project']}", []).append(source)
+    for image_type in needs.image_types:
+        if image_type in GKE_IMAGE_PROJECTS:
+            found.setdefault(f"projects/{GKE_IMAGE_PROJECTS[image_type]}", []).append(
+                f"GKE node pools ({image_type})"
+            )
+    return found
+
+
+def _list_findings(
+    constraint: str,
+    policy: orgpolicy_v2.Policy,
+    users: dict[str, list[str]],
+    fix: str,
+) -> list[Finding]:
+    """Each value the plan uses that a list policy refuses (or may), with who uses it."""
+    rules = ListPolicy.of(policy)
+    if not rules.restricts or rules.allow_all:
+        return [ok(NAME, constraint, "not restricted")]
+    found = []
+    for value, who in sorted(users.items()):
+        verdict = rules.verdict(value, resource)
+        if verdict is not None:
+            status, why = verdict
+            subject = f"{constraint} for {value}"
+            found.append(Finding(NAME, status, subject, f"{why} (for {', '.join(who)})", fix))
+    return found or [ok(NAME, constraint, f"restricted; allows the {len(users)} the plan uses")]
+
+
+def _trusted_images(needs: Needs, policy: orgpolicy_v2.Policy) -> list[Finding]:
+    fix = "ask for the image project to be trusted, or boot images from a trusted one"
+    return _list_findings(TRUSTED_IMAGES, policy, _image_projects(needs), fix)
+
+
+def _nat_subnets(needs: Needs, policy: orgpolicy_v2.Policy) -> list[Finding]:
+    users: dict[str, list[str]] = {}
+    for source, subnet in needs.nat_subnets:
+        users.setdefault(subnet, []).append(source)
+    fix = (
+        "ask for the subnet to be allowed Cloud NAT; without it the private nodes and VMs "
+        "reach no registry or package mirror outside Google"
+    )
+    return _list_findings(NAT_SUBNETS, policy, users, fix)
+
+
+def _services(needs: Needs, policy: orgpolicy_v2.Policy) -> list[Finding]:
+    users = {service: ["the stack enables it"] for service in needs.services}
+    fix = "ask for the service to be allowed for this project"
+    return _list_findings(SERVICES, policy, users, fix)
+
+
+def _guest_attributes(needs: Needs, policy: orgpolicy_v2.Policy) -> list[Finding]:
+    on = enforced(policy)
+    if not on:
+        state = "not enforced" if on is False else "conditional: cannot evaluate"
+        return [Finding(NAME, "ok" if on is False else "warn", GUEST_ATTRIBUTES, state)]
+    found = [
+        warn(
+            NAME,
+            f"{GUEST_ATTRIBUTES} for {n.source}",
+            "enforced: Cloud TPU publishes each TPU VM worker's state as guest attributes "
+            "(`gcloud compute tpus tpu-vm get-guest-attributes`), which can no longer be "
+            "read; whether the TPU runtime needs them is not documented",
+            "ask for an exception if the workloads read the workers' guest attributes",
+        )
+        for n in needs.tpu_nodes
+    ]
+    return found or [ok(NAME, GUEST_ATTRIBUTES, "enforced; the plan reads no guest attributes")]
+
+
 CONSTRAINTS: tuple[tuple[str, Callable[[Needs, orgpolicy_v2.Policy], list[Finding]]], ...] = (
     (LOCATIONS, _locations),
     (EXTERNAL_IPS, _external_ips),
     (OS_LOGIN, _os_login),
     (SHIELDED_VM, _shielded),
     (MEMBER_DOMAINS, _member_domains),
+    (ACCOUNT_CREATION, _account_creation),
+    (TRUSTED_IMAGES, _trusted_images),
+    (NAT_SUBNETS, _nat_subnets),
+    (SERVICES, _services),
+    (GUEST_ATTRIBUTES, _guest_attributes),
 )
 
 

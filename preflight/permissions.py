@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from graph import types
 from preflight.live import CannotCheck, InvalidRequest, Live
 from preflight.needs import Needs
 from preflight.report import Finding, fail, ok, warn
@@ -29,38 +30,38 @@ MEANING = (
 
 _COMPUTE_VM = ("compute.disks.create", "compute.subnetworks.use", "compute.images.useReadOnly")
 PERMISSIONS: dict[str, tuple[str, ...]] = {
-    "gcp:projects/service:Service": ("serviceusage.services.enable", "serviceusage.services.get"),
-    "gcp:compute/network:Network": ("compute.networks.create", "compute.networks.get"),
-    "gcp:compute/subnetwork:Subnetwork": (
+    types.SERVICE: ("serviceusage.services.enable", "serviceusage.services.get"),
+    types.NETWORK: ("compute.networks.create", "compute.networks.get"),
+    types.SUBNETWORK: (
         "compute.subnetworks.create",
         "compute.subnetworks.get",
         "compute.networks.updatePolicy",
     ),
-    "gcp:compute/router:Router": ("compute.routers.create", "compute.routers.get"),
-    "gcp:compute/routerNat:RouterNat": ("compute.routers.update", "compute.routers.get"),
-    "gcp:compute/firewall:Firewall": (
+    types.ROUTER: ("compute.routers.create", "compute.routers.get"),
+    types.ROUTER_NAT: ("compute.routers.update", "compute.routers.get"),
+    types.FIREWALL: (
         "compute.firewalls.create",
         "compute.firewalls.get",
         "compute.networks.updatePolicy",
     ),
-    "gcp:compute/resourcePolicy:ResourcePolicy": (
+    types.RESOURCE_POLICY: (
         "compute.resourcePolicies.create",
         "compute.resourcePolicies.get",
     ),
-    "gcp:compute/instanceTemplate:InstanceTemplate": (
+    types.INSTANCE_TEMPLATE: (
         "compute.instanceTemplates.create",
         "compute.instanceTemplates.get",
         "compute.images.useReadOnly",
         "compute.subnetworks.use",
     ),
-    "gcp:compute/instanceGroupManager:InstanceGroupManager": (
+    types.INSTANCE_GROUP_MANAGER: (
         "compute.instanceGroupManagers.create",
         "compute.instanceGroupManagers.get",
         "compute.instanceTemplates.useReadOnly",
         "compute.instances.create",
         *_COMPUTE_VM,
     ),
-    "gcp:compute/instance:Instance": (
+    types.INSTANCE: (
         "compute.instances.create",
         "compute.instances.get",
         "compute.instances.setMetadata",
@@ -68,68 +69,63 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "compute.disks.use",
         *_COMPUTE_VM,
     ),
-    "gcp:compute/disk:Disk": ("compute.disks.create", "compute.disks.get"),
-    # Resize requests are a sub-resource of the group (Compute API instanceGroupManagerResize
-    # Requests.insert checks compute.instanceGroupManagers.update).
-    "gcp:compute/resizeRequest:ResizeRequest": (
-        "compute.instanceGroupManagers.update",
-        "compute.instanceGroupManagers.get",
-    ),
+    types.DISK: ("compute.disks.create", "compute.disks.get"),
     # components/gpu_clusters/provider.py: FlexCapacity reads the group, lists, inserts and
-    # cancels its resize requests (insert and cancel check instanceGroupManagers.update) and
-    # may resize it; StartupWait lists the group's VMs and reads their guest attributes.
-    "pulumi-python:dynamic/compute:FlexCapacity": (
+    # cancels its resize requests (Compute API instanceGroupManagerResizeRequests.insert and
+    # cancel check compute.instanceGroupManagers.update) and may resize it; StartupWait lists
+    # the group's VMs and reads their guest attributes.
+    types.FLEX_CAPACITY: (
         "compute.instanceGroupManagers.get",
         "compute.instanceGroupManagers.update",
     ),
-    "pulumi-python:dynamic/compute:StartupWait": (
+    types.GPU_STARTUP_WAIT: (
         "compute.instanceGroupManagers.get",
         "compute.instances.getGuestAttributes",
     ),
-    "gcp:monitoring/dashboard:Dashboard": (
+    types.DASHBOARD: (
         "monitoring.dashboards.create",
         "monitoring.dashboards.get",
         "monitoring.dashboards.update",
     ),
-    "gcp:container/cluster:Cluster": (
+    types.CLUSTER: (
         "container.clusters.create",
         "container.clusters.get",
         "container.clusters.update",
         "container.operations.get",
     ),
     # GKE authorises node pool calls on the cluster.
-    "gcp:container/nodePool:NodePool": ("container.clusters.update", "container.operations.get"),
-    "gcp:filestore/instance:Instance": (
+    types.NODE_POOL: ("container.clusters.update", "container.operations.get"),
+    types.FILESTORE: (
         "file.instances.create",
         "file.instances.get",
         "file.operations.get",
     ),
-    "gcp:storage/bucket:Bucket": (
+    types.BUCKET: (
         "storage.buckets.create",
         "storage.buckets.get",
         "storage.buckets.update",
     ),
-    "gcp:storage/bucketObject:BucketObject": (
+    types.BUCKET_OBJECT: (
         "storage.objects.create",
         "storage.objects.get",
         "storage.objects.delete",
     ),
-    "gcp:storage/bucketIAMMember:BucketIAMMember": (
+    types.BUCKET_IAM_MEMBER: (
         "storage.buckets.getIamPolicy",
         "storage.buckets.setIamPolicy",
     ),
-    "gcp:serviceaccount/account:Account": ("iam.serviceAccounts.create", "iam.serviceAccounts.get"),
-    "gcp:serviceaccount/iAMMember:IAMMember": (
+    types.SERVICE_ACCOUNT: ("iam.serviceAccounts.create", "iam.serviceAccounts.get"),
+    types.SERVICE_ACCOUNT_IAM_MEMBER: (
         "iam.serviceAccounts.getIamPolicy",
         "iam.serviceAccounts.setIamPolicy",
     ),
-    "gcp:projects/iAMMember:IAMMember": (
+    types.PROJECT_IAM_MEMBER: (
         "resourcemanager.projects.getIamPolicy",
         "resourcemanager.projects.setIamPolicy",
     ),
     # The provider undeletes a custom role of the same id instead of failing on it
     # (terraform-provider-google resource_google_project_iam_custom_role.go).
-    "gcp:projects/iAMCustomRole:IAMCustomRole": (
+    types.CUSTOM_ROLE: (
         "iam.roles.create",
         "iam.roles.get",
         "iam.roles.update",
@@ -138,7 +134,7 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
     # No predefined role holds a tpu.queuedResources.* permission; queued resources create
     # nodes, so tpu.nodes.* is the best reading. Labels, metadata, tags and data disks are
     # updated on the nodes in place (UpdateNode).
-    "pulumi-python:dynamic/tpu:QueuedResource": (
+    types.QUEUED_RESOURCE: (
         "tpu.nodes.create",
         "tpu.nodes.get",
         "tpu.nodes.update",
@@ -146,43 +142,43 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "tpu.operations.get",
     ),
     # Reads each worker's readiness signal (GetGuestAttributes is read under tpu.nodes.get).
-    "pulumi-python:dynamic/tpu:StartupWait": ("tpu.nodes.get",),
-    "pulumi-python:dynamic/slurm:RuntimeScripts": (
+    types.TPU_STARTUP_WAIT: ("tpu.nodes.get",),
+    types.SLURM_RUNTIME_SCRIPTS: (
         "storage.objects.create",
         "storage.objects.get",
         "storage.objects.delete",
     ),
-    "pulumi-python:dynamic/slurm:TpuCleanup": ("tpu.nodes.list", "tpu.nodes.delete"),
+    types.SLURM_TPU_CLEANUP: ("tpu.nodes.list", "tpu.nodes.delete"),
     # components/slurm/cleanup.py lists each CPU nodeset's zone and deletes its VMs.
-    "pulumi-python:dynamic/slurm:ComputeCleanup": (
+    types.SLURM_COMPUTE_CLEANUP: (
         "compute.instances.list",
         "compute.instances.delete",
     ),
-    "pulumi:providers:kubernetes": ("container.clusters.get",),
-    "kubernetes:core/v1:Namespace": ("container.namespaces.create",),
-    "kubernetes:core/v1:ServiceAccount": ("container.serviceAccounts.create",),
-    "kubernetes:core/v1:ConfigMap": ("container.configMaps.create",),
-    "kubernetes:apps/v1:Deployment": ("container.deployments.create",),
-    "kubernetes:networking.k8s.io/v1:NetworkPolicy": ("container.networkPolicies.create",),
-    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": (
+    types.KUBERNETES_PROVIDER: ("container.clusters.get",),
+    types.NAMESPACE: ("container.namespaces.create",),
+    types.KUBERNETES_SERVICE_ACCOUNT: ("container.serviceAccounts.create",),
+    types.CONFIG_MAP: ("container.configMaps.create",),
+    types.DEPLOYMENT: ("container.deployments.create",),
+    types.NETWORK_POLICY: ("container.networkPolicies.create",),
+    types.CLUSTER_ROLE: (
         "container.clusterRoles.create",
         "container.clusterRoles.escalate",
     ),
-    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": (
+    types.CLUSTER_ROLE_BINDING: (
         "container.clusterRoleBindings.create",
         "container.clusterRoles.bind",
     ),
-    "kubernetes:rbac.authorization.k8s.io/v1:Role": (
+    types.ROLE: (
         "container.roles.create",
         "container.roles.escalate",
     ),
-    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": (
+    types.ROLE_BINDING: (
         "container.roleBindings.create",
         "container.roles.bind",
         "container.clusterRoles.bind",
     ),
     # Kueue's and JobSet's charts: CRDs, webhooks, the controller, its service and RBAC.
-    "kubernetes:helm.sh/v3:Release": (
+    types.HELM_RELEASE: (
         "container.customResourceDefinitions.create",
         "container.mutatingWebhookConfigurations.create",
         "container.validatingWebhookConfigurations.create",
@@ -194,11 +190,9 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "container.clusterRoleBindings.create",
         "container.clusterRoles.bind",
     ),
-    "kubernetes:yaml/v2:ConfigGroup": ("container.thirdPartyObjects.create",),
-    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": (
-        "container.validatingAdmissionPolicies.create",
-    ),
-    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": (
+    types.CONFIG_GROUP: ("container.thirdPartyObjects.create",),
+    types.VALIDATING_ADMISSION_POLICY: ("container.validatingAdmissionPolicies.create",),
+    types.VALIDATING_ADMISSION_POLICY_BINDING: (
         "container.validatingAdmissionPolicyBindings.create",
     ),
 }

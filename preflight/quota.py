@@ -1,25 +1,28 @@
-"""Quota per region (and per zone for the Cloud TPU API) against the plan at its largest: TPU
-chips per family and capacity type for GKE slices and the provisioner, Cloud TPU API cores for
-TPU VMs and Slurm nodesets, GPUs per type and capacity type, vCPUs per machine series, external
-addresses and Filestore capacity, each minus what is in use where the quota system reports it.
+"""Quota per region (and per zone and region for the Cloud TPU API) against the plan at its
+largest: TPU chips per family and capacity type for GKE slices and the provisioner, Cloud TPU
+API chips or TensorCores (as each quota counts) for TPU VMs and Slurm nodesets, GPUs per type
+and capacity type, vCPUs per machine series, external addresses and Filestore capacity, each
+minus what is in use where the quota system reports it.
 
-Capacity from a reservation needs no quota: creating the reservation consumed it (GKE
-"Troubleshoot TPUs in GKE"), so reservation-backed VMs are left to the reservations check. On a
-stack that is already up, "in use" includes its own VMs; read the figures as for a first
-deploy.
+Spot VMs draw on preemptible quota where the region has been granted one and on standard quota
+where not, as Compute Engine charges them (GPUs and vCPUs). A Compute Engine reservation needs
+no quota of its VMs: creating it consumed it (GKE "Troubleshoot TPUs in GKE"), so those VMs are
+left to the reservations check; Cloud TPU API reservations draw on on-demand quota. On a stack
+that is already up, "in use" includes its own VMs; read the figures as for a first deploy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from google.cloud import cloudquotas_v1
+from google.cloud import cloudquotas_v1, compute_v1
 
 from components.locations import region_of
+from graph.capacity import Machines
 from preflight import quota_names as names
 from preflight.live import CannotCheck, Live
-from preflight.needs import Needs, Vms
+from preflight.needs import Needs, tpu_slices
 from preflight.quota_names import CloudQuota, Metric, QuotaName
 from preflight.report import QUOTAS_PAGE, Finding, fail, ok, warn
 
@@ -42,6 +45,12 @@ class QuotaNeed:
     names: tuple[QuotaName, ...]
     amount: int = 0
     sources: list[str] = field(default_factory=list)
+    standard: tuple[QuotaName, ...] = ()
+    """For Spot VMs' preemptible quota: the standard quota they draw on where the preemptible
+    one has not been granted."""
+    chips: int = 0
+    """For Cloud TPU API quota, which counts chips or TensorCores: `amount` is TensorCores,
+    this the same in chips."""
 
     @property
     def keys(self) -> str:
@@ -62,6 +71,8 @@ class Quota:
     limit: float
     usage: float | None
     link: str
+    shown: str = ""
+    """Its display names, where the quota system gives them."""
 
 
 def _series(machine_type: str) -> str:
@@ -69,92 +80,108 @@ def _series(machine_type: str) -> str:
     return "N1" if head == "custom" else head.upper()
 
 
-def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
-    """Every quota the plan draws on, with what it takes of each; `vcpus` maps a machine
-    type to its vCPUs (machine types missing from it are left out)."""
-    found: dict[tuple[str, str], QuotaNeed] = {}
+class _Needs:
+    """The quota needs of one plan as they are added up, one per (subject, location)."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, str], QuotaNeed] = {}
 
     def add(
-        subject: str, location: str, unit: str, quota: tuple[QuotaName, ...], n: int, src: str
+        self,
+        subject: str,
+        location: str,
+        unit: str,
+        quota: tuple[QuotaName, ...],
+        n: int,
+        src: str,
+        standard: tuple[QuotaName, ...] = (),
+        chips: int = 0,
     ) -> None:
         if n <= 0:
             return
-        need = found.setdefault((subject, location), QuotaNeed(subject, location, unit, quota))
+        need = self.found.setdefault(
+            (subject, location), QuotaNeed(subject, location, unit, quota, standard=standard)
+        )
         need.amount += n
+        need.chips += chips
         if src not in need.sources:
             need.sources.append(src)
 
-    for vm in needs.vms:
-        if vm.capacity == "reservation":
-            continue
+    def vms(self, vm: Machines, vcpus: Mapping[str, int]) -> None:
+        """Compute Engine VMs: TPU chips, GPUs, vCPUs and addresses. Spot VMs fall back to
+        standard quota; flex-start VMs draw on preemptible quota only (Compute Engine
+        "Provisioning models")."""
         preemptible = vm.capacity != "on-demand"
+        spot = vm.capacity == "spot"
         kind = "Preemptible " if preemptible else ""
         if vm.tpu is not None:
             family = vm.tpu.family.prefix
-            add(
-                f"{kind}TPU {family} chips",
-                vm.region,
-                "chips",
-                names.gke_tpu(family, preemptible),
-                vm.count * vm.tpu.chips,
-                vm.source,
-            )
+            chips = vm.full * vm.tpu.chips
+            quota = names.gke_tpu(family, preemptible)
+            self.add(f"{kind}TPU {family} chips", vm.region, "chips", quota, chips, vm.source)
         for accelerator, per_vm in vm.gpus:
-            total = vm.count * per_vm
-            add(
-                f"{kind}{accelerator} GPUs",
-                vm.region,
-                "GPUs",
-                names.gpu(accelerator, preemptible),
-                total,
-                vm.source,
-            )
-            add("GPUs", GLOBAL, "GPUs", (names.GPUS_ALL_REGIONS,), total, vm.source)
+            total = vm.full * per_vm
+            standard = names.gpu(accelerator, False) if spot else ()
+            quota = names.gpu(accelerator, preemptible)
+            subject = f"{kind}{accelerator} GPUs"
+            self.add(subject, vm.region, "GPUs", quota, total, vm.source, standard)
+            self.add("GPUs", GLOBAL, "GPUs", (names.GPUS_ALL_REGIONS,), total, vm.source)
         if vm.tpu is None and vm.machine_type in vcpus:
-            series = _series(vm.machine_type)
-            total = vm.count * vcpus[vm.machine_type]
-            add(f"{series} vCPUs", vm.region, "vCPUs", names.cpus(series), total, vm.source)
-            add("vCPUs", GLOBAL, "vCPUs", (names.CPUS_ALL_REGIONS,), total, vm.source)
-        add(
-            "external IP addresses",
-            vm.region,
-            "addresses",
-            (names.IN_USE_ADDRESSES,),
-            vm.count * vm.external_ips,
-            vm.source,
-        )
-    for nodes in needs.tpu_nodes:
-        if nodes.capacity == "reserved":
-            continue
-        preemptible = nodes.capacity in ("spot", "best-effort")
+            self.vcpus(vm, vcpus[vm.machine_type], preemptible, spot)
+        addresses = vm.full * vm.external_ips
+        quota = (names.IN_USE_ADDRESSES,)
+        self.add("external IP addresses", vm.region, "addresses", quota, addresses, vm.source)
+
+    def vcpus(self, vm: Machines, per_vm: int, preemptible: bool, spot: bool) -> None:
+        series = _series(vm.machine_type)
+        total = vm.full * per_vm
+        if preemptible:
+            standard = names.cpus(series) if spot else ()
+            quota = (names.PREEMPTIBLE_CPUS,)
+            subject = f"Preemptible {series} vCPUs"
+            self.add(subject, vm.region, "vCPUs", quota, total, vm.source, standard)
+        else:
+            self.add(f"{series} vCPUs", vm.region, "vCPUs", names.cpus(series), total, vm.source)
+        self.add("vCPUs", GLOBAL, "vCPUs", (names.CPUS_ALL_REGIONS,), total, vm.source)
+
+    def tpu_nodes(self, nodes: Machines) -> None:
+        """Cloud TPU API VMs, per zone and per region; reserved ones draw on on-demand quota
+        (Cloud TPU "Quotas" has no reserved type)."""
+        if nodes.tpu is None:
+            return
+        slices = tpu_slices(nodes)
+        preemptible = nodes.capacity == "spot"
         kind = "Preemptible " if preemptible else ""
-        add(
-            f"{kind}TPU {nodes.family.prefix} cores (Cloud TPU API)",
-            nodes.zone,
-            "cores",
-            names.tpu_api(nodes.family.prefix, preemptible, nodes.accelerator),
-            nodes.slices * nodes.cores_per_slice,
-            nodes.source,
-        )
-        hosts = nodes.slices * nodes.hosts_per_slice
-        add(
-            "external IP addresses",
-            nodes.region,
-            "addresses",
-            (names.IN_USE_ADDRESSES,),
-            hosts if nodes.external_ips else 0,
-            nodes.source,
-        )
+        family = nodes.tpu.family.prefix
+        for per, where in (("zone", nodes.zone), ("region", nodes.region)):
+            self.add(
+                f"{kind}TPU {family} TensorCores (Cloud TPU API, per {per})",
+                where,
+                "TensorCores",
+                names.tpu_api(family, preemptible, slices.accelerator, per),
+                slices.count * slices.cores,
+                nodes.source,
+                chips=nodes.chips,
+            )
+        hosts = slices.count * slices.hosts if nodes.external_ips else 0
+        quota = (names.IN_USE_ADDRESSES,)
+        self.add("external IP addresses", nodes.region, "addresses", quota, hosts, nodes.source)
+
+
+def quota_needs(needs: Needs, vcpus: Mapping[str, int]) -> list[QuotaNeed]:
+    """Every quota the plan draws on, with what it takes of each; `vcpus` maps a machine
+    type to its vCPUs (machine types missing from it are left out)."""
+    found = _Needs()
+    for vm in needs.vms:
+        if vm.capacity != "reservation":
+            found.vms(vm, vcpus)
+    for nodes in needs.tpu_nodes:
+        found.tpu_nodes(nodes)
     for share in needs.shares:
-        add(
-            f"Filestore {share.tier} GiB",
-            share.region,
-            "GiB",
-            names.filestore(share.tier),
-            share.gib,
-            share.source,
-        )
-    return list(found.values())
+        what, quota_names = names.STORAGE_QUOTAS[share.kind]
+        subject = f"{what} {share.tier} GiB"
+        found.add(subject, share.region, "GiB", quota_names(share.tier), share.gib, share.source)
+    return list(found.found.values())
 
 
 def _dimensions_value(
@@ -189,16 +216,32 @@ def _matches(info: cloudquotas_v1.QuotaInfo, name: CloudQuota) -> bool:
     )
 
 
-def _resolve(need: QuotaNeed, live: Live) -> Quota | None:
-    """The first of the need's quota names the project has, or None."""
+def _resolve(need: QuotaNeed, live: Live) -> tuple[Quota, QuotaNeed] | None:
+    """The quota the need is held to, with the need as that quota counts it: the first of its
+    names the project has; for Spot VMs, their standard quota where the preemptible one is
+    absent or zero; for Cloud TPU API quota, the need in chips where the quota counts chips.
+    None when the project has none of them."""
+    found = _first(need.names, need.location, live)
+    if need.standard and (found is None or found.limit == 0):
+        standard = _first(need.standard, need.location, live)
+        if standard is not None:
+            why = "no preemptible quota granted, so Spot VMs draw on"
+            return Quota(
+                f"{why} {standard.name}", standard.limit, standard.usage, standard.link
+            ), need
+    if found is not None and need.chips and names.counts_chips(found.name, found.shown):
+        subject = need.subject.replace("TensorCores", "chips")
+        return found, replace(need, subject=subject, amount=need.chips, unit="chips")
+    return (found, need) if found is not None else None
+
+
+def _first(candidates: tuple[QuotaName, ...], location: str, live: Live) -> Quota | None:
+    """The first of `candidates` the project has at `location`, or None."""
     page = QUOTAS_PAGE.format(project=live.project)
-    for name in need.names:
+    for name in candidates:
         if isinstance(name, Metric):
-            if need.location == GLOBAL:
-                listed = live.compute_project().quotas
-            elif need.location == region_of(need.location):
-                listed = live.region(need.location).quotas
-            else:
+            listed = _metrics(location, live)
+            if listed is None:
                 continue
             for quota in listed:
                 if quota.metric == name.name:
@@ -207,18 +250,40 @@ def _resolve(need: QuotaNeed, live: Live) -> Quota | None:
         for info in live.quota_infos(name.service):
             if not _matches(info, name):
                 continue
-            value = _dimensions_value(info, need.location, name.dimensions)
+            value = _dimensions_value(info, location, name.dimensions)
             if value is not None:
                 link = info.service_request_quota_uri or page
-                return Quota(info.quota_id, float(value), None, link)
+                shown = f"{info.quota_display_name} {info.metric_display_name}"
+                return Quota(info.quota_id, float(value), None, link, shown)
+    return None
+
+
+def _metrics(location: str, live: Live) -> list[compute_v1.Quota] | None:
+    """Compute Engine's quotas with usage for a region (`regions.get`) or the project
+    (`projects.get`); None for a zone, which has none."""
+    if location == GLOBAL:
+        return list(live.compute_project().quotas)
+    if location == region_of(location):
+        return list(live.region(location).quotas)
     return None
 
 
 def _absent(need: QuotaNeed, live: Live) -> str:
-    """What the project has instead, for "cannot check"."""
+    """What the project has instead, for "cannot check"; or, when Compute Engine listed no
+    quotas at all where it lists one for every project, why that is."""
+    metrics = any(isinstance(n, Metric) for n in (*need.names, *need.standard))
+    listed = _metrics(need.location, live) if metrics else None
+    if listed is not None and not listed:
+        where = "the project" if need.location == GLOBAL else need.location
+        return (
+            f"Compute Engine returned no quotas for {where} at all, where it lists every "
+            "quota for a project whose Compute Engine API is enabled and whose billing is "
+            "active: check the apis and billing findings, and run preflight again once "
+            "they pass"
+        )
     wanted = [
         n.name if isinstance(n, Metric) else "/".join((*n.ids, *n.display_names))
-        for n in need.names
+        for n in (*need.names, *need.standard)
     ]
     hint = ""
     words = [w for w in need.subject.replace("(", " ").split() if any(c.isdigit() for c in w)]
@@ -266,7 +331,7 @@ def judge(need: QuotaNeed, quota: Quota) -> Finding:
     )
 
 
-def _vcpus(vms: Iterable[Vms], live: Live) -> tuple[dict[str, int], list[Finding]]:
+def _vcpus(vms: Iterable[Machines], live: Live) -> tuple[dict[str, int], list[Finding]]:
     """vCPUs of each non-TPU machine type the plan creates (Compute API `machineTypes.get` in
     a zone it is placed in), and findings for those that could not be read."""
     counts: dict[str, int] = {}
@@ -318,14 +383,22 @@ def check(needs: Needs, live: Live) -> list[Finding]:
     resolved: dict[tuple[str, str], tuple[Quota, list[QuotaNeed]]] = {}
     for need in quota_needs(needs, vcpus):
         try:
-            quota = _resolve(need, live)
+            found = _resolve(need, live)
         except CannotCheck as error:
             findings.append(warn(NAME, need.title, str(error)))
             continue
-        if quota is None:
-            findings.append(warn(NAME, need.title, f"cannot check: {_absent(need, live)}"))
+        if found is None:
+            try:
+                why = _absent(need, live)
+            except CannotCheck as error:
+                why = str(error)
+            wanted = f"need {need.amount} {need.unit} ({need.keys})"
+            findings.append(warn(NAME, need.title, f"cannot check: {why}; {wanted}"))
             continue
-        resolved.setdefault((quota.name, need.location), (quota, []))[1].append(need)
+        quota, counted = found
+        # Spot VMs without preemptible quota share the standard quota with on-demand ones.
+        key = quota.name.rsplit(" ", 1)[-1]
+        resolved.setdefault((key, need.location), (quota, []))[1].append(counted)
     for quota, shared in resolved.values():
         findings.append(judge(_merged(shared, quota), quota))
     return findings

@@ -58,6 +58,11 @@ QuotaName = Metric | CloudQuota
 IN_USE_ADDRESSES = Metric("IN_USE_ADDRESSES")
 GPUS_ALL_REGIONS = Metric("GPUS_ALL_REGIONS")
 CPUS_ALL_REGIONS = Metric("CPUS_ALL_REGIONS")
+PREEMPTIBLE_CPUS = Metric("PREEMPTIBLE_CPUS")
+"""Preemptible vCPUs in a region, every machine series together: Spot VMs draw on it where it
+has been granted, and on the series' own quota where not (Compute Engine "Create and use Spot
+VMs": "to prevent Spot VMs from consuming your quotas for standard VMs' CPUs, GPUs, and
+disks, consider requesting preemptible quota")."""
 
 
 def _family_quota(family: str) -> CloudQuota:
@@ -143,13 +148,20 @@ v5e's serving sizes ("Creating a v5e instance for inference (v5litepod-1, v5lite
 v5litepod-8) requires serving quota types", Cloud TPU "Quotas", earlier revision)."""
 
 
-def tpu_api(family: str, preemptible: bool, accelerator: str) -> tuple[QuotaName, ...]:
-    """TensorCores per zone for Cloud TPU API nodes (TPU VMs, Slurm nodesets) of `family`."""
+def tpu_api(
+    family: str, preemptible: bool, accelerator: str, per: str = "zone"
+) -> tuple[QuotaName, ...]:
+    """Quota per zone (`per="zone"`) or per region (`per="region"`) for Cloud TPU API nodes
+    (TPU VMs, Slurm nodesets) of `family`. Cloud TPU "Quotas": "TPU cores per project per
+    region" and per zone both hold; reserved capacity draws on on-demand quota, there being no
+    reserved quota type any more. The unit, chips or TensorCores, is read off the quota's own
+    name (`counts_chips`)."""
     spot = "Preemptible" if preemptible else ""
+    scope = "Zone" if per == "zone" else "Region"
     found: list[QuotaName] = []
     if accelerator in SMALL and family == "v5litepod":
         found.append(
-            CloudQuota(TPU_API, ids=(f"TPUV5sLitepodServing{spot}PerProjectPerZoneForTPUAPI",))
+            CloudQuota(TPU_API, ids=(f"TPUV5sLitepodServing{spot}PerProjectPer{scope}ForTPUAPI",))
         )
     small = accelerator in SMALL and family in _TPU_API_DEVICES
     table = _TPU_API_DEVICES if small else _TPU_API
@@ -159,11 +171,18 @@ def tpu_api(family: str, preemptible: bool, accelerator: str) -> tuple[QuotaName
         found.append(
             CloudQuota(
                 TPU_API,
-                ids=(f"{stem}{spot}PerProjectPerZoneForTPUAPI",),
-                display_names=(f"{prefix}{display} per project per zone",),
+                ids=(f"{stem}{spot}PerProjectPer{scope}ForTPUAPI",),
+                display_names=(f"{prefix}{display} per project per {per}",),
             )
         )
     return tuple(found)
+
+
+def counts_chips(quota_id: str, shown: str) -> bool:
+    """Whether a Cloud TPU quota counts chips rather than TensorCores: Cloud TPU "Quotas" lets
+    v4 and later be granted in either, and the quota's name says which ("TPU v5p chips ...",
+    "TPU v5p cores ..."); v2 and v3 count TensorCores."""
+    return "chip" in f"{quota_id} {shown}".casefold()
 
 
 _GPUS: dict[str, tuple[str, str]] = {
@@ -184,7 +203,8 @@ _GPUS: dict[str, tuple[str, str]] = {
 
 
 def gpu(accelerator: str, preemptible: bool) -> tuple[QuotaName, ...]:
-    """GPUs per region of an accelerator type."""
+    """GPUs per region of an accelerator type; `preemptible`: the preemptible quota Spot VMs
+    draw on where it has been granted (`gpu(..., False)` where not)."""
     if accelerator not in _GPUS:
         return ()
     metric, family = _GPUS[accelerator]
@@ -231,3 +251,9 @@ def filestore(tier: str) -> tuple[QuotaName, ...]:
     if tier not in _FILESTORE:
         return ()
     return (CloudQuota(FILESTORE, ids=(_FILESTORE[tier],)),)
+
+
+STORAGE_QUOTAS = {"filestore": ("Filestore", filestore)}
+"""graph.capacity Storage kind -> how preflight names it and the quotas per region of a tier
+that hold it; a kind not here needs no quota of its own (a disk counts against nothing
+preflight reads)."""

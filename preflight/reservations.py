@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from google.cloud import compute_v1, tpu_v2alpha1
 
 from components.types import reservation_parts
+from graph.capacity import Machines
 from preflight.live import CannotCheck, Live
-from preflight.needs import Needs, TpuNodes
+from preflight.needs import Needs, tpu_reservation_parts, tpu_slices
 from preflight.report import Finding, fail, ok, warn
 
 NAME = "reservations"
@@ -51,7 +52,7 @@ def reservation_needs(needs: Needs) -> list[ReservationNeed]:
         key = (owner, name, zone, vm.machine_type)
         chips = vm.tpu.chips if vm.tpu else 0
         need = found.setdefault(key, ReservationNeed(owner, name, zone, vm.machine_type, chips))
-        need.count += vm.count
+        need.count += vm.full
         need.sources.append(vm.source)
     return list(found.values())
 
@@ -148,9 +149,9 @@ def _by_count(subject: str, figure: str, need: int, free: int, total: int) -> Fi
     return fail(NAME, subject, figure, f"grow the reservation by {need - total}")
 
 
-def judge_tpu(nodes: TpuNodes, reservations: list[tpu_v2alpha1.Reservation]) -> Finding:
+def judge_tpu(nodes: Machines, reservations: list[tpu_v2alpha1.Reservation]) -> Finding:
     """A Cloud TPU API reservation for TPU VMs or a Slurm nodeset."""
-    parts = nodes.reservation_parts
+    parts = tpu_reservation_parts(nodes)
     where = f"Cloud TPU reservation in {nodes.zone}"
     if parts is not None:
         where = f"Cloud TPU reservation {parts[0]}/{nodes.zone}/{parts[1]}"
@@ -177,10 +178,11 @@ def judge_tpu(nodes: TpuNodes, reservations: list[tpu_v2alpha1.Reservation]) -> 
         return warn(NAME, where, f"none ACTIVE ({states})", "wait until it is ACTIVE")
     best = max(active, key=lambda r: r.standard.size - r.standard.usage.total)
     unit = tpu_v2alpha1.Reservation.Standard.CapacityUnits(best.standard.capacity_units)
-    per_slice = nodes.cores_per_slice
+    slices = tpu_slices(nodes)
+    per_slice = slices.cores
     if unit == tpu_v2alpha1.Reservation.Standard.CapacityUnits.CHIPS:
-        per_slice //= nodes.family.cores_per_chip
-    need = nodes.slices * per_slice
+        per_slice = slices.hosts * nodes.chips_per_node
+    need = slices.count * per_slice
     free = best.standard.size - best.standard.usage.total
     units = unit.name.lower() if unit.name != "CAPACITY_UNITS_UNSPECIFIED" else "units"
     figure = f"{best.standard.size} {units}, {best.standard.usage.total} in use; need {need}"
@@ -198,9 +200,10 @@ def check(needs: Needs, live: Live) -> list[Finding]:
             continue
         findings.append(judge(need, reservation, zones, needs.project))
     for nodes in needs.tpu_nodes:
-        if nodes.capacity != "reserved":
+        if nodes.capacity != "reservation":
             continue
-        owner = nodes.reservation_parts[0] if nodes.reservation_parts else needs.project
+        parts = tpu_reservation_parts(nodes)
+        owner = parts[0] if parts else needs.project
         try:
             listed = live.tpu_reservations(owner, nodes.zone)
         except CannotCheck as error:

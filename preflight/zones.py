@@ -13,8 +13,9 @@ from collections.abc import Callable
 
 from google.cloud import compute_v1
 
+from graph.capacity import Machines
 from preflight.live import CannotCheck, Live
-from preflight.needs import Needs, TpuNodes
+from preflight.needs import Needs, tpu_slices
 from preflight.report import Finding, fail, ok, warn
 
 NAME = "zones"
@@ -146,22 +147,23 @@ def _gpu_finding(
     )
 
 
-def _tpu_finding(nodes: TpuNodes, live: Live) -> Finding:
-    subject = f"Cloud TPU {nodes.accelerator} in {nodes.zone}"
-    if live.tpu_accelerator_type(nodes.zone, nodes.accelerator) is None:
+def _tpu_finding(nodes: Machines, live: Live) -> Finding:
+    accelerator, runtime = tpu_slices(nodes).accelerator, tpu_slices(nodes).runtime
+    subject = f"Cloud TPU {accelerator} in {nodes.zone}"
+    if live.tpu_accelerator_type(nodes.zone, accelerator) is None:
         return fail(
             NAME,
             subject,
-            f"the Cloud TPU API offers no {nodes.accelerator} there ({nodes.source})",
+            f"the Cloud TPU API offers no {accelerator} there ({nodes.source})",
             "pick a zone that offers it (gcloud compute tpus accelerator-types list --zone=Z)",
         )
     versions = live.tpu_runtime_versions(nodes.zone)
-    if nodes.runtime in versions:
-        return ok(NAME, subject, f"offered, with runtime {nodes.runtime} ({nodes.source})")
-    family = [v for v in versions if v.split("-")[:2] == nodes.runtime.split("-")[:2]]
+    if runtime in versions:
+        return ok(NAME, subject, f"offered, with runtime {runtime} ({nodes.source})")
+    family = [v for v in versions if v.split("-")[:2] == runtime.split("-")[:2]]
     return fail(
         NAME,
-        f"Cloud TPU runtime {nodes.runtime} in {nodes.zone}",
+        f"Cloud TPU runtime {runtime} in {nodes.zone}",
         f"not offered ({nodes.source})",
         f"use one it offers: {_short(family or versions)}",
     )
@@ -169,7 +171,10 @@ def _tpu_finding(nodes: TpuNodes, live: Live) -> Finding:
 
 def _tpu_findings(needs: Needs, live: Live) -> list[Finding]:
     return [
-        _guarded(f"Cloud TPU {n.accelerator} in {n.zone}", lambda n=n: _tpu_finding(n, live))
+        _guarded(
+            f"Cloud TPU {tpu_slices(n).accelerator} in {n.zone}",
+            lambda n=n: _tpu_finding(n, live),
+        )
         for n in needs.tpu_nodes
     ]
 

@@ -13,14 +13,16 @@ import csv
 import io
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import date
 from enum import StrEnum
 from pathlib import Path
 
 CATALOG_FILE = Path(__file__).with_name("catalog.csv")
 ANY = "*"
-HOURS_PER_BILLING_MONTH = 730
-"""Google turns monthly prices (disks, Filestore: per GB-month) into hours at 730 h a month
-(Compute Engine disk pricing; the Billing Catalog's `GiBy.mo` SKUs; S1's `month` = 730 h)."""
+HOURS_PER_MONTH = 730
+"""A month is 730 hours, as Google's pricing calculator and Infracost reckon it, and as Google
+turns monthly prices (disks, Filestore: per GB-month) into hourly ones (Compute Engine disk
+pricing; the Billing Catalog's `GiBy.mo` SKUs). Every monthly figure the plan prints uses it."""
 
 
 class Kind(StrEnum):
@@ -75,8 +77,9 @@ SOURCES: dict[str, Source] = {
         "fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml",
     ),
     "skypilot": Source(
-        "SkyPilot catalog vms.csv (built from the Cloud Billing Catalog API by "
-        "sky/catalog/data_fetchers/fetch_gcp.py); the commit's date is not known",
+        "SkyPilot catalog vms.csv at 8427bbf (built from the Cloud Billing Catalog API by "
+        "sky/catalog/data_fetchers/fetch_gcp.py), read 2026-11-23; the snapshot carries no "
+        "date of its own, and newer public catalogs differ from it: refresh",
         "https://github.com/skypilot-org/skypilot-catalog/blob/"
         "8427bbff988abdd050a9f51addd314ef31cb4e85/catalogs/v8/gcp/vms.csv",
     ),
@@ -126,7 +129,7 @@ class PriceRow:
     source: str
     """A key of `SOURCES`."""
     as_of: str
-    """The date the price was read at its source (YYYY-MM-DD), or `undated`."""
+    """The date the price was read at its source, or took effect there (YYYY-MM-DD)."""
     note: str = ""
 
     @property
@@ -168,6 +171,13 @@ def _row(line: int, raw: dict[str, str]) -> PriceRow:
         raise CatalogError(f"catalog.csv line {line}: unknown source {raw['source']!r}")
     if status is Status.UNKNOWN and not raw["note"]:
         raise CatalogError(f"catalog.csv line {line}: an unknown price needs a note saying why")
+    try:
+        date.fromisoformat(raw["as_of"])
+    except ValueError:
+        raise CatalogError(
+            f"catalog.csv line {line}: as_of {raw['as_of']!r} is not a date (YYYY-MM-DD): every "
+            "price says when it was read"
+        ) from None
     return PriceRow(
         kind=kind,
         item=raw["item"],

@@ -12,17 +12,15 @@ out; nothing here reads the network.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from components import tpu_catalog
 from components.gke.config import PROVISIONER_SOURCE
 from components.gke.quota import Flavor, allocate
 from components.locations import region_of
-from components.slurm.config import CORES_PER_WORKER, V2_V3_CORES_PER_CHIP
-from plan.diff import integral
-from plan.engine import Graph, Registration
+from graph import capacity, types
+from graph.model import Graph, Registration
 from prices import quotes
 from prices.catalog import Catalog, PriceRow
 from prices.coverage import FLEX_START, ON_DEMAND, RESERVATION, SPOT, tpu_price_item
@@ -30,14 +28,9 @@ from prices.quotes import Quote
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
 
-HOURS_PER_MONTH = 720
-"""A 30-day month, the month the plan reports in."""
 NAT_VM_CAP = 32
 """Cloud NAT bills a gateway for at most 32 VMs an hour (Cloud NAT pricing; Cyclenerd's
 pricing.pl: "The per-hour rate is capped at 32 VM instances")."""
-REGIONAL_CLUSTER_ZONES = 3
-"""GKE puts a regional cluster's node pools in three of its region's zones unless told
-otherwise ("Regional clusters"), and the CPU pool's bounds count per zone."""
 
 LEFT_OUT: tuple[str, ...] = (
     "sustained-use discounts (vCPU and memory of N1, up to 30%, and N2, N2D, C2, up to 20%, "
@@ -72,36 +65,43 @@ SYSTEMS: dict[str, str] = {
 """Top-level config key -> the system it belongs to (README "Systems")."""
 
 BILLED_BY_USE = {
-    "gcp:storage/bucket:Bucket": "bytes stored (left out)",
-    "pulumi-python:dynamic/slurm:RuntimeScripts": "objects in the Slurm bucket (bytes, left out)",
+    types.BUCKET: "bytes stored (left out)",
+    types.SLURM_RUNTIME_SCRIPTS: "objects in the Slurm bucket (bytes, left out)",
 }
 FREE_TYPES = frozenset(
     {
-        "gcp:compute/firewall:Firewall",
-        "gcp:compute/network:Network",
-        "gcp:compute/router:Router",
-        "gcp:compute/subnetwork:Subnetwork",
-        "gcp:compute/resourcePolicy:ResourcePolicy",
-        "gcp:compute/instanceTemplate:InstanceTemplate",
-        "gcp:projects/service:Service",
-        "gcp:projects/iAMMember:IAMMember",
-        "gcp:projects/iAMCustomRole:IAMCustomRole",
-        "gcp:serviceaccount/account:Account",
-        "gcp:serviceaccount/iAMMember:IAMMember",
-        "gcp:storage/bucketIAMMember:BucketIAMMember",
-        "gcp:storage/bucketObject:BucketObject",
-        "pulumi-python:dynamic/slurm:TpuCleanup",
-        "pulumi-python:dynamic/slurm:ComputeCleanup",
-        "gcp:compute/resizeRequest:ResizeRequest",
-        "pulumi-python:dynamic/compute:FlexCapacity",
-        "pulumi-python:dynamic/compute:StartupWait",
-        "pulumi-python:dynamic/tpu:StartupWait",
-        "gcp:monitoring/dashboard:Dashboard",
+        types.FIREWALL,
+        types.NETWORK,
+        types.ROUTER,
+        types.SUBNETWORK,
+        types.RESOURCE_POLICY,
+        types.INSTANCE_TEMPLATE,
+        types.SERVICE,
+        types.PROJECT_IAM_MEMBER,
+        types.CUSTOM_ROLE,
+        types.SERVICE_ACCOUNT,
+        types.SERVICE_ACCOUNT_IAM_MEMBER,
+        types.BUCKET_IAM_MEMBER,
+        types.BUCKET_OBJECT,
+        types.SLURM_TPU_CLEANUP,
+        types.SLURM_COMPUTE_CLEANUP,
+        types.FLEX_CAPACITY,
+        types.GPU_STARTUP_WAIT,
+        types.TPU_STARTUP_WAIT,
+        types.DASHBOARD,
     }
 )
 """Resources with no charge of their own (a template bills through its group's VMs, and so
-does a resize request; a bucket object through its bucket's bytes; Slurm's cleanup deletes
-TPU and Compute Engine VMs on destroy; Cloud Monitoring dashboards are free)."""
+do a flex-start group's resize requests; a startup wait only reads; a bucket object bills
+through its bucket's bytes; Slurm's cleanup deletes TPU and Compute Engine VMs on destroy;
+Cloud Monitoring dashboards are free)."""
+
+
+STORAGE_PRICES: dict[str, tuple[Callable[[Catalog, str, str], Quote], str]] = {
+    "disk": (quotes.disk, "GB"),
+    "filestore": (quotes.filestore, "GiB"),
+}
+"""graph.capacity Storage kind -> its quote (catalog, tier, region) and the unit of its size."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +169,18 @@ class Line:
     """VMs at idle and full scale, for the NAT gateway that serves them."""
     nat: str | None = None
     """Config key of the Cloud NAT the VMs reach the internet through."""
+    chips: int = 0
+    """TPU chips at full scale."""
+    gpus: int = 0
+    """GPUs at full scale."""
+    deferred: bool = False
+    """A group whose new template reaches its running VMs only when they are recreated
+    (graph.capacity `rollout`): a diff books the new price for new VMs alone."""
+
+    @property
+    def unpriced_units(self) -> tuple[tuple[str, float, float], ...]:
+        """(what, idle, full) of the parts with no known price: their changes are changes."""
+        return tuple((p.quote.what, p.idle, p.full) for p in self.parts if not p.quote.known)
 
     @property
     def idle(self) -> Amount:
@@ -246,50 +258,36 @@ def _count(idle: int, full: int) -> str:
     return str(full) if idle == full else f"{idle}..{full}"
 
 
-def _zones(location: str, node_locations: list[str]) -> int:
-    if node_locations:
-        return len(node_locations)
-    return 1 if region_of(location) != location else REGIONAL_CLUSTER_ZONES
-
-
-def pool_nodes(inputs: Mapping[str, Any]) -> tuple[int, int]:
-    """(idle, full) nodes of a GKE node pool from its inputs: a fixed count per zone, or
-    autoscaling bounds per zone or in total; a flex-start pool rests at zero."""
-    zones = _zones(inputs.get("location", ""), inputs.get("nodeLocations") or [])
-    scaling = inputs.get("autoscaling") or {}
-    if "nodeCount" in inputs:
-        low = high = inputs["nodeCount"] * zones
-    elif "totalMaxNodeCount" in scaling:
-        low, high = scaling.get("totalMinNodeCount", 0), scaling["totalMaxNodeCount"]
-    elif "maxNodeCount" in scaling:
-        low, high = scaling.get("minNodeCount", 0) * zones, scaling["maxNodeCount"] * zones
-    else:
-        low = high = inputs.get("initialNodeCount", 0) * zones
-    if (inputs.get("queuedProvisioning") or {}).get("enabled"):
-        low = 0
-    return low, high
-
-
-def pool_capacity(node_config: Mapping[str, Any]) -> str:
-    if node_config.get("flexStart"):
-        return FLEX_START
-    if node_config.get("spot"):
-        return SPOT
-    affinity = node_config.get("reservationAffinity") or {}
-    if affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION":
-        return RESERVATION
-    return ON_DEMAND
-
-
-_TPU_VM_CAPACITY = {
+_PRICE_CAPACITY: dict[str, str] = {
     "on-demand": ON_DEMAND,
-    "reserved": RESERVATION,
     "spot": SPOT,
-    # Cloud TPU bills Spot and preemptible (best-effort) TPUs at the one "Preemptible" SKU per
-    # family: the Billing Catalog tells them apart by nothing else (SkyPilot fetch_gcp.py).
-    "best-effort": SPOT,
     "flex-start": FLEX_START,
+    "reservation": RESERVATION,
 }
+"""How machines get capacity -> the catalog's capacity. Cloud TPU bills Spot and preemptible
+(best-effort) TPUs at the one "Preemptible" SKU per family: the Billing Catalog tells them
+apart by nothing else (SkyPilot fetch_gcp.py), and graph.capacity reads both as Spot."""
+
+
+def _units(m: capacity.Machines) -> str:
+    """What machines are, in numbers: `1..4 x ct5p-hightpu-4t, 16 v5p chips`."""
+    count = _count(m.idle, m.full)
+    if m.capacity == "reservation" and m.idle != m.full:
+        return f"{_plain_units(m, count)}, the reservation billed for {m.full} while idle"
+    return _plain_units(m, count)
+
+
+def _plain_units(m: capacity.Machines, count: str) -> str:
+    if m.tpu is None:
+        return f"{count} x {m.machine_type}"
+    chips = f"{m.chips} {m.tpu.family.prefix} chips"
+    if m.slices is None:
+        return f"{count} x {m.machine_type}, {chips}"
+    idle_slices = m.idle // m.slices.hosts
+    return (
+        f"{_count(idle_slices, m.slices.count)} x {m.slices.accelerator}, {chips} on "
+        f"{m.full} {'TPU VMs' if m.tpu_api else 'hosts'}"
+    )
 
 
 class _Builder:
@@ -303,23 +301,20 @@ class _Builder:
 
     def line(
         self,
-        r: Registration | None,
         *,
-        key: str = "",
-        label: str = "",
-        config_key: str | None = None,
+        key: str,
+        label: str,
+        config_key: str,
         capacity: str = "",
         units: str,
         parts: Iterable[tuple[Quote, float, float]],
         quota_source: str | None = None,
         vms: tuple[int, int] = (0, 0),
         nat: str | None = None,
+        chips: int = 0,
+        gpus: int = 0,
+        deferred: bool = False,
     ) -> None:
-        if r is not None:
-            key = key or r.urn
-            label = label or f"{_short_type(r.type)} {r.name}"
-            config_key = config_key if config_key is not None else self.keys.get(r.urn, "")
-        config_key = config_key or ""
         self.lines.append(
             Line(
                 key=key,
@@ -332,41 +327,59 @@ class _Builder:
                 quota_source=quota_source,
                 vms=vms,
                 nat=nat,
+                chips=chips,
+                gpus=gpus,
+                deferred=deferred,
             )
         )
 
-    def capacity_line(self, config_key: str, label: str, **line: Any) -> None:
-        """A line for capacity others create from the config, with no resource of its own:
-        its config key is its key."""
-        self.line(None, key=config_key, label=label, config_key=config_key, **line)
+    def resource_line(self, r: Registration, **line: Any) -> None:
+        self.line(
+            key=r.urn,
+            label=f"{types.short(r.type)} {r.name}",
+            config_key=self.keys.get(r.urn, ""),
+            **line,
+        )
 
-    def vm_parts(
-        self,
-        machine_type: str,
-        region: str,
-        capacity: str,
-        gpus: list[Mapping[str, Any]],
-        disk: tuple[str, float] | None,
-        idle: int,
-        full: int,
-    ) -> list[tuple[Quote, float, float]]:
-        """The machine of `idle` and `full` VMs, the GPUs an N1 machine attaches, and each
-        VM's boot disk."""
-        parts: list[tuple[Quote, float, float]] = [
-            (quotes.machine(self.catalog, machine_type, region, capacity), idle, full)
-        ]
-        if quotes.gpus_billed_apart(machine_type):
-            for gpu in gpus:
-                quote = quotes.attached_gpu(self.catalog, gpu["type"], region, capacity)
-                parts.append((quote, idle * gpu["count"], full * gpu["count"]))
-        if disk is not None:
-            disk_type, size = disk
+    def vm_parts(self, m: capacity.Machines, capacity_: str) -> list[tuple[Quote, float, float]]:
+        """The machines of `m` at idle and full scale: TPU chips (and their host, where the
+        catalog names one), or the machine type with the GPUs an N1 machine attaches; and each
+        VM's boot disk. An autoscaled pool on a reservation bills the reservation, taken as
+        large as the pool's maximum, whether its nodes run or not (Cloud TPU "Consumption
+        options", Compute Engine "Reservations": a reservation is billed while it exists);
+        its boot disks exist only with the nodes."""
+        region, full = m.region, m.full
+        idle = full if m.capacity == "reservation" else m.idle
+        parts: list[tuple[Quote, float, float]] = []
+        if m.tpu is not None:
+            per_slice = m.slices.hosts if m.slices is not None else m.full
+            item = tpu_price_item(m.tpu.family, per_slice * m.tpu.chips)
+            chips = m.tpu.chips
+            parts.append(
+                (quotes.tpu_chip(self.catalog, item, region, capacity_), idle * chips, full * chips)
+            )
+            if m.machine_type:
+                host = quotes.tpu_host(self.catalog, m.machine_type, region, capacity_)
+                parts.append((host, idle, full))
+        else:
+            parts.append(
+                (quotes.machine(self.catalog, m.machine_type, region, capacity_), idle, full)
+            )
+            if quotes.gpus_billed_apart(m.machine_type):
+                for gpu_type, count in m.gpus:
+                    quote = quotes.attached_gpu(self.catalog, gpu_type, region, capacity_)
+                    parts.append((quote, idle * count, full * count))
+        if m.boot_disk is not None:
+            disk_type, size = m.boot_disk
             quote = quotes.disk(self.catalog, disk_type, region)
-            parts.append((quote, idle * size, full * size))
+            parts.append((quote, m.idle * size, full * size))
         return parts
 
-    def quota_source(self, config_key: str) -> str | None:
-        root, index = _entry(config_key)
+    def quota_source(self, m: capacity.Machines) -> str | None:
+        """The slice entry, GPU pool or provisioner shape whose chips teams' quotas split."""
+        if m.system is capacity.System.PROVISIONER:
+            return f"{PROVISIONER_SOURCE}{m.name}"
+        root, index = _entry(m.config_key)
         if index is None:
             return None
         if root == "tpuSlices":
@@ -375,240 +388,55 @@ class _Builder:
             return self.config.gpu_pools[index].name
         return None
 
-    def node_pool(self, r: Registration) -> None:
-        i = integral(r.inputs)
-        node_config = i.get("nodeConfig") or {}
-        machine_type = node_config.get("machineType", "")
-        region = region_of((i.get("nodeLocations") or [i.get("location", "")])[0])
-        capacity = pool_capacity(node_config)
-        idle, full = pool_nodes(i)
-        disk = (node_config.get("diskType", "pd-balanced"), node_config.get("diskSizeGb", 100))
-        config_key = self.keys.get(r.urn, "")
-        host = tpu_catalog.TPU_HOSTS.get(machine_type)
-        if host is not None:
-            family, chips = host.family, host.chips
-            item = tpu_price_item(family, chips * full)
-            parts = [
-                (quotes.tpu_chip(self.catalog, item, region, capacity), idle * chips, full * chips),
-                (quotes.tpu_host(self.catalog, machine_type, region, capacity), idle, full),
-                (quotes.disk(self.catalog, disk[0], region), idle * disk[1], full * disk[1]),
-            ]
-            units = f"{_count(idle, full)} x {machine_type}, {full * chips} {family.prefix} chips"
-        else:
-            gpus = node_config.get("guestAccelerators") or []
-            parts = self.vm_parts(machine_type, region, capacity, gpus, disk, idle, full)
-            units = f"{_count(idle, full)} x {machine_type}"
+    def nat(self, m: capacity.Machines) -> str | None:
+        """The config key of the Cloud NAT these machines reach the internet through: the
+        stack's, a GPU cluster's own, or none (TPU VMs on a network of their own)."""
+        root, index = _entry(m.config_key)
+        if index is None:
+            return "network"
+        if root == "gpuClusters" and self.config.gpu_clusters[index].network != "default":
+            return m.config_key
+        if root == "tpuVms" and self.config.tpu_vms[index].network is not None:
+            return None
+        slurm = self.config.slurm
+        if m.config_key.startswith("slurm.tpuNodesets[") and slurm is not None:
+            return "network" if slurm.tpu_nodesets[index].subnetwork is None else None
+        return "network"
+
+    def machines(self, m: capacity.Machines) -> None:
+        capacity_ = _PRICE_CAPACITY[m.capacity]
         self.line(
-            r,
-            capacity=capacity,
+            key=m.key,
+            label=m.label,
+            config_key=m.config_key,
+            capacity=capacity_,
+            units=_units(m),
+            parts=self.vm_parts(m, capacity_),
+            quota_source=self.quota_source(m),
+            vms=(m.idle, m.full),
+            nat=self.nat(m),
+            chips=m.chips,
+            gpus=m.gpu_count,
+            deferred=m.rollout == "opportunistic",
+        )
+
+    def storage(self, s: capacity.Storage) -> None:
+        price, unit = STORAGE_PRICES[s.kind]
+        quote = price(self.catalog, s.tier, s.region)
+        units = f"{s.gib} {unit} {s.tier}"
+        self.line(
+            key=s.key,
+            label=s.label,
+            config_key=s.config_key,
             units=units,
-            parts=parts,
-            quota_source=self.quota_source(config_key),
-            vms=(idle, full),
-            nat="network",
-        )
-
-    def instance(self, r: Registration) -> None:
-        i = integral(r.inputs)
-        params = (i.get("bootDisk") or {}).get("initializeParams") or {}
-        spot = (i.get("scheduling") or {}).get("provisioningModel") == "SPOT"
-        capacity = SPOT if spot else ON_DEMAND
-        disk = (params.get("type", "pd-standard"), params.get("size", 10))
-        parts = self.vm_parts(i["machineType"], region_of(i["zone"]), capacity, [], disk, 1, 1)
-        self.line(
-            r,
-            capacity=capacity,
-            units=f"1 x {i['machineType']}",
-            parts=parts,
-            vms=(1, 1),
-            nat="network",
-        )
-
-    def disk(self, r: Registration) -> None:
-        i = integral(r.inputs)
-        quote = quotes.disk(self.catalog, i.get("type", "pd-standard"), region_of(i["zone"]))
-        size = i.get("size", 0)
-        self.line(r, units=f"{size} GB {i.get('type', 'pd-standard')}", parts=[(quote, size, size)])
-
-    def instance_group(self, r: Registration) -> None:
-        i = integral(r.inputs)
-        templates = [
-            t
-            for t in self.graph.of_type("gcp:compute/instanceTemplate:InstanceTemplate")
-            if t.parent == r.parent
-        ]
-        config_key = self.keys.get(r.urn, "")
-        if len(templates) != 1:
-            self.unpriced.append(f"{r.type} {r.name} (its instance template is not one)")
-            return
-        template = integral(templates[0].inputs)
-        model = str((template.get("scheduling") or {}).get("provisioningModel", "STANDARD"))
-        reserved = (template.get("reservationAffinity") or {}).get("type") in (
-            "SPECIFIC_RESERVATION",
-            "ANY_RESERVATION",
-        )
-        capacity = {"SPOT": SPOT, "FLEX_START": FLEX_START}.get(
-            model, RESERVATION if reserved else ON_DEMAND
-        )
-        boot = next((d for d in template.get("disks") or [] if d.get("boot")), {})
-        disk = (boot.get("diskType", "pd-standard"), boot.get("diskSizeGb", 10))
-        # A flex-start group has no target size: its resize requests bring it to its size
-        # (FlexCapacity) when capacity is found, for their run duration, and it rests at none.
-        requests = [
-            integral(q.inputs).get("size", 0)
-            for q in self.graph.of_type("pulumi-python:dynamic/compute:FlexCapacity")
-            if q.parent == r.parent
-        ]
-        count = i.get("targetSize", 0) + sum(requests)
-        idle = 0 if requests and "targetSize" not in i else count
-        machine_type = template["machineType"]
-        parts = self.vm_parts(
-            machine_type,
-            region_of(i["zone"]),
-            capacity,
-            template.get("guestAccelerators") or [],
-            disk,
-            idle,
-            count,
-        )
-        root, index = _entry(config_key)
-        own_nat = (
-            root == "gpuClusters"
-            and index is not None
-            and self.config.gpu_clusters[index].network != "default"
-        )
-        self.line(
-            r,
-            capacity=capacity,
-            units=f"{count} x {machine_type}",
-            parts=parts,
-            vms=(idle, count),
-            nat=config_key if own_nat else "network",
-        )
-
-    def filestore(self, r: Registration) -> None:
-        i = integral(r.inputs)
-        size = (i.get("fileShares") or {}).get("capacityGb", 0)
-        quote = quotes.filestore(self.catalog, i["tier"], region_of(i["location"]))
-        self.line(r, units=f"{size} GiB {i['tier']}", parts=[(quote, size, size)])
-
-    def queued_resource(self, r: Registration) -> None:
-        i = integral(r.inputs)
-        shape = tpu_catalog.resolve(i["acceleratorType"])
-        slices = i["nodeCount"]
-        region = region_of(i["zone"])
-        capacity = _TPU_VM_CAPACITY[i["capacity"]]
-        item = tpu_price_item(shape.family, shape.chips)
-        chips = shape.chips * slices
-        hosts = shape.hosts * slices
-        parts = [(quotes.tpu_chip(self.catalog, item, region, capacity), chips, chips)]
-        if shape.machine_type:
-            host = quotes.tpu_host(self.catalog, shape.machine_type, region, capacity)
-            parts.append((host, hosts, hosts))
-        root, index = _entry(self.keys.get(r.urn, ""))
-        on_stack_network = (
-            root == "tpuVms" and index is not None and (self.config.tpu_vms[index].network is None)
-        )
-        self.line(
-            r,
-            capacity=capacity,
-            units=f"{slices} x {shape.accelerator}, {chips} chips on {hosts} TPU VMs",
-            parts=parts,
-            vms=(hosts, hosts),
-            nat="network" if on_stack_network else None,
+            parts=[(quote, s.gib, s.gib)],
         )
 
     def cluster(self, r: Registration) -> None:
         region = region_of(r.inputs.get("location", ""))
-        self.line(r, units="1 cluster", parts=[(quotes.gke_cluster(self.catalog, region), 1, 1)])
-
-    def slurm_nodesets(self) -> None:
-        slurm = self.config.slurm
-        if slurm is None:
-            return
-        ctx = self.config.context
-        for index, nodeset in enumerate(slurm.tpu_nodesets):
-            family_prefix = nodeset.family or ""
-            family = tpu_catalog.resolve(f"{family_prefix}-8").family
-            # One Slurm node is one TPU VM of four chips (8 TensorCores, CORES_PER_WORKER).
-            chips_per_node = CORES_PER_WORKER // V2_V3_CORES_PER_CHIP
-            item = tpu_price_item(family, nodeset.cores // V2_V3_CORES_PER_CHIP)
-            capacity = (
-                RESERVATION if nodeset.reserved else SPOT if nodeset.preemptible else ON_DEMAND
-            )
-            idle = nodeset.node_count_static
-            full = nodeset.node_count_static + nodeset.node_count_dynamic_max
-            region = region_of(ctx.zone_of(nodeset.zone))
-            quote = quotes.tpu_chip(self.catalog, item, region, capacity)
-            self.capacity_line(
-                f"slurm.tpuNodesets[{index}]",
-                f"Slurm nodeset {nodeset.name}",
-                capacity=capacity,
-                units=f"{idle}..{full} TPU VMs of {chips_per_node} {family.prefix} chips",
-                parts=[(quote, idle * chips_per_node, full * chips_per_node)],
-                vms=(idle, full),
-                nat="network" if nodeset.subnetwork is None else None,
-            )
-
-    def slurm_cpu_nodesets(self) -> None:
-        """CPU nodesets' VMs, which the controller creates from their templates: static nodes
-        at idle, every dynamic one at full scale, in the zone they would land in."""
-        slurm = self.config.slurm
-        if slurm is None:
-            return
-        ctx = self.config.context
-        for index, nodeset in enumerate(slurm.cpu_nodesets):
-            capacity = SPOT if nodeset.spot else ON_DEMAND
-            idle = nodeset.node_count_static
-            full = idle + nodeset.node_count_dynamic_max
-            gpus = nodeset.gpus()
-            self.capacity_line(
-                f"slurm.cpuNodesets[{index}]",
-                f"Slurm nodeset {nodeset.name}",
-                capacity=capacity,
-                units=f"{idle}..{full} x {nodeset.machine_type}",
-                parts=self.vm_parts(
-                    nodeset.machine_type,
-                    ctx.region,
-                    capacity,
-                    [] if gpus is None else [{"type": gpus.type, "count": gpus.count}],
-                    (nodeset.disk_type, nodeset.disk_size_gb),
-                    idle,
-                    full,
-                ),
-                vms=(idle, full),
-                nat="network",
-            )
-
-    def provisioner(self) -> None:
-        gke = self.config.gke
-        if not gke.tpu_provisioner.enabled:
-            return
-        for accelerator, shape in gke.tpu_provisioner.shapes().items():
-            slices = gke.tpu_provisioner.quota[accelerator]
-            region = region_of(gke.provisioner_zone)
-            chips = slices * shape.chips
-            hosts = slices * shape.hosts
-            item = tpu_price_item(shape.family, shape.chips)
-            self.capacity_line(
-                f"tpuProvisioner.quota.{accelerator}",
-                f"TPU provisioner {accelerator} pools",
-                # Pods may select Spot or a reservation; the provisioner's pools are priced as
-                # it creates them by default.
-                capacity=ON_DEMAND,
-                units=f"0..{slices} x {accelerator}, {chips} chips on {hosts} hosts",
-                parts=[
-                    (quotes.tpu_chip(self.catalog, item, region, ON_DEMAND), 0, chips),
-                    (
-                        quotes.tpu_host(self.catalog, shape.machine_type, region, ON_DEMAND),
-                        0,
-                        hosts,
-                    ),
-                ],
-                quota_source=f"{PROVISIONER_SOURCE}{accelerator}",
-                vms=(0, hosts),
-                nat="network",
-            )
+        self.resource_line(
+            r, units="1 cluster", parts=[(quotes.gke_cluster(self.catalog, region), 1, 1)]
+        )
 
     def nats(self, nat_resources: list[Registration]) -> None:
         """A gateway bills per VM it serves, up to 32; run after every VM's line."""
@@ -618,39 +446,40 @@ class _Builder:
             idle = sum(line.vms[0] for line in served)
             full = sum(line.vms[1] for line in served)
             quote = quotes.nat_vm(self.catalog, r.inputs.get("region", ""))
-            self.line(
+            self.resource_line(
                 r,
                 units=f"{idle}..{full} VMs, billed for at most {NAT_VM_CAP}",
                 parts=[(quote, min(idle, NAT_VM_CAP), min(full, NAT_VM_CAP))],
             )
 
     def build(self) -> None:
-        handlers = {
-            "gcp:container/cluster:Cluster": self.cluster,
-            "gcp:container/nodePool:NodePool": self.node_pool,
-            "gcp:compute/instance:Instance": self.instance,
-            "gcp:compute/disk:Disk": self.disk,
-            "gcp:compute/instanceGroupManager:InstanceGroupManager": self.instance_group,
-            "gcp:filestore/instance:Instance": self.filestore,
-            "pulumi-python:dynamic/tpu:QueuedResource": self.queued_resource,
-        }
+        inventory = capacity.read(self.graph)
         nat_resources = []
         for r in self.graph.resources_to_apply:
-            if r.type in handlers:
-                handlers[r.type](r)
-            elif r.type == "gcp:compute/routerNat:RouterNat":
+            if r.type == types.CLUSTER:
+                self.cluster(r)
+            elif r.type == types.ROUTER_NAT:
                 nat_resources.append(r)
-            elif not (r.type in FREE_TYPES or r.type in BILLED_BY_USE or _free_elsewhere(r.type)):
+            elif not (r.type in capacity.READERS or _free(r.type)):
                 self.unpriced.append(f"{r.type} {r.name}")
-        self.slurm_nodesets()
-        self.slurm_cpu_nodesets()
-        self.provisioner()
+        for item in inventory.items:
+            if isinstance(item, capacity.Machines):
+                self.machines(item)
+            else:
+                self.storage(item)
+        self.unpriced += [f"{u.label} ({u.why})" for u in inventory.unread]
         self.nats(nat_resources)
 
 
-def _free_elsewhere(type_: str) -> bool:
-    """Kubernetes objects and providers bill nothing of their own: the nodes they run on do."""
-    return type_.startswith(("kubernetes:", "pulumi:providers:"))
+def _free(type_: str) -> bool:
+    """Resources that bill nothing of their own: Kubernetes objects and providers bill
+    through the nodes they run on."""
+    return (
+        type_ in FREE_TYPES
+        or type_ in BILLED_BY_USE
+        or types.is_kubernetes(type_)
+        or types.is_provider(type_)
+    )
 
 
 def team_shares(config: StackConfig, lines: Iterable[Line]) -> dict[str, Share]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from components import gpu_catalog
 from prices import machines
-from prices.catalog import HOURS_PER_BILLING_MONTH, Catalog, Kind, PriceRow, Status
+from prices.catalog import HOURS_PER_MONTH, Catalog, Kind, PriceRow, Status
 from prices.coverage import ANY_CAPACITY, GKE_FEE, NAT, ON_DEMAND, RESERVATION
 
 _PER_HOUR = {
@@ -21,8 +21,8 @@ _PER_HOUR = {
     "GiB-hour": 1.0,
     "VM-hour": 1.0,
     "cluster-hour": 1.0,
-    "GB-month": 1 / HOURS_PER_BILLING_MONTH,
-    "GiB-month": 1 / HOURS_PER_BILLING_MONTH,
+    "GB-month": 1 / HOURS_PER_MONTH,
+    "GiB-month": 1 / HOURS_PER_MONTH,
 }
 """A row's unit -> the factor that turns its price into one per hour."""
 

@@ -200,7 +200,7 @@ def export(env: Environment) -> None:
         pulumi.export("clusterLocation", env.config.gke.location)
         pulumi.export("kubeconfig", cluster.kubeconfig)
         pulumi.export("nodeServiceAccount", cluster.node_service_account)
-        pulumi.export("tpuChips", env.config.gke.tpu_chips)
+    pulumi.export("tpuChips", env.config.tpu_chips)
     pulumi.export("buckets", {k: b.bucket.url for k, b in env.buckets.buckets.items()})
     pulumi.export(
         "workloadIdentities",

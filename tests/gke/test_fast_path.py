@@ -115,7 +115,7 @@ def test_the_diff_prints_the_mtu_notice(tmp_path: Path, capsys):
 
     base = write("base", stack(network={"mtu": 1460}))
     edited = write("edited", stack())
-    assert plan_main([str(edited), "--base", str(base)]) == 0
+    assert plan_main([str(edited), "--base", str(base)]) == 2
     out = capsys.readouterr().out
     assert "~ Network network-vpc" in out
     assert "    mtu: 1460 → 8896" in out
@@ -373,7 +373,7 @@ def test_the_json_diff_carries_the_notices(tmp_path: Path, capsys):
     base.write_text(yaml.safe_dump({"config": stack(network={"mtu": 1500})}))
     edited = tmp_path / "Pulumi.edited.yaml"
     edited.write_text(yaml.safe_dump({"config": stack()}))
-    assert plan_main([str(edited), "--base", str(base), "--json"]) == 0
+    assert plan_main([str(edited), "--base", str(base), "--json"]) == 2
     document = json.loads(capsys.readouterr().out)
     (notice,) = document["diff"]["notices"]
     assert notice.startswith("MTU 1500 -> 8896 updates ")

@@ -86,7 +86,7 @@ def test_prod_plan_counts_chips_and_marks_protection(capsys):
     assert re.search(r"Cluster gke-cluster .*\[protected\]", out)
 
 
-def test_bad_config_prints_only_the_errors_and_exits_2(tmp_path, capsys):
+def test_bad_config_prints_only_the_errors_and_exits_1(tmp_path, capsys):
     stack = tmp_path / "Pulumi.broken.yaml"
     stack.write_text(
         yaml.safe_dump(
@@ -101,7 +101,7 @@ def test_bad_config_prints_only_the_errors_and_exits_2(tmp_path, capsys):
             }
         )
     )
-    assert main([str(stack)]) == 2
+    assert main([str(stack)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "ai-infra:tpuSlices[0].accelerator: 'v5p-33' is not a Cloud TPU accelerator" in (
@@ -121,7 +121,7 @@ def test_a_key_written_twice_is_refused_like_the_pulumi_cli_does(tmp_path, capsy
         "  ai-infra:protect: false\n"
         "  ai-infra:protect: true\n"
     )
-    assert main([str(stack)]) == 2
+    assert main([str(stack)]) == 1
     err = capsys.readouterr().err
     assert "ai-infra:protect: is written twice in one mapping (lines 5 and 6)" in err
 
@@ -206,7 +206,7 @@ def test_plan_lists_each_gpu_cluster(tmp_path, capsys):
 def test_a_malformed_stack_file_is_a_clean_error(tmp_path, capsys, text, says):
     stack = tmp_path / "Pulumi.bad.yaml"
     stack.write_text(text)
-    assert main([str(stack)]) == 2
+    assert main([str(stack)]) == 1
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
 
@@ -256,7 +256,7 @@ def test_the_plan_lists_the_stack_outputs_with_what_is_known(capsys):
 def test_the_plan_json_carries_the_numbers(capsys):
     assert main(["prod", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert document["schemaVersion"] == 2
+    assert document["schemaVersion"] == 3
     numbers = document["summary"]
     assert numbers["tpuChips"] == {"total": 1664, "byKind": {"v5p": 512, "v6e": 1152}}
     assert document["tpuChips"] == 1664

@@ -22,6 +22,7 @@ from plan.diff import SHOWN_SECRETS, Op, diff
 from plan.engine import REPO_ROOT, load_stack_config, record_program
 from plan.render import render_diff
 from plan.replacements import Effect
+from prices import PLAN_COSTING
 from stacks.loading import parse
 from tests.conftest import BASE_CONFIG
 from tests.test_docs import examples
@@ -104,7 +105,7 @@ def test_diff_against_a_git_ref_prints_what_preview_would(history: Path):
         "Changes to stack 'edit' (Pulumi.edit.yaml) since HEAD~1:Pulumi.edit.yaml (no program "
         "there: built with this checkout's code):"
     )
-    assert lines[2:13] == [
+    assert lines[2:14] == [
         # The buckets every system shares are built before the systems.
         "+ Bucket bucket-logs-bucket  (buckets[1])  name=test-project-ai-edit-logs "
         "location=US-EAST5 publicAccessPrevention=enforced forceDestroy=False",
@@ -118,10 +119,15 @@ def test_diff_against_a_git_ref_prints_what_preview_would(history: Path):
         "- IAMMember wi-old-iam.workloadIdentityUser  (workloadIdentities[0])  "
         "roles/iam.workloadIdentityUser -> serviceAccount:test-project.svc.id.goog[old/runner]",
         "- Namespace wi-old-namespace  (workloadIdentities[0])  old",
+        "    ! data-loss: Kubernetes deletes every object in the namespace with it "
+        "(workloads, secrets, volume claims); a renamed team's new namespace starts empty",
         "- ServiceAccount wi-old-service-account  (workloadIdentities[0])  old/runner "
         "gsa=ai-edit-old@test-project.iam.gserviceaccount.com",
     ]
-    assert lines[-1] == "1 to create, 1 to change, 1 to replace, 4 to delete"
+    assert lines[-2:] == [
+        "1 to create, 1 to change, 1 to replace, 4 to delete",
+        "1 of these lose data: see the `! data-loss` lines",
+    ]
     assert (
         "  output workloadIdentities.old: ai-edit-old@test-project.iam.gserviceaccount.com → (none)"
         in lines
@@ -130,7 +136,7 @@ def test_diff_against_a_git_ref_prints_what_preview_would(history: Path):
 
 def test_diff_as_json_for_ci(history: Path):
     document = json.loads(run(str(history), "HEAD~1", as_json=True))
-    assert document["schemaVersion"] == 2
+    assert document["schemaVersion"] == 3
     changes = document["diff"]
     assert changes["base"] == "HEAD~1"
     assert changes["summary"] == counts(create=1, update=1, replace=1, delete=4)
@@ -193,7 +199,7 @@ def test_urns_are_shaped_as_pulumi_state_holds_them_for_pulumi_up_target():
 
 def test_an_unchanged_stack_prints_no_resources(tmp_path: Path, capsys):
     base = write(tmp_path / "Pulumi.same.yaml", BEFORE)
-    assert main([str(base), "--base", str(base)]) == 0
+    assert main([str(base), "--base", str(base)], costing=PLAN_COSTING) == 0
     out, cost = capsys.readouterr().out.split("\n\nCost change")
     assert "  No change." in cost.splitlines()
     assert out.splitlines()[1:] == [
@@ -215,7 +221,7 @@ def test_two_files_of_one_name_are_told_apart(tmp_path: Path):
 
 @pytest.mark.parametrize("ref", ["no-such-ref", "--output=/tmp/x"])
 def test_a_bad_base_exits_2_before_building(history: Path, ref: str, capsys):
-    assert main([str(history), f"--base={ref}"]) == 2
+    assert main([str(history), f"--base={ref}"]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and "--base" in captured.err
     assert "Traceback" not in captured.err
@@ -225,7 +231,7 @@ def test_an_invalid_base_config_is_reported_as_the_base(tmp_path: Path, capsys):
     stack, base = tmp_path / "Pulumi.x.yaml", tmp_path / "old.yaml"
     write(stack, BEFORE)
     write(base, {**BEFORE, "ai-infra:tpuSlices": [{"name": "a", "accelerator": "v5p-33"}]})
-    assert main([str(stack), "--base", str(base)]) == 2
+    assert main([str(stack), "--base", str(base)]) == 1
     err = capsys.readouterr().err
     assert f"the stack file at {base} is invalid" in err
     assert "ai-infra:tpuSlices[0].accelerator" in err
@@ -528,7 +534,7 @@ def test_ignore_changes_hides_what_the_engine_ignores():
 # --- the base built from a ref's code ---------------------------------------------------------
 
 PROGRAM = ("__main__.py", "Pulumi.yaml", "pyproject.toml", "uv.lock")
-PACKAGES = ("components/", "stacks/", "plan/", "prices/")
+PACKAGES = ("components/", "graph/", "stacks/", "plan/", "prices/")
 
 
 @pytest.fixture(scope="module")
@@ -610,7 +616,7 @@ def test_an_mtu_the_code_moves_is_said_as_one_the_config_moves(tmp_path: Path):
     config, graph = parse(after_raw, "edit"), record_program(after_raw, stack="edit")[0]
     old_graph = record_program(before_raw, stack="edit")[0]
     # The old stack file does not parse with this code: only the graphs can say it.
-    refused = Report("edit", path, config, graph, "old", bases.Base(old_graph, "old"))
+    refused = Report("edit", path, config, graph, "old", bases.Base(old_graph, "old"), PLAN_COSTING)
     (notice,) = refused.json()["diff"]["notices"]
     assert notice.startswith("MTU 1460 -> 8896 updates ai-edit-vpc in place")
     assert "GKE node pools cpu, system, train-0" in notice

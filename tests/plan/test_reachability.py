@@ -143,10 +143,10 @@ def test_the_plan_and_its_diff_show_it(tmp_path, capsys):
     assert main([str(edited)]) == 0
     plan = capsys.readouterr().out
     assert "  other pods -> TPU VMs exp: tcp:8476" in plan.split("Reachability (", 1)[1]
-    assert main([str(edited), "--base", str(base)]) == 0
+    assert main([str(edited), "--base", str(base)]) == 2  # changes
     diff = capsys.readouterr().out
     assert "Reachability:\n  opens a path: kube-dns -> TPU VMs exp: tcp:8476" in diff
-    assert main([str(edited), "--base", str(base), "--json"]) == 0
+    assert main([str(edited), "--base", str(base), "--json"]) == 2
     document = json.loads(capsys.readouterr().out)
     assert "opens a path: other pods -> TPU VMs exp: tcp:8476" in document["diff"]["reachability"]
     assert {"from": "IAP", "to": "TPU VMs exp", "ports": "tcp:22"} in document["reachability"]

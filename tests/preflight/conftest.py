@@ -157,6 +157,19 @@ def passing_world() -> World:
             {(("zone", "us-central1-b"),): 64},
             display_name="TPU v2 cores per project per zone",
         ),
+        # The per-region limits hold too; this one counts chips.
+        quota_info(
+            "tpu.googleapis.com",
+            "TPUV5PPreemptiblePerProjectPerRegionForTPUAPI",
+            {REGION: 32},
+            display_name="Preemptible TPU v5p chips per project per region",
+        ),
+        quota_info(
+            "tpu.googleapis.com",
+            "TPUV2PerProjectPerRegionForTPUAPI",
+            {REGION: 64},
+            display_name="TPU v2 cores per project per region",
+        ),
     ]
     regular = container_v1.ServerConfig.ReleaseChannelConfig(
         channel=container_v1.ReleaseChannel.Channel.REGULAR,

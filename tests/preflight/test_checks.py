@@ -31,6 +31,7 @@ from preflight.needs import Needs
 from preflight.report import Finding
 from tests.preflight.conftest import PROJECT, live
 from tests.preflight.fakes import FORBIDDEN, World, bucket, quota_info
+from tests.preflight.fakes import quota as quota_
 
 Rule = orgpolicy_v2.PolicySpec.PolicyRule
 
@@ -88,12 +89,24 @@ def test_quota_figures_are_the_plan_s_maximum_less_usage(needs: Needs, world: Wo
     assert "need 186" in everywhere.detail
     v5p = one(found, "warn", "need 32 (tpuProvisioner.quota.v5p-32)")
     assert v5p.subject == "TPU v5p chips in us-central1"
-    assert "need 16 (tpuSlices[0])" in one(found, "warn", "Preemptible TPU v5p chips").detail
+    assert "need 16 (tpuSlices[0])" in one(found, "warn", "Preemptible TPU v5p chips in").detail
     # The reserved slice takes no quota.
     assert not [f for f in found if "tpuSlices[1]" in f.detail]
-    api = one(found, "warn", "Preemptible TPU v5p cores (Cloud TPU API) in us-central1-a")
+    # Cloud TPU API quota per zone and per region, each in the unit it counts.
+    api = one(
+        found, "warn", "Preemptible TPU v5p TensorCores (Cloud TPU API, per zone) in us-central1-a"
+    )
     assert "need 16 (tpuVms[0])" in api.detail
-    assert "need 32 (slurm" in one(found, "warn", "TPU v2 cores").detail
+    regional = one(found, "warn", "Preemptible TPU v5p chips (Cloud TPU API, per region)")
+    assert "need 8 (tpuVms[0]), quota 32" in regional.detail
+    assert (
+        "need 32 (slurm"
+        in one(found, "warn", "TPU v2 TensorCores (Cloud TPU API, per zone)").detail
+    )
+    assert (
+        "need 32 (slurm"
+        in one(found, "warn", "TPU v2 TensorCores (Cloud TPU API, per region)").detail
+    )
     assert "need 2560" in one(found, "warn", "Filestore BASIC_SSD GiB").detail
 
 
@@ -208,7 +221,7 @@ def test_required_shielded_vm_blocks_gpu_clusters(needs: Needs, world: World) ->
 def test_external_ips_denied_fail_the_vms_that_ask_for_them(needs: Needs, world: World) -> None:
     world.policies["compute.vmExternalIpAccess"] = policy(Rule(deny_all=True))
     assert not with_status(run(org_policy, needs, world), "fail"), "the plan uses none"
-    public = [dataclasses.replace(n, external_ips=True) for n in needs.tpu_nodes]
+    public = [dataclasses.replace(n, external_ips=1) for n in needs.tpu_nodes]
     found = one(
         run(org_policy, dataclasses.replace(needs, tpu_nodes=tuple(public)), world),
         "fail",
@@ -220,8 +233,12 @@ def test_external_ips_denied_fail_the_vms_that_ask_for_them(needs: Needs, world:
 def test_os_login_turned_off_fails_where_enforced(needs: Needs, world: World) -> None:
     world.policies["compute.requireOsLogin"] = policy(Rule(enforce=True))
     assert "keeps OS Login on" in one(run(org_policy, needs, world), "ok", "requireOsLogin").line
-    vms = list(needs.vms)
-    vms[-1] = dataclasses.replace(vms[-1], metadata={"enable-oslogin": "FALSE"})
+    vms = [
+        dataclasses.replace(v, metadata={"enable-oslogin": "FALSE"})
+        if "slurm-login-login-0" in v.source
+        else v
+        for v in needs.vms
+    ]
     found = run(org_policy, dataclasses.replace(needs, vms=tuple(vms)), world)
     assert "turns OS Login off" in one(found, "fail", "slurm-login-login-0").detail
 
@@ -340,7 +357,7 @@ def test_cloud_tpu_reservation_for_reserved_tpu_vms(needs: Needs, world: World) 
     (queued, nodeset) = needs.tpu_nodes
     reserved = dataclasses.replace(
         queued,
-        capacity="reserved",
+        capacity="reservation",
         reservation=f"projects/{PROJECT}/locations/us-central1-a/reservations/tpu-r",
     )
     variant = dataclasses.replace(needs, tpu_nodes=(reserved, nodeset))
@@ -452,3 +469,111 @@ def test_bucket_name_taken_fails(needs: Needs, world: World) -> None:
     assert "may not read it" in one(found, "fail", slurm).detail
     world.buckets[data] = bucket(data, world.number)
     assert "already this project's" in one(run(buckets, needs, world), "ok", data).detail
+
+
+# Spot quota as Compute Engine charges it
+
+
+def _spot_gpus(needs: Needs) -> Needs:
+    """The GPU pool on Spot: its L4s and G2 vCPUs are preemptible."""
+    vms = [
+        dataclasses.replace(v, capacity="spot") if "gpu-l4-pool" in v.source else v
+        for v in needs.vms
+    ]
+    return dataclasses.replace(needs, vms=tuple(vms))
+
+
+def test_spot_vms_draw_on_standard_quota_where_no_preemptible_quota_is_granted(
+    needs: Needs, world: World
+) -> None:
+    found = run(quota, _spot_gpus(needs), world)
+    # PREEMPTIBLE_NVIDIA_L4_GPUS is not listed: the six Spot L4s count against NVIDIA_L4_GPUS.
+    l4 = one(found, "ok", "GPUs in us-central1: need 6 (gpuPools[0]), quota 8")
+    assert "no preemptible quota granted, so Spot VMs draw on NVIDIA_L4_GPUS" in l4.detail
+    # And the G2 vCPUs, with no PREEMPTIBLE_CPUS, against the G2 family quota.
+    g2 = one(found, "warn", "Preemptible G2 vCPUs in us-central1")
+    assert "draw on CPUS-PER-VM-FAMILY-per-project-region" in g2.detail
+
+
+def test_spot_vms_draw_on_preemptible_quota_where_it_is_granted(needs: Needs, world: World) -> None:
+    world.regions["us-central1"].quotas.extend(
+        [quota_("PREEMPTIBLE_NVIDIA_L4_GPUS", 4), quota_("PREEMPTIBLE_CPUS", 200)]
+    )
+    found = run(quota, _spot_gpus(needs), world)
+    failed = one(found, "fail", "Preemptible nvidia-l4 GPUs in us-central1")
+    assert "need 6 (gpuPools[0]), quota 4 (PREEMPTIBLE_NVIDIA_L4_GPUS)" in failed.detail
+    ok_ = one(found, "ok", "Preemptible G2 vCPUs in us-central1")
+    assert "need 72 (gpuPools[0]), quota 200 (PREEMPTIBLE_CPUS)" in ok_.detail
+    # A preemptible quota granted at zero is none: standard quota again.
+    for q in world.regions["us-central1"].quotas:
+        if q.metric == "PREEMPTIBLE_NVIDIA_L4_GPUS":
+            q.limit = 0
+    found = run(quota, _spot_gpus(needs), world)
+    one(found, "ok", "draw on NVIDIA_L4_GPUS")
+
+
+def test_reserved_tpu_vms_draw_on_on_demand_cloud_tpu_quota(needs: Needs, world: World) -> None:
+    (queued, nodeset) = needs.tpu_nodes
+    reserved = dataclasses.replace(queued, capacity="reservation")
+    found = run(quota, dataclasses.replace(needs, tpu_nodes=(reserved, nodeset)), world)
+    zonal = one(found, "warn", "TPU v5p TensorCores (Cloud TPU API, per zone)")
+    assert not zonal.subject.startswith("Preemptible")
+    assert zonal.detail.startswith("cannot check: ")
+    assert zonal.detail.endswith("need 16 TensorCores (tpuVms[0])")
+
+
+def test_compute_listing_no_quotas_is_said_as_such(needs: Needs, world: World) -> None:
+    del world.regions["us-central1"].quotas[:]
+    found = run(quota, needs, world)
+    l4 = one(found, "warn", "nvidia-l4 GPUs in us-central1")
+    assert "Compute Engine returned no quotas for us-central1 at all" in l4.detail
+    assert "the project has none of the quotas" not in l4.detail
+
+
+# The org policies that commonly block this plan
+
+
+def test_service_account_creation_disabled_fails(needs: Needs, world: World) -> None:
+    world.policies["iam.disableServiceAccountCreation"] = policy(Rule(enforce=True))
+    failed = one(run(org_policy, needs, world), "fail", "iam.disableServiceAccountCreation")
+    created = dict(needs.types)["gcp:serviceaccount/account:Account"]
+    assert f"creates {created} service accounts" in failed.detail
+
+
+def test_untrusted_image_projects_fail_with_who_boots_them(needs: Needs, world: World) -> None:
+    world.policies["compute.trustedImageProjects"] = policy(
+        values(allowed=("projects/gke-node-images", "projects/schedmd-slurm-public"))
+    )
+    found = run(org_policy, needs, world)
+    failed = one(found, "fail", "compute.trustedImageProjects for projects/deeplearning")
+    assert "gpuClusters[0]" in failed.detail
+    # GKE's node images and SchedMD's are allowed.
+    assert not [f for f in found if "gke-node-images" in f.subject or "schedmd" in f.subject]
+
+
+def test_cloud_nat_restricted_to_other_subnets_fails(needs: Needs, world: World) -> None:
+    other = "projects/ml-preflight/regions/us-central1/subnetworks/other"
+    world.policies["compute.restrictCloudNATUsage"] = policy(values(allowed=(other,)))
+    failed = one(run(org_policy, needs, world), "fail", "compute.restrictCloudNATUsage for")
+    assert failed.subject.endswith("subnetworks/ai-preflight-subnet")
+    assert "RouterNat network-nat" in failed.detail
+    world.policies["compute.restrictCloudNATUsage"] = policy(
+        values(allowed=("under:projects/ml-preflight",))
+    )
+    one(run(org_policy, needs, world), "ok", "compute.restrictCloudNATUsage")
+
+
+def test_a_service_the_project_may_not_use_fails(needs: Needs, world: World) -> None:
+    world.policies["gcp.restrictServiceUsage"] = policy(values(denied=("tpu.googleapis.com",)))
+    failed = one(run(org_policy, needs, world), "fail", "gcp.restrictServiceUsage for")
+    assert failed.subject.endswith("tpu.googleapis.com") and "denied by" in failed.detail
+
+
+def test_guest_attributes_disabled_warns_for_tpu_vms(needs: Needs, world: World) -> None:
+    world.policies["compute.disableGuestAttributesAccess"] = policy(Rule(enforce=True))
+    found = run(org_policy, needs, world)
+    warned = with_status([f for f in found if "GuestAttributes" in f.subject], "warn")
+    assert sorted(f.subject.split(" for ")[1].split(" ")[0] for f in warned) == [
+        "slurm.tpuNodesets[0]",
+        "tpuVms[0]",
+    ]

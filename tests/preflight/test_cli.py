@@ -115,6 +115,19 @@ def test_without_credentials_it_says_how_to_log_in(
     assert "missing.json" in err and "Traceback" not in err
 
 
+def _command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`python <args>` from the repository, with `env`."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
 def test_the_command_without_credentials_prints_no_traceback(
     stack_file: Path, tmp_path: Path
 ) -> None:
@@ -123,15 +136,40 @@ def test_the_command_without_credentials_prints_no_traceback(
         "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "missing.json"),
         "NO_GCE_CHECK": "true",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "preflight", str(stack_file)],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = _command(env, "-m", "preflight", str(stack_file))
     assert done.returncode == 2, done.stderr
     assert "gcloud auth application-default login" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_without_credentials_it_answers_before_importing_the_plan_or_a_client(
+    stack_file: Path, tmp_path: Path
+) -> None:
+    """No credentials anywhere google.auth would look: the answer comes from the standard
+    library and YAML alone (benchmarks/preflight_speed.py times it), and `--json` says it as a
+    JSON error document."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("GOOGLE_APPLICATION_CREDENTIALS", "GCE_METADATA_HOST", "GCE_METADATA_IP")
+    }
+    env |= {"CLOUDSDK_CONFIG": str(tmp_path / "gcloud"), "NO_GCE_CHECK": "true"}
+    done = _command(env, "-X", "importtime", "-m", "preflight", str(stack_file), "--json")
+    assert done.returncode == 2, done.stderr[-2000:]
+    document = json.loads(done.stdout)
+    assert document["exitCode"] == 2 and document["error"]["kind"] == "credentials"
+    assert "set-quota-project ml-preflight" in document["error"]["message"]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    heavy = {m for m in imported if m.startswith(("pulumi", "google.cloud", "components"))}
+    assert not heavy, sorted(heavy)[:10]
+
+
+def test_an_invalid_config_with_json_is_a_json_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(yaml.safe_dump({"config": {**STACK, "gcp:zone": "us-east5-a"}}))
+    assert main([str(bad), "--json"], connect=_no_credentials) == 2
+    document = json.loads(capsys.readouterr().out)
+    assert document["error"]["kind"] == "config"
+    assert document["error"]["problems"][0]["path"] == "gcp:zone"

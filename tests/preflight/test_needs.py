@@ -7,14 +7,15 @@ from __future__ import annotations
 import copy
 
 from components.locations import region_of
-from plan.replacements import unwrap
-from preflight.needs import Needs, Vms, derive
+from graph.capacity import Machines
+from graph.model import unwrap
+from preflight.needs import Needs, derive, tpu_slices
 from stacks.loading import parse
 from tests.conftest import build_graph
 from tests.preflight.conftest import STACK
 
 
-def _by_source(needs: Needs, fragment: str) -> list[Vms]:
+def _by_source(needs: Needs, fragment: str) -> list[Machines]:
     found = [v for v in needs.vms if fragment in v.source]
     assert found, f"no VMs from {fragment}: {[v.source for v in needs.vms]}"
     return found
@@ -23,35 +24,35 @@ def _by_source(needs: Needs, fragment: str) -> list[Vms]:
 def test_gke_pools_carry_machine_zone_count_and_capacity(needs: Needs) -> None:
     (cpu,) = _by_source(needs, "NodePool gke-cpu")
     # A regional pool without node locations: GKE spreads maxNodes (3) over three zones.
-    assert (cpu.machine_type, cpu.zones, cpu.count, cpu.capacity) == (
+    assert (cpu.machine_type, cpu.zones, cpu.full, cpu.capacity) == (
         "e2-standard-8",
         (),
         9,
         "on-demand",
     )
     (spot,) = _by_source(needs, "tpu-spot-0")
-    assert spot.zones == ("us-central1-a",) and spot.count == 4 and spot.capacity == "spot"
+    assert spot.zones == ("us-central1-a",) and spot.full == 4 and spot.capacity == "spot"
     assert spot.tpu is not None and (spot.tpu.family.prefix, spot.tpu.chips) == ("v5p", 4)
     (held,) = _by_source(needs, "tpu-held-0")
     assert held.capacity == "reservation"
     assert held.reservation == "projects/capacity-pool/reservations/v5p-held"
     (v6e,) = _by_source(needs, "tpu-v6e-0")
-    assert (v6e.capacity, v6e.count, v6e.zones) == ("spot", 4, ("us-central1-b",))
+    assert (v6e.capacity, v6e.full, v6e.zones) == ("spot", 4, ("us-central1-b",))
     (l4,) = _by_source(needs, "gpu-l4-pool")
-    assert l4.gpus == (("nvidia-l4", 2),) and l4.count == 3 and l4.tpu is None
+    assert l4.gpus == (("nvidia-l4", 2),) and l4.full == 3 and l4.tpu is None
 
 
 def test_provisioner_pools_count_at_the_quota_s_most(needs: Needs) -> None:
     (provisioned,) = _by_source(needs, "tpuProvisioner.quota.v5p-32")
     # Two v5p-32 slices of 4 hosts each, in the provisioner's zone, on demand.
     assert provisioned.machine_type == "ct5p-hightpu-4t"
-    assert (provisioned.count, provisioned.capacity) == (8, "on-demand")
+    assert (provisioned.full, provisioned.capacity) == (8, "on-demand")
     assert provisioned.zones == ("us-central1-a",) and provisioned.gke
 
 
 def test_instance_groups_take_their_template(needs: Needs) -> None:
     (group,) = _by_source(needs, "InstanceGroupManager")
-    assert (group.machine_type, group.count, group.gpus) == (
+    assert (group.machine_type, group.full, group.gpus) == (
         "a2-highgpu-2g",
         1,
         (("nvidia-tesla-a100", 2),),
@@ -75,16 +76,18 @@ def test_instances_boot_their_image(needs: Needs) -> None:
 
 def test_cloud_tpu_nodes_from_queued_resources_and_slurm(needs: Needs) -> None:
     queued, nodeset = needs.tpu_nodes
-    assert (queued.accelerator, queued.zone, queued.slices, queued.cores_per_slice) == (
+    slices = tpu_slices(queued)
+    assert (slices.accelerator, queued.zone, slices.count, slices.cores) == (
         "v5p-8",
         "us-central1-a",
         2,
         8,
     )
-    assert (queued.capacity, queued.runtime) == ("spot", "v2-alpha-tpuv5")
+    assert (queued.capacity, slices.runtime) == ("spot", "v2-alpha-tpuv5")
     # Slurm: four dynamic nodes of a one-worker v2-8 nodeset are four slices.
-    assert (nodeset.accelerator, nodeset.zone, nodeset.slices) == ("v2-8", "us-central1-b", 4)
-    assert nodeset.runtime == "tpu-vm-tf-2.14.0" and nodeset.capacity == "on-demand"
+    slices = tpu_slices(nodeset)
+    assert (slices.accelerator, nodeset.zone, slices.count) == ("v2-8", "us-central1-b", 4)
+    assert slices.runtime == "tpu-vm-tf-2.14.0" and nodeset.capacity == "on-demand"
 
 
 def test_shares_buckets_members_and_types(needs: Needs) -> None:
@@ -113,7 +116,7 @@ def test_an_edit_flows_through_the_registered_resources() -> None:
     needs = derive(parse(raw, "edit"), build_graph(raw, stack="edit"))
     spot_pools = _by_source(needs, "NodePool tpu-spot-")
     assert len(spot_pools) == 3
-    assert {(v.count, v.capacity) for v in spot_pools} == {(4, "on-demand")}
+    assert {(v.full, v.capacity) for v in spot_pools} == {(4, "on-demand")}
 
 
 def test_secrets_are_unwrapped_and_zones_map_to_regions() -> None:
@@ -142,7 +145,7 @@ def test_slurm_cpu_nodesets_count_at_their_most_with_their_template_image() -> N
     )
     needs = derive(parse(raw, "cpu"), build_graph(raw, stack="cpu"))
     (vms,) = [v for v in needs.vms if v.source.startswith("slurm.cpuNodesets[0]")]
-    assert (vms.machine_type, vms.count, vms.capacity) == ("n2-standard-8", 4, "spot")
+    assert (vms.machine_type, vms.full, vms.capacity) == ("n2-standard-8", 4, "spot")
     assert vms.images == (
         "projects/schedmd-slurm-public/global/images/family/slurm-gcp-6-12-hpc-rocky-linux-8",
     )

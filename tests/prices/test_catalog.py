@@ -38,10 +38,10 @@ from prices.coverage import (
     tpu_price_items,
     wanted,
 )
-from prices.refresh import spot_problems
+from prices.refresh import NOT_REFRESHED, recipe, spot_problems
 
 CATALOG = load()
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}|undated")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def test_the_catalog_file_is_in_its_canonical_form():
@@ -57,6 +57,19 @@ def test_every_row_names_a_source_and_a_date_and_every_unknown_says_why():
             assert row.usd is None and row.note, row
         if row.status is Status.PRICED:
             assert row.usd is not None and row.usd > 0, row
+
+
+def test_every_priced_row_the_program_asks_for_is_one_refresh_can_rewrite():
+    """A price that cannot be refreshed ages for ever: every key the program can ask for that
+    a priced row answers has a recipe, but the families `NOT_REFRESHED` names with why."""
+    stuck = set()
+    for key in wanted():
+        row = CATALOG.find(*key)
+        if row is None or row.status is not Status.PRICED or recipe(key) is not None:
+            continue
+        assert key[1] in NOT_REFRESHED, f"{key} is priced ({row.source}) but not refreshable"
+        stuck.add(key[1])
+    assert stuck == set(NOT_REFRESHED), "a family NOT_REFRESHED names is refreshable now"
 
 
 def test_every_key_the_program_can_ask_for_has_a_row():
@@ -154,7 +167,16 @@ def test_find_prefers_the_most_specific_row():
         status = Status.UNKNOWN if note else Status.PRICED
         usd = None if note else 1.0
         return PriceRow(
-            Kind.TPU, item, region, capacity, status, usd, "chip-hour", "skypilot", "undated", note
+            Kind.TPU,
+            item,
+            region,
+            capacity,
+            status,
+            usd,
+            "chip-hour",
+            "skypilot",
+            "2026-11-23",
+            note,
         )
 
     catalog = Catalog(
@@ -191,6 +213,8 @@ _HEADER = "kind,item,region,capacity,usd,unit,source,as_of,note\n"
         ("vcpu,e2,us-east5,on-demand,unknown,hour,cyclenerd,2026-07-30,", "needs a note"),
         ("vcpu,e2,us-east5,on-demand,1,hour,a-blog,2026-07-30,", "unknown source"),
         ("vcpu,e2,us-east5,on-demand,nan,hour,cyclenerd,2026-07-30,", "not a price of 0 or more"),
+        ("vcpu,e2,us-east5,on-demand,1,hour,cyclenerd,undated,", "not a date"),
+        ("vcpu,e2,us-east5,on-demand,1,hour,cyclenerd,2026-13-01,", "not a date"),
     ],
 )
 def test_a_bad_catalog_row_is_refused_with_its_line(line, error):

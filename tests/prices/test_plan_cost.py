@@ -11,7 +11,8 @@ import yaml
 
 from plan.cli import main
 from plan.engine import REPO_ROOT
-from prices.catalog import HOURS_PER_BILLING_MONTH, load
+from prices import PLAN_COSTING
+from prices.catalog import HOURS_PER_MONTH, load
 from prices.quotes import money
 
 DEV = REPO_ROOT / "Pulumi.dev.yaml"
@@ -23,11 +24,11 @@ def _v5e_spot_node() -> float:
     chip = catalog.get(("tpu", "v5litepod", "us-west4", "spot"))
     disk = catalog.get(("disk", "pd-balanced", "us-west4", "any"))
     assert chip and chip.usd and disk and disk.usd
-    return 4 * chip.usd + 100 * disk.usd / HOURS_PER_BILLING_MONTH
+    return 4 * chip.usd + 100 * disk.usd / HOURS_PER_MONTH
 
 
 def test_the_dev_plan_prints_what_its_slice_costs(capsys):
-    assert main(["dev"]) == 0
+    assert main(["dev"], costing=PLAN_COSTING) == 0
     out = capsys.readouterr().out
     section = out.split("Cost at list prices")[1]
     node = money(_v5e_spot_node())
@@ -41,7 +42,7 @@ def test_the_dev_plan_prints_what_its_slice_costs(capsys):
 
 
 def test_the_plan_json_carries_the_cost(capsys):
-    assert main(["dev", "--json"]) == 0
+    assert main(["dev", "--json"], costing=PLAN_COSTING) == 0
     document = json.loads(capsys.readouterr().out)
     lines = {x["label"]: x for x in document["cost"]["lines"]}
     assert lines["NodePool tpu-v5e-dev-pool"]["full"]["perHour"] == pytest.approx(
@@ -64,7 +65,7 @@ def _with_another_slice(tmp_path):
 
 def test_the_diff_prints_the_cost_of_an_added_slice(tmp_path, capsys):
     edited = _with_another_slice(tmp_path)
-    assert main([str(edited), "--base", str(DEV)]) == 0
+    assert main([str(edited), "--base", str(DEV)], costing=PLAN_COSTING) == 2
     out = capsys.readouterr().out
     node = money(_v5e_spot_node())
     assert re.search(
@@ -80,7 +81,7 @@ def test_the_diff_prints_the_cost_of_an_added_slice(tmp_path, capsys):
 
 def test_the_diff_json_carries_the_same_numbers(tmp_path, capsys):
     edited = _with_another_slice(tmp_path)
-    assert main([str(edited), "--base", str(DEV), "--json"]) == 0
+    assert main([str(edited), "--base", str(DEV), "--json"], costing=PLAN_COSTING) == 2
     change = json.loads(capsys.readouterr().out)["diff"]["cost"]
     lines = {x["label"]: x for x in change["lines"]}
     added = lines["NodePool tpu-v5e-more-pool"]
@@ -99,7 +100,7 @@ def _text_blocks() -> list[list[str]]:
 
 def test_the_docs_show_what_the_plan_prints(tmp_path, capsys):
     plan_block, diff_block = _text_blocks()
-    assert main(["dev"]) == 0
+    assert main(["dev"], costing=PLAN_COSTING) == 0
     printed = capsys.readouterr().out.splitlines()
     assert [x for x in plan_block if x not in printed] == []
     config = yaml.safe_load(DEV.read_text())
@@ -109,6 +110,6 @@ def test_the_docs_show_what_the_plan_prints(tmp_path, capsys):
     config["config"]["ai-infra:cluster"]["cpuPool"]["maxNodes"] = 3
     edited = tmp_path / "Pulumi.dev.yaml"
     edited.write_text(yaml.safe_dump(config))
-    assert main([str(edited), "--base", str(DEV)]) == 0
+    assert main([str(edited), "--base", str(DEV)], costing=PLAN_COSTING) == 2
     printed = capsys.readouterr().out.splitlines()
     assert [x for x in diff_block if x not in printed] == []

@@ -7,7 +7,7 @@ import pytest
 
 from components import tpu_catalog
 from prices import machines, quotes
-from prices.catalog import HOURS_PER_BILLING_MONTH, load
+from prices.catalog import HOURS_PER_MONTH, load
 from prices.coverage import tpu_price_item
 
 CATALOG = load()
@@ -111,7 +111,7 @@ def test_a_tpu_host_is_included_in_its_chip_price():
 
 def test_monthly_prices_turn_hourly_at_730_hours():
     quote = quotes.disk(CATALOG, "pd-ssd", "us-central1")
-    assert quote.usd_per_hour == pytest.approx(0.17 / HOURS_PER_BILLING_MONTH)
+    assert quote.usd_per_hour == pytest.approx(0.17 / HOURS_PER_MONTH)
     assert quote.shown == "$0.17/GB-month"
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
 from prices import cost_change, cost_change_json, cost_json, cost_section
-from prices.cost import HOURS_PER_MONTH
+from prices.catalog import HOURS_PER_MONTH
 from prices.quotes import money
 from tests.conftest import with_config
 from tests.prices.conftest import Cost, cost_of, line
@@ -35,8 +36,13 @@ def test_the_cost_section_prints_each_line_the_totals_and_the_dates(cost: Cost):
     assert re.search(rf"per month .*{re.escape(month)}/mo", text)
     # Where the prices come from, and as of when.
     assert "2026-07-30: Cyclenerd" in text
-    assert "undated: SkyPilot catalog" in text
+    assert "2026-11-23: SkyPilot catalog" in text and "undated" not in text
+    # How old the oldest price behind the figures is, and how to read today's.
+    (oldest,) = [x for x in text.splitlines() if x.startswith("  Oldest price used: ")]
+    assert oldest.startswith("  Oldest price used: 2026-07-30, ")
+    assert "`uv run python -m prices refresh`" in oldest
     assert "Left out:" in text and "sustained-use discounts" in text
+    assert text.count("a month is 730 h") == 1
 
 
 def test_unknown_prices_are_listed_with_their_reason_and_marked_in_the_totals(cost: Cost):
@@ -44,9 +50,13 @@ def test_unknown_prices_are_listed_with_their_reason_and_marked_in_the_totals(co
         tpuSlices=[{"name": "flex", "accelerator": "v5p-32", "provisioning": "flex-start"}]
     )
     text = "\n".join(cost_section(report))
-    assert "Unknown prices (not in the totals):" in text
+    assert "Unknown prices (the totals exclude them, never count them as $0):" in text
     assert re.search(r"v5p chip: no verified flex-start .*: NodePool tpu-flex-0", text)
-    assert re.search(r"per hour .* \+ 1 unknown", text)
+    assert re.search(r"per hour .*/h excl\. 1 unknown", text)
+    # Idle, flex-start costs nothing; at full scale its chips are unknown, never $0: the
+    # line says what it knows (its boot disks) and that more is unknown.
+    row = re.search(r"^  NodePool tpu-flex-0 .* flex-start +(\S+) +(.+?)  ", text, re.M)
+    assert row and (row[1], row[2]) == ("$0.00/h", "$0.0548/h + unknown"), text
 
 
 def test_teams_are_shown_with_their_share(cost: Cost):
@@ -66,16 +76,19 @@ def test_teams_are_shown_with_their_share(cost: Cost):
 def test_the_json_carries_the_numbers_the_text_shows(cost: Cost):
     report = cost(tpuSlices=[V5P])
     document = cost_json(report)
-    assert document["currency"] == "USD" and document["hoursPerMonth"] == 720
+    assert document["currency"] == "USD" and document["hoursPerMonth"] == 730
     assert document["total"]["full"]["perHour"] == pytest.approx(report.full.usd)
-    assert document["total"]["idle"]["perMonth"] == pytest.approx(report.idle.usd * 720)
+    assert document["total"]["idle"]["perMonth"] == pytest.approx(report.idle.usd * 730)
+    assert document["oldestPrice"]["asOf"] == "2026-07-30"
+    assert document["oldestPrice"]["daysOld"] >= 120
     lines = {x["label"]: x for x in document["lines"]}
     train = lines["NodePool tpu-train-0"]
     assert train["configKey"] == "tpuSlices[0]"
     assert train["full"]["perHour"] == pytest.approx(line(report, "NodePool tpu-train-0").full.usd)
     chips = next(p for p in train["parts"] if p["what"] == "v5p chip")
     assert (chips["fullUnits"], chips["usdPerUnitHour"]) == (128, 4.2)
-    assert {s["asOf"][0] for s in document["sources"]} >= {"2026-07-30", "undated"}
+    assert {s["asOf"][0] for s in document["sources"]} >= {"2026-07-30", "2026-11-23"}
+    assert chips["asOf"] == ["2026-11-23"]
     assert document["byTeam"]["(outside team quotas)"]["full"]["perHour"] > 0
 
 
@@ -99,7 +112,7 @@ def test_a_diff_adding_one_slice_changes_the_totals_by_that_slice_price():
     )
     document = cost_change_json(before, after)
     assert document["full"]["change"]["perHour"] == pytest.approx(added.full.usd)
-    assert document["idle"]["change"]["perMonth"] == pytest.approx(added.idle.usd * 720)
+    assert document["idle"]["change"]["perMonth"] == pytest.approx(added.idle.usd * 730)
     assert [(x["op"], x["label"]) for x in document["lines"]] == [("create", "NodePool tpu-more-0")]
 
 
@@ -130,3 +143,75 @@ def test_an_unchanged_stack_has_no_cost_change(cost: Cost):
     report = cost(tpuSlices=[V5P])
     assert cost_change(report, report)[1] == "  No change."
     assert cost_change_json(report, report)["lines"] == []
+
+
+IRON = {"name": "iron", "accelerator": "tpu7x-128", "zone": "us-central1-c", "provisioning": "spot"}
+"""tpu7x has no public price: its line is unknown."""
+
+
+def _central(**keys: Any) -> dict[str, Any]:
+    return with_config(
+        **{"gcp:region": "us-central1", "gcp:zone": "us-central1-a"}, network=_wide(), **keys
+    )
+
+
+def test_a_change_of_what_bills_at_an_unknown_price_is_a_change_never_none():
+    before = cost_of(_central(tpuSlices=[IRON]))
+    after = cost_of(_central(tpuSlices=[{**IRON, "count": 2}]))
+    text = cost_change(before, after)
+    assert "  No change." not in text
+    (added,) = [x for x in text if "NodePool tpu-iron-1" in x]
+    assert added.endswith("unknown at full scale, unknown idle"), added
+    # The stack's totals say what they exclude, before and after, and that the change does.
+    assert re.search(
+        r"full scale: .*excl\. 2 unknown -> .*excl\. 4 unknown \(.* \+ unknown", text[-1]
+    )
+
+
+def test_a_reserved_autoscaled_pool_bills_its_reservation_while_idle():
+    pools = [
+        {
+            "name": "held",
+            "machineType": "g2-standard-24",
+            "acceleratorType": "nvidia-l4",
+            "acceleratorCount": 2,
+            "minNodes": 0,
+            "maxNodes": 4,
+            "provisioning": "reservation",
+            "reservation": "l4-held",
+            "zone": "us-central1-a",
+        }
+    ]
+    report = cost_of(_central(gpuPools=pools))
+    held = line(report, "NodePool gpu-held-pool")
+    machine = next(p for p in held.parts if p.quote.what == "g2-standard-24")
+    assert (machine.idle, machine.full) == (4, 4)
+    disk = next(p for p in held.parts if p.quote.what.endswith(" GB"))
+    assert disk.idle == 0, "boot disks exist only with nodes"
+    assert held.units == "0..4 x g2-standard-24, the reservation billed for 4 while idle"
+
+
+def test_a_gpu_cluster_template_change_books_the_new_price_for_new_vms_only():
+    def cluster(machine: str, gpus: int, count: int) -> dict[str, Any]:
+        return _central(
+            gpuClusters=[
+                {"name": "demo", "instanceCount": count, "machineType": machine, "gpuCount": gpus}
+            ]
+        )
+
+    before = cost_of(cluster("a2-highgpu-2g", 2, 2))
+    after = cost_of(cluster("a2-highgpu-4g", 4, 3))
+    old = line(before, "InstanceGroupManager gpucluster-demo-mig")
+    new = line(after, "InstanceGroupManager gpucluster-demo-mig")
+    assert new.deferred
+    # Two running VMs keep the a2-highgpu-2g price; the third is made from the new template.
+    booked = 2 * old.full.usd / 2 + new.full.usd / 3
+    document = cost_change_json(before, after)
+    (group,) = [x for x in document["lines"] if x["label"].startswith("InstanceGroupManager")]
+    assert group["full"]["after"]["perHour"] == pytest.approx(booked)
+    assert "once its running VMs are recreated" in group["deferred"]
+    assert document["full"]["after"]["perHour"] == pytest.approx(
+        after.full.usd - new.full.usd + booked
+    )
+    (text,) = [x for x in cost_change(before, after) if "InstanceGroupManager" in x]
+    assert "more at full scale once its running VMs are recreated" in text

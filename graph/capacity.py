@@ -1,0 +1,733 @@
+"""What each resource of a recorded plan graph provides: the machines it brings up (nodes and VMs
+with their machine type, TPU chips, GPUs, boot disk, capacity type and place), at rest and at
+their most, and the storage it holds; and what others create later from what the program
+registers: the TPU provisioner's node pools, up to its quota, and the VMs Slurm's controller
+creates from the nodeset files it reads.
+
+The plan's numbers, the cost and preflight read `read(graph)` and nothing else of a graph's
+machines, so they count the same nodes, chips and GPUs. A new resource type that brings up
+machines or holds storage is one entry of `READERS`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+import yaml
+from pydantic import ValidationError
+
+from components import tpu_catalog
+from components.gke.config import TpuProvisionerConfig
+from components.gpu_catalog import fixed_gpus
+from components.locations import region_of
+from graph import types
+from graph.model import Graph, Registration, plain
+from stacks.messages import NAMESPACE
+
+Capacity = Literal["on-demand", "spot", "flex-start", "reservation"]
+"""How VMs get capacity. Best-effort Cloud TPU VMs are `spot`: both are preemptible."""
+REGIONAL_ZONES = 3
+"""GKE replicates a regional cluster's node pools across three of its region's zones unless
+nodeLocations says otherwise (GKE "Regional clusters")."""
+GKE_DEFAULT_DISK = ("pd-balanced", 100)
+"""A node pool's boot disk when nodeConfig names none (GKE: 100 GB pd-balanced)."""
+GCE_DEFAULT_DISK = ("pd-standard", 10)
+"""A VM's boot disk when its template or instance names none (Compute Engine's default)."""
+
+
+class System(StrEnum):
+    """Who brings the machines up, as the plan groups them."""
+
+    GKE_POOLS = "GKE node pools"
+    PROVISIONER = "TPU provisioner"
+    TPU_VMS = "TPU VMs"
+    GPU_CLUSTERS = "GPU clusters"
+    SLURM = "Slurm nodesets"
+    VMS = "VMs"
+
+
+@dataclass(frozen=True)
+class Slices:
+    """Cloud TPU slices of one accelerator type: a queued resource's, a Slurm TPU nodeset's, or
+    the most the TPU provisioner may create of one shape."""
+
+    accelerator: str
+    """`v5p-32`: the Cloud TPU accelerator type of one slice."""
+    count: int
+    """The most slices at once."""
+    hosts: int
+    """TPU VMs (hosts) per slice."""
+    cores: int
+    """TensorCores per slice (chips for families that count chips)."""
+    runtime: str = ""
+    """The TPU software version the Cloud TPU API boots, for TPU VMs."""
+
+
+@dataclass(frozen=True)
+class Machines:
+    """Machines of one kind that one resource, or one config entry, brings up."""
+
+    key: str
+    """The resource's URN, or the config key of capacity others create later."""
+    label: str
+    """`NodePool tpu-v5p-train-0`, `Slurm nodeset v4x16`, `TPU provisioner v5p-32 pools`."""
+    name: str
+    """The name the plan's numbers show: a pool's, a group's, a queued resource's id."""
+    config_key: str
+    """`tpuSlices[0]`, `slurm.tpuNodesets[1]`; empty where the graph holds none."""
+    system: System
+    machine_type: str
+    """The Compute Engine machine type; for Cloud TPU VMs the host machine type, where the
+    catalog names one (empty for v2 and v3)."""
+    region: str
+    zones: tuple[str, ...]
+    """Empty where GKE picks the region's zones."""
+    idle: int
+    """Nodes or VMs with no job running: autoscaled pools at their minimum, flex-start and
+    dynamic capacity at zero."""
+    full: int
+    """Nodes or VMs at their most."""
+    capacity: Capacity
+    provisioning: str
+    """The capacity as the plan says it: `spot`, `best-effort`, `reservation r1`, ..."""
+    autoscaled: bool = False
+    """Whether `full` is a maximum rather than a fixed count."""
+    per_zone: int | None = None
+    """An autoscaled pool's maximum per zone, when its bounds count per zone."""
+    reservation: str | None = None
+    """As the plan names it: `NAME`, `projects/P/reservations/NAME`, or for Cloud TPU
+    `projects/P/locations/Z/reservations/NAME`; None for none or any."""
+    tpu: tpu_catalog.TpuHost | None = None
+    """The TPU family and chips of each node or VM, for TPU hosts."""
+    slices: Slices | None = None
+    """The slices these VMs make, where they come in slices of an accelerator type."""
+    tpu_api: bool = False
+    """Created through the Cloud TPU API (queued resources, Slurm's TPU nodesets), whose quota
+    counts per zone; otherwise Compute Engine VMs."""
+    gpus: tuple[tuple[str, int], ...] = ()
+    """(GPU type, per VM): attached, or the machine type's own."""
+    boot_disk: tuple[str, int] | None = None
+    """(disk type, GB) of each VM's boot disk; None where Cloud TPU creates it."""
+    images: tuple[str, ...] = ()
+    external_ips: int = 0
+    """External addresses per VM."""
+    secure_boot: bool | None = None
+    """None where whoever creates the VMs decides."""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    gke: bool = False
+    """GKE nodes (quota in chips per region for TPUs; flex-start through GKE)."""
+    later: bool = False
+    """Created after `pulumi up`, by the TPU provisioner or Slurm's controller."""
+    rollout: str = ""
+    """For a managed instance group, how a new template reaches its running VMs: its update
+    policy's type, `opportunistic` (only when a VM is recreated) or `proactive`."""
+
+    @property
+    def source(self) -> str:
+        """Where it comes from, as preflight and the cost name it: `tpuSlices[0] NodePool
+        tpu-v5p-train-0`, `slurm.tpuNodesets[0] v4x16`."""
+        what = self.name if self.later else self.label
+        return f"{self.config_key} {what}" if self.config_key else what
+
+    @property
+    def zone(self) -> str:
+        """The zone of VMs placed in one (Cloud TPU VMs, instances, groups); else empty."""
+        return self.zones[0] if len(self.zones) == 1 else ""
+
+    @property
+    def chips_per_node(self) -> int:
+        return self.tpu.chips if self.tpu is not None else 0
+
+    @property
+    def chips(self) -> int:
+        """TPU chips at their most."""
+        return self.full * self.chips_per_node
+
+    @property
+    def gpus_per_node(self) -> int:
+        return sum(count for _, count in self.gpus)
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs at their most."""
+        return self.full * self.gpus_per_node
+
+    @property
+    def gpu_type(self) -> str:
+        return self.gpus[0][0] if self.gpus else ""
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Capacity a resource holds whether used or not: a persistent disk or a file share."""
+
+    key: str
+    label: str
+    config_key: str
+    kind: str
+    """`disk` or `filestore`: what prices it (prices/cost.py STORAGE_PRICES) and which quota
+    holds it (preflight/quota_names.py STORAGE_QUOTAS)."""
+    tier: str
+    """The disk type or the Filestore tier."""
+    region: str
+    gib: int
+    """Provisioned size (GB for disks, GiB for shares)."""
+
+    @property
+    def source(self) -> str:
+        return f"{self.config_key} {self.label}" if self.config_key else self.label
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A resource of a type that provides machines or storage, which could not be read: what
+    it provides is missing from every count, and the readers say so."""
+
+    key: str
+    label: str
+    why: str
+
+
+Item = Machines | Storage
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Everything a graph brings up and holds, in the order the program registers it, then
+    what others create later."""
+
+    items: tuple[Item, ...]
+    unread: tuple[Unread, ...] = ()
+
+    @property
+    def machines(self) -> tuple[Machines, ...]:
+        return tuple(i for i in self.items if isinstance(i, Machines))
+
+    @property
+    def storage(self) -> tuple[Storage, ...]:
+        return tuple(i for i in self.items if isinstance(i, Storage))
+
+    @property
+    def chips(self) -> int:
+        return sum(m.chips for m in self.machines)
+
+    @property
+    def gpus(self) -> int:
+        return sum(m.gpu_count for m in self.machines)
+
+    @property
+    def nodes(self) -> int:
+        return sum(m.full for m in self.machines)
+
+
+class _Reading:
+    """One graph being read: its config keys and the lookups several readers share."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.keys = {u: k.removeprefix(f"{NAMESPACE}:") for u, k in graph.config_keys().items()}
+        self.templates_by_urn = {t.urn: t for t in graph.of_type(types.INSTANCE_TEMPLATE)}
+        self.templates_by_name = {
+            str(plain(t.inputs).get("name")): t for t in self.templates_by_urn.values()
+        }
+
+    def label(self, r: Registration) -> str:
+        return f"{types.short(r.type)} {r.name}"
+
+    def config(self, key: str) -> Any:
+        """A config value the program ran with (the engine hands objects over as JSON); None
+        when absent or unreadable."""
+        raw = self.graph.config.get(key)
+        if raw is None:
+            return None
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+
+
+def _gpus(accelerators: Any, machine_type: str) -> tuple[tuple[str, int], ...]:
+    """GPUs per VM: those attached, or else the ones the machine type is built with."""
+    attached = tuple(
+        (str(a["type"]), int(a.get("count", 1)))
+        for a in accelerators or []
+        if int(a.get("count", 1))
+    )
+    if attached:
+        return attached
+    built_in = fixed_gpus(machine_type)
+    return ((built_in.gpu_type, built_in.gpu_count),) if built_in else ()
+
+
+def _external_ips(interfaces: Any) -> int:
+    return sum(len(nic.get("accessConfigs") or []) for nic in interfaces or [])
+
+
+def _secure_boot(inputs: Mapping[str, Any]) -> bool | None:
+    shielded = inputs.get("shieldedInstanceConfig")
+    return None if shielded is None else bool(shielded.get("enableSecureBoot"))
+
+
+def _provisioning(capacity: Capacity, reservation: str | None) -> str:
+    return f"reservation {reservation}" if capacity == "reservation" and reservation else capacity
+
+
+def _pool_capacity(pool: Mapping[str, Any]) -> tuple[Capacity, str | None]:
+    node = pool.get("nodeConfig") or {}
+    affinity = node.get("reservationAffinity") or {}
+    if affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION":
+        return "reservation", ",".join(affinity.get("values") or []) or None
+    if node.get("flexStart") or (pool.get("queuedProvisioning") or {}).get("enabled"):
+        return "flex-start", None
+    if node.get("spot") or node.get("preemptible"):
+        return "spot", None
+    return "on-demand", None
+
+
+def _pool_size(pool: Mapping[str, Any], zones: int) -> tuple[int, int, bool, int | None]:
+    """(idle, full, autoscaled, per-zone maximum) of a node pool: a fixed count per zone, or
+    autoscaling bounds per zone or in total; a queued-provisioning pool rests at zero."""
+    scaling = pool.get("autoscaling") or {}
+    if "nodeCount" in pool:
+        low = high = int(pool["nodeCount"]) * zones
+        autoscaled, per_zone = False, None
+    elif "totalMaxNodeCount" in scaling:
+        low, high = int(scaling.get("totalMinNodeCount", 0)), int(scaling["totalMaxNodeCount"])
+        autoscaled, per_zone = True, None
+    elif "maxNodeCount" in scaling:
+        low = int(scaling.get("minNodeCount", 0)) * zones
+        high = int(scaling["maxNodeCount"]) * zones
+        autoscaled, per_zone = True, int(scaling["maxNodeCount"])
+    else:
+        low = high = int(pool.get("initialNodeCount", 0)) * zones
+        autoscaled, per_zone = False, None
+    if (pool.get("queuedProvisioning") or {}).get("enabled"):
+        low = 0
+    return low, high, autoscaled, per_zone
+
+
+def _node_pools(reading: _Reading, r: Registration) -> Iterator[Machines]:
+    pool = plain(r.inputs)
+    node = pool.get("nodeConfig") or {}
+    clusters = {
+        plain(c.inputs).get("name"): plain(c.inputs) for c in reading.graph.of_type(types.CLUSTER)
+    }
+    cluster = clusters.get(pool.get("cluster"), {})
+    location = str(pool.get("location") or cluster.get("location", ""))
+    zones = tuple(pool.get("nodeLocations") or cluster.get("nodeLocations") or ())
+    if not zones and region_of(location) != location:
+        zones = (location,)
+    idle, full, autoscaled, per_zone = _pool_size(pool, len(zones) or REGIONAL_ZONES)
+    capacity, reservation = _pool_capacity(pool)
+    machine_type = str(node.get("machineType", ""))
+    yield Machines(
+        key=r.urn,
+        label=reading.label(r),
+        name=r.name,
+        config_key=reading.keys.get(r.urn, ""),
+        system=System.GKE_POOLS,
+        machine_type=machine_type,
+        region=region_of(location),
+        zones=zones,
+        idle=idle,
+        full=full,
+        capacity=capacity,
+        provisioning=_provisioning(capacity, reservation),
+        autoscaled=autoscaled,
+        per_zone=per_zone if per_zone is not None and len(zones) != 1 else None,
+        reservation=reservation,
+        tpu=tpu_catalog.TPU_HOSTS.get(machine_type),
+        gpus=_gpus(node.get("guestAccelerators"), machine_type),
+        boot_disk=(
+            str(node.get("diskType", GKE_DEFAULT_DISK[0])),
+            int(node.get("diskSizeGb", GKE_DEFAULT_DISK[1])),
+        ),
+        secure_boot=_secure_boot(node),
+        metadata=node.get("metadata") or {},
+        gke=True,
+    )
+
+
+def _instances(reading: _Reading, r: Registration) -> Iterator[Machines]:
+    vm = plain(r.inputs)
+    params = (vm.get("bootDisk") or {}).get("initializeParams") or {}
+    capacity = _scheduling_capacity(vm.get("scheduling") or {})
+    machine_type = str(vm.get("machineType", ""))
+    yield Machines(
+        key=r.urn,
+        label=reading.label(r),
+        name=str(vm.get("name", r.name)),
+        config_key=reading.keys.get(r.urn, ""),
+        system=System.VMS,
+        machine_type=machine_type,
+        region=region_of(vm["zone"]),
+        zones=(vm["zone"],),
+        idle=1,
+        full=1,
+        capacity=capacity,
+        provisioning=capacity,
+        gpus=_gpus(vm.get("guestAccelerators"), machine_type),
+        boot_disk=(
+            str(params.get("type", GCE_DEFAULT_DISK[0])),
+            int(params.get("size", GCE_DEFAULT_DISK[1])),
+        ),
+        images=(params["image"],) if params.get("image") else (),
+        external_ips=_external_ips(vm.get("networkInterfaces")),
+        secure_boot=_secure_boot(vm),
+        metadata=vm.get("metadata") or {},
+    )
+
+
+def _scheduling_capacity(scheduling: Mapping[str, Any]) -> Capacity:
+    model = scheduling.get("provisioningModel")
+    if model == "FLEX_START":
+        return "flex-start"
+    if model == "SPOT" or scheduling.get("preemptible"):
+        return "spot"
+    return "on-demand"
+
+
+def _template_capacity(template: Mapping[str, Any]) -> tuple[Capacity, str | None]:
+    """A template's capacity: its provisioning model, or a reservation it consumes (a named
+    one, or any matching one)."""
+    capacity = _scheduling_capacity(template.get("scheduling") or {})
+    affinity = template.get("reservationAffinity") or {}
+    if capacity == "on-demand" and affinity.get("type") in (
+        "SPECIFIC_RESERVATION",
+        "ANY_RESERVATION",
+    ):
+        values = (affinity.get("specificReservation") or {}).get("values") or []
+        return "reservation", ",".join(values) or None
+    return capacity, None
+
+
+def _template_vms(template: Mapping[str, Any], **fields: Any) -> Machines:
+    """VMs made from an instance template: its machine, capacity, GPUs, boot disk, images,
+    addresses, Secure Boot and metadata; `fields` give who they are and how many."""
+    machine_type = str(template.get("machineType", ""))
+    capacity, reservation = _template_capacity(template)
+    boot = next((d for d in template.get("disks") or [] if d.get("boot")), {})
+    return Machines(
+        machine_type=machine_type,
+        capacity=capacity,
+        provisioning=_provisioning(capacity, reservation),
+        reservation=reservation,
+        gpus=_gpus(template.get("guestAccelerators"), machine_type),
+        boot_disk=(
+            str(boot.get("diskType", GCE_DEFAULT_DISK[0])),
+            int(boot.get("diskSizeGb", GCE_DEFAULT_DISK[1])),
+        ),
+        images=tuple(d["sourceImage"] for d in template.get("disks") or [] if d.get("sourceImage")),
+        external_ips=_external_ips(template.get("networkInterfaces")),
+        secure_boot=_secure_boot(template),
+        metadata=template.get("metadata") or {},
+        **fields,
+    )
+
+
+def _groups(reading: _Reading, r: Registration) -> Iterator[Machines | Unread]:
+    """A managed instance group's VMs: the template its versions name (a dependency, as they
+    name its self link, an output), `targetSize` of them. A group with no target size
+    (flex-start) rests at none: its FlexCapacity's resize requests bring it to its size when
+    capacity is found, for their run duration."""
+    group = plain(r.inputs)
+    linked = set(r.property_dependencies.get("versions", ())) or set(r.dependencies)
+    templates = [t for u, t in reading.templates_by_urn.items() if u in linked]
+    if len(templates) != 1:
+        yield Unread(r.urn, reading.label(r), f"it names {len(templates)} instance templates")
+        return
+    sizes = [
+        int(plain(q.inputs).get("size", 0))
+        for q in reading.graph.of_type(types.FLEX_CAPACITY)
+        if r.urn in q.dependencies or q.parent == r.parent
+    ]
+    full = int(group.get("targetSize", 0)) + sum(sizes)
+    idle = 0 if sizes and "targetSize" not in group else full
+    zone = str(group["zone"])
+    policy = group.get("updatePolicy") or {}
+    yield _template_vms(
+        plain(templates[0].inputs),
+        rollout=str(policy.get("type", "OPPORTUNISTIC")).lower(),
+        key=r.urn,
+        label=reading.label(r),
+        name=str(group.get("name", r.name)),
+        config_key=reading.keys.get(r.urn, ""),
+        system=System.GPU_CLUSTERS,
+        region=region_of(zone),
+        zones=(zone,),
+        idle=idle,
+        full=full,
+    )
+
+
+_TPU_API_CAPACITY: dict[str, Capacity] = {
+    "on-demand": "on-demand",
+    "reserved": "reservation",
+    "spot": "spot",
+    "best-effort": "spot",
+    "flex-start": "flex-start",
+}
+"""A queued resource's `capacity` -> how its VMs get capacity."""
+
+
+def _slices(shape: tpu_catalog.TpuShape, count: int, runtime: str = "") -> Slices:
+    return Slices(
+        accelerator=shape.accelerator,
+        count=count,
+        hosts=shape.hosts,
+        cores=shape.family.size_of(shape.chips),
+        runtime=runtime,
+    )
+
+
+def _host(shape: tpu_catalog.TpuShape) -> tpu_catalog.TpuHost:
+    return tpu_catalog.TpuHost(shape.family, shape.chips_per_host)
+
+
+def _queued_resources(reading: _Reading, r: Registration) -> Iterator[Machines | Unread]:
+    qr = plain(r.inputs)
+    try:
+        shape = tpu_catalog.resolve(str(qr.get("acceleratorType", "")))
+    except tpu_catalog.CatalogError as error:
+        yield Unread(r.urn, reading.label(r), str(error))
+        return
+    count = int(qr.get("nodeCount", 1))
+    hosts = count * shape.hosts
+    written = str(qr.get("capacity", "on-demand"))
+    zone = str(qr["zone"])
+    yield Machines(
+        key=r.urn,
+        label=reading.label(r),
+        name=str(qr.get("queuedResourceId", r.name)),
+        config_key=reading.keys.get(r.urn, ""),
+        system=System.TPU_VMS,
+        machine_type=shape.machine_type,
+        region=region_of(zone),
+        zones=(zone,),
+        idle=hosts,
+        full=hosts,
+        capacity=_TPU_API_CAPACITY.get(written, "on-demand"),
+        provisioning=written,
+        reservation=qr.get("reservationName") or None,
+        tpu=_host(shape),
+        slices=_slices(shape, count, str(qr.get("runtimeVersion", ""))),
+        tpu_api=True,
+        external_ips=1 if qr.get("enableExternalIps") else 0,
+        secure_boot=bool(qr.get("secureBoot")),
+        metadata=qr.get("metadata") or {},
+    )
+
+
+def _nodeset_document(r: Registration) -> dict[str, Any] | None:
+    """A Slurm-GCP nodeset file (`nodeset_configs/*.yaml`, `nodeset_tpu_configs/*.yaml`), as
+    the controller reads it; None for any other object."""
+    try:
+        content = yaml.safe_load(str(plain(r.inputs).get("content", "")))
+    except yaml.YAMLError:
+        return None
+    return content if isinstance(content, dict) and "nodeset_name" in content else None
+
+
+def _slurm_index(reading: _Reading, list_key: str, name: str) -> str:
+    """The config key of a nodeset the program wrote: `slurm.tpuNodesets[0]`; `slurm.<list>`
+    alone for one the config does not list (the debug partition's)."""
+    slurm = reading.config(f"{NAMESPACE}:slurm")
+    entries = slurm.get(list_key) if isinstance(slurm, dict) else None
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):
+        if isinstance(entry, dict) and entry.get("name") == name:
+            return f"slurm.{list_key}[{i}]"
+    return "slurm.debugPartition" if list_key == "cpuNodesets" else f"slurm.{list_key}"
+
+
+def _tpu_nodeset_shape(document: Mapping[str, Any]) -> tpu_catalog.TpuShape | None:
+    """The slice shape of a TPU nodeset: its node_type, or its accelerator_config (tpu.py
+    reads accelerator_config first, node_type when its fields are empty)."""
+    accelerator = document.get("accelerator_config") or {}
+    version, topology = str(accelerator.get("version", "")), str(accelerator.get("topology", ""))
+    try:
+        if version and topology:
+            family = next(f for f in tpu_catalog.FAMILIES if f.prefix == version.lower())
+            return tpu_catalog.resolve(family.accelerator_of(topology), topology)
+        return tpu_catalog.resolve(str(document.get("node_type", "")))
+    except (StopIteration, ValueError):
+        return None
+
+
+def _slurm_nodesets(reading: _Reading, r: Registration) -> Iterator[Machines | Unread]:
+    """The VMs Slurm's controller creates from one nodeset file: `node_count_static` kept up,
+    up to `node_count_dynamic_max` more on demand."""
+    document = _nodeset_document(r)
+    if document is None:
+        return
+    idle = int(document.get("node_count_static") or 0)
+    full = idle + int(document.get("node_count_dynamic_max") or 0)
+    if document.get("instance_template"):
+        yield _cpu_nodeset(reading, r, document, idle, full)
+    else:
+        yield _tpu_nodeset(reading, r, document, idle, full)
+
+
+def _cpu_nodeset(
+    reading: _Reading, r: Registration, document: Mapping[str, Any], idle: int, full: int
+) -> Machines | Unread:
+    """A CPU nodeset's VMs are its instance template's, which the file names by self link."""
+    name = str(document["nodeset_name"])
+    template_name = str(document["instance_template"]).rsplit("/", 1)[-1]
+    template = reading.templates_by_name.get(template_name)
+    if template is None:
+        return Unread(r.urn, f"Slurm nodeset {name}", f"no instance template {template_name}")
+    zones = tuple(document.get("zone_policy_allow") or ())
+    region = region_of(zones[0]) if zones else str(reading.graph.config.get("gcp:region", ""))
+    config_key = _slurm_index(reading, "cpuNodesets", name)
+    return _template_vms(
+        plain(template.inputs),
+        key=config_key,
+        label=f"Slurm nodeset {name}",
+        name=name,
+        config_key=config_key,
+        system=System.SLURM,
+        region=region,
+        zones=zones,
+        idle=idle,
+        full=full,
+        autoscaled=True,
+        later=True,
+    )
+
+
+def _tpu_nodeset(
+    reading: _Reading, r: Registration, document: Mapping[str, Any], idle: int, full: int
+) -> Machines | Unread:
+    """A TPU nodeset's VMs are TPU VMs of its accelerator type, one Slurm node per host
+    (tpu.py `vmcount`), created without a shielded instance config."""
+    name = str(document["nodeset_name"])
+    shape = _tpu_nodeset_shape(document)
+    if shape is None:
+        return Unread(r.urn, f"Slurm nodeset {name}", "its accelerator is not in the catalog")
+    zone = str(document.get("zone", ""))
+    flags = [f for f in ("preemptible", "reserved") if document.get(f)]
+    capacity: Capacity = "reservation" if "reserved" in flags else "spot" if flags else "on-demand"
+    config_key = _slurm_index(reading, "tpuNodesets", name)
+    runtime = f"tpu-vm-tf-{document.get('tf_version', '')}"
+    return Machines(
+        key=config_key,
+        label=f"Slurm nodeset {name}",
+        name=name,
+        config_key=config_key,
+        system=System.SLURM,
+        machine_type=shape.machine_type,
+        region=region_of(zone),
+        zones=(zone,),
+        idle=idle,
+        full=full,
+        capacity=capacity,
+        provisioning=", ".join(flags) or "on-demand",
+        autoscaled=True,
+        tpu=_host(shape),
+        slices=_slices(shape, math.ceil(full / shape.hosts), runtime),
+        tpu_api=True,
+        external_ips=1 if document.get("enable_public_ip") else 0,
+        secure_boot=None,
+        later=True,
+    )
+
+
+def _provisioner(reading: _Reading) -> Iterator[Machines]:
+    """The node pools the TPU provisioner may create: per pending JobSet, up to its quota of
+    slices of each shape, on demand unless a pod selects Spot or a reservation (gke.go), in its
+    zone. Read from the config the program ran with, where the graph registers the
+    provisioner."""
+    if not reading.graph.of_type(types.TPU_PROVISIONER):
+        return
+    try:
+        config = TpuProvisionerConfig.model_validate(
+            reading.config(f"{NAMESPACE}:tpuProvisioner") or {}
+        )
+        shapes = config.shapes()
+    except (ValidationError, tpu_catalog.CatalogError):
+        return
+    zone = config.zone or str(reading.graph.config.get("gcp:zone", ""))
+    for accelerator, shape in sorted(shapes.items()):
+        count = config.quota[accelerator]
+        key = f"tpuProvisioner.quota.{accelerator}"
+        yield Machines(
+            key=key,
+            label=f"TPU provisioner {accelerator} pools",
+            name=accelerator,
+            config_key=key,
+            system=System.PROVISIONER,
+            machine_type=shape.machine_type,
+            region=region_of(zone),
+            zones=(zone,),
+            idle=0,
+            full=count * shape.hosts,
+            capacity="on-demand",
+            provisioning="on demand, per pending JobSet",
+            autoscaled=True,
+            tpu=_host(shape),
+            slices=_slices(shape, count),
+            gke=True,
+            later=True,
+        )
+
+
+def _disks(reading: _Reading, r: Registration) -> Iterator[Storage]:
+    disk = plain(r.inputs)
+    yield Storage(
+        key=r.urn,
+        label=reading.label(r),
+        config_key=reading.keys.get(r.urn, ""),
+        kind="disk",
+        tier=str(disk.get("type", GCE_DEFAULT_DISK[0])),
+        region=region_of(str(disk["zone"])),
+        gib=int(disk.get("size", 0)),
+    )
+
+
+def _filestore(reading: _Reading, r: Registration) -> Iterator[Storage]:
+    share = plain(r.inputs)
+    file_shares = share.get("fileShares") or {}
+    listed = file_shares if isinstance(file_shares, list) else [file_shares]
+    yield Storage(
+        key=r.urn,
+        label=reading.label(r),
+        config_key=reading.keys.get(r.urn, ""),
+        kind="filestore",
+        tier=str(share["tier"]),
+        region=region_of(str(share["location"])),
+        gib=sum(int(s.get("capacityGb", 0)) for s in listed),
+    )
+
+
+Reader = Callable[[_Reading, Registration], Iterator[Item | Unread]]
+READERS: dict[str, Reader] = {
+    types.NODE_POOL: _node_pools,
+    types.INSTANCE: _instances,
+    types.INSTANCE_GROUP_MANAGER: _groups,
+    types.QUEUED_RESOURCE: _queued_resources,
+    types.BUCKET_OBJECT: _slurm_nodesets,
+    types.DISK: _disks,
+    types.FILESTORE: _filestore,
+}
+"""Resource type -> what one such resource provides. Types not here provide no machines and
+hold no storage (an instance template's VMs are its group's; a bucket bills by bytes)."""
+
+
+def read(graph: Graph) -> Inventory:
+    """What `graph` brings up and holds, and what others create later from it."""
+    reading = _Reading(graph)
+    found: list[Item | Unread] = []
+    for r in graph.resources_to_apply:
+        reader = READERS.get(r.type)
+        if reader is not None:
+            found += reader(reading, r)
+    found += _provisioner(reading)
+    return Inventory(
+        items=tuple(i for i in found if not isinstance(i, Unread)),
+        unread=tuple(i for i in found if isinstance(i, Unread)),
+    )

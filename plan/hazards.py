@@ -1,0 +1,209 @@
+"""What a change costs beyond the resource itself: data it deletes, capacity that goes away while
+it runs, a replacement GCP will not let finish while others still use the old resource, and a
+template change that reaches a group's running VMs only when they are recreated.
+
+Pure functions of a resource change and the two graphs; `plan.diff` attaches their findings to
+each change, and the text, the markdown summary and the JSON show them. `STATEFUL` is what the
+`--fail-on-destructive` flag refuses to replace or delete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from components.gke.admission import SYSTEM_TAINT
+from graph import capacity, types
+from graph.model import Graph, Registration, unwrap
+
+
+class Kind(StrEnum):
+    DATA_LOSS = "data-loss"
+    AVAILABILITY = "availability"
+
+
+@dataclass(frozen=True)
+class Hazard:
+    kind: Kind
+    message: str
+
+
+STATEFUL: frozenset[str] = frozenset(
+    {
+        types.FILESTORE,
+        types.DISK,
+        types.BUCKET,
+        types.CLUSTER,
+        types.NAMESPACE,
+    }
+)
+"""Types whose replacement or deletion loses what they hold: files, disk blocks, objects, a
+cluster's workloads, a namespace's workloads, secrets and volumes."""
+
+_LOST: dict[str, str] = {
+    types.FILESTORE: "every file on the share is lost (Filestore deletes the instance's data "
+    "with it): back it up first (gcloud filestore backups create)",
+    types.DISK: "the disk's data is lost: snapshot it first (gcloud compute snapshots create)",
+    types.BUCKET: "its objects go with it where forceDestroy is true; otherwise the delete "
+    "fails while it holds any (Cloud Storage refuses to delete a non-empty bucket): copy "
+    "what it holds first",
+    types.CLUSTER: "every workload on the cluster, and what its volumes hold, goes with it",
+    types.NAMESPACE: "Kubernetes deletes every object in the namespace with it (workloads, "
+    "secrets, volume claims); a renamed team's new namespace starts empty",
+}
+
+_QUEUES = (types.LOCAL_QUEUE, types.CLUSTER_QUEUE)
+
+IN_USE: dict[str, frozenset[str]] = {
+    types.NETWORK: frozenset(
+        {
+            types.SUBNETWORK,
+            types.FIREWALL,
+            types.ROUTER,
+            types.INSTANCE,
+            types.INSTANCE_GROUP_MANAGER,
+            types.CLUSTER,
+            types.FILESTORE,
+            types.QUEUED_RESOURCE,
+        }
+    ),
+    types.SUBNETWORK: frozenset(
+        {types.INSTANCE, types.INSTANCE_GROUP_MANAGER, types.CLUSTER, types.QUEUED_RESOURCE}
+    ),
+    types.INSTANCE_TEMPLATE: frozenset({types.INSTANCE_GROUP_MANAGER}),
+    types.DISK: frozenset({types.INSTANCE}),
+    types.RESOURCE_POLICY: frozenset(
+        {types.INSTANCE, types.INSTANCE_GROUP_MANAGER, types.NODE_POOL}
+    ),
+}
+"""Resource type -> the types whose VMs (or whose own use) keep it from being deleted: Compute
+Engine answers `resourceInUseByAnotherResource` ("The subnetwork resource '...' is already
+being used by '.../instances/...'", as in hashicorp/terraform#21362). A group's VMs use what
+its template names."""
+
+
+def _uses(user: Registration, used: str, before: dict[str, Registration]) -> bool:
+    """Whether `user` (in the old graph) refers to `used`, itself or through its template."""
+    deps = set(user.dependencies) | {u for d in user.property_dependencies.values() for u in d}
+    if used in deps:
+        return True
+    return user.type == types.INSTANCE_GROUP_MANAGER and any(
+        used in before[d].dependencies for d in deps if d in before
+    )
+
+
+def blocked(urn: str, before: Graph, replaced: set[str], later: Iterable[capacity.Machines]) -> str:
+    """Why deleting the old `urn` first (delete-before-replace) fails while resources this
+    run does not replace still use it, and what to do; empty when nothing holds it."""
+    old = {r.urn: r for r in before}
+    resource = old.get(urn)
+    if resource is None or resource.type not in IN_USE:
+        return ""
+    users = [
+        r
+        for r in before
+        if r.type in IN_USE[resource.type]
+        and r.urn not in replaced
+        and r.urn != urn
+        and _uses(r, urn, old)
+    ]
+    created = [m for m in later if m.system is capacity.System.SLURM]
+    if not users and not (created and resource.type in (types.NETWORK, types.SUBNETWORK)):
+        return ""
+    named = ", ".join(f"{types.short(r.type)} {r.name}" for r in users)
+    if created and resource.type in (types.NETWORK, types.SUBNETWORK):
+        nodes = ", ".join(m.name for m in created)
+        named += ("; " if named else "") + f"and the VMs Slurm's controller runs ({nodes})"
+    replace = " ".join(f"--replace '{r.urn}'" for r in users)
+    how = f"replace them in the same run (`pulumi up {replace}`)" if users else ""
+    if created:
+        how += (" and " if how else "") + "power Slurm's nodes down first"
+    return (
+        f"cannot complete: {types.short(resource.type)} {resource.name} is deleted before its "
+        f"replacement is created, and Compute Engine refuses while {named} still use it "
+        f"(resourceInUseByAnotherResource). `pulumi up` deletes what it replaces first, then "
+        f"stops here with the old one in place. To go through, {how}, or move them off it in "
+        "a run of their own first"
+    )
+
+
+def _runs_controllers(pool: Registration) -> bool:
+    """The system pool: tainted for GKE's managed components, where Kueue, JobSet, the TPU
+    provisioner and GKE's system pods run (components/gke/cluster.py)."""
+    taints = (unwrap(pool.inputs).get("nodeConfig") or {}).get("taints") or []
+    return any(t.get("key") == SYSTEM_TAINT for t in taints)
+
+
+def _only_cpu_pool(pool: Registration, graph: Graph) -> bool:
+    """Whether `pool` is the only node pool of its cluster with neither TPUs nor GPUs nor the
+    system taint: where the teams' CPU pods run."""
+    cpu = [
+        m
+        for m in capacity.read(graph).machines
+        if m.system is capacity.System.GKE_POOLS
+        and m.tpu is None
+        and not m.gpus
+        and not _runs_controllers(graph.by_urn(m.key))
+    ]
+    cluster = unwrap(pool.inputs).get("cluster")
+    same = [m for m in cpu if unwrap(graph.by_urn(m.key).inputs).get("cluster") == cluster]
+    return [m.key for m in same] == [pool.urn]
+
+
+def hazards(
+    resource: Registration, replaced: bool, delete_first: bool, before: Graph
+) -> tuple[Hazard, ...]:
+    """The data a replace or delete of `resource` (as it was) loses, and the capacity that goes
+    while it runs. `delete_first`: a replace that deletes the old one before creating the new."""
+    found: list[Hazard] = []
+    if resource.type in _LOST:
+        found.append(Hazard(Kind.DATA_LOSS, _LOST[resource.type]))
+    if resource.type in _QUEUES and not replaced:
+        found.append(
+            Hazard(
+                Kind.DATA_LOSS,
+                "Kueue drops the queue's pending workloads and evicts its admitted ones",
+            )
+        )
+    down = delete_first or not replaced
+    if resource.type == types.NODE_POOL and down:
+        if _runs_controllers(resource):
+            found.append(
+                Hazard(
+                    Kind.AVAILABILITY,
+                    "the system pool: Kueue, JobSet, the TPU provisioner and GKE's system pods "
+                    "have nowhere to run until it is up again, and no workload is admitted",
+                )
+            )
+        elif _only_cpu_pool(resource, before):
+            found.append(
+                Hazard(
+                    Kind.AVAILABILITY,
+                    "the cluster's only CPU pool: the teams' CPU pods have nowhere to run "
+                    "until a CPU pool is up again; add the new pool under another name first, "
+                    "then remove this one",
+                )
+            )
+    return tuple(found)
+
+
+def rollout(group: Registration) -> str:
+    """What reaches a managed instance group's running VMs when its template changes, under
+    its update policy (Compute Engine "Automatically apply VM configuration updates in a
+    MIG": OPPORTUNISTIC applies only when a VM is recreated for another reason)."""
+    policy = unwrap(group.inputs).get("updatePolicy") or {}
+    name = unwrap(group.inputs).get("name", group.name)
+    zone = unwrap(group.inputs).get("zone", "ZONE")
+    if policy.get("type", "OPPORTUNISTIC") == "OPPORTUNISTIC":
+        return (
+            "the group's update policy is OPPORTUNISTIC: its running VMs keep the old template "
+            "(machine, image, metadata) until they are recreated (by autohealing, a resize, or "
+            f"`gcloud compute instance-groups managed rolling-action replace {name} "
+            f"--zone={zone}`); VMs it creates from now on get the new one"
+        )
+    unavailable = policy.get("maxUnavailableFixed", policy.get("maxUnavailablePercent", 1))
+    return (
+        f"the group's update policy is PROACTIVE: it {policy.get('minimalAction', 'REPLACE')}s "
+        f"its VMs to the new template right after `pulumi up`, {unavailable} at a time"
+    )
