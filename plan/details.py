@@ -237,7 +237,12 @@ def _resource_policy(i: Inputs, r: Registration) -> list[str]:
             parts.append(f"maxDistance={group['maxDistance']}")
         return parts
     policy = i.get("workloadPolicy", {})
-    return [f"workload={policy.get('type')} topology={policy.get('acceleratorTopology')}"]
+    parts = [f"workload={policy.get('type')}"]
+    # A4X's carries its NVLink topology; A3/A4's may carry a strict placement boundary.
+    for key in ("acceleratorTopology", "maxTopologyDistance"):
+        if policy.get(key):
+            parts.append(f"{key}={policy[key]}")
+    return parts
 
 
 def _queued_resource(i: Inputs, r: Registration) -> list[str]:

@@ -13,6 +13,7 @@ from components import gpu_catalog
 from components.gpu_catalog import TOPOLOGY_DISTANCES
 from components.gpu_clusters.checks import warnings
 from components.gpu_clusters.config import DEFAULT_IMAGE_FAMILY, RESERVED_METADATA
+from plan.details import details
 from plan.diff import Op
 from plan.diff import diff as graph_diff
 from plan.engine import record_program
@@ -249,6 +250,7 @@ def test_a_workload_policy_takes_its_max_topology_distance(distance, topology):
         "maxTopologyDistance": topology,
     }
     assert policy.inputs["name"] == f"ai-test-demo-placement-{topology.lower()}"
+    assert details(policy) == f"workload=HIGH_THROUGHPUT maxTopologyDistance={topology}"
     # Unset, Compute Engine places the VMs as close as capacity allows: no strict boundary.
     (loose,) = cluster_graph(**entry).of_type(POLICY)
     assert loose.inputs["workloadPolicy"] == {"type": "HIGH_THROUGHPUT"}
