@@ -180,7 +180,7 @@ def _summary(outcomes: Sequence[Outcome]) -> int:
         print(f"  {outcome.line()}")
     if any(o.status == "IAP refused" for o in failed):
         print(
-            "  IAP refused: you need roles/iap.tunnelResourceAccessor (granted outside the "
-            "stack) and a firewall rule admitting 35.235.240.0/20 to port 22"
+            "  IAP refused: you need roles/iap.tunnelResourceAccessor (the entry's `logins` "
+            "grants it) and a firewall rule admitting 35.235.240.0/20 to port 22"
         )
     return 1 if failed else 0

@@ -146,7 +146,9 @@ def _custom_role(i: Inputs, r: Registration) -> list[str]:
 
 
 def _member(i: Inputs, r: Registration) -> list[str]:
-    return [f"{i.get('role')} -> {i.get('member')}"]
+    condition = i.get("condition") or {}
+    where = f" only: {condition['title']}" if condition.get("title") else ""
+    return [f"{i.get('role')} -> {i.get('member')}{where}"]
 
 
 def _service_account(i: Inputs, r: Registration) -> list[str]:

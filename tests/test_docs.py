@@ -160,7 +160,14 @@ INVENTORY: dict[str, dict[str, int]] = {
     "tpu-vms": TPU_VMS,
     # As tpu-vms, and the opening of its JAX port to the pods range.
     "network-allow": TPU_VMS | {"gcp:compute/firewall:Firewall": 6},
-    "tpu-vms-spot": TPU_VMS,
+    # As tpu-vms, and one login: its OS Login, IAP and viewer grants, the viewer role and
+    # account use on the VMs' account.
+    "tpu-vms-spot": TPU_VMS
+    | {
+        "gcp:projects/iAMMember:IAMMember": 8,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+    },
     "gpu-cluster": COMMON
     | {
         # The cluster's own rule on the stack's network and the deny of it to GKE nodes.
@@ -184,9 +191,12 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:container/nodePool:NodePool": 2,
         "gcp:filestore/instance:Instance": 1,
         "gcp:monitoring/dashboard:Dashboard": 1,
-        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
-        "gcp:projects/iAMMember:IAMMember": 6,
+        # Ray's discovery role and the logins' viewer role; three project grants and
+        # account use per login.
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 2,
+        "gcp:projects/iAMMember:IAMMember": 12,
         "gcp:serviceaccount/account:Account": 2,
+        "gcp:serviceaccount/iAMMember:IAMMember": 2,
         "gcp:storage/bucket:Bucket": 1,
         "gcp:storage/bucketIAMMember:BucketIAMMember": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,

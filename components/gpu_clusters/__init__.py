@@ -13,6 +13,7 @@ from components.context import StackContext
 from components.gpu_clusters.checks import account_id, group_name, problems
 from components.gpu_clusters.cluster import GpuCluster, GpuClusterArgs, network_tag
 from components.gpu_clusters.config import GpuClusterConfig
+from components.logins import describe_logins
 from components.network import NetworkHandle
 
 __all__ = [
@@ -110,4 +111,5 @@ def describe(
         else:
             ready = "  startup: not waited for (startupTimeoutMinutes: 0)"
         lines.append(f"  {ready}")
+        lines += describe_logins(c.logins, f"on its VMs {group_name(context, c.name)}-* only")
     return [("GPU clusters", lines or ["  none"])]

@@ -27,6 +27,7 @@ from components.identity import (
     grant_opts,
     service_account,
 )
+from components.logins import LoginGrants, grant_logins, instance_condition
 from components.network import (
     ALL_INTERNAL,
     NetworkHandle,
@@ -57,6 +58,16 @@ def network_tag(base: str) -> str:
     """The tag the firewall rules name a GPU cluster's VMs by: on the stack's network, its
     VMs (and Ray's ports, which run unauthenticated) reach each other and nothing else does."""
     return system_tag(base, "gpu-vm")
+
+
+LOGIN_VIEWER_PERMISSIONS = (
+    "compute.instances.get",
+    "compute.projects.get",
+    *RAY_DISCOVERY_PERMISSIONS,
+)
+"""What a login reads: `gcloud compute ssh` gets the instance and the project
+(googlecloudsdk command_lib/compute/ssh_utils.py GetProject, gcloud 528.0.0), `python -m
+hosts` lists the group's instances (`instance-groups managed list-instances`)."""
 
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
@@ -94,6 +105,7 @@ class GpuCluster(Component):
             pulumi.log.warn(f"gpuClusters {config.name}: {warning}", self)
 
         identity = self._identity(name, args, base)
+        self._logins(name, args, base, zone, identity)
         nics, network_names = self._networks(name, args, base, zone)
         host_cidr = (
             args.network.subnet_cidr if config.network == "default" else config.nic_cidrs()[0]
@@ -351,6 +363,33 @@ class GpuCluster(Component):
                 "description": f"flex-start VMs of GPU cluster {config.name}",
             },
             self.child_opts(depends_on=[self.group]),
+        )
+
+    def _logins(
+        self, name: str, args: GpuClusterArgs, base: str, zone: str, identity: Identity
+    ) -> None:
+        """OS Login on this cluster's VMs only (a condition on the names the group gives
+        them, `<base>-xxxx`), and reading them and their group."""
+        where = f"projects/{args.context.project}/zones/{zone}"
+        vms = f"{where}/instances/{base}-"
+        grant_logins(
+            self,
+            f"{name}-login",
+            project=args.context.project,
+            logins=args.config.logins,
+            grants=LoginGrants(
+                login_condition=instance_condition(vms, f"VMs of GPU cluster {base}"),
+                viewer_role_id=f"{base.replace('-', '_')}_login",
+                viewer_title=f"Reach GPU cluster {base}",
+                viewer_permissions=LOGIN_VIEWER_PERMISSIONS,
+                viewer_condition=instance_condition(
+                    vms,
+                    f"GPU cluster {base}, its group and project",
+                    group=f"{where}/instanceGroupManagers/{base}",
+                ),
+                account=identity.email,
+            ),
+            depends_on=[identity.account],
         )
 
     def _identity(self, name: str, args: GpuClusterArgs, base: str) -> Identity:

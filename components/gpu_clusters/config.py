@@ -13,6 +13,7 @@ from pydantic import AfterValidator, Field
 
 from components import gpu_catalog
 from components.base import ConfigModel
+from components.logins import Login
 from components.types import (
     Cidr,
     DnsLabel,
@@ -226,6 +227,12 @@ class GpuClusterConfig(ConfigModel):
     the VM's and the step's name. 0 skips the wait (where an organization policy disables
     guest attributes). Flex-start groups are not waited for: their VMs come when capacity
     does."""
+    logins: list[Login] = Field(default_factory=list)
+    """Who may log in to this cluster's VMs and nothing else: each member gets OS Login
+    (`roles/compute.osAdminLogin` with `sudo: true`, else `roles/compute.osLogin`) on the
+    cluster's VMs only, `roles/iam.serviceAccountUser` on their service account only, IAP
+    tunnels to port 22, and reading the cluster's VMs and group (what `gcloud compute ssh` and
+    `python -m hosts` read)."""
     threads_per_core: int | None = Field(default=None, ge=1, le=2)
     """SMT: unset keeps the platform's default (two threads per core on the x86 GPU families,
     one on A4X's Arm cores); 1 turns SMT off, halving the vCPUs, for CPU-bound data loaders

@@ -10,6 +10,7 @@ import pulumi
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
 from components.context import StackContext
+from components.logins import describe_logins
 from components.network import NetworkHandle
 from components.tpu_vms.checks import problems, stack_problems, subnet_problems
 from components.tpu_vms.config import TpuVmConfig
@@ -105,6 +106,9 @@ def describe(entries: list[TpuVmConfig], context: StackContext) -> list[tuple[st
             "queued resource's rate in the cost below, until the next `pulumi up` adopts it or "
             f"`gcloud compute tpus queued-resources delete {e.name} --zone="
             f"{context.zone_of(e.zone)} --force`"
+        )
+        lines += describe_logins(
+            e.logins, "and reading TPU nodes on the whole project (Cloud TPU has no per-slice IAM)"
         )
     return [("TPU VMs (queued resources)", lines)] if lines else []
 

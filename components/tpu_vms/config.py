@@ -13,6 +13,7 @@ from pydantic import AfterValidator, Field
 from components import tpu_catalog
 from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
+from components.logins import Login
 from components.network import MAX_NODE_NETWORKS
 from components.tpu_vms.provider import V2, V2ALPHA1, node_names
 from components.types import (
@@ -226,6 +227,12 @@ class TpuVmConfig(ConfigModel):
     """Extra project roles for the dedicated account; basic roles are refused."""
     buckets: dict[str, BucketAccess] = Field(default_factory=dict)
     """`ai-infra:buckets` names -> read | write | admin, for the dedicated account."""
+    logins: list[Login] = Field(default_factory=list)
+    """Who may log in to these TPU VMs: each member gets OS Login (`roles/compute.osAdminLogin`
+    with `sudo: true`, else `roles/compute.osLogin`), `roles/iam.serviceAccountUser` on the
+    VMs' account only, IAP tunnels to port 22, and reading the TPU nodes (what gcloud's
+    `tpu-vm ssh` and `python -m hosts` read). Cloud TPU has no per-slice IAM, so the OS Login
+    role and reading nodes hold on the project (docs/tpu-vms.md)."""
     enable_public_ips: bool = False
     """Give each TPU VM an external IP. Off: reach the VMs from inside the VPC (`--internal-ip`)
     and let them egress through the stack's NAT."""

@@ -13,6 +13,7 @@ from components.base import Component, WiringModel
 from components.buckets import BucketsHandle, grant_access
 from components.context import StackContext
 from components.identity import service_account
+from components.logins import LoginGrants, grant_logins
 from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, system_tag
 from components.startup import GUEST_ATTRIBUTES_METADATA
 from components.tpu_vms import boot
@@ -93,6 +94,12 @@ class TpuVmsArgs(WiringModel):
     config: TpuVmConfig
 
 
+LOGIN_VIEWER_PERMISSIONS = ("tpu.nodes.get", "compute.projects.get")
+"""What a login reads: gcloud's `tpu-vm ssh` gets the node and its guest attributes (the
+workers' host names for IAP) and the project (googlecloudsdk command_lib/compute/tpus/tpu_vm/
+ssh.py and util.py GetProject, gcloud 528.0.0); `python -m hosts` reads nothing else."""
+
+
 class TpuVms(Component):
     """One queued resource, its dedicated service account and that account's grants."""
 
@@ -113,6 +120,7 @@ class TpuVms(Component):
         config = args.config
         shape = config.shape
         waits_for: list[pulumi.Resource] = []
+        account: list[pulumi.Resource] = []
         if config.service_account is None:
             identity = service_account(
                 self,
@@ -131,10 +139,12 @@ class TpuVms(Component):
                 depends_on=[identity.account],
             )
             self.service_account_email = identity.email
+            account = [identity.account]
             # The VMs log from their first boot, and startup scripts may read buckets at once.
             waits_for = [*identity.ready, *grants]
         else:
             self.service_account_email = config.service_account
+        self._logins(name, args, account)
 
         props = {
             "project": ctx.project,
@@ -236,4 +246,27 @@ class TpuVms(Component):
                 "sshCommands": self.ssh_commands,
                 "iapSshCommands": self.iap_ssh_commands,
             }
+        )
+
+    def _logins(self, name: str, args: TpuVmsArgs, account: list[pulumi.Resource]) -> None:
+        """OS Login and reading the nodes for this entry's `logins`, on the project: IAM
+        Conditions know no Cloud TPU resource ("Resource attributes for IAM Conditions" lists
+        none) and a TPU VM is no Compute Engine instance of the project to grant on (gcloud
+        reaches a worker by the host name its guest attributes give), so no narrower grant
+        works. The account grant and IAP stay as narrow as on GPU clusters."""
+        base = args.context.name(args.config.name)
+        grant_logins(
+            self,
+            f"{name}-login",
+            project=args.context.project,
+            logins=args.config.logins,
+            grants=LoginGrants(
+                login_condition=None,
+                viewer_role_id=f"{base.replace('-', '_')}_login",
+                viewer_title=f"Reach TPU VMs {base}",
+                viewer_permissions=LOGIN_VIEWER_PERMISSIONS,
+                viewer_condition=None,
+                account=self.service_account_email,
+            ),
+            depends_on=account,
         )
