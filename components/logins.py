@@ -37,6 +37,8 @@ attributes, googlecloudsdk command_lib/compute/tpus/tpu_vm/ssh.py, gcloud 528.0.
 login itself stays the entry's own OS Login grant (IAP "Using IAP for TCP forwarding":
 conditions on destination.port)."""
 
+MAX_ROLE_ID = 64
+"""Custom role ids are 3 to 64 characters (IAM projects.roles.create)."""
 _PERSON = re.compile(r"(user|group|serviceAccount):.+")
 
 
@@ -68,10 +70,25 @@ class Login(ConfigModel):
         return OS_ADMIN_LOGIN if self.sudo else OS_LOGIN
 
 
-def login_problems(logins: Sequence[Login]) -> list[Problem]:
-    """A `logins[i].member` problem for each member listed before."""
+def viewer_role_id(base: str, system: str) -> str:
+    """The entry's custom viewer role, `<base>_<system>_login` (ids take letters, digits, '_'
+    and '.'): a GPU cluster and a TPU VM entry of one name stay apart."""
+    return f"{base.replace('-', '_')}_{system}_login"
+
+
+def login_problems(logins: Sequence[Login], role_id: str) -> list[Problem]:
+    """A `logins[i].member` problem for each member listed before, and a `logins` problem
+    when the entry's viewer role id would pass IAM's 64 characters."""
     seen: dict[str, int] = {}
     found = []
+    if logins and len(role_id) > MAX_ROLE_ID:
+        found.append(
+            Problem(
+                ("logins",),
+                f"the logins' custom role id '{role_id}' is longer than IAM's {MAX_ROLE_ID} "
+                "characters; shorten the entry's name or the stack prefix",
+            )
+        )
     for i, login in enumerate(logins):
         first = seen.setdefault(login.member.lower(), i)
         if first != i:

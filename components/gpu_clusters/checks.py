@@ -25,7 +25,7 @@ from components.gpu_clusters.config import (
 from components.gpu_clusters.metadata import size_problems
 from components.identity import account_id_problems
 from components.locations import zone_problem
-from components.logins import login_problems
+from components.logins import login_problems, viewer_role_id
 from components.types import FILESTORE_CAPACITY_GB, shadowed_dir
 
 SUBNET_PREFIXES = (8, 29)
@@ -138,7 +138,7 @@ def _entry_problems(
         label_problems(config.labels, reserved=(CLUSTER_LABEL,), beside=len(ctx.stack_labels)),
     )
     found += _mount_problems(config, ctx, buckets, slurm_bucket)
-    found += login_problems(config.logins)
+    found += login_problems(config.logins, viewer_role_id(group_name(ctx, config.name), "gpu"))
     return found
 
 

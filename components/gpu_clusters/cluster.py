@@ -27,7 +27,7 @@ from components.identity import (
     grant_opts,
     service_account,
 )
-from components.logins import LoginGrants, grant_logins, instance_condition
+from components.logins import LoginGrants, grant_logins, instance_condition, viewer_role_id
 from components.network import (
     ALL_INTERNAL,
     NetworkHandle,
@@ -379,7 +379,7 @@ class GpuCluster(Component):
             logins=args.config.logins,
             grants=LoginGrants(
                 login_condition=instance_condition(vms, f"VMs of GPU cluster {base}"),
-                viewer_role_id=f"{base.replace('-', '_')}_login",
+                viewer_role_id=viewer_role_id(base, "gpu"),
                 viewer_title=f"Reach GPU cluster {base}",
                 viewer_permissions=LOGIN_VIEWER_PERMISSIONS,
                 viewer_condition=instance_condition(

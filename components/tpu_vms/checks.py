@@ -17,7 +17,7 @@ from components.buckets import unknown_buckets as unknown_bucket_problems
 from components.context import StackContext, label_problems
 from components.identity import account_id_problems, duplicate_roles, service_account_email
 from components.locations import zone_problem
-from components.logins import login_problems
+from components.logins import login_problems, viewer_role_id
 from components.startup import HEREDOC
 from components.tpu_vms.config import (
     SUBNETWORK_PATH,
@@ -343,7 +343,7 @@ def problems(
         # under one resource name.
         own += duplicate_roles(entry.roles, granted=NODE_ROLES)
         own += unknown_bucket_problems(entry.buckets, known_buckets)
-        own += login_problems(entry.logins)
+        own += login_problems(entry.logins, viewer_role_id(ctx.name(entry.name), "tpu"))
         found += [p.under(i) for p in own]
     if not found:
         found += _overlapping_prefixes(entries)

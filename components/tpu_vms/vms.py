@@ -13,7 +13,7 @@ from components.base import Component, WiringModel
 from components.buckets import BucketsHandle, grant_access
 from components.context import StackContext
 from components.identity import service_account
-from components.logins import LoginGrants, grant_logins
+from components.logins import LoginGrants, grant_logins, viewer_role_id
 from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, system_tag
 from components.startup import GUEST_ATTRIBUTES_METADATA
 from components.tpu_vms import boot
@@ -262,7 +262,7 @@ class TpuVms(Component):
             logins=args.config.logins,
             grants=LoginGrants(
                 login_condition=None,
-                viewer_role_id=f"{base.replace('-', '_')}_login",
+                viewer_role_id=viewer_role_id(base, "tpu"),
                 viewer_title=f"Reach TPU VMs {base}",
                 viewer_permissions=LOGIN_VIEWER_PERMISSIONS,
                 viewer_condition=None,

@@ -40,7 +40,7 @@ def test_each_member_reaches_this_clusters_vms_and_nothing_else():
     assert set(alice) == {
         "roles/compute.osAdminLogin",
         "roles/iap.tunnelResourceAccessor",
-        "projects/test-project/roles/ai_test_train_login",
+        "projects/test-project/roles/ai_test_train_gpu_login",
         "roles/iam.serviceAccountUser",
     }
     assert "roles/compute.osLogin" in team and "roles/compute.osAdminLogin" not in team
@@ -51,7 +51,7 @@ def test_each_member_reaches_this_clusters_vms_and_nothing_else():
     ), login.urn
     tunnel = alice["roles/iap.tunnelResourceAccessor"]
     assert tunnel.inputs["condition"]["expression"] == "destination.port == 22", tunnel.urn
-    viewer = alice["projects/test-project/roles/ai_test_train_login"]
+    viewer = alice["projects/test-project/roles/ai_test_train_gpu_login"]
     expression = viewer.inputs["condition"]["expression"]
     assert f'resource.name.startsWith("{VMS}")' in expression, viewer.urn
     assert f'resource.name == "{GROUP}"' in expression, viewer.urn

@@ -651,7 +651,7 @@ def test_logins_reach_the_vms_through_the_narrowest_grants_cloud_tpu_allows():
     assert set(alice) == {
         "roles/compute.osAdminLogin",
         "roles/iap.tunnelResourceAccessor",
-        "projects/test-project/roles/ai_test_exp_login",
+        "projects/test-project/roles/ai_test_exp_tpu_login",
         "roles/iam.serviceAccountUser",
     }
     assert ("roles/compute.osLogin", "group:ml@x.io") in grants
@@ -663,7 +663,9 @@ def test_logins_reach_the_vms_through_the_narrowest_grants_cloud_tpu_allows():
     assert account.inputs["serviceAccountId"].endswith(
         "/serviceAccounts/ai-test-exp@test-project.iam.gserviceaccount.com"
     ), account.urn
-    (role,) = [r for r in graph.of_type(CUSTOM_ROLE) if r.inputs["roleId"] == "ai_test_exp_login"]
+    (role,) = [
+        r for r in graph.of_type(CUSTOM_ROLE) if r.inputs["roleId"] == "ai_test_exp_tpu_login"
+    ]
     assert sorted(role.inputs["permissions"]) == ["compute.projects.get", "tpu.nodes.get"]
 
 
@@ -701,3 +703,13 @@ def test_the_plan_says_tpu_logins_hold_on_the_project(tmp_path):
     assert "logins: user:alice@example.com (sudo); OS Login and reading TPU nodes on" in text
     assert "Cloud TPU has no per-slice IAM" in text
     assert "roles/iap.tunnelResourceAccessor -> user:alice@example.com only: IAP" in text
+
+
+def test_logins_of_an_entry_whose_role_id_would_be_too_long_are_refused():
+    entry = vm(
+        name="e" * 50,
+        serviceAccount="trainer@other-proj.iam.gserviceaccount.com",
+        logins=[{"member": "user:a@x.io"}],
+    )
+    found = rejected(stack(tpuVms=[entry]))
+    assert "64" in found.get("ai-infra:tpuVms[0].logins", ""), found
