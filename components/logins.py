@@ -165,39 +165,28 @@ def grant_logins(
         permissions=grants.viewer_permissions,
     )
     made: list[pulumi.Resource] = [viewer]
+    viewer_role = f"projects/{project}/roles/{grants.viewer_role_id}"
     for login in logins:
         scope = slug(login.member)
+        roles = (
+            (login.role, grants.login_condition, depends_on),
+            (TUNNEL_ROLE, SSH_ONLY, depends_on),
+            (viewer_role, grants.viewer_condition, [viewer]),
+        )
         made += [
             project_grant(
                 parent,
                 owner,
                 project=project,
-                role=login.role,
+                role=role,
                 member=login.member,
-                condition=grants.login_condition,
+                condition=condition,
                 scope=scope,
-                depends_on=depends_on,
-            ),
-            project_grant(
-                parent,
-                owner,
-                project=project,
-                role=TUNNEL_ROLE,
-                member=login.member,
-                condition=SSH_ONLY,
-                scope=scope,
-                depends_on=depends_on,
-            ),
-            project_grant(
-                parent,
-                owner,
-                project=project,
-                role=f"projects/{project}/roles/{grants.viewer_role_id}",
-                member=login.member,
-                condition=grants.viewer_condition,
-                scope=scope,
-                depends_on=[viewer],
-            ),
+                depends_on=waits_for,
+            )
+            for role, condition, waits_for in roles
+        ]
+        made.append(
             account_grant(
                 parent,
                 owner,
@@ -206,8 +195,8 @@ def grant_logins(
                 member=login.member,
                 scope=scope,
                 depends_on=depends_on,
-            ),
-        ]
+            )
+        )
     return made
 
 
