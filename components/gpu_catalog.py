@@ -430,6 +430,24 @@ def max_distance_problem(machine_type: str, max_distance: int) -> str | None:
     return None
 
 
+TOPOLOGY_DISTANCES: dict[int, str] = {1: "SUBBLOCK", 2: "BLOCK", 3: "CLUSTER"}
+"""A workload policy's `maxTopologyDistance` for a max distance of 1, 2 or 3, as Slurm-GCP maps
+its nodesets' `placement_max_distance` (Cluster Toolkit v1.95.0 schedmd-slurm-gcp-v6-
+controller/modules/slurm_files/scripts/resume.py:477-495, create_placement_request)."""
+
+
+def topology_distance(machine_type: str, max_distance: int | None) -> str | None:
+    """The workload policy's `maxTopologyDistance` for a group of `machine_type`: None when
+    no distance is asked for (Compute Engine then places the VMs as close as capacity allows,
+    "About workload policies in MIGs") and for a series whose policy carries an accelerator
+    topology instead (A4X; A4, A3 Ultra, A3 Mega and A3 High 8-GPU take a distance, never
+    both)."""
+    capacity = series_capacity(machine_type)
+    if max_distance is None or (capacity is not None and capacity.accelerator_topology):
+        return None
+    return TOPOLOGY_DISTANCES[max_distance]
+
+
 def pool_capacity_problem(machine_type: str, provisioning: str) -> str | None:
     """Why a GKE GPU pool of this machine type cannot get capacity by `provisioning`
     (on-demand, spot, reservation, flex-start), or None: the series' own capacity types

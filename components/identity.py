@@ -122,16 +122,43 @@ def project_grant(
     member: pulumi.Input[str],
     depends_on: Sequence[pulumi.Resource] = (),
     condition: gcp.projects.IAMMemberConditionArgs | None = None,
+    scope: str | None = None,
 ) -> gcp.projects.IAMMember:
     """One member in one project role, leaving every other grant of the role alone; with
-    `condition`, only where it holds."""
+    `condition`, only where it holds. `scope` tells apart one owner's grants of one role to
+    several members."""
     return gcp.projects.IAMMember(
-        grant_name(owner, role),
+        grant_name(owner, role, scope),
         project=project,
         role=role,
         member=member,
         condition=condition,
         opts=grant_opts(parent, depends_on),
+    )
+
+
+def custom_role(
+    parent: Component,
+    resource_name: str,
+    *,
+    project: str,
+    role_id: str,
+    title: str,
+    description: str,
+    permissions: Sequence[str],
+) -> gcp.projects.IAMCustomRole:
+    """A project custom role of exactly `permissions`, where a predefined role would grant far
+    more. IAM keeps a deleted role's id for a while; the provider undeletes it when it is
+    created again (resource_google_project_iam_custom_role.go)."""
+    return gcp.projects.IAMCustomRole(
+        resource_name,
+        project=project,
+        role_id=role_id,
+        title=title,
+        description=description,
+        permissions=list(permissions),
+        stage="GA",
+        opts=parent.child_opts(),
     )
 
 
@@ -149,18 +176,15 @@ def custom_role_grant(
     depends_on: Sequence[pulumi.Resource] = (),
     condition: gcp.projects.IAMMemberConditionArgs | None = None,
 ) -> tuple[gcp.projects.IAMCustomRole, gcp.projects.IAMMember]:
-    """A project custom role of exactly `permissions`, where a predefined role would grant far
-    more, and its grant to `member`. IAM keeps a deleted role's id for a while; the provider
-    undeletes it when it is created again (resource_google_project_iam_custom_role.go)."""
-    role = gcp.projects.IAMCustomRole(
+    """A `custom_role` and its grant to `member`."""
+    role = custom_role(
+        parent,
         resource_name,
         project=project,
         role_id=role_id,
         title=title,
         description=description,
-        permissions=list(permissions),
-        stage="GA",
-        opts=parent.child_opts(),
+        permissions=permissions,
     )
     grant = project_grant(
         parent,

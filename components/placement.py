@@ -18,15 +18,22 @@ def workload_policy(
     region: str,
     name: str,
     topology: str | None = None,
+    max_topology_distance: str | None = None,
 ) -> gcp.compute.ResourcePolicy:
-    """A HIGH_THROUGHPUT workload policy; `topology` is a TPU slice's accelerator topology."""
+    """A HIGH_THROUGHPUT workload policy; `topology` is a TPU slice's or A4X's accelerator
+    topology, `max_topology_distance` (SUBBLOCK, BLOCK or CLUSTER) the strict boundary of
+    the GPU series that take one instead (the API takes one or the other, never both)."""
+    if topology and max_topology_distance:
+        raise ValueError("a workload policy takes an accelerator topology or a max distance")
     return gcp.compute.ResourcePolicy(
         resource_name,
         project=project,
         region=region,
         name=name,
         workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
-            type="HIGH_THROUGHPUT", accelerator_topology=topology
+            type="HIGH_THROUGHPUT",
+            accelerator_topology=topology,
+            max_topology_distance=max_topology_distance,
         ),
         opts=parent.child_opts(),
     )

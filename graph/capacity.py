@@ -440,8 +440,8 @@ def _template_vms(template: Mapping[str, Any], **fields: Any) -> Machines:
 
 def _groups(reading: _Reading, r: Registration) -> Iterator[Machines | Unread]:
     """A managed instance group's VMs: the template its versions name (a dependency, as they
-    name its self link, an output), `targetSize` of them plus what its resize requests add. A
-    group with no target size (flex-start) rests at none: its requests bring VMs when
+    name its self link, an output), `targetSize` of them. A group with no target size
+    (flex-start) rests at none: its FlexCapacity's resize requests bring it to its size when
     capacity is found, for their run duration."""
     group = plain(r.inputs)
     linked = set(r.property_dependencies.get("versions", ())) or set(r.dependencies)
@@ -449,13 +449,13 @@ def _groups(reading: _Reading, r: Registration) -> Iterator[Machines | Unread]:
     if len(templates) != 1:
         yield Unread(r.urn, reading.label(r), f"it names {len(templates)} instance templates")
         return
-    requests = [
-        int(plain(q.inputs).get("resizeBy", 0))
-        for q in reading.graph.of_type(types.RESIZE_REQUEST)
+    sizes = [
+        int(plain(q.inputs).get("size", 0))
+        for q in reading.graph.of_type(types.FLEX_CAPACITY)
         if r.urn in q.dependencies or q.parent == r.parent
     ]
-    full = int(group.get("targetSize", 0)) + sum(requests)
-    idle = 0 if requests and "targetSize" not in group else full
+    full = int(group.get("targetSize", 0)) + sum(sizes)
+    idle = 0 if sizes and "targetSize" not in group else full
     zone = str(group["zone"])
     policy = group.get("updatePolicy") or {}
     yield _template_vms(

@@ -21,7 +21,6 @@ RESOURCE_POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
 INSTANCE = "gcp:compute/instance:Instance"
 INSTANCE_TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 INSTANCE_GROUP_MANAGER = "gcp:compute/instanceGroupManager:InstanceGroupManager"
-RESIZE_REQUEST = "gcp:compute/resizeRequest:ResizeRequest"
 DISK = "gcp:compute/disk:Disk"
 GLOBAL_ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
 SERVICE_NETWORKING_CONNECTION = "gcp:servicenetworking/connection:Connection"
@@ -45,8 +44,12 @@ CUSTOM_ROLE = "gcp:projects/iAMCustomRole:IAMCustomRole"
 SERVICE_ACCOUNT = "gcp:serviceaccount/account:Account"
 SERVICE_ACCOUNT_IAM_MEMBER = "gcp:serviceaccount/iAMMember:IAMMember"
 
-# Dynamic providers (components/tpu_vms/provider.py, components/slurm/cleanup.py, scripts.py)
+# Dynamic providers (components/tpu_vms/provider.py, components/gpu_clusters/provider.py,
+# components/slurm/cleanup.py, scripts.py)
 QUEUED_RESOURCE = "pulumi-python:dynamic/tpu:QueuedResource"
+TPU_STARTUP_WAIT = "pulumi-python:dynamic/tpu:StartupWait"
+FLEX_CAPACITY = "pulumi-python:dynamic/compute:FlexCapacity"
+GPU_STARTUP_WAIT = "pulumi-python:dynamic/compute:StartupWait"
 SLURM_RUNTIME_SCRIPTS = "pulumi-python:dynamic/slurm:RuntimeScripts"
 SLURM_TPU_CLEANUP = "pulumi-python:dynamic/slurm:TpuCleanup"
 SLURM_COMPUTE_CLEANUP = "pulumi-python:dynamic/slurm:ComputeCleanup"

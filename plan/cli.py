@@ -323,6 +323,13 @@ def build_stack(target: str) -> tuple[str, StackConfig, Graph]:
     return stack, config, graph
 
 
+def load_stack(target: str) -> tuple[str, StackConfig]:
+    """The stack name and validated config of `target`, without building the plan (for
+    commands that act on what the config names, such as `python -m hosts`)."""
+    stack, path = _stack_path(target)
+    return stack, parse(_read(path).config, stack)
+
+
 def report(target: str, base: str | None, costing: Costing | None = None) -> Report:
     """Build `target` (a stack name or file) and, with `base`, the stack as it was."""
     stack, path = _stack_path(target)

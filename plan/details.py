@@ -146,7 +146,9 @@ def _custom_role(i: Inputs, r: Registration) -> list[str]:
 
 
 def _member(i: Inputs, r: Registration) -> list[str]:
-    return [f"{i.get('role')} -> {i.get('member')}"]
+    condition = i.get("condition") or {}
+    where = f" only: {condition['title']}" if condition.get("title") else ""
+    return [f"{i.get('role')} -> {i.get('member')}{where}"]
 
 
 def _service_account(i: Inputs, r: Registration) -> list[str]:
@@ -196,9 +198,26 @@ def _group(i: Inputs, r: Registration) -> list[str]:
     return parts
 
 
-def _resize_request(i: Inputs, r: Registration) -> list[str]:
-    hours = int((i.get("requestedRunDuration") or {}).get("seconds", 0)) // 3600
-    return [f"name={i.get('name')} +{i.get('resizeBy')} VMs for {hours}h"]
+def _flex_capacity(i: Inputs, r: Registration) -> list[str]:
+    hours = int(i.get("runSeconds", 0)) // 3600
+    return [
+        f"group={i.get('group')} size={i.get('size')} (resize requests for what it lacks, "
+        f"{hours}h runs)"
+    ]
+
+
+def _gpu_startup_wait(i: Inputs, r: Registration) -> list[str]:
+    minutes = int(i.get("timeoutSeconds", 0)) // 60
+    return [
+        f"group={i.get('group')} waits {minutes}m for {i.get('size')} VM(s) to report "
+        "their startup done"
+    ]
+
+
+def _tpu_startup_wait(i: Inputs, r: Registration) -> list[str]:
+    minutes = int(i.get("timeoutSeconds", 0)) // 60
+    workers = len(i.get("nodes") or []) * int(i.get("workers", 0))
+    return [f"waits {minutes}m for {workers} TPU worker(s) to report their startup done"]
 
 
 def _dashboard(i: Inputs, r: Registration) -> list[str]:
@@ -220,7 +239,12 @@ def _resource_policy(i: Inputs, r: Registration) -> list[str]:
             parts.append(f"maxDistance={group['maxDistance']}")
         return parts
     policy = i.get("workloadPolicy", {})
-    return [f"workload={policy.get('type')} topology={policy.get('acceleratorTopology')}"]
+    parts = [f"workload={policy.get('type')}"]
+    # A4X's carries its NVLink topology; A3/A4's may carry a strict placement boundary.
+    for key in ("acceleratorTopology", "maxTopologyDistance"):
+        if policy.get(key):
+            parts.append(f"{key}={policy[key]}")
+    return parts
 
 
 def _queued_resource(i: Inputs, r: Registration) -> list[str]:
@@ -251,7 +275,9 @@ DETAILS: dict[str, Detail] = {
     types.SERVICE: _service,
     types.INSTANCE_TEMPLATE: _template,
     types.INSTANCE_GROUP_MANAGER: _group,
-    types.RESIZE_REQUEST: _resize_request,
+    types.FLEX_CAPACITY: _flex_capacity,
+    types.GPU_STARTUP_WAIT: _gpu_startup_wait,
+    types.TPU_STARTUP_WAIT: _tpu_startup_wait,
     types.DASHBOARD: _dashboard,
     types.FILESTORE: _filestore,
     types.RESOURCE_POLICY: _resource_policy,

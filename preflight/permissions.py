@@ -70,11 +70,17 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         *_COMPUTE_VM,
     ),
     types.DISK: ("compute.disks.create", "compute.disks.get"),
-    # Resize requests are a sub-resource of the group (Compute API instanceGroupManagerResize
-    # Requests.insert checks compute.instanceGroupManagers.update).
-    types.RESIZE_REQUEST: (
-        "compute.instanceGroupManagers.update",
+    # components/gpu_clusters/provider.py: FlexCapacity reads the group, lists, inserts and
+    # cancels its resize requests (Compute API instanceGroupManagerResizeRequests.insert and
+    # cancel check compute.instanceGroupManagers.update) and may resize it; StartupWait lists
+    # the group's VMs and reads their guest attributes.
+    types.FLEX_CAPACITY: (
         "compute.instanceGroupManagers.get",
+        "compute.instanceGroupManagers.update",
+    ),
+    types.GPU_STARTUP_WAIT: (
+        "compute.instanceGroupManagers.get",
+        "compute.instances.getGuestAttributes",
     ),
     types.DASHBOARD: (
         "monitoring.dashboards.create",
@@ -140,13 +146,17 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "iam.roles.undelete",
     ),
     # No predefined role holds a tpu.queuedResources.* permission; queued resources create
-    # nodes, so tpu.nodes.* is the best reading.
+    # nodes, so tpu.nodes.* is the best reading. Labels, metadata, tags and data disks are
+    # updated on the nodes in place (UpdateNode).
     types.QUEUED_RESOURCE: (
         "tpu.nodes.create",
         "tpu.nodes.get",
+        "tpu.nodes.update",
         "tpu.nodes.delete",
         "tpu.operations.get",
     ),
+    # Reads each worker's readiness signal (GetGuestAttributes is read under tpu.nodes.get).
+    types.TPU_STARTUP_WAIT: ("tpu.nodes.get",),
     types.SLURM_RUNTIME_SCRIPTS: (
         "storage.objects.create",
         "storage.objects.get",

@@ -88,16 +88,19 @@ FREE_TYPES = frozenset(
         types.SLURM_TPU_CLEANUP,
         types.SLURM_COMPUTE_CLEANUP,
         types.SLURM_FLEX_CLEANUP,
-        types.RESIZE_REQUEST,
+        types.FLEX_CAPACITY,
+        types.GPU_STARTUP_WAIT,
+        types.TPU_STARTUP_WAIT,
         types.DASHBOARD,
         types.GLOBAL_ADDRESS,
         types.SERVICE_NETWORKING_CONNECTION,
     }
 )
 """Resources with no charge of their own (a template bills through its group's VMs, and so
-does a resize request; a bucket object through its bucket's bytes; Slurm's cleanup deletes
-TPU and Compute Engine VMs on destroy; Cloud Monitoring dashboards are free; a private
-services access range and its peering bill nothing of their own, only the traffic over them)."""
+do a flex-start group's resize requests; a startup wait only reads; a bucket object bills
+through its bucket's bytes; Slurm's cleanup deletes TPU and Compute Engine VMs on destroy;
+Cloud Monitoring dashboards are free; a private services access range and its peering bill
+nothing of their own, only the traffic over them)."""
 
 
 STORAGE_PRICES: dict[str, tuple[Callable[[Catalog, str, str], Quote], str]] = {

@@ -76,9 +76,10 @@ TPU_VMS = COMMON | {
     "gcp:serviceaccount/account:Account": 2,
     "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
     "pulumi-python:dynamic/tpu:QueuedResource": 1,
+    "pulumi-python:dynamic/tpu:StartupWait": 1,
 }
-"""One queued resource with its dedicated account and two grants, beside the GKE
-environment."""
+"""One queued resource with its dedicated account and two grants, and `pulumi up`'s wait for
+its startup scripts, beside the GKE environment."""
 SLURM_SINGLE_HOST = COMMON | {
     "gcp:compute/disk:Disk": 1,
     # The cluster's two, /home's egress pair and the deny of the cluster to GKE nodes.
@@ -206,7 +207,14 @@ INVENTORY: dict[str, dict[str, int]] = {
     "tpu-vms": TPU_VMS,
     # As tpu-vms, and the opening of its JAX port to the pods range.
     "network-allow": TPU_VMS | {"gcp:compute/firewall:Firewall": 6},
-    "tpu-vms-spot": TPU_VMS,
+    # As tpu-vms, and one login: its OS Login, IAP and viewer grants, the viewer role and
+    # account use on the VMs' account.
+    "tpu-vms-spot": TPU_VMS
+    | {
+        "gcp:projects/iAMMember:IAMMember": 8,
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
+        "gcp:serviceaccount/iAMMember:IAMMember": 1,
+    },
     "gpu-cluster": COMMON
     | {
         # The cluster's own rule on the stack's network and the deny of it to GKE nodes.
@@ -218,6 +226,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:projects/iAMMember:IAMMember": 5,
         "gcp:serviceaccount/account:Account": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "pulumi-python:dynamic/compute:StartupWait": 1,
     },
     "gpu-cluster-ray": COMMON
     | {
@@ -229,12 +238,16 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:container/nodePool:NodePool": 2,
         "gcp:filestore/instance:Instance": 1,
         "gcp:monitoring/dashboard:Dashboard": 1,
-        "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
-        "gcp:projects/iAMMember:IAMMember": 6,
+        # Ray's discovery role and the logins' viewer role; three project grants and
+        # account use per login.
+        "gcp:projects/iAMCustomRole:IAMCustomRole": 2,
+        "gcp:projects/iAMMember:IAMMember": 12,
         "gcp:serviceaccount/account:Account": 2,
+        "gcp:serviceaccount/iAMMember:IAMMember": 2,
         "gcp:storage/bucket:Bucket": 1,
         "gcp:storage/bucketIAMMember:BucketIAMMember": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "pulumi-python:dynamic/compute:StartupWait": 1,
     },
     "gpu-a3-ultra": COMMON
     | {
@@ -247,7 +260,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:compute/subnetwork:Subnetwork": 11,
         "gcp:compute/instanceGroupManager:InstanceGroupManager": 1,
         "gcp:compute/instanceTemplate:InstanceTemplate": 1,
-        "gcp:compute/resizeRequest:ResizeRequest": 1,
+        "pulumi-python:dynamic/compute:FlexCapacity": 1,
         "gcp:compute/resourcePolicy:ResourcePolicy": 1,
         "gcp:container/nodePool:NodePool": 2,
         "gcp:monitoring/dashboard:Dashboard": 1,
@@ -468,8 +481,8 @@ def _key_values(name: str, graph: Graph) -> None:
         template = _one(graph, "gcp:compute/instanceTemplate:InstanceTemplate")
         assert template["scheduling"]["provisioningModel"] == "FLEX_START"
         assert [n["nicType"] for n in template["networkInterfaces"]].count("MRDMA") == 8
-        request = _one(graph, "gcp:compute/resizeRequest:ResizeRequest")
-        assert (request["resizeBy"], request["requestedRunDuration"]) == (2, {"seconds": "86400"})
+        capacity = _one(graph, "pulumi-python:dynamic/compute:FlexCapacity")
+        assert (capacity["size"], capacity["runSeconds"]) == (2, 86400)
     elif name == "slurm":
         names = {r.inputs["name"] for r in graph.of_type("gcp:compute/instance:Instance")}
         assert names == {"tpu-controller", "tpu-login-0"}

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pulumi
 
+from components import gpu_catalog
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.gpu_clusters.checks import account_id, group_name, problems
 from components.gpu_clusters.cluster import GpuCluster, GpuClusterArgs, network_tag
 from components.gpu_clusters.config import GpuClusterConfig
+from components.logins import describe_logins
 from components.network import NetworkHandle
 
 __all__ = [
@@ -55,6 +57,18 @@ def account_claims(
     return [(("gpuClusters", i), account_id(context, c.name)) for i, c in enumerate(entries)]
 
 
+def _placement(c: GpuClusterConfig) -> str:
+    if c.placement == "workload":
+        distance = gpu_catalog.topology_distance(c.machine_type, c.placement_max_distance)
+        capacity = gpu_catalog.series_capacity(c.machine_type)
+        topology = capacity.accelerator_topology if capacity else None
+        return f"workload policy ({f'maxTopologyDistance {distance}' if distance else topology})"
+    if c.placement == "compact":
+        distance = c.placement_max_distance
+        return "compact" + (f" (max distance {distance})" if distance else "")
+    return "none"
+
+
 def describe(
     entries: list[GpuClusterConfig], context: StackContext, bucket_names: dict[str, str]
 ) -> list[tuple[str, list[str]]]:
@@ -74,14 +88,28 @@ def describe(
         if c.provisioning == "reservation":
             capacity += f" {c.reservation or '(any)'}" + (" bound" if c.bound else "")
         if c.provisioning == "flex-start":
-            capacity += f" for {c.run_seconds // 3600}h"
+            capacity += (
+                f" for {c.run_seconds // 3600}h, kept at {c.instance_count} VM(s) by resize "
+                "requests (each `pulumi up` asks again for what a finished run took)"
+            )
         layout = c.nic_layout
         transport = f", NCCL over {layout.transport}" if c.gpu_direct and layout is not None else ""
         lines.append(
             f"  {c.name}: {c.instance_count} x {c.machine_type} with {c.gpu_count} x "
             f"{c.gpu_type} = {c.gpus} GPUs in {context.zone_of(c.zone)}, {capacity}, "
-            f"placement {c.placement or 'none'}, network {c.network} ({c.nics} NIC(s)"
+            f"placement {_placement(c)}, network {c.network} ({c.nics} NIC(s)"
             f"{transport}), mounts: {', '.join(mounts) or 'none'}, orchestrator "
             f"{c.orchestrator}"
         )
+        if c.provisioning == "flex-start":
+            ready = "  startup: not waited for (flex-start VMs come when capacity does)"
+        elif c.startup_timeout_minutes:
+            ready = (
+                f"  startup: `pulumi up` waits up to {c.startup_timeout_minutes} min for every "
+                "VM's startup script to report done, and fails naming a failed step"
+            )
+        else:
+            ready = "  startup: not waited for (startupTimeoutMinutes: 0)"
+        lines.append(f"  {ready}")
+        lines += describe_logins(c.logins, f"on its VMs {group_name(context, c.name)}-* only")
     return [("GPU clusters", lines or ["  none"])]

@@ -1,12 +1,12 @@
 """The startup script of a GPU cluster VM, rendered from typed steps: the Ops Agent with its
 DCGM receiver, a data disk, GCS and NFS mounts, the NCCL network stack (GPUDirect or gIB), a
-Ray node under systemd and the user's command. Every value reaches bash through `shlex.quote`
-or a quoted here-document; nothing is templated.
+Ray node under systemd and the user's command, each a named step of `components.startup`,
+whose prelude and readiness signal every system's script shares.
 
 The script runs on every boot and may be run again in the same boot: mounts are skipped when
 mounted, files replaced only when their content changes, services started only when stopped.
-Every package install waits for the dpkg lock instead of racing unattended-upgrades or the
-Ops Agent's own installer.
+Every package install waits for apt's locks, and the Ops Agent's installer, which runs in the
+background, takes turns with the mounts' installs instead of racing them.
 
 Non-goals: installing drivers (the Deep Learning VM image does that from the
 `install-nvidia-driver` metadata key), preparing a host for GPUDirect (see `gpudirect`), and
@@ -19,8 +19,10 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from components import startup
 from components.gpu_clusters import gpudirect, monitoring
 from components.gpu_clusters.gpudirect import GpuDirectStack
+from components.startup import Block, heredoc, line
 
 OPS_AGENT_REPO_SCRIPT = "https://dl.google.com/cloudagents/add-google-cloud-ops-agent-repo.sh"
 OPS_AGENT_VERSION = "2.70.0"
@@ -35,11 +37,6 @@ RAY_VERSION = "2.60.0"
 RAY_PORT = 6379
 CONDA_BIN = "/opt/conda/bin"
 """Where Deep Learning VM images keep python, pip and what pip installs."""
-APT_LOCK_TIMEOUT_SECONDS = 600
-"""How long every apt-get waits for the dpkg lock (apt's `DPkg::Lock::Timeout`, apt 1.9.11
-and later; Ubuntu 22.04 ships 2.4). Set in apt.conf.d too, so the Ops Agent repo script's own
-apt-get calls wait as well."""
-APT_LOCK_CONF = "/etc/apt/apt.conf.d/90ai-infra-lock-timeout"
 RAY_UNIT = "ai-infra-ray.service"
 RAY_NODE = "/opt/ai-infra/ray-node"
 RAY_PROFILE = "/etc/profile.d/ai-infra-ray.sh"
@@ -49,7 +46,6 @@ SERVICE_PATH = (
     "/opt/conda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/snap/bin"
 )
 """systemd's default PATH lacks /snap/bin, where Ubuntu images keep gcloud."""
-HEREDOC = "AI_INFRA_EOF"
 
 
 @dataclass(frozen=True)
@@ -130,76 +126,8 @@ class Command:
 
 Step = DataDisk | GcsMount | NfsMount | OpsAgent | Gib | GpuDirect | Ray | Command
 
-_PRELUDE = """\
-#!/bin/bash
-# Rendered by ai-infra (components/gpu_clusters/boot.py) from the stack config; edit the config.
-# No `set -e`: each step reports its own failure and the next one still runs.
-set -uo pipefail
+_LIBRARY = """\
 export PATH="{conda}:$PATH"
-# Tests point ROOT at a scratch directory; on a VM it is empty.
-ROOT=${{AI_INFRA_ROOT:-}}
-failures=0
-apt_fresh=0
-
-log() {{ echo "ai-infra-startup: $*" >&2; }}
-fail() {{ log "FAILED: $*"; failures=$((failures + 1)); }}
-
-# retry ATTEMPTS MAX_BACKOFF COMMAND...: sleeps a random 1..cap seconds between attempts, the
-# cap doubling up to MAX_BACKOFF, so that a whole cluster booting at once spreads its retries.
-retry() {{
-  local attempts=$1 max=$2 n=1 cap=1
-  shift 2
-  until "$@"; do
-    if ((n >= attempts)); then
-      log "giving up after $n attempts: $*"
-      return 1
-    fi
-    cap=$((cap * 2 > max ? max : cap * 2))
-    sleep "$((RANDOM % cap + 1))"
-    n=$((n + 1))
-  done
-}}
-
-# write_file PATH MODE < CONTENT: replaces $ROOT/PATH only when the content differs, and says
-# so in WROTE, so that a re-run restarts nothing it did not change.
-write_file() {{
-  local path=$ROOT$1 tmp
-  mkdir -p "$(dirname "$path")" || return 1
-  tmp=$(mktemp "$path.XXXXXX") || return 1
-  if ! cat >"$tmp" || ! chmod "$2" "$tmp"; then
-    rm -f "$tmp"
-    return 1
-  fi
-  if cmp -s "$tmp" "$path"; then
-    rm -f "$tmp"
-    WROTE=0
-  else
-    mv -f "$tmp" "$path" && WROTE=1
-  fi
-}}
-
-is_mounted() {{ mountpoint -q "$ROOT$1"; }}
-
-# Every apt-get waits for the dpkg lock; unattended-upgrades holds it for minutes after boot.
-apt_get() {{ apt-get -o DPkg::Lock::Timeout={lock_timeout} "$@"; }}
-write_file {lock_conf} 0644 <<<'DPkg::Lock::Timeout "{lock_timeout}";' ||
-  fail "apt lock timeout"
-
-# apt_install PACKAGE...: refreshes the package lists first (once, and again after a source
-# list changes), then installs.
-apt_install() {{
-  if ((apt_fresh == 0)); then
-    retry 5 32 apt_get update || return 1
-    apt_fresh=1
-  fi
-  retry 5 32 apt_get install -y "$@"
-}}
-
-# apt_source NAME LINE: a source list in sources.list.d; a new one makes the lists stale.
-apt_source() {{
-  write_file "/etc/apt/sources.list.d/$1.list" 0644 <<<"$2" || return 1
-  if ((WROTE)); then apt_fresh=0; fi
-}}
 
 google_apt_key() {{
   local key="$ROOT/usr/share/keyrings/cloud.google.gpg"
@@ -259,10 +187,12 @@ mount_data_disk() {{
   mkdir -p "$ROOT$2" && mount -o discard,defaults "$device" "$ROOT$2"
 }}
 
+# install_ops_agent SCRIPT_URL VERSION: the repository script calls apt-get itself, so it
+# runs holding the script's apt lock, never beside the mounts' installs.
 install_ops_agent() {{
   local script
   script=$(mktemp) || return 1
-  curl -fsSL -o "$script" "$1" && bash "$script" --also-install --version="$2"
+  curl -fsSL -o "$script" "$1" && serially bash "$script" --also-install --version="$2"
 }}
 
 # configure_ops_agent DCGM_VERSION < CONFIG: the DCGM receiver, and DCGM where it is missing.
@@ -287,7 +217,7 @@ install_gib() {{
   apt_install apt-transport-artifact-registry || return 1
   apt_source gpudirect-gib \\
     "deb [signed-by=/usr/share/keyrings/artifact-registry.gpg] {gib_repo}" || return 1
-  apt_install "nccl-gib=$1" && apt-mark hold nccl-gib
+  apt_install "nccl-gib=$1" && serially apt-mark hold nccl-gib
 }}
 
 # install_gpudirect HOST_FILE PLUGIN_IMAGE PLUGIN_ARGS... -- MODULES...
@@ -308,13 +238,6 @@ install_gpudirect() {{
   retry 5 32 docker run --rm --network=host -v /var/lib:/var/lib "$image" "${{args[@]}}"
 }}
 
-# start_unit UNIT: starts a unit that is not running; a running one (a re-run of this
-# script) is left alone.
-start_unit() {{
-  systemctl daemon-reload || return 1
-  systemctl is-active --quiet "$1" || systemctl enable --now "$1"
-}}
-
 # ray_venv VERSION: a venv of its own, since Ubuntu 24.04 refuses pip into the system Python
 # (PEP 668); system site packages keep the image's PyTorch importable from Ray tasks.
 ray_venv() {{
@@ -326,18 +249,6 @@ ray_venv() {{
   fi
 }}
 """
-
-
-def _line(*words: str | int) -> str:
-    return " ".join(shlex.quote(str(w)) for w in words)
-
-
-def _heredoc(command: str, content: str) -> list[str]:
-    """`command` reading `content` verbatim from a quoted here-document; never indented, or
-    the delimiter would not end it."""
-    if HEREDOC in content.splitlines():
-        raise ValueError(f"content contains the here-document delimiter {HEREDOC}")
-    return [f"{command} <<'{HEREDOC}'", *content.rstrip("\n").splitlines(), HEREDOC]
 
 
 def _unit(sections: dict[str, dict[str, str | Sequence[str]]]) -> str:
@@ -471,12 +382,15 @@ def gib_profile() -> str:
 def gpudirect_profile(stack: GpuDirectStack) -> str:
     lines = [f"# ai-infra: NCCL over GPUDirect-{stack.transport.upper()}."]
     if stack.profile:
-        lines.append(f"if [ -f {stack.profile} ]; then . {stack.profile}; fi")
+        # As a prefix assignment, NCCL_LIB_DIR holds while the profile is read (bash) or
+        # stays set (dash, for which `.` is a special built-in); either way it is set first.
+        lib_dir = f"NCCL_LIB_DIR={stack.profile_lib_dir} " if stack.profile_lib_dir else ""
+        lines.append(f"if [ -f {stack.profile} ]; then {lib_dir}. {stack.profile}; fi")
     return "\n".join([*lines, *_exports(stack.env), ""])
 
 
 def rxdm_unit(stack: GpuDirectStack) -> str:
-    run = _line(
+    run = line(
         "/usr/bin/docker",
         "run",
         "--rm",
@@ -506,42 +420,46 @@ def rxdm_unit(stack: GpuDirectStack) -> str:
     )
 
 
-def _step(step: Step) -> list[str]:
+def _block(step: Step) -> Block:
     match step:
         case DataDisk(device, path):
-            return [f"mount_data_disk {_line(device, path)} || fail {_line(f'data disk {path}')}"]
+            return Block(f"data disk {path}", (f"mount_data_disk {line(device, path)} || fail",))
         case GcsMount(bucket, path, read_only):
             mode = "ro" if read_only else "rw"
-            mount = _line(bucket, path, mode, GCSFUSE_VERSION)
-            return [f"mount_gcs {mount} || fail {_line(f'gcsfuse {bucket}')}"]
+            mount = line(bucket, path, mode, GCSFUSE_VERSION)
+            return Block(f"gcsfuse {bucket} {path}", (f"mount_gcs {mount} || fail",))
         case NfsMount(server, share, path):
-            return [f"mount_nfs {_line(server, share, path)} || fail {_line(f'nfs {path}')}"]
+            return Block(f"nfs {path}", (f"mount_nfs {line(server, share, path)} || fail",))
         case OpsAgent(attempts, max_backoff):
-            install = _line(
+            install = line(
                 "retry", attempts, max_backoff, "install_ops_agent", OPS_AGENT_REPO_SCRIPT
             )
-            return [
-                "(",
-                "  if systemctl is-active --quiet google-cloud-ops-agent; then",
-                '    log "Ops Agent already running"',
-                f"  elif ! {install} {shlex.quote(OPS_AGENT_VERSION)}; then",
-                "    log 'Ops Agent not installed; logs and GPU metrics stay local'",
-                "    exit 0",
-                "  fi",
-                *_heredoc(
-                    f"configure_ops_agent {shlex.quote(monitoring.DCGM_VERSION)}",
-                    monitoring.ops_agent_config(),
+            return Block(
+                "Ops Agent",
+                (
+                    "  if systemctl is-active --quiet google-cloud-ops-agent; then",
+                    '    log "Ops Agent already running"',
+                    f"  elif ! {install} {shlex.quote(OPS_AGENT_VERSION)}; then",
+                    "    log 'Ops Agent not installed; logs and GPU metrics stay local'",
+                    "    exit 0",
+                    "  fi",
+                    *heredoc(
+                        f"configure_ops_agent {shlex.quote(monitoring.DCGM_VERSION)}",
+                        monitoring.ops_agent_config(),
+                    ),
                 ),
-                ") &",
-            ]
+                background=True,
+            )
         case Gib(version):
-            return [
-                f"install_gib {shlex.quote(version)} || fail 'NCCL gIB plugin'",
-                *_heredoc(f"write_file {NCCL_PROFILE} 0644", gib_profile()),
-            ]
+            return Block(
+                "NCCL gIB plugin",
+                (
+                    f"install_gib {shlex.quote(version)} || fail",
+                    *heredoc(f"write_file {NCCL_PROFILE} 0644", gib_profile()),
+                ),
+            )
         case GpuDirect(stack):
-            name = f"GPUDirect-{stack.transport.upper()}"
-            install = _line(
+            install = line(
                 "install_gpudirect",
                 stack.host_file,
                 stack.plugin_image,
@@ -549,53 +467,52 @@ def _step(step: Step) -> list[str]:
                 "--",
                 *stack.modules,
             )
-            return [
-                f"if {install}; then",
-                *_heredoc(f"write_file {NCCL_PROFILE} 0644", gpudirect_profile(stack)),
-                *_heredoc(f"write_file /etc/systemd/system/{RXDM_UNIT} 0644", rxdm_unit(stack)),
-                f"  start_unit {RXDM_UNIT} || fail {_line(name + ' receive datapath manager')}",
-                "else",
-                f"  fail {_line(name)}",
-                "fi",
-            ]
+            return Block(
+                f"GPUDirect-{stack.transport.upper()}",
+                (
+                    f"if {install}; then",
+                    *heredoc(f"write_file {NCCL_PROFILE} 0644", gpudirect_profile(stack)),
+                    *heredoc(f"write_file /etc/systemd/system/{RXDM_UNIT} 0644", rxdm_unit(stack)),
+                    f"  start_unit {RXDM_UNIT} || fail 'receive datapath manager'",
+                    "else",
+                    "  fail",
+                    "fi",
+                ),
+            )
         case Ray():
-            return [
-                f"if ray_venv {shlex.quote(step.version)}; then",
-                *_heredoc(f"write_file {RAY_NODE} 0755", ray_node_script(step)),
-                *_heredoc(f"write_file /etc/systemd/system/{RAY_UNIT} 0644", ray_unit(step)),
-                *_heredoc(f"write_file {RAY_PROFILE} 0644", RAY_PROFILE_TEXT),
-                f"  start_unit {RAY_UNIT} || fail ray",
-                "else",
-                "  fail 'ray install'",
-                "fi",
-            ]
+            return Block(
+                "ray",
+                (
+                    f"if ray_venv {shlex.quote(step.version)}; then",
+                    *heredoc(f"write_file {RAY_NODE} 0755", ray_node_script(step)),
+                    *heredoc(f"write_file /etc/systemd/system/{RAY_UNIT} 0644", ray_unit(step)),
+                    *heredoc(f"write_file {RAY_PROFILE} 0644", RAY_PROFILE_TEXT),
+                    f"  start_unit {RAY_UNIT} || fail 'the unit did not start'",
+                    "else",
+                    "  fail 'install'",
+                    "fi",
+                ),
+            )
         case Command(command):
-            return [
-                'log "running startupCommand"',
-                f"bash -c {shlex.quote(command)} || fail startupCommand",
-            ]
+            return Block(
+                "startupCommand",
+                ('log "running startupCommand"', f"bash -c {shlex.quote(command)} || fail"),
+            )
 
 
 def render(steps: Sequence[Step]) -> str:
-    """The script; the steps run in the order given, the Ops Agent alongside them."""
-    lines = [
-        _PRELUDE.format(
-            conda=CONDA_BIN,
-            apt_key=GOOGLE_APT_KEY,
-            lock_timeout=APT_LOCK_TIMEOUT_SECONDS,
-            lock_conf=APT_LOCK_CONF,
-            ops_config=monitoring.OPS_AGENT_CONFIG_PATH,
-            ar_key=gpudirect.AR_SIGNING_KEY,
-            ar_transport=gpudirect.AR_TRANSPORT_REPO,
-            gib_repo=gpudirect.GIB_REPO,
-        )
-    ]
-    for step in steps:
-        lines += _step(step)
-    lines += [
-        "wait  # the Ops Agent install, so its outcome is in this boot's log",
-        'log "done with $failures failed step(s)"',
-        'exit "$((failures > 0))"',
-        "",
-    ]
-    return "\n".join(lines)
+    """The script; the steps run in the order given, the Ops Agent alongside them, and the
+    readiness signal names the first that failed."""
+    library = _LIBRARY.format(
+        conda=CONDA_BIN,
+        apt_key=GOOGLE_APT_KEY,
+        ops_config=monitoring.OPS_AGENT_CONFIG_PATH,
+        ar_key=gpudirect.AR_SIGNING_KEY,
+        ar_transport=gpudirect.AR_TRANSPORT_REPO,
+        gib_repo=gpudirect.GIB_REPO,
+    )
+    return startup.render(
+        [_block(step) for step in steps],
+        source="components/gpu_clusters/boot.py",
+        library=library,
+    )

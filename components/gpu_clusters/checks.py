@@ -25,6 +25,7 @@ from components.gpu_clusters.config import (
 from components.gpu_clusters.metadata import size_problems
 from components.identity import account_id_problems
 from components.locations import zone_problem
+from components.logins import login_problems, viewer_role_id
 from components.storage.catalog import FILESTORE_TIERS
 from components.types import shadowed_dir
 
@@ -68,6 +69,29 @@ def problems(
     found = duplicate_names([c.name for c in clusters], "gpuClusters")
     for i, config in enumerate(clusters):
         found += [p.under(i) for p in _entry_problems(config, ctx, buckets, slurm_bucket)]
+    found += _login_reach_problems(clusters, ctx)
+    return found
+
+
+def _login_reach_problems(clusters: list[GpuClusterConfig], ctx: StackContext) -> list[Problem]:
+    """A cluster's login grant reaches the VMs named `<prefix>-<name>-*` in its zone, as the
+    group names them; a cluster named `<name>-<more>` in that zone has VMs under the same
+    prefix, so its logins would reach the other's VMs."""
+    found = []
+    for i, config in enumerate(clusters):
+        if not config.logins:
+            continue
+        zone = ctx.zone_of(config.zone)
+        found += [
+            Problem(
+                (i, "logins"),
+                f"these logins reach the VMs named {group_name(ctx, config.name)}-*, which "
+                f"include gpuClusters {other.name}'s in the same zone; rename one of the two "
+                "clusters so neither name starts with the other's followed by '-'",
+            )
+            for other in clusters
+            if other.name.startswith(f"{config.name}-") and ctx.zone_of(other.zone) == zone
+        ]
     return found
 
 
@@ -115,6 +139,7 @@ def _entry_problems(
         label_problems(config.labels, reserved=(CLUSTER_LABEL,), beside=len(ctx.stack_labels)),
     )
     found += _mount_problems(config, ctx, buckets, slurm_bucket)
+    found += login_problems(config.logins, viewer_role_id(group_name(ctx, config.name), "gpu"))
     return found
 
 
@@ -213,15 +238,27 @@ def _capacity_problems(config: GpuClusterConfig) -> list[Problem]:
     placement = config.placement
     distance = config.placement_max_distance
     if distance is not None:
-        if placement != "compact":
+        capacity = gpu_catalog.series_capacity(machine)
+        if placement == "workload" and capacity is not None and capacity.accelerator_topology:
             found.append(
                 Problem(
                     ("placementMaxDistance",),
-                    f"only used with a compact placement policy, which {config.instance_count} "
-                    f"x {machine} ({provisioning}) does not get; remove it",
+                    f"{machine}'s workload policy carries its {capacity.accelerator_topology} "
+                    "accelerator topology, which takes no max distance; remove it",
                 )
             )
-        elif problem := gpu_catalog.max_distance_problem(machine, distance):
+        elif placement is None:
+            found.append(
+                Problem(
+                    ("placementMaxDistance",),
+                    f"only used with a compact placement policy or a workload policy, neither "
+                    f"of which {config.instance_count} x {machine} ({provisioning}) gets; "
+                    "remove it",
+                )
+            )
+        elif placement == "compact" and (
+            problem := gpu_catalog.max_distance_problem(machine, distance)
+        ):
             found.append(Problem(("placementMaxDistance",), problem))
     if placement == "compact":
         limit = gpu_catalog.compact_limit(machine, distance)

@@ -19,11 +19,13 @@ from components.context import StackContext
 from components.gpu_clusters import boot, metadata, monitoring
 from components.gpu_clusters.checks import account_id, group_name, warnings
 from components.gpu_clusters.config import CLUSTER_LABEL, GpuClusterConfig, NfsShare
+from components.gpu_clusters.provider import FlexCapacity, StartupWait
 from components.identity import (
     Identity,
     custom_role_grant,
     service_account,
 )
+from components.logins import LoginGrants, grant_logins, instance_condition, viewer_role_id
 from components.network import (
     ALL_INTERNAL,
     NetworkHandle,
@@ -53,6 +55,16 @@ def network_tag(base: str) -> str:
     """The tag the firewall rules name a GPU cluster's VMs by: on the stack's network, its
     VMs (and Ray's ports, which run unauthenticated) reach each other and nothing else does."""
     return system_tag(base, "gpu-vm")
+
+
+LOGIN_VIEWER_PERMISSIONS = (
+    "compute.instances.get",
+    "compute.projects.get",
+    *RAY_DISCOVERY_PERMISSIONS,
+)
+"""What a login reads: `gcloud compute ssh` gets the instance and the project
+(googlecloudsdk command_lib/compute/ssh_utils.py GetProject, gcloud 528.0.0), `python -m
+hosts` lists the group's instances (`instance-groups managed list-instances`)."""
 
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
@@ -90,6 +102,7 @@ class GpuCluster(Component):
             pulumi.log.warn(f"gpuClusters {config.name}: {warning}", self)
 
         identity = self._identity(name, args, base)
+        self._logins(name, args, base, zone, identity)
         nics, network_names = self._networks(name, args, base, zone)
         host_cidr = (
             args.network.subnet_cidr if config.network == "default" else config.nic_cidrs()[0]
@@ -121,11 +134,21 @@ class GpuCluster(Component):
             )
         elif config.placement == "workload":
             capacity = gpu_catalog.series_capacity(config.machine_type)
+            distance = gpu_catalog.topology_distance(
+                config.machine_type, config.placement_max_distance
+            )
+            # Every field of a workload policy replaces it, and a named one is deleted before
+            # its replacement is made (the bridge's rule), which Compute Engine refuses while
+            # the group uses it. So each distance is a policy, and a resource, of its own:
+            # the new one is made, the group moves to it in place, then the old one goes.
+            role = f"placement-{distance.lower()}" if distance else "placement"
+            where["name"] = f"{base}-{role}"
             workload = workload_policy(
                 self,
-                f"{name}-placement",
+                f"{name}-{role}",
                 **where,
                 topology=capacity.accelerator_topology if capacity else None,
+                max_topology_distance=distance,
             )
 
         disks = [
@@ -194,7 +217,21 @@ class GpuCluster(Component):
         self.group = self._group(name, args, base, zone, template, workload)
         self.instance_group = self.group.instance_group
         if config.provisioning == "flex-start":
-            self._resize_request(name, args, base, zone)
+            self._flex_capacity(name, args, base, zone)
+        elif config.startup_timeout_minutes:
+            StartupWait(
+                f"{name}-startup",
+                {
+                    "project": ctx.project,
+                    "zone": zone,
+                    "group": self.group.name,
+                    "size": config.instance_count,
+                    # A new template waits again: VMs it creates run the new script.
+                    "template": template.self_link,
+                    "timeoutSeconds": config.startup_timeout_minutes * 60,
+                },
+                self.child_opts(depends_on=[self.group]),
+            )
         if config.ops_agent:
             gcp.monitoring.Dashboard(
                 f"{name}-dashboard",
@@ -249,8 +286,8 @@ class GpuCluster(Component):
             zone=zone,
             name=base,
             base_instance_name=base,
-            # A flex-start group's size is what its resize request adds; setting it here
-            # would shrink the group back on the next `pulumi up`.
+            # A flex-start group's size is what its resize requests add (FlexCapacity keeps
+            # it); setting it here would fight them on the next `pulumi up`.
             target_size=None if flex else config.instance_count,
             versions=[
                 gcp.compute.InstanceGroupManagerVersionArgs(
@@ -305,26 +342,51 @@ class GpuCluster(Component):
             ),
         )
 
-    def _resize_request(self, name: str, args: GpuClusterArgs, base: str, zone: str) -> None:
-        """Flex-start capacity: one request for all the VMs, served at once when capacity
-        frees up; they run `maxRunHours` and are deleted. Requests are immutable: a new count
-        or duration replaces it, the old one cancelled first (the provider cancels a request
-        still CREATING or ACCEPTED before deleting it; VMs a served request created stay
-        until their run ends)."""
+    def _flex_capacity(self, name: str, args: GpuClusterArgs, base: str, zone: str) -> None:
+        """Flex-start capacity: the group kept at `instanceCount` VMs by resize requests, each
+        served at once when capacity frees up; its VMs run `maxRunHours` and are deleted, and
+        the next `pulumi up` asks again (`provider.FlexCapacity`)."""
         ctx = args.context
         config = args.config
-        gcp.compute.ResizeRequest(
-            f"{name}-request",
-            project=ctx.project,
-            zone=zone,
-            name=f"{base}-request",
-            instance_group_manager=self.group.name,
-            resize_by=config.instance_count,
-            requested_run_duration=gcp.compute.ResizeRequestRequestedRunDurationArgs(
-                seconds=str(config.run_seconds)
+        FlexCapacity(
+            f"{name}-capacity",
+            {
+                "project": ctx.project,
+                "zone": zone,
+                "group": self.group.name,
+                "size": config.instance_count,
+                "runSeconds": config.run_seconds,
+                "requestPrefix": f"{base}-request",
+                "description": f"flex-start VMs of GPU cluster {config.name}",
+            },
+            self.child_opts(depends_on=[self.group]),
+        )
+
+    def _logins(
+        self, name: str, args: GpuClusterArgs, base: str, zone: str, identity: Identity
+    ) -> None:
+        """OS Login on this cluster's VMs only (a condition on the names the group gives
+        them, `<base>-xxxx`), and reading them and their group."""
+        where = f"projects/{args.context.project}/zones/{zone}"
+        vms = f"{where}/instances/{base}-"
+        grant_logins(
+            self,
+            f"{name}-login",
+            project=args.context.project,
+            logins=args.config.logins,
+            grants=LoginGrants(
+                login_condition=instance_condition(vms, f"VMs of GPU cluster {base}"),
+                viewer_role_id=viewer_role_id(base, "gpu"),
+                viewer_title=f"Reach GPU cluster {base}",
+                viewer_permissions=LOGIN_VIEWER_PERMISSIONS,
+                viewer_condition=instance_condition(
+                    vms,
+                    f"GPU cluster {base}, its group and project",
+                    group=f"{where}/instanceGroupManagers/{base}",
+                ),
+                account=identity.email,
             ),
-            description=f"{config.instance_count} flex-start VMs of GPU cluster {config.name}",
-            opts=self.child_opts(delete_before_replace=True),
+            depends_on=[identity.account],
         )
 
     def _identity(self, name: str, args: GpuClusterArgs, base: str) -> Identity:

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, Field
 
 from components import gpu_catalog
 from components.base import ConfigModel
+from components.logins import Login
 from components.network import consecutive_ranges
 from components.types import (
     Cidr,
@@ -53,6 +54,7 @@ RESERVED_METADATA = frozenset(
         "startup-script-url",
         "install-nvidia-driver",
         "proxy-mode",
+        "enable-guest-attributes",
     }
 )
 """Metadata keys the program sets for security or function; a cluster's `metadata` may not
@@ -121,8 +123,9 @@ class GpuClusterConfig(ConfigModel):
     resource (`<prefix>-<name>-...`); the service account `<prefix>-<name>-vm` must fit in 30
     characters."""
     instance_count: int = Field(default=1, ge=1, le=MAX_INSTANCES)
-    """VMs in the group (with `provisioning: flex-start`, the VMs its resize request asks
-    for)."""
+    """VMs in the group. With `provisioning: flex-start` too it is the group's size: each
+    `pulumi up` asks, with a new resize request, for the VMs the group lacks (all of them once
+    a run has ended), and cancels or removes what exceeds it."""
     machine_type: MachineType = "a2-highgpu-2g"
     """An a2, a3, a4, a4x, g2 or g4 machine type (GPUs built in) or n1 with attachable GPUs
     (within the vCPUs its GPUs allow)."""
@@ -208,12 +211,28 @@ class GpuClusterConfig(ConfigModel):
     """With `flex-start`: how long the VMs run before Compute Engine deletes them; 168 (seven
     days) by default."""
     placement_max_distance: int | None = Field(default=None, ge=1, le=3)
-    """With a compact placement policy: 1 (same rack, up to 22 VMs, not on A3), 2 (up to 150,
-    256 on A3) or 3 (up to 1,500); unset places the VMs as close as capacity allows."""
+    """How close the VMs must be. With a compact placement policy: 1 (same rack, up to 22
+    VMs, not on A3), 2 (up to 150, 256 on A3) or 3 (up to 1,500); unset places them as close
+    as capacity allows. With a workload policy (A3 8-GPU, A3 Mega, A3 Ultra, A4): the policy's
+    `maxTopologyDistance`, 1 SUBBLOCK, 2 BLOCK, 3 CLUSTER (the default, as Slurm-GCP's); a
+    boundary capacity cannot meet leaves VMs uncreated. A4X takes none: its policy carries
+    its NVLink topology."""
     ready_timeout_minutes: int = Field(default=30, ge=5, le=360)
     """How long `pulumi up` waits for the group's VMs to be created (and for an update to
     settle) before it fails; the group's errors say why (`gcloud compute instance-groups
     managed list-errors`)."""
+    startup_timeout_minutes: int = Field(default=30, ge=0, le=360)
+    """How long `pulumi up` waits, once the VMs exist, for every VM's startup script to report
+    done (its guest attribute `ai-infra/startup`); a step that fails fails `pulumi up` with
+    the VM's and the step's name. 0 skips the wait (where an organization policy disables
+    guest attributes). Flex-start groups are not waited for: their VMs come when capacity
+    does."""
+    logins: list[Login] = Field(default_factory=list)
+    """Who may log in to this cluster's VMs and nothing else: each member gets OS Login
+    (`roles/compute.osAdminLogin` with `sudo: true`, else `roles/compute.osLogin`) on the
+    cluster's VMs only, `roles/iam.serviceAccountUser` on their service account only, IAP
+    tunnels to port 22, and reading the cluster's VMs and group (what `gcloud compute ssh` and
+    `python -m hosts` read)."""
     threads_per_core: int | None = Field(default=None, ge=1, le=2)
     """SMT: unset keeps the platform's default (two threads per core on the x86 GPU families,
     one on A4X's Arm cores); 1 turns SMT off, halving the vCPUs, for CPU-bound data loaders

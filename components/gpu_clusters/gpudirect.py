@@ -41,6 +41,11 @@ class GpuDirectStack:
     nccl-tests/run-nccl-tests.sh, with Ubuntu's interface names)."""
     profile: str | None = None
     """A shell profile the installer writes, sourced before `env`."""
+    profile_lib_dir: str | None = None
+    """`NCCL_LIB_DIR` while `profile` is sourced: the TCPXO installer's profile finds its
+    libraries through it, and every Cluster Toolkit script sets it first (v1.95.0
+    a3-megagpu-8g nccl-tests/run-nccl-tests.sh:34, `NCCL_LIB_DIR=/var/lib/tcpxo/lib64
+    source .../nccl-env-profile.sh`)."""
 
 
 _DOCKER_COMMON = (
@@ -133,6 +138,7 @@ STACKS: dict[Transport, GpuDirectStack] = {
         host_file="/dev/aperture_devices",
         modules=("import-helper",),
         profile="/var/lib/tcpxo/lib64/nccl-env-profile.sh",
+        profile_lib_dir="/var/lib/tcpxo/lib64",
         env={
             "NCCL_FASTRAK_CTRL_DEV": "enp0s12",
             "NCCL_FASTRAK_IFNAME": (

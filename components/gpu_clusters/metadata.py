@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from components.base import Problem
 from components.gpu_clusters import boot, gpudirect
 from components.gpu_clusters.config import GpuClusterConfig
+from components.startup import GUEST_ATTRIBUTES_METADATA
 
 DATA_DEVICE = "data"
 """The device name of the data disk in the template (`/dev/disk/by-id/google-data`)."""
@@ -61,11 +62,13 @@ def steps(
 
 
 def program_metadata(config: GpuClusterConfig) -> dict[str, str]:
-    """The user's keys and the program's, but the startup script."""
+    """The user's keys and the program's, but the startup script. Guest attributes carry
+    the startup script's readiness signal."""
     metadata = {
         **config.metadata,
         "enable-oslogin": "TRUE",
         "block-project-ssh-keys": "TRUE",
+        **GUEST_ATTRIBUTES_METADATA,
     }
     if config.dlvm:
         metadata["install-nvidia-driver"] = "True"

@@ -10,6 +10,7 @@ import pulumi
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
 from components.context import StackContext
+from components.logins import describe_logins
 from components.network import NetworkHandle
 from components.tpu_vms.checks import problems, stack_problems, subnet_problems
 from components.tpu_vms.config import TpuVmConfig
@@ -88,7 +89,26 @@ def describe(entries: list[TpuVmConfig], context: StackContext) -> list[tuple[st
         )
         lines.append(
             "    a SUSPENDED (preempted) or FAILED request, or one deleted outside the stack, "
-            "is replaced by the next `pulumi up`"
+            "is replaced by the next `pulumi up`; labels, metadata, startupScript, tags and "
+            "dataDisks change on the running TPU VMs in place"
+        )
+        workers = e.shape.hosts * e.node_count
+        lines.append(
+            f"    startup: `pulumi up` waits up to {e.startup_timeout_minutes} min after ACTIVE "
+            f"for the startup script of all {workers} worker(s), failing on a failed step"
+            if e.startup_timeout_minutes
+            else "    startup: not waited for (startupTimeoutMinutes: 0)"
+        )
+        lines.append(
+            "    if `pulumi up` is interrupted (Ctrl-C, killed) while it waits: nothing cleans "
+            f"up; the request can still start until {_window(e).split(' to ')[1]} (its queue "
+            f"window's end) and would then bill {e.chips} {e.provisioning} chips, at the "
+            "queued resource's rate in the cost below, until the next `pulumi up` adopts it or "
+            f"`gcloud compute tpus queued-resources delete {e.name} --zone="
+            f"{context.zone_of(e.zone)} --force`"
+        )
+        lines += describe_logins(
+            e.logins, "and reading TPU nodes on the whole project (Cloud TPU has no per-slice IAM)"
         )
     return [("TPU VMs (queued resources)", lines)] if lines else []
 

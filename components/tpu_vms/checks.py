@@ -17,6 +17,8 @@ from components.buckets import unknown_buckets as unknown_bucket_problems
 from components.context import StackContext, label_problems
 from components.identity import account_id_problems, duplicate_roles, service_account_email
 from components.locations import zone_problem
+from components.logins import login_problems, viewer_role_id
+from components.startup import HEREDOC
 from components.tpu_vms.config import (
     SUBNETWORK_PATH,
     TpuVmConfig,
@@ -233,10 +235,20 @@ def _disk_and_metadata_problems(config: TpuVmConfig, zone: str) -> list[Problem]
             found.append(
                 Problem(
                     ("metadata", key),
-                    "is set by the program: TPU VMs take SSH through OS Login only, with "
+                    "is set by the program (the startup script's readiness signal needs guest "
+                    "attributes): TPU VMs take SSH through OS Login only, with "
                     "project SSH keys blocked and no serial console; remove it",
                 )
             )
+    if config.startup_script is not None and HEREDOC in config.startup_script.splitlines():
+        found.append(
+            Problem(
+                ("startupScript",),
+                f"has a line '{HEREDOC}', which ends the here-document the startup script "
+                "writes it with; rename that word",
+            )
+        )
+        return found
     size = sum(len(k) + len(v.encode()) for k, v in node_metadata(config).items())
     if size > METADATA_BYTES_MAX:
         found.append(
@@ -331,6 +343,7 @@ def problems(
         # under one resource name.
         own += duplicate_roles(entry.roles, granted=NODE_ROLES)
         own += unknown_bucket_problems(entry.buckets, known_buckets)
+        own += login_problems(entry.logins, viewer_role_id(ctx.name(entry.name), "tpu"))
         found += [p.under(i) for p in own]
     if not found:
         found += _overlapping_prefixes(entries)

@@ -13,6 +13,7 @@ from pydantic import AfterValidator, Field
 from components import tpu_catalog
 from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
+from components.logins import Login
 from components.network import MAX_NODE_NETWORKS
 from components.tpu_vms.provider import V2, V2ALPHA1, node_names
 from components.types import (
@@ -226,6 +227,12 @@ class TpuVmConfig(ConfigModel):
     """Extra project roles for the dedicated account; basic roles are refused."""
     buckets: dict[str, BucketAccess] = Field(default_factory=dict)
     """`ai-infra:buckets` names -> read | write | admin, for the dedicated account."""
+    logins: list[Login] = Field(default_factory=list)
+    """Who may log in to these TPU VMs: each member gets OS Login (`roles/compute.osAdminLogin`
+    with `sudo: true`, else `roles/compute.osLogin`), `roles/iam.serviceAccountUser` on the
+    VMs' account only, IAP tunnels to port 22, and reading the TPU nodes (what gcloud's
+    `tpu-vm ssh` and `python -m hosts` read). Cloud TPU has no per-slice IAM, so the OS Login
+    role and reading nodes hold on the project (docs/tpu-vms.md)."""
     enable_public_ips: bool = False
     """Give each TPU VM an external IP. Off: reach the VMs from inside the VPC (`--internal-ip`)
     and let them egress through the stack's NAT."""
@@ -241,7 +248,9 @@ class TpuVmConfig(ConfigModel):
     those keys, `ssh-keys`, `sshKeys`, `serial-port-enable` and `startup-script` (use
     `startupScript`) are refused here."""
     startup_script: str | None = None
-    """Shell run as root at every boot of every TPU VM (metadata `startup-script`)."""
+    """Run as root at every boot of every TPU VM, as a step of the startup script the program
+    renders (metadata `startup-script`); it keeps its own `#!` line, and runs under bash
+    without one. Its failure fails `pulumi up` (`startupTimeoutMinutes`)."""
     labels: Labels = Field(default_factory=dict)
     """Labels on the TPU VMs, beside `ai-infra:labels`, `managed-by` and `ai-infra-stack`."""
     tags: list[NetworkTag] = Field(default_factory=list)
@@ -253,6 +262,12 @@ class TpuVmConfig(ConfigModel):
     request expires in the queue. A request not ACTIVE by then, FAILED or SUSPENDED is deleted
     and the update fails, so nothing runs outside the stack's state. Changing it replaces
     nothing."""
+    startup_timeout_minutes: int = Field(default=30, ge=0, le=360)
+    """How long `pulumi up` waits, once the request is ACTIVE, for the startup script on every
+    worker of every TPU VM to report done (guest attribute `ai-infra/startup`); a failed step
+    (`startupScript` among them) fails `pulumi up` naming the TPU VM, the worker and the step,
+    and leaves the queued resource recorded in the stack, so nothing bills unseen. 0 skips the
+    wait."""
     queueing: Queueing | None = None
     """When the request may start. Changing it replaces nothing running: it shapes the next
     request (after a preemption, or a change that replaces the TPU VMs)."""

@@ -27,13 +27,18 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, cast
 
 import pulumi
 import pulumi.dynamic
 from google.api_core import exceptions as api_exceptions
 from google.api_core import operation as api_operation
 from google.cloud import tpu_v2, tpu_v2alpha1
+from google.protobuf import field_mask_pb2
+
+from components.api_calls import RetryingCalls, describe_error, utcnow
+from components.startup import READY_PATH
+from components.startup_wait import StartupWaitBase
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 V2 = "v2"
@@ -63,12 +68,24 @@ REPLACE_KEYS = (
     "additionalNetworks",
     "secureBoot",
     "bootDisk",
-    "metadata",
-    "labels",
-    "tags",
-    "dataDisks",
 )
-"""Every input that reaches the TPU VMs: none can change on a queued resource in place."""
+"""Inputs that reach the TPU VMs and that Cloud TPU cannot change on them: the queued resource
+has no update call, and UpdateNode takes none of these."""
+IN_PLACE_KEYS = ("labels", "metadata", "tags", "dataDisks")
+"""Inputs Cloud TPU changes on running TPU VMs: UpdateNode's update_mask takes labels, metadata
+and tags (tpu_v2 and tpu_v2alpha1 UpdateNodeRequest), and data_disks through v2alpha1, as
+gcloud alpha's `tpu-vm attach-disk` and `detach-disk` send it (gcloud 578.0.0
+surface/compute/tpus/tpu_vm/attach_disk.py: UpdateNode with update_mask 'data_disks'). `update`
+applies them to every TPU VM of the queued resource; nothing is replaced."""
+UPDATE_FIELDS = {
+    "labels": "labels",
+    "metadata": "metadata",
+    "tags": "tags",
+    "dataDisks": "data_disks",
+}
+"""Each in-place input's field in UpdateNode's update_mask."""
+NODE_UPDATE_SECONDS = 600.0
+"""How long one TPU VM's update operation is waited for."""
 UPDATE_KEYS = ("timeoutSeconds", "queueingPolicy", "apiVersion")
 """Inputs that shape only how a request waits, or which API surface serves it: a change is
 recorded without touching the ACTIVE queued resource, and applies to its next request."""
@@ -83,11 +100,6 @@ INPUT_DEFAULTS: dict[str, Any] = {
 """Inputs added since the first release, as a state written before them reads: the same
 request, so that upgrading the program replaces nothing on their account."""
 
-CALL_SECONDS = 60.0
-"""The deadline of each API call; the client's own default is none (no `default_timeout` on the
-queued resource methods of google-cloud-tpu 1.28.0), so a hung call would hang `pulumi up`."""
-RETRY_SECONDS = 300.0
-"""How long transient errors of one call are retried, with back-off from 1 s to 30 s."""
 ACCEPT_SECONDS = 600.0
 """How long to wait for the create operation, which ends when the request is accepted into the
 queue (Google's python-docs-samples read the queueing policy from `operation.result()`)."""
@@ -96,20 +108,7 @@ DELETE_SECONDS = 30 * 60.0
 delete` waits at most 30 minutes (googlecloudsdk api_lib/util/waiter.py max_wait_ms=1800000),
 where api-core's operation default would give up after 900 s."""
 
-_TRANSIENT: tuple[type[api_exceptions.GoogleAPICallError], ...] = (
-    api_exceptions.ServiceUnavailable,
-    api_exceptions.DeadlineExceeded,
-    api_exceptions.InternalServerError,
-    api_exceptions.Aborted,
-    api_exceptions.TooManyRequests,
-)
-"""503, 504, 500, ABORTED and 429 (ResourceExhausted is a TooManyRequests)."""
-QUOTA_REASON = "RESOURCE_QUOTA_EXCEEDED"
-"""The ErrorInfo reason of an exhausted quota, as opposed to RATE_LIMIT_EXCEEDED
-(google/api/error_reason.proto): waiting does not bring quota back, so it is not retried."""
-
 QueuedResourceMessage = tpu_v2.QueuedResource | tpu_v2alpha1.QueuedResource
-T = TypeVar("T")
 
 
 class TpuClient(Protocol):
@@ -124,6 +123,14 @@ class TpuClient(Protocol):
 
     def delete_queued_resource(
         self, request: Any, *, timeout: float
+    ) -> api_operation.Operation: ...
+
+    def get_node(self, *, name: str, timeout: float) -> Any: ...
+
+    def get_guest_attributes(self, request: Any, *, timeout: float) -> Any: ...
+
+    def update_node(
+        self, *, node: Any, update_mask: field_mask_pb2.FieldMask, timeout: float
     ) -> api_operation.Operation: ...
 
 
@@ -141,8 +148,8 @@ def _default_client(api: str = V2ALPHA1) -> TpuClient:
     return tpu_v2.TpuClient() if api == V2 else tpu_v2alpha1.TpuClient()
 
 
-def _utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+_utcnow = utcnow
+"""Kept by this name: states pickled before the move name it as the provider's `_now`."""
 
 
 def _input(props: Mapping[str, Any], key: str) -> Any:
@@ -348,6 +355,54 @@ def _echoed_nodes(resource: QueuedResourceMessage) -> list[str]:
     return sorted(names)
 
 
+def _merged(current: Mapping[str, str], old: Mapping[str, str], new: Mapping[str, str]):
+    """`current` with what this entry set before (`old`) replaced by what it sets now."""
+    return {**{k: v for k, v in current.items() if k not in old}, **new}
+
+
+def _node_update(
+    api: str,
+    path: str,
+    current: Any,
+    olds: Mapping[str, Any],
+    news: Mapping[str, Any],
+    changed: list[str],
+) -> Any:
+    """The Node message UpdateNode takes for `changed`, on the API surface `api`: each field
+    as the TPU VM has it now, less what the entry set before, plus what it sets now."""
+    types: Any = tpu_v2 if api == V2 else tpu_v2alpha1
+    node = types.Node(name=path)
+    if "labels" in changed:
+        node.labels = _merged(current.labels, _input(olds, "labels"), _input(news, "labels"))
+    if "metadata" in changed:
+        node.metadata = _merged(
+            current.metadata, _input(olds, "metadata"), _input(news, "metadata")
+        )
+    if "tags" in changed:
+        old_tags = set(_input(olds, "tags"))
+        kept = [t for t in current.tags if t not in old_tags]
+        node.tags = list(dict.fromkeys([*kept, *_input(news, "tags")]))
+    if "dataDisks" in changed:
+        old_disks = {d["sourceDisk"] for d in _input(olds, "dataDisks")}
+        disks = [
+            types.AttachedDisk(source_disk=d.source_disk, mode=d.mode)
+            for d in current.data_disks
+            if d.source_disk not in old_disks
+        ]
+        disks += [
+            types.AttachedDisk(source_disk=d["sourceDisk"], mode=d["mode"])
+            for d in _input(news, "dataDisks")
+        ]
+        node.data_disks = disks
+    return node
+
+
+def _create_time(resource: QueuedResourceMessage) -> str:
+    # proto-plus gives a Timestamp field as a datetime, or None while unset.
+    created: Any = resource.create_time
+    return created.isoformat() if created else ""
+
+
 def why_foreign(resource: QueuedResourceMessage, props: Mapping[str, Any]) -> str | None:
     """Why an existing queued resource by this entry's id is not the one this entry asks for,
     or None when it is: the same TPU VMs, accelerator, software and account, carrying every
@@ -377,25 +432,14 @@ def why_foreign(resource: QueuedResourceMessage, props: Mapping[str, Any]) -> st
 def _describe(error: BaseException) -> str:
     if isinstance(error, QueuedResourceError):
         return str(error)
-    if isinstance(error, api_exceptions.GoogleAPICallError):
-        status = error.grpc_status_code.name if error.grpc_status_code else error.code
-        return f"the Cloud TPU API answered {error.code} {status}: {error.message}"
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return describe_error(error, "Cloud TPU")
 
 
-def transient(error: api_exceptions.GoogleAPICallError) -> bool:
-    if isinstance(error, api_exceptions.ResourceExhausted) and error.reason == QUOTA_REASON:
-        return False
-    return isinstance(error, _TRANSIENT)
-
-
-class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
+class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
     """Create, read, diff and delete of one queued resource and the TPU VMs it holds."""
 
     # Class-level defaults: a provider unpickled from an older state has only the attributes
     # its __init__ set (unpickling does not call __init__).
-    _call_seconds: float = CALL_SECONDS
-    _retry_seconds: float = RETRY_SECONDS
     _accept_seconds: float = ACCEPT_SECONDS
     _delete_seconds: float = DELETE_SECONDS
     _now: Callable[[], datetime.datetime] = staticmethod(_utcnow)
@@ -418,19 +462,6 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
 
     def _client(self, props: Mapping[str, Any]) -> TpuClient:
         return self._client_factory(_input(props, "apiVersion"))
-
-    def _call(self, call: Callable[[float], T]) -> T:
-        """One API call with a deadline, retried with back-off while its errors are transient."""
-        give_up = self._clock() + self._retry_seconds
-        pause = 1.0
-        while True:
-            try:
-                return call(self._call_seconds)
-            except api_exceptions.GoogleAPICallError as error:
-                if not transient(error) or self._clock() + pause > give_up:
-                    raise
-            self._sleep(pause)
-            pause = min(pause * 2, 30.0)
 
     def _get(self, client: TpuClient, name: str) -> QueuedResourceMessage | None:
         try:
@@ -612,7 +643,7 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
         if state in DEAD_STATES or state == GONE:
             replaces.append("state")
         changed = bool(replaces) or any(
-            _input(olds, key) != _input(news, key) for key in UPDATE_KEYS
+            _input(olds, key) != _input(news, key) for key in (*IN_PLACE_KEYS, *UPDATE_KEYS)
         )
         # The id is fixed by config, so the old queued resource must go first or the new one
         # would meet a 409.
@@ -623,10 +654,62 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
     def update(
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
-        # Only UPDATE_KEYS reach here; diff replaces for the rest. The queued resource is
-        # untouched, so what was read of it stays.
-        kept = {k: olds[k] for k in ("name", "state", "nodeNames", "adopted") if k in olds}
-        return pulumi.dynamic.UpdateResult({**news, **kept})
+        # Only IN_PLACE_KEYS and UPDATE_KEYS reach here; diff replaces for the rest. The
+        # queued resource itself is untouched, so what was read of it stays.
+        changed = [key for key in IN_PLACE_KEYS if _input(olds, key) != _input(news, key)]
+        if changed:
+            self._update_nodes(olds, news, changed)
+        kept = ("name", "state", "nodeNames", "adopted", "created")
+        return pulumi.dynamic.UpdateResult({**news, **{k: olds[k] for k in kept if k in olds}})
+
+    _node_update_seconds: float = NODE_UPDATE_SECONDS
+
+    def _update_nodes(
+        self, olds: Mapping[str, Any], news: Mapping[str, Any], changed: list[str]
+    ) -> None:
+        """Applies the changed in-place inputs to every TPU VM of the queued resource. Each VM
+        keeps what this entry never set (labels or metadata Cloud TPU or a user added); a VM
+        that fails is named, and the others are still updated: Pulumi keeps the old inputs of
+        a failed update, so the next `pulumi up` applies the whole change again, which changes
+        nothing on the VMs that have it."""
+        # Only v2alpha1 updates data disks; it takes the other fields too.
+        api = V2ALPHA1 if "dataDisks" in changed else _input(news, "apiVersion")
+        client = self._client_factory(api)
+        name = qualified_name(news)
+        resource = self._get(client, name)
+        state = _state(resource) if resource is not None else GONE
+        if state != "ACTIVE":
+            why = f": {_failure_reason(resource)}" if resource is not None else ""
+            raise QueuedResourceError(
+                f"queued resource {name} is {state}{why}, so its TPU VMs cannot take the new "
+                f"{', '.join(changed)}; nothing was changed. Run `pulumi up` again: it sees the "
+                "state and replaces the queued resource, asking again with the new values"
+            )
+        parent = f"projects/{news['project']}/locations/{news['zone']}/nodes"
+        mask = field_mask_pb2.FieldMask(paths=[UPDATE_FIELDS[key] for key in changed])
+        done: list[str] = []
+        failed: list[str] = []
+        for node in node_names(news["nodePrefix"], int(news["nodeCount"])):
+            path = f"{parent}/{node}"
+            try:
+                current = self._call(lambda t, path=path: client.get_node(name=path, timeout=t))
+                wanted = _node_update(api, path, current, olds, news, changed)
+                operation = self._call(
+                    lambda t, wanted=wanted: client.update_node(
+                        node=wanted, update_mask=mask, timeout=t
+                    )
+                )
+                operation.result(timeout=self._node_update_seconds)
+            except (api_exceptions.GoogleAPICallError, TimeoutError) as error:
+                failed.append(f"{node} ({_describe(error)})")
+                continue
+            done.append(node)
+        if failed:
+            raise QueuedResourceError(
+                f"updating {', '.join(changed)} in place: TPU VMs {', '.join(done) or 'none'} "
+                f"took it, {'; '.join(failed)} did not. Nothing was replaced; run `pulumi up` "
+                "again, which applies the whole change to every TPU VM once more"
+            )
 
     # -- delete ------------------------------------------------------------------------------
 
@@ -685,11 +768,16 @@ class QueuedResourceProvider(pulumi.dynamic.ResourceProvider):
             "state": _state(resource),
             "nodeNames": node_names(props["nodePrefix"], int(props["nodeCount"])),
             "adopted": adopted,
+            # Tells a new request from the one it replaced: the startup wait waits again.
+            "created": _create_time(resource),
         }
 
 
 class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource"):
     """A Cloud TPU queued resource: one or more TPU VM slices, requested and kept together."""
+
+    created: pulumi.Output[str]
+    """When Cloud TPU accepted this request: a replacement has another."""
 
     def __init__(
         self,
@@ -701,6 +789,81 @@ class QueuedResource(pulumi.dynamic.Resource, module="tpu", name="QueuedResource
         super().__init__(
             provider or QueuedResourceProvider(),
             name,
-            dict(props),
+            {**props, "created": None},
             opts,
         )
+
+
+class StartupWaitProvider(StartupWaitBase):
+    """Waits until every worker of every TPU VM of a queued resource reports `done` in its
+    readiness signal, read per worker through the TPU API's GetGuestAttributes (the way
+    gcloud's `tpu-vm ssh` reads each worker's host name)."""
+
+    WAIT_AGAIN_ON = ("project", "zone", "nodes", "workers", "requestedAt")
+    what = "the TPU VMs"
+    timeout_key = "startupTimeoutMinutes"
+
+    def __init__(
+        self,
+        client_factory: Callable[[str], TpuClient] = _default_client,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        poll_seconds: float = 30.0,
+    ) -> None:
+        self._client_factory = client_factory
+        self._sleep = sleep
+        self._clock = clock
+        self._poll_seconds = poll_seconds
+
+    def resource_id(self, props: Mapping[str, Any]) -> str:
+        return f"{props['queuedResourceId']}-startup"
+
+    def signals(self, props: Mapping[str, Any]) -> tuple[dict[str, str | None], int]:
+        client = self._client_factory(_input(props, "apiVersion"))
+        parent = f"projects/{props['project']}/locations/{props['zone']}/nodes"
+        workers = int(props["workers"])
+        found: dict[str, str | None] = {}
+        for node in props["nodes"]:
+            request = tpu_v2.GetGuestAttributesRequest(
+                name=f"{parent}/{node}", query_path=READY_PATH
+            )
+            try:
+                answer = self._call(
+                    lambda t, request=request: client.get_guest_attributes(
+                        request=request, timeout=t
+                    )
+                )
+            except api_exceptions.NotFound:
+                continue
+            for worker, attributes in enumerate(answer.guest_attributes):
+                values = [
+                    item.value
+                    for item in attributes.query_value.items
+                    if f"{item.namespace}/{item.key}" == READY_PATH
+                ]
+                found[f"TPU VM {node} worker {worker}"] = values[0] if values else None
+        return found, workers * len(props["nodes"])
+
+    def how_to_look(self, props: Mapping[str, Any], vm: str | None) -> str:
+        node, worker = (vm.split()[2], vm.split()[-1]) if vm else ("<node>", "0")
+        return (
+            "Its log: `gcloud alpha compute tpus tpu-vm ssh "
+            f"{node} --zone={props['zone']} --project={props['project']} --worker={worker} "
+            "--tunnel-through-iap --command='sudo journalctl -u google-startup-scripts "
+            "--no-pager'` (lines `ai-infra-startup:`). A fixed startupScript reaches running "
+            "TPU VMs in place and runs at their next boot, or now with `sudo "
+            "google_metadata_script_runner startup` on every worker (`python -m hosts`)."
+        )
+
+
+class StartupWait(pulumi.dynamic.Resource, module="tpu", name="StartupWait"):
+    """`pulumi up` waiting for the startup scripts of a queued resource's TPU VMs."""
+
+    def __init__(
+        self,
+        name: str,
+        props: Mapping[str, Any],
+        opts: pulumi.ResourceOptions | None = None,
+        provider: pulumi.dynamic.ResourceProvider | None = None,
+    ) -> None:
+        super().__init__(provider or StartupWaitProvider(), name, dict(props), opts)

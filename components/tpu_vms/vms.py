@@ -13,9 +13,12 @@ from components.base import Component, WiringModel
 from components.buckets import BucketsHandle, grant_access
 from components.context import StackContext
 from components.identity import service_account
+from components.logins import LoginGrants, grant_logins, viewer_role_id
 from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, system_tag
+from components.startup import GUEST_ATTRIBUTES_METADATA
+from components.tpu_vms import boot
 from components.tpu_vms.config import TpuVmConfig
-from components.tpu_vms.provider import REPLACE_KEYS, QueuedResource
+from components.tpu_vms.provider import REPLACE_KEYS, QueuedResource, StartupWait
 from components.types import reservation_parts
 
 NODE_ROLES: tuple[str, ...] = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
@@ -30,7 +33,14 @@ it into the node's `ssh-keys` (googlecloudsdk command_lib/compute/tpus/tpu_vm/ss
 OS Login on, Compute Engine accepts no keys from metadata (compute/docs/instances/
 managing-instance-access)."""
 RESERVED_METADATA = frozenset(
-    {*OS_LOGIN_METADATA, "ssh-keys", "sshkeys", "serial-port-enable", STARTUP_SCRIPT_KEY}
+    {
+        *OS_LOGIN_METADATA,
+        *GUEST_ATTRIBUTES_METADATA,
+        "ssh-keys",
+        "sshkeys",
+        "serial-port-enable",
+        STARTUP_SCRIPT_KEY,
+    }
 )
 """Metadata keys (compared in lower case) an entry's `metadata` may not set: OS Login's, the
 SSH keys it would bypass, the interactive serial console, and the startup script, which is
@@ -61,10 +71,16 @@ def network_tag(context: StackContext, config: TpuVmConfig) -> str:
 
 
 def node_metadata(config: TpuVmConfig) -> dict[str, str]:
-    """The metadata of every TPU VM: the entry's, `startupScript` under its key, and OS Login
-    on, set last so that nothing overrides it."""
-    script = {} if config.startup_script is None else {STARTUP_SCRIPT_KEY: config.startup_script}
-    return {**config.metadata, **script, **OS_LOGIN_METADATA}
+    """The metadata of every TPU VM: the entry's, the startup script rendered from its steps
+    (`startupScript` among them) under its key, guest attributes for its readiness signal, and
+    OS Login on, set last so that nothing overrides it."""
+    script = boot.render(boot.steps(config.startup_script))
+    return {
+        **config.metadata,
+        STARTUP_SCRIPT_KEY: script,
+        **GUEST_ATTRIBUTES_METADATA,
+        **OS_LOGIN_METADATA,
+    }
 
 
 class TpuVmsArgs(WiringModel):
@@ -76,6 +92,12 @@ class TpuVmsArgs(WiringModel):
     NAT they wait for either way."""
     buckets: InstanceOf[BucketsHandle]
     config: TpuVmConfig
+
+
+LOGIN_VIEWER_PERMISSIONS = ("tpu.nodes.get", "compute.projects.get")
+"""What a login reads: gcloud's `tpu-vm ssh` gets the node and its guest attributes (the
+workers' host names for IAP) and the project (googlecloudsdk command_lib/compute/tpus/tpu_vm/
+ssh.py and util.py GetProject, gcloud 528.0.0); `python -m hosts` reads nothing else."""
 
 
 class TpuVms(Component):
@@ -98,6 +120,7 @@ class TpuVms(Component):
         config = args.config
         shape = config.shape
         waits_for: list[pulumi.Resource] = []
+        account: list[pulumi.Resource] = []
         if config.service_account is None:
             identity = service_account(
                 self,
@@ -116,10 +139,12 @@ class TpuVms(Component):
                 depends_on=[identity.account],
             )
             self.service_account_email = identity.email
+            account = [identity.account]
             # The VMs log from their first boot, and startup scripts may read buckets at once.
             waits_for = [*identity.ready, *grants]
         else:
             self.service_account_email = config.service_account
+        self._logins(name, args, account)
 
         props = {
             "project": ctx.project,
@@ -187,6 +212,22 @@ class TpuVms(Component):
             ),
         )
         self.node_names = config.node_names
+        if config.startup_timeout_minutes:
+            StartupWait(
+                f"{name}-startup",
+                {
+                    "project": ctx.project,
+                    "zone": zone,
+                    "queuedResourceId": config.name,
+                    "nodes": self.node_names,
+                    "workers": shape.hosts,
+                    "apiVersion": config.api_version,
+                    # A replacement (after a preemption, say) has new VMs to wait for.
+                    "requestedAt": self.queued_resource.created,
+                    "timeoutSeconds": config.startup_timeout_minutes * 60,
+                },
+                self.child_opts(depends_on=[self.queued_resource]),
+            )
         internal = "" if config.enable_public_ips else " --internal-ip"
         where = f"--zone={zone} --project={ctx.project} --worker=0"
         self.ssh_commands = {
@@ -205,4 +246,27 @@ class TpuVms(Component):
                 "sshCommands": self.ssh_commands,
                 "iapSshCommands": self.iap_ssh_commands,
             }
+        )
+
+    def _logins(self, name: str, args: TpuVmsArgs, account: list[pulumi.Resource]) -> None:
+        """OS Login and reading the nodes for this entry's `logins`, on the project: IAM
+        Conditions know no Cloud TPU resource ("Resource attributes for IAM Conditions" lists
+        none) and a TPU VM is no Compute Engine instance of the project to grant on (gcloud
+        reaches a worker by the host name its guest attributes give), so no narrower grant
+        works. The account grant and IAP stay as narrow as on GPU clusters."""
+        base = args.context.name(args.config.name)
+        grant_logins(
+            self,
+            f"{name}-login",
+            project=args.context.project,
+            logins=args.config.logins,
+            grants=LoginGrants(
+                login_condition=None,
+                viewer_role_id=viewer_role_id(base, "tpu"),
+                viewer_title=f"Reach TPU VMs {base}",
+                viewer_permissions=LOGIN_VIEWER_PERMISSIONS,
+                viewer_condition=None,
+                account=self.service_account_email,
+            ),
+            depends_on=account,
         )

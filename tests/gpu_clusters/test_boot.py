@@ -1,7 +1,5 @@
-"""The GPU cluster startup script, run under bash against stubs: every command it would run on a
-VM (gcsfuse, mount, apt-get, systemctl, gcloud, ray, docker, ...) is a stub on PATH that logs
-its arguments and keeps what a VM would remember (mounts, running units, the dpkg lock) in a
-state directory, so that re-runs, reboots and lock contention behave as they would."""
+"""The GPU cluster startup script, run under bash against stubs (`tests.components.startup_vm`):
+re-runs, reboots, lock contention and a step that fails behave as they would on a VM."""
 
 from __future__ import annotations
 
@@ -17,10 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components import startup
 from components.gpu_clusters import boot, gpudirect, monitoring
 from components.gpu_clusters.boot import (
-    APT_LOCK_CONF,
-    APT_LOCK_TIMEOUT_SECONDS,
     GCSFUSE_VERSION,
     GOOGLE_APT_KEY,
     OPS_AGENT_REPO_SCRIPT,
@@ -35,112 +32,13 @@ from components.gpu_clusters.boot import (
     Ray,
     render,
 )
-
-# Each stub logs "name arg arg ..." and runs its extra lines; it exits with
-# $STUB_<NAME>_EXIT (0 by default) unless the extra lines exit first.
-STUB = """#!/bin/bash
-name=$(basename "$0")
-echo "$name $*" >> "$STUB_LOG"
-var="STUB_${name//[^a-zA-Z0-9]/_}_EXIT"
-{extra}
-exit "${!var:-0}"
-"""
-STUBS = {
-    # gcsfuse [-o OPTS] [--file-mode=M] --dir-mode=M BUCKET PATH: the mount point takes the
-    # directory mode (read-only: no write bit), as a FUSE mount with allow_other shows it.
-    "gcsfuse": 'path=${@: -1}; mode=755; for a in "$@"; do case $a in --dir-mode=*) '
-    "mode=${a#--dir-mode=};; esac; done; "
-    'chmod "$mode" "$path" && echo "$path" >> "$STUB_STATE/mounts"',
-    "mount": 'echo "${@: -1}" >> "$STUB_STATE/mounts"',
-    "mountpoint": 'grep -qxF -- "${@: -1}" "$STUB_STATE/mounts" 2>/dev/null; exit $?',
-    "mount.nfs": "",
-    # The dpkg lock: while $STUB_STATE/dpkg-lock exists, apt-get fails at once unless told
-    # to wait for it (then the holder, unattended-upgrades say, finishes).
-    "apt-get": 'if [[ -e $STUB_STATE/dpkg-lock ]]; then if [[ " $* " == *" '
-    'DPkg::Lock::Timeout="* ]]; then '
-    'echo "dpkg-lock released to a waiting apt-get" >> "$STUB_LOG"; '
-    'rm -f "$STUB_STATE/dpkg-lock"; else echo "E: Could not get lock" >&2; exit 100; fi; fi',
-    "apt-mark": "",
-    "curl": "",
-    "gpg": "",
-    "sleep": "",
-    "useradd": "",
-    "id": "",
-    "modprobe": "",
-    "docker": "",
-    "blkid": "[[ -e $STUB_STATE/formatted ]]; exit $?",
-    "mkfs.ext4": 'touch "$STUB_STATE/formatted"',
-    # systemctl: remembers which units run; `cat` finds the units listed in $STUB_UNITS.
-    "systemctl": 'case $1 in is-active) grep -qxF -- "${@: -1}" "$STUB_STATE/active" '
-    "2>/dev/null; exit $?;; "
-    'enable) echo "${@: -1}" >> "$STUB_STATE/active";; '
-    'cat) [[ " ${STUB_UNITS:-} " == *" $2 "* ]]; exit $?;; esac',
-    # python3 -m venv DIR: a venv whose pip and ray are stubs too.
-    "python3": 'if [[ $1 == -m && $2 == venv ]]; then /bin/mkdir -p "${@: -1}/bin"; '
-    'for tool in pip ray; do cp "$0" "${@: -1}/bin/$tool"; done; fi',
-    "hostname": 'echo "$STUB_HOSTNAME"',
-    # gcloud ... list-instances GROUP: the group's members from $STUB_STATE/group-GROUP.
-    "gcloud": '[[ $4 == list-instances ]] && cat "$STUB_STATE/group-$5" 2>/dev/null',
-    # timeout 3 bash -c PROBE probe HOST PORT: a Ray head listens on the hosts in
-    # $STUB_RAY_HEADS.
-    "timeout": '[[ " ${STUB_RAY_HEADS:-} " == *" ${@: -2:1} "* ]]; exit $?',
-    "ray": "",
-}
+from components.startup import APT_LOCK_CONF, APT_LOCK_TIMEOUT_SECONDS
+from tests.components import startup_vm
 
 
-class Vm:
-    """A scratch VM: ROOT for the files the script writes, stubs on PATH, and state that
-    survives between runs of the script (a re-run in the same boot)."""
-
+class Vm(startup_vm.Vm):
     def __init__(self, tmp_path: Path, root: Path | None = None, without: tuple[str, ...] = ()):
-        self.tmp = tmp_path
-        self.bin = tmp_path / "bin"
-        self.bin.mkdir(parents=True, exist_ok=True)
-        self.root = root or tmp_path / "root"
-        self.state = tmp_path / "state"
-        self.state.mkdir(exist_ok=True)
-        self.log = tmp_path / "calls.log"
-        self.log.touch()
-        for directory in ("usr/share/keyrings", "dev/disk/by-id"):
-            (self.root / directory).mkdir(parents=True, exist_ok=True)
-        (self.root / "dev/disk/by-id/google-data").touch()  # the data disk, attached
-        (self.root / "etc").mkdir(exist_ok=True)
-        (self.root / "etc/os-release").write_text("ID=ubuntu\nVERSION_CODENAME=noble\n")
-        for name, extra in STUBS.items():
-            if name in without:
-                continue
-            path = self.bin / name
-            path.write_text(STUB.replace("{extra}", extra))
-            path.chmod(path.stat().st_mode | stat.S_IEXEC)
-
-    def env(self, **env: str) -> dict[str, str]:
-        return {
-            "PATH": f"{self.bin}:/usr/bin:/bin",
-            "STUB_LOG": str(self.log),
-            "STUB_STATE": str(self.state),
-            "STUB_HOSTNAME": "demo-0001",
-            "HOME": str(self.tmp),
-            "AI_INFRA_ROOT": str(self.root),
-            **env,
-        }
-
-    def run(self, steps, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-        """One run of the script; returns what it printed and the calls of this run."""
-        script = self.tmp / "startup.sh"
-        # The prelude puts /opt/conda/bin first; stubs must win, so mask it.
-        script.write_text(render(steps).replace('export PATH="/opt/conda/bin:$PATH"', ""))
-        before = len(self.log.read_text().splitlines())
-        result = subprocess.run(
-            ["bash", str(script)], env=self.env(**env), capture_output=True, text=True, timeout=60
-        )
-        return result, self.log.read_text().splitlines()[before:]
-
-    def file(self, path: str) -> str:
-        return (self.root / path.lstrip("/")).read_text()
-
-    def mounted(self) -> list[str]:
-        mounts = self.state / "mounts"
-        return mounts.read_text().splitlines() if mounts.exists() else []
+        super().__init__(tmp_path, render, root=root, without=without)
 
 
 ALL_STEPS = [
@@ -186,10 +84,13 @@ def test_mounts_ray_and_command_run_in_order(tmp_path):
 def test_startup_command_runs_last_and_sees_its_arguments(tmp_path):
     marker = tmp_path / "ran"
     steps = [NfsMount("10.0.0.2", "share", "/nfs/a"), Command(f"touch {shlex.quote(str(marker))}")]
-    result, calls = Vm(tmp_path).run(steps)
+    vm = Vm(tmp_path)
+    result, calls = vm.run(steps)
     assert result.returncode == 0, result.stderr
     assert marker.exists()
-    assert calls[-1].startswith("mount -t nfs")
+    # The readiness signal follows the command; nothing of the program's runs after it.
+    assert calls[-2].startswith("mount -t nfs") and "guest-attributes" in calls[-1]
+    assert vm.signal() == startup.DONE
 
 
 def test_a_rerun_in_the_same_boot_mounts_nothing_twice_and_starts_no_second_ray(tmp_path):
@@ -246,8 +147,52 @@ def test_installs_wait_for_the_dpkg_lock_and_refresh_the_lists_first(tmp_path):
         "gcsfuse-noble",
         "main",
     ]
-    # The stub installed nothing, so the mount itself fails, and says so.
-    assert result.returncode == 1 and "FAILED: gcsfuse b" in result.stderr
+    # Installed, then mounted.
+    assert result.returncode == 0, result.stderr
+    assert calls.index(f"apt-get {timeout} install -y gcsfuse={GCSFUSE_VERSION}") < next(
+        i for i, c in enumerate(calls) if c.startswith("gcsfuse ")
+    )
+
+
+def test_both_mounts_wait_out_a_package_list_lock_held_for_a_minute(tmp_path):
+    """apt-daily's `apt-get update` holds the lists' lock at boot, which apt-get takes without
+    waiting: each apt-get tries again until it is free, within the lock timeout."""
+    vm = Vm(tmp_path, without=("gcsfuse",))
+    (vm.state / "lists-lock").write_text("60")
+    result, calls = vm.run([GcsMount("a", "/gcs/a"), GcsMount("b", "/gcs/b")])
+    assert result.returncode == 0, result.stderr
+    assert vm.mounted() == [f"{vm.root}/gcs/a", f"{vm.root}/gcs/b"]
+    assert "apt is busy" in result.stderr
+    waits = [c for c in calls if c == f"sleep {startup.APT_LOCK_POLL_SECONDS}"]
+    assert len(waits) == 60 // startup.APT_LOCK_POLL_SECONDS
+    assert vm.signal() == startup.DONE
+
+
+def test_a_lock_held_past_the_timeout_fails_the_step_and_names_it(tmp_path):
+    vm = Vm(tmp_path, without=("gcsfuse",))
+    (vm.state / "lists-lock").write_text(str(10 * APT_LOCK_TIMEOUT_SECONDS))
+    result, _ = vm.run([GcsMount("a", "/gcs/a"), NfsMount("10.0.0.2", "share", "/nfs/h")])
+    assert result.returncode == 1
+    assert "FAILED: gcsfuse a /gcs/a" in result.stderr
+    # The NFS mount needed no package and still ran.
+    assert vm.mounted() == [f"{vm.root}/nfs/h"]
+    assert vm.signal() == f"{startup.FAILED}gcsfuse a /gcs/a"
+
+
+def test_the_ops_agent_installer_takes_turns_with_the_mounts_installs(tmp_path):
+    """The Ops Agent's repository script runs apt-get in the background while the mounts
+    install gcsfuse and NFS: with the script's own lock they never overlap (the stub refuses
+    a second apt-get at once, as apt's lists lock does)."""
+    vm = Vm(tmp_path, without=("gcsfuse", "mount.nfs"))
+    result, calls = vm.run(
+        [OpsAgent(), GcsMount("a", "/gcs/a"), NfsMount("10.0.0.2", "share", "/nfs/h")],
+        STUB_CURL_BODY="apt-get update && apt-get install -y google-cloud-ops-agent",
+        STUB_APT_SECONDS="0.2",
+    )
+    assert result.returncode == 0, result.stderr
+    assert not [c for c in calls if c.startswith("OVERLAP")], calls
+    assert "apt-get install -y google-cloud-ops-agent" in calls
+    assert vm.mounted() == [f"{vm.root}/gcs/a", f"{vm.root}/nfs/h"]
 
 
 def test_without_the_lock_wait_apt_would_have_failed(tmp_path):
@@ -291,15 +236,14 @@ def test_users_write_to_read_write_mounts_and_not_to_read_only_ones(tmp_path):
 def test_ops_agent_retries_with_random_backoff_and_never_blocks(tmp_path):
     result, calls = Vm(tmp_path).run(
         [OpsAgent(attempts=4, max_backoff_seconds=8), Command("echo finished >&2")],
-        STUB_curl_EXIT="1",
+        STUB_CURL_FAIL="dl.google.com",
     )
     # The command ran and the script succeeded although every install attempt failed.
     assert "finished" in result.stderr
     assert result.returncode == 0, result.stderr
     assert "Ops Agent not installed" in result.stderr
-    attempts = [c for c in calls if c.startswith("curl")]
+    attempts = [c for c in calls if c.startswith("curl") and OPS_AGENT_REPO_SCRIPT in c]
     assert len(attempts) == 4
-    assert all(OPS_AGENT_REPO_SCRIPT in c for c in attempts)
     sleeps = [int(c.split()[1]) for c in calls if c.startswith("sleep")]
     assert len(sleeps) == 3 and all(1 <= s <= 8 for s in sleeps)
     # The caps double (2, 4, 8): a random draw beneath each.
@@ -509,6 +453,29 @@ def test_values_reach_bash_quoted(tmp_path, hostile):
     assert not os.path.exists("/tmp/pwned")
 
 
-def test_content_that_would_end_a_here_document_is_refused():
-    with pytest.raises(ValueError, match="delimiter"):
-        boot._heredoc("write_file /x 0644", f"a\n{boot.HEREDOC}\nb")
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_the_tcpxo_profile_is_read_with_nccl_lib_dir_set(tmp_path, shell):
+    """Login shells (bash and /bin/sh alike) read /etc/profile.d: the installer's profile
+    finds its libraries through NCCL_LIB_DIR, so it must be set before it is read. The
+    stand-in profile fails as an unset NCCL_LIB_DIR would make the real one fail."""
+    stack = gpudirect.STACKS["tcpxo"]
+    assert stack.profile and stack.profile_lib_dir
+    installed = tmp_path / stack.profile.lstrip("/")
+    installed.parent.mkdir(parents=True)
+    installed.write_text(
+        '[ -n "${NCCL_LIB_DIR:-}" ] || return 127\nexport NCCL_FROM_PROFILE="$NCCL_LIB_DIR"\n'
+    )
+    profile = tmp_path / "ai-infra-nccl.sh"
+    profile.write_text(boot.gpudirect_profile(stack).replace(stack.profile, str(installed)))
+    shown = subprocess.run(
+        [shell, "-c", f". {shlex.quote(str(profile))} && env"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"NCCL_FROM_PROFILE={stack.profile_lib_dir}" in shown.stdout.splitlines()
+    # Without it, the shell would have failed the way the issue saw (`bash -lc` exit 127).
+    bare = tmp_path / "bare.sh"
+    bare.write_text(f". {shlex.quote(str(installed))}\n")
+    assert subprocess.run([shell, str(bare)], env={"PATH": "/usr/bin:/bin"}).returncode == 127

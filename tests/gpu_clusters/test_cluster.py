@@ -10,8 +10,12 @@ from typing import Any
 import pytest
 
 from components import gpu_catalog
+from components.gpu_catalog import TOPOLOGY_DISTANCES
 from components.gpu_clusters.checks import warnings
 from components.gpu_clusters.config import DEFAULT_IMAGE_FAMILY, RESERVED_METADATA
+from plan.details import details
+from plan.diff import Op
+from plan.diff import diff as graph_diff
 from plan.engine import record_program
 from stacks import environment, loading
 from stacks.loading import parse
@@ -20,6 +24,11 @@ from tests.conftest import build_graph, with_config
 
 TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 MIG = "gcp:compute/instanceGroupManager:InstanceGroupManager"
+
+
+FLEX = "pulumi-python:dynamic/compute:FlexCapacity"
+POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
+STARTUP = "pulumi-python:dynamic/compute:StartupWait"
 
 
 def cluster_graph(**entry: Any):
@@ -230,6 +239,39 @@ def test_a3_gets_its_gpudirect_nic_layout(machine, gpus, gpu_nics):
     (mig,) = graph.of_type(MIG)
     assert mig.inputs["resourcePolicies"]["workloadPolicy"].endswith("ai-test-demo-placement")
     assert "resourcePolicies" not in graph.of_type(TEMPLATE)[0].inputs
+
+
+@pytest.mark.parametrize(("distance", "topology"), [(1, "SUBBLOCK"), (2, "BLOCK"), (3, "CLUSTER")])
+def test_a_workload_policy_takes_its_max_topology_distance(distance, topology):
+    entry = {**A3_ULTRA, "provisioning": "spot", "instanceCount": 2}
+    (policy,) = cluster_graph(**entry, placementMaxDistance=distance).of_type(POLICY)
+    assert policy.inputs["workloadPolicy"] == {
+        "type": "HIGH_THROUGHPUT",
+        "maxTopologyDistance": topology,
+    }
+    assert policy.inputs["name"] == f"ai-test-demo-placement-{topology.lower()}"
+    assert details(policy) == f"workload=HIGH_THROUGHPUT maxTopologyDistance={topology}"
+    # Unset, Compute Engine places the VMs as close as capacity allows: no strict boundary.
+    (loose,) = cluster_graph(**entry).of_type(POLICY)
+    assert loose.inputs["workloadPolicy"] == {"type": "HIGH_THROUGHPUT"}
+
+
+def test_a_new_max_topology_distance_moves_the_group_to_a_new_policy():
+    """Every field of a workload policy replaces it, and a named one would be deleted first,
+    while the group still uses it: each distance is a resource of its own, made before the
+    group moves to it in place, the old one deleted last."""
+    entry = {**A3_ULTRA, "provisioning": "spot", "instanceCount": 2}
+    for was, now in ((None, 2), (3, 2), (2, None)):
+        before = cluster_graph(**entry, placementMaxDistance=was)
+        after = cluster_graph(**entry, placementMaxDistance=now)
+        changes = [(c.op, c.resource.name) for c in graph_diff(before, after) if not c.is_component]
+        new = "gpucluster-demo-placement" + (f"-{TOPOLOGY_DISTANCES[now].lower()}" if now else "")
+        old = "gpucluster-demo-placement" + (f"-{TOPOLOGY_DISTANCES[was].lower()}" if was else "")
+        assert changes == [
+            (Op.CREATE, new),
+            (Op.UPDATE, "gpucluster-demo-mig"),
+            (Op.DELETE, old),
+        ], changes
 
 
 def test_compact_placement_only_with_more_than_one_vm_of_a_family_that_supports_it():
@@ -535,6 +577,18 @@ CASES = [
     ({"instanceCount": 23, "placementMaxDistance": 1}, "gpuClusters[0].instanceCount", "22"),
     ({"instanceCount": 151, "placementMaxDistance": 2}, "gpuClusters[0].instanceCount", "150"),
     ({"placementMaxDistance": 4}, "gpuClusters[0].placementMaxDistance", "3"),
+    # A workload policy takes a max distance, but not A4X's, which carries its topology.
+    (
+        {**A4X, "provisioning": "reservation", "reservation": "r", "instanceCount": 2}
+        | {"placementMaxDistance": 2},
+        "gpuClusters[0].placementMaxDistance",
+        "1x72 accelerator topology",
+    ),
+    (
+        {**A3_HIGH, "instanceCount": 2, "placementMaxDistance": 2},
+        "gpuClusters[0].placementMaxDistance",
+        "neither",
+    ),
     # YAML 1.1 booleans (`on`, `yes`) are not numbers.
     ({"threadsPerCore": True}, "gpuClusters[0].threadsPerCore", "whole number"),
     ({"instanceCount": True}, "gpuClusters[0].instanceCount", "whole number"),
@@ -743,11 +797,24 @@ def test_adding_a_cluster_leaves_everything_else_untouched():
     assert all("gpucluster-demo" in urn for urn in set(new) - set(old))
 
 
-def test_resizing_a_cluster_changes_only_its_group_size():
+def test_resizing_a_cluster_changes_only_its_group_size_and_waits_for_the_new_vm():
     before = cluster_graph(instanceCount=2)
     after = cluster_graph(instanceCount=3)
     changed = [r.name for r in after if before.by_urn(r.urn).inputs != r.inputs]
-    assert changed == ["gpucluster-demo-mig"]
+    assert changed == ["gpucluster-demo-mig", "gpucluster-demo-startup"]
+
+
+def test_pulumi_up_waits_for_the_startup_scripts_readiness_signal():
+    graph = cluster_graph(instanceCount=2, startupTimeoutMinutes=45)
+    (wait,) = graph.of_type(STARTUP)
+    (mig,) = graph.of_type(MIG)
+    (template,) = graph.of_type(TEMPLATE)
+    assert wait.inputs["group"] == "ai-test-demo" and wait.inputs["size"] == 2
+    assert wait.inputs["timeoutSeconds"] == 45 * 60
+    assert mig.urn in wait.dependencies and template.urn in wait.dependencies
+    # The VMs set the signal as a guest attribute, which Compute Engine takes only when on.
+    assert template.inputs["metadata"]["enable-guest-attributes"] == "TRUE"
+    assert not cluster_graph(startupTimeoutMinutes=0).of_type(STARTUP)
 
 
 def test_a3_ultra_gets_rdma_nics_on_a_roce_vpc():
@@ -783,7 +850,7 @@ def test_a3_ultra_gets_rdma_nics_on_a_roce_vpc():
     assert len([r for r in children(graph) if r.type.endswith("RouterNat")]) == 1
 
 
-def test_flex_start_asks_for_all_vms_with_one_resize_request():
+def test_flex_start_keeps_the_group_at_its_size_through_resize_requests():
     graph = cluster_graph(**A3_ULTRA, provisioning="flex-start", instanceCount=2, maxRunHours=24)
     scheduling = graph.of_type(TEMPLATE)[0].inputs["scheduling"]
     assert scheduling["provisioningModel"] == "FLEX_START"
@@ -797,22 +864,32 @@ def test_flex_start_asks_for_all_vms_with_one_resize_request():
     assert "targetSize" not in mig.inputs and "targetSize" in mig.ignore_changes
     assert mig.inputs["waitForInstances"] is False
     assert mig.inputs["instanceLifecyclePolicy"] == {"defaultActionOnFailure": "DO_NOTHING"}
-    (request,) = graph.of_type("gcp:compute/resizeRequest:ResizeRequest")
-    assert request.inputs["resizeBy"] == 2
-    assert request.inputs["requestedRunDuration"] == {"seconds": "86400"}
-    assert request.inputs["instanceGroupManager"] == "ai-test-demo"
-    assert request.delete_before_replace, "a new request cancels the old one first"
-    assert mig.urn in request.dependencies
+    assert not graph.of_type("gcp:compute/resizeRequest:ResizeRequest")
+    (capacity,) = graph.of_type(FLEX)
+    assert {k: capacity.inputs[k] for k in ("group", "size", "runSeconds", "requestPrefix")} == {
+        "group": "ai-test-demo",
+        "size": 2,
+        "runSeconds": 86400,
+        "requestPrefix": "ai-test-demo-request",
+    }
+    assert mig.urn in capacity.dependencies
+    # Its VMs come when capacity does, so `pulumi up` does not wait for their scripts.
+    assert not graph.of_type(STARTUP)
     # A3 Ultra takes a workload policy under flex-start.
     (policy,) = graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
     assert policy.inputs["workloadPolicy"] == {"type": "HIGH_THROUGHPUT"}
 
 
-def test_a_flex_start_group_resized_changes_only_its_request():
+def test_a_flex_start_group_resized_updates_its_capacity_in_place():
     before = cluster_graph(**A3_ULTRA, provisioning="flex-start", instanceCount=2)
     after = cluster_graph(**A3_ULTRA, provisioning="flex-start", instanceCount=3)
     changed = [r.name for r in after if before.by_urn(r.urn).inputs != r.inputs]
-    assert changed == ["gpucluster-demo-request"]
+    assert changed == ["gpucluster-demo-capacity"]
+    # The offline diff runs the provider's own diff(): an update, asking for one more VM,
+    # never a replacement that would count the running VMs twice.
+    (change,) = [c for c in graph_diff(before, after) if not c.is_component]
+    assert change.op is Op.UPDATE, change
+    assert [c.path for c in change.changes] == [("size",)]
 
 
 @pytest.mark.parametrize(

@@ -265,7 +265,10 @@ def test_a_tpu_vm_node_count_replaces_through_its_providers_own_diff(tmp_path: P
     assert entry["type"] == "pulumi-python:dynamic/tpu:QueuedResource"
     assert (entry["op"], entry["deleteBeforeReplace"]) == ("replace", True)
     assert paths(entry) == {"nodeCount": (2, 3, True)}
-    assert document["diff"]["summary"] == counts(replace=1)
+    # ... and `pulumi up` waits for the startup scripts of the new slice too.
+    wait = resource(document, "tpuvm-maxtext-startup")
+    assert wait["op"] == "update" and paths(wait)["nodes[2]"] == (None, "maxtext-2", False)
+    assert document["diff"]["summary"] == counts(replace=1, update=1)
     assert "+- QueuedResource tpuvm-maxtext-qr  (tpuVms[0])" in text
     assert "  TPU chips v4: 8 → 12" in text
     assert "its TPU VMs are deleted with it" in text

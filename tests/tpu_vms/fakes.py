@@ -16,6 +16,19 @@ from google.longrunning import operations_pb2
 from google.protobuf import any_pb2, empty_pb2
 from google.rpc import status_pb2
 
+from tests.components.api_fakes import Clock
+
+__all__ = [
+    "Clock",
+    "FakeTpuClient",
+    "Initiator",
+    "Lost",
+    "PendingOperation",
+    "State",
+    "done_operation",
+    "factory",
+]
+
 State = tpu_v2.QueuedResourceState.State
 Initiator = tpu_v2.QueuedResourceState.StateInitiator
 
@@ -75,6 +88,8 @@ class FakeTpuClient:
         delete_errors: Sequence[Exception] = (),
         delete_hangs: bool = False,
         delete_lingers: int = 0,
+        update_errors: dict[str, api_exceptions.GoogleAPICallError] | None = None,
+        signals: dict[str, list[list[str | None]]] | None = None,
     ) -> None:
         self.states = list(states)
         self.resource = exists
@@ -87,6 +102,14 @@ class FakeTpuClient:
         self.delete_errors = list(delete_errors)
         self.delete_hangs = delete_hangs
         self.delete_lingers = delete_lingers
+        self.update_errors = dict(update_errors or {})
+        """TPU VM name -> the error its update operation ends with (once)."""
+        self.nodes: dict[str, Any] = {}
+        """The TPU VMs the queued resource holds, by name, as Node messages."""
+        self.updates: list[tuple[str, list[str]]] = []
+        self.signals = signals or {}
+        """TPU VM name -> what GetGuestAttributes answers on successive calls (the last one
+        for ever): each worker's readiness signal, None where it has set none."""
         self.deleting: int | None = None
         self.created: list[Any] = []
         self.deleted: list[Any] = []
@@ -119,6 +142,81 @@ class FakeTpuClient:
     def _create(self, request: Any) -> None:
         self.resource = type(request.queued_resource)(request.queued_resource)
         self.resource.name = f"{request.parent}/queuedResources/{request.queued_resource_id}"
+        for spec in self.resource.tpu.node_spec:
+            params: Any = getattr(spec, "multislice_params", None) or getattr(
+                spec, "multi_node_params", None
+            )
+            names = (
+                [spec.node_id]
+                if spec.node_id
+                else [f"{params.node_id_prefix}-{i}" for i in range(params.node_count)]
+            )
+            for name in names:
+                node = type(spec.node)(spec.node)
+                node.name = f"{spec.parent}/nodes/{name}"
+                self.nodes[node.name] = node
+
+    def get_node(self, *, name: str, timeout: float) -> Any:
+        self._called("get_node", timeout)
+        if name not in self.nodes:
+            raise api_exceptions.NotFound(f"{name} not found")
+        node = self.nodes[name]
+        return type(node)(node)
+
+    def get_guest_attributes(self, request: Any, *, timeout: float) -> Any:
+        self._called("get_guest_attributes", timeout)
+        node = request.name.rsplit("/", 1)[-1]
+        answers = self.signals.get(node)
+        if not answers:
+            raise api_exceptions.NotFound(f"{request.name} not found")
+        workers = answers.pop(0) if len(answers) > 1 else answers[0]
+        namespace, key = request.query_path.split("/")
+        return tpu_v2.GetGuestAttributesResponse(
+            guest_attributes=[
+                tpu_v2.GuestAttributes(
+                    query_path=request.query_path,
+                    query_value=tpu_v2.GuestAttributesValue(
+                        items=[]
+                        if value is None
+                        else [
+                            tpu_v2.GuestAttributesEntry(namespace=namespace, key=key, value=value)
+                        ]
+                    ),
+                )
+                for value in workers
+            ]
+        )
+
+    def update_node(self, *, node: Any, update_mask: Any, timeout: float) -> Any:
+        """UpdateNode: copies the masked fields onto the stored TPU VM; an `update_errors`
+        entry for it fails the operation instead, changing nothing."""
+        self._called("update_node", timeout)
+        if node.name not in self.nodes:
+            raise api_exceptions.NotFound(f"{node.name} not found")
+        short = node.name.rsplit("/", 1)[-1]
+        paths = list(update_mask.paths)
+        self.updates.append((short, paths))
+        if short in self.update_errors:
+            error = self.update_errors.pop(short)
+            code = error.grpc_status_code.value[0] if error.grpc_status_code else 13
+            return done_operation(error=status_pb2.Status(code=code, message=error.message))
+        stored = self.nodes[node.name]
+        for path in paths:
+            if path == "labels":
+                stored.labels = dict(node.labels)
+            elif path == "metadata":
+                stored.metadata = dict(node.metadata)
+            elif path == "tags":
+                stored.tags = list(node.tags)
+            elif path == "data_disks":
+                # The same TPU VM through either API surface: carried over as plain values.
+                stored.data_disks = [
+                    {"source_disk": d.source_disk, "mode": type(d).DiskMode(d.mode).name}
+                    for d in node.data_disks
+                ]
+            else:
+                raise api_exceptions.InvalidArgument(f"update_mask {path} is not supported")
+        return done_operation()
 
     def get_queued_resource(self, *, name: str, timeout: float) -> Any:
         self._called("get", timeout)
@@ -130,6 +228,7 @@ class FakeTpuClient:
         if self.deleting is not None:
             if self.deleting == 0:
                 self.resource = None
+                self.nodes.clear()
                 self.deleting = None
                 raise api_exceptions.NotFound(f"{name} not found")
             self.deleting -= 1
@@ -170,18 +269,3 @@ def factory(client: FakeTpuClient, apis: list[str] | None = None) -> Callable[[s
         return client
 
     return make
-
-
-class Clock:
-    """A clock that only moves when the provider sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds

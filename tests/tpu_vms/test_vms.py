@@ -22,6 +22,7 @@ from tests.conftest import build_graph, with_config
 from tests.test_docs import examples
 
 QR = "pulumi-python:dynamic/tpu:QueuedResource"
+CUSTOM_ROLE = "gcp:projects/iAMCustomRole:IAMCustomRole"
 SEED = {"name": "maxtext", "accelerator": "v4-8", "nodeCount": 2, "provisioning": "reserved"}
 
 
@@ -121,6 +122,17 @@ def rejected(config: dict[str, Any]) -> dict[str, str]:
             "in startupScript instead",
         ),
         ({"tpuVms": [vm(startupScript="x" * 600_000)]}, "tpuVms[0].metadata", "512"),
+        (
+            {"tpuVms": [vm(startupScript="cat <<AI_INFRA_EOF\nx\nAI_INFRA_EOF\n")]},
+            "tpuVms[0].startupScript",
+            "rename that word",
+        ),
+        (
+            {"tpuVms": [vm(metadata={"enable-guest-attributes": "FALSE"})]},
+            "tpuVms[0].metadata.enable-guest-attributes",
+            "readiness signal",
+        ),
+        ({"tpuVms": [vm(startupTimeoutMinutes=-1)]}, "tpuVms[0].startupTimeoutMinutes", "0"),
         (
             {
                 "tpuVms": [
@@ -310,12 +322,17 @@ def test_capacity_reservation_network_and_vm_settings_reach_the_queued_resource(
         True,
     )
     assert spot["labels"]["team"] == "research" and spot["tags"] == ["tpu", "ai-test-spot-tpu-vm"]
-    assert spot["metadata"] == {
+    metadata = dict(spot["metadata"])
+    script = metadata.pop("startup-script")
+    assert metadata == {
         "env": "dev",
-        "startup-script": "echo ready",
+        "enable-guest-attributes": "TRUE",
         "enable-oslogin": "TRUE",
         "block-project-ssh-keys": "TRUE",
     }
+    # The entry's script is a step of the rendered one, which reports when it is done.
+    assert "echo ready" in script.splitlines() and "STEP=startupScript" in script
+    assert "guest-attributes/ai-infra/startup" in script
     assert spot["timeoutSeconds"] == 300
     assert queued_resource(graph, "held").inputs["reservationName"] == (
         "projects/test-project/locations/us-central2-b/reservations/v4-res"
@@ -536,6 +553,17 @@ def test_queueing_networks_and_boot_disk_reach_the_queued_resource():
     assert plain["additionalNetworks"] == []
 
 
+def test_pulumi_up_waits_for_every_workers_startup_script():
+    graph = built(vm(name="maxtext", accelerator="v4-16", nodeCount=2, startupTimeoutMinutes=20))
+    (wait,) = graph.of_type("pulumi-python:dynamic/tpu:StartupWait")
+    qr = queued_resource(graph, "maxtext")
+    assert wait.inputs["nodes"] == ["maxtext-0", "maxtext-1"]
+    assert wait.inputs["workers"] == 2, "a v4-16 slice has two hosts"
+    assert wait.inputs["timeoutSeconds"] == 20 * 60
+    assert qr.urn in wait.dependencies
+    assert not built(vm(startupTimeoutMinutes=0)).of_type("pulumi-python:dynamic/tpu:StartupWait")
+
+
 def _edit(before: dict[str, Any], after: dict[str, Any]) -> tuple[Op, list[str]]:
     (change,) = [c for c in diff(built(before), built(after)) if c.resource.type == QR]
     return change.op, [c.rendered_path for c in change.changes]
@@ -544,8 +572,11 @@ def _edit(before: dict[str, Any], after: dict[str, Any]) -> tuple[Op, list[str]]
 @pytest.mark.parametrize(
     ("edit", "op"),
     [
-        ({"startupScript": "echo new"}, Op.REPLACE),
-        ({"labels": {"team": "a"}}, Op.REPLACE),
+        # Cloud TPU updates labels, metadata (the startup script is metadata), tags and data
+        # disks on running TPU VMs: the provider does, and the plan agrees.
+        ({"startupScript": "echo new"}, Op.UPDATE),
+        ({"labels": {"team": "a"}}, Op.UPDATE),
+        ({"tags": ["tpu"]}, Op.UPDATE),
         (
             {
                 "dataDisks": [
@@ -555,9 +586,10 @@ def _edit(before: dict[str, Any], after: dict[str, Any]) -> tuple[Op, list[str]]
                     }
                 ]
             },
-            Op.REPLACE,
+            Op.UPDATE,
         ),
         ({"provisioning": "spot"}, Op.REPLACE),
+        ({"accelerator": "v4-16"}, Op.REPLACE),
         ({"queueCount": 2}, Op.REPLACE),
         ({"timeoutMinutes": 120}, Op.UPDATE),
         ({"queueing": {"validUntilDuration": "30m"}}, Op.UPDATE),
@@ -604,3 +636,80 @@ def test_the_offline_plan_tells_how_the_request_waits_is_reached_and_comes_back(
     )
     assert "networks: the stack's VPC, projects/test-project/global/networks/dcn" in section
     assert section.count("a SUSPENDED (preempted) or FAILED request") == 2
+
+
+def test_logins_reach_the_vms_through_the_narrowest_grants_cloud_tpu_allows():
+    graph = built(
+        vm(logins=[{"member": "user:alice@example.com", "sudo": True}, {"member": "group:ml@x.io"}])
+    )
+    grants = {
+        (r.inputs["role"], r.inputs["member"]): r
+        for r in graph
+        if r.name.startswith("tpuvm-exp-login-") and "member" in r.inputs
+    }
+    alice = {role: r for (role, member), r in grants.items() if member.startswith("user:")}
+    assert set(alice) == {
+        "roles/compute.osAdminLogin",
+        "roles/iap.tunnelResourceAccessor",
+        "projects/test-project/roles/ai_test_exp_tpu_login",
+        "roles/iam.serviceAccountUser",
+    }
+    assert ("roles/compute.osLogin", "group:ml@x.io") in grants
+    # IAM Conditions know no Cloud TPU resource: the OS Login role holds on the project.
+    assert not alice["roles/compute.osAdminLogin"].inputs.get("condition")
+    tunnel = alice["roles/iap.tunnelResourceAccessor"]
+    assert tunnel.inputs["condition"]["expression"] == "destination.port == 22", tunnel.urn
+    account = alice["roles/iam.serviceAccountUser"]
+    assert account.inputs["serviceAccountId"].endswith(
+        "/serviceAccounts/ai-test-exp@test-project.iam.gserviceaccount.com"
+    ), account.urn
+    (role,) = [
+        r for r in graph.of_type(CUSTOM_ROLE) if r.inputs["roleId"] == "ai_test_exp_tpu_login"
+    ]
+    assert sorted(role.inputs["permissions"]) == ["compute.projects.get", "tpu.nodes.get"]
+
+
+def test_logins_on_an_existing_account_grant_account_use_on_that_account():
+    account = "trainer@other-proj.iam.gserviceaccount.com"
+    graph = built(vm(serviceAccount=account, logins=[{"member": "user:a@example.com"}]))
+    (grant,) = graph.of_type("gcp:serviceaccount/iAMMember:IAMMember")
+    assert grant.inputs["serviceAccountId"] == f"projects/other-proj/serviceAccounts/{account}"
+
+
+@pytest.mark.parametrize(
+    ("logins", "path", "fix"),
+    [
+        ([{"member": "domain:x.io"}], "logins[0].member", "user:, group: or serviceAccount:"),
+        ([{"member": "user:nobody"}], "logins[0].member", "not an IAM member"),
+        ([{"member": "user:a@x.io", "sudo": "yes"}], "logins[0].sudo", "without quotes"),
+        ([{"member": "user:a@x.io"}, {"member": "user:a@x.io"}], "logins[1].member", "logins[0]"),
+    ],
+)
+def test_bad_logins_are_refused_at_their_path(logins, path, fix):
+    found = rejected(stack(tpuVms=[vm(logins=logins)]))
+    key = f"ai-infra:tpuVms[0].{path}"
+    assert key in found, found
+    assert fix in found[key], found[key]
+
+
+def test_the_plan_says_tpu_logins_hold_on_the_project(tmp_path):
+    path = tmp_path / "Pulumi.vms.yaml"
+    entry = {**SEED, "logins": [{"member": "user:alice@example.com", "sudo": True}]}
+    path.write_text(yaml.safe_dump({"config": stack(tpuVms=[entry])}))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert plan_main.main([str(path)]) == 0
+    text = out.getvalue()
+    assert "logins: user:alice@example.com (sudo); OS Login and reading TPU nodes on" in text
+    assert "Cloud TPU has no per-slice IAM" in text
+    assert "roles/iap.tunnelResourceAccessor -> user:alice@example.com only: IAP" in text
+
+
+def test_logins_of_an_entry_whose_role_id_would_be_too_long_are_refused():
+    entry = vm(
+        name="e" * 50,
+        serviceAccount="trainer@other-proj.iam.gserviceaccount.com",
+        logins=[{"member": "user:a@x.io"}],
+    )
+    found = rejected(stack(tpuVms=[entry]))
+    assert "64" in found.get("ai-infra:tpuVms[0].logins", ""), found
