@@ -264,6 +264,31 @@ def grant_bucket_access(
     )
 
 
+def grant_named_access(
+    parent: Component,
+    owner: str,
+    buckets: BucketsHandle,
+    bucket: str,
+    *,
+    role: str,
+    member: pulumi.Input[str],
+    depends_on: Iterable[pulumi.Resource] = (),
+) -> gcp.storage.BucketIAMMember:
+    """A grant on a stack bucket given by its key, or on any other bucket by its full name,
+    named `<owner>-bucket-<key or slugged name>-<role key>`."""
+    if bucket in buckets:
+        return grant_bucket_access(
+            parent, owner, buckets[bucket], role=role, member=member, depends_on=depends_on
+        )
+    return gcp.storage.BucketIAMMember(
+        grant_name(owner, role, f"bucket-{slug(bucket)}"),
+        bucket=bucket,
+        role=role,
+        member=member,
+        opts=grant_opts(parent, list(depends_on)),
+    )
+
+
 def grant_access(
     parent: Component,
     owner: str,

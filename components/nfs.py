@@ -50,23 +50,31 @@ def client_rules(
     share: gcp.filestore.Instance,
     client_tags: Sequence[str],
     description: str,
+    destination: pulumi.Input[str] | None = None,
 ) -> list[gcp.compute.Firewall]:
     """Egress to the share from the VMs tagged `client_tags` only: every other VM of the
-    network (GKE nodes, pods through them, other systems) is denied its range. Filestore
-    itself takes no VPC firewall rule, so the clients' side is where the network holds it."""
-    target = reserved_range(share)
+    network (GKE nodes, pods through them, other systems) is denied its range, or
+    `destination` where the range is not one (a share reached through private services access
+    names its allocation instead). Filestore itself takes no VPC firewall rule, so the
+    clients' side is where the network holds it."""
+    target = destination if destination is not None else reserved_range(share)
+    deny = firewall_rule(
+        parent,
+        f"{resource_name}-deny",
+        project=project,
+        network=network,
+        name=f"{name}-deny",
+        description=f"{description}: no other VM of the network",
+        destination_ranges=[target],
+        denies=[gcp.compute.FirewallDenyArgs(protocol="all")],
+        egress=True,
+    )
+    if not client_tags:
+        # A rule with no target tags applies to every VM: a share nobody mounts yet is only
+        # denied.
+        return [deny]
     return [
-        firewall_rule(
-            parent,
-            f"{resource_name}-deny",
-            project=project,
-            network=network,
-            name=f"{name}-deny",
-            description=f"{description}: no other VM of the network",
-            destination_ranges=[target],
-            denies=[gcp.compute.FirewallDenyArgs(protocol="all")],
-            egress=True,
-        ),
+        deny,
         firewall_rule(
             parent,
             f"{resource_name}-clients",

@@ -401,14 +401,3 @@ def is_digest_pinned(image: str) -> bool:
 def image_has_tag_or_digest(image: str) -> bool:
     match = _IMAGE.fullmatch(image)
     return bool(match and (match["tag"] or match["digest"]))
-
-
-FILESTORE_CAPACITY_GB: dict[str, tuple[int, int]] = {
-    "BASIC_HDD": (1024, 65433),
-    "BASIC_SSD": (2560, 65433),
-    "ZONAL": (1024, 102400),
-    "HIGH_SCALE_SSD": (10240, 102400),
-    "ENTERPRISE": (1024, 10240),
-}
-"""Capacity range per Filestore tier in GiB (Filestore "Service tiers": 1, 2.5, 1, 10 and 1 TiB
-minimum; 63.9, 63.9, 100, 100 and 10 TiB maximum). Each system offers the tiers it takes."""

@@ -170,10 +170,10 @@ class Storage:
     label: str
     config_key: str
     kind: str
-    """`disk` or `filestore`: what prices it (prices/cost.py STORAGE_PRICES) and which quota
-    holds it (preflight/quota_names.py STORAGE_QUOTAS)."""
+    """`disk`, `filestore` or `lustre`: what prices it (prices/cost.py STORAGE_PRICES) and
+    which quota holds it (preflight/quota_names.py STORAGE_QUOTAS)."""
     tier: str
-    """The disk type or the Filestore tier."""
+    """The disk type, the Filestore tier or Lustre's throughput tier (MBps per TiB)."""
     region: str
     gib: int
     """Provisioned size (GB for disks, GiB for shares)."""
@@ -676,32 +676,41 @@ def _provisioner(reading: _Reading) -> Iterator[Machines]:
         )
 
 
-def _disks(reading: _Reading, r: Registration) -> Iterator[Storage]:
-    disk = plain(r.inputs)
-    yield Storage(
+def _held(
+    reading: _Reading, r: Registration, kind: str, tier: str, where: str, gib: int
+) -> Storage:
+    """What one storage resource holds, wherever it is read from."""
+    return Storage(
         key=r.urn,
         label=reading.label(r),
         config_key=reading.keys.get(r.urn, ""),
-        kind="disk",
-        tier=str(disk.get("type", GCE_DEFAULT_DISK[0])),
-        region=region_of(str(disk["zone"])),
-        gib=int(disk.get("size", 0)),
+        kind=kind,
+        tier=tier,
+        region=region_of(where),
+        gib=gib,
     )
+
+
+def _disks(reading: _Reading, r: Registration) -> Iterator[Storage]:
+    disk = plain(r.inputs)
+    tier = str(disk.get("type", GCE_DEFAULT_DISK[0]))
+    yield _held(reading, r, "disk", tier, str(disk["zone"]), int(disk.get("size", 0)))
 
 
 def _filestore(reading: _Reading, r: Registration) -> Iterator[Storage]:
     share = plain(r.inputs)
     file_shares = share.get("fileShares") or {}
     listed = file_shares if isinstance(file_shares, list) else [file_shares]
-    yield Storage(
-        key=r.urn,
-        label=reading.label(r),
-        config_key=reading.keys.get(r.urn, ""),
-        kind="filestore",
-        tier=str(share["tier"]),
-        region=region_of(str(share["location"])),
-        gib=sum(int(s.get("capacityGb", 0)) for s in listed),
-    )
+    gib = sum(int(s.get("capacityGb", 0)) for s in listed)
+    yield _held(reading, r, "filestore", str(share["tier"]), str(share["location"]), gib)
+
+
+def _lustre(reading: _Reading, r: Registration) -> Iterator[Storage]:
+    """Billed by provisioned capacity at the instance's throughput tier."""
+    instance = plain(r.inputs)
+    tier = str(instance["perUnitStorageThroughput"])
+    gib = int(instance["capacityGib"])
+    yield _held(reading, r, "lustre", tier, str(instance["location"]), gib)
 
 
 Reader = Callable[[_Reading, Registration], Iterator[Item | Unread]]
@@ -713,6 +722,7 @@ READERS: dict[str, Reader] = {
     types.BUCKET_OBJECT: _slurm_nodesets,
     types.DISK: _disks,
     types.FILESTORE: _filestore,
+    types.LUSTRE: _lustre,
 }
 """Resource type -> what one such resource provides. Types not here provide no machines and
 hold no storage (an instance template's VMs are its group's; a bucket bills by bytes)."""

@@ -22,6 +22,8 @@ INSTANCE = "gcp:compute/instance:Instance"
 INSTANCE_TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
 INSTANCE_GROUP_MANAGER = "gcp:compute/instanceGroupManager:InstanceGroupManager"
 DISK = "gcp:compute/disk:Disk"
+GLOBAL_ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
+SERVICE_NETWORKING_CONNECTION = "gcp:servicenetworking/connection:Connection"
 
 # GKE
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -32,6 +34,7 @@ BUCKET = "gcp:storage/bucket:Bucket"
 BUCKET_OBJECT = "gcp:storage/bucketObject:BucketObject"
 BUCKET_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 FILESTORE = "gcp:filestore/instance:Instance"
+LUSTRE = "gcp:lustre/instance:Instance"
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 
 # Project, IAM

@@ -9,6 +9,7 @@ state holds them (`state_urn`), not as Pulumi's own mock monitor makes them.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import runpy
 import zlib
@@ -39,7 +40,11 @@ _CLUSTER_ENDPOINT = "203.0.113.10"
 _CLUSTER_CA = "bW9jay1jYQ=="
 _FILESTORE_IP = "192.0.2.2"
 _FILESTORE_RANGE = "192.0.2.0/29"
-INVENTED = frozenset({_CLUSTER_ENDPOINT, _CLUSTER_CA, _FILESTORE_IP, _FILESTORE_RANGE})
+_PEERED = ("198.18.", "198.19.")
+"""Addresses of instances reached through private services access, one per instance name in
+198.18.0.0/15 (RFC 2544's benchmarking block, never a real peer), so that two instances never
+share one and the reachability model tells them apart."""
+INVENTED = frozenset({_CLUSTER_ENDPOINT, _CLUSTER_CA, _FILESTORE_IP, _FILESTORE_RANGE, *_PEERED})
 """Mock outputs GCP chooses at create time (addresses, certificates): a value holding one is
 unknown until `pulumi up`. Emails, names and bucket URLs follow from the inputs."""
 INVENTED_PREFIXES = ("https://www.googleapis.com/compute/v1/projects/",)
@@ -70,10 +75,47 @@ def _fake_outputs(typ: str, inputs: dict[str, Any], project: str) -> dict[str, A
         outputs["url"] = f"gs://{name}"
     elif typ == types.FILESTORE:
         # A predictable address from the documentation range, for mounts that read it.
+        # Through private services access, reservedIpRange stays the allocation's name.
+        network = (inputs.get("networks") or [{}])[0]
+        if network.get("connectMode") == "PRIVATE_SERVICE_ACCESS":
+            address, reserved = peered_address(str(name)), network.get("reservedIpRange", "")
+        else:
+            address, reserved = _FILESTORE_IP, _FILESTORE_RANGE
         outputs["networks"] = [
-            {"ipAddresses": [_FILESTORE_IP], "network": "mock", "reservedIpRange": _FILESTORE_RANGE}
+            {"ipAddresses": [address], "network": "mock", "reservedIpRange": reserved}
         ]
+    elif typ == types.LUSTRE:
+        address = peered_address(str(inputs.get("instanceId")))
+        outputs["mountPoint"] = f"{address}@tcp:/{inputs.get('filesystem', '')}"
     return outputs
+
+
+def peered_address(name: str) -> str:
+    """The invented address of an instance reached through private services access."""
+    offset = zlib.crc32(name.encode()) % (2**17 - 2) + 1
+    return str(ipaddress.IPv4Address("198.18.0.0") + offset)
+
+
+EXISTING_SIZE_GIB = 18000
+"""The size of an existing instance the mock engine reads: what `pulumi up` reads is unknown."""
+
+
+def _fake_lookup(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """What reading an existing instance returns, predictably: its address from the same
+    invented ones, its share or file system named after it."""
+    if token == "gcp:filestore/getInstance:getInstance":
+        return {
+            "networks": [{"ipAddresses": [peered_address(str(args.get("name")))]}],
+            "fileShares": [{"name": "share", "capacityGb": EXISTING_SIZE_GIB}],
+        }
+    if token == "gcp:lustre/getInstance:getInstance":
+        filesystem = str(args.get("instanceId", "")).replace("-", "")[:8]
+        return {
+            "mountPoint": f"{peered_address(str(args.get('instanceId')))}@tcp:/{filesystem}",
+            "filesystem": filesystem,
+            "capacityGib": str(EXISTING_SIZE_GIB),
+        }
+    return {}
 
 
 class _RecordingMocks(runtime_mocks.Mocks):
@@ -83,8 +125,11 @@ class _RecordingMocks(runtime_mocks.Mocks):
     def new_resource(self, args: runtime_mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         return f"{args.name}-id", _fake_outputs(args.typ, args.inputs, self.project)
 
-    def call(self, args: runtime_mocks.MockCallArgs) -> tuple[dict[str, Any], None]:
-        return {}, None
+    def call(
+        self, args: runtime_mocks.MockCallArgs
+    ) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        # No failures: the mock monitor iterates the second item, so it is a list, never None.
+        return _fake_lookup(args.token, args.args), []
 
 
 ROOT_STACK = types.STACK

@@ -32,6 +32,7 @@ class Hazard:
 STATEFUL: frozenset[str] = frozenset(
     {
         types.FILESTORE,
+        types.LUSTRE,
         types.DISK,
         types.BUCKET,
         types.CLUSTER,
@@ -44,6 +45,9 @@ cluster's workloads, a namespace's workloads, secrets and volumes."""
 _LOST: dict[str, str] = {
     types.FILESTORE: "every file on the share is lost (Filestore deletes the instance's data "
     "with it): back it up first (gcloud filestore backups create)",
+    types.LUSTRE: "every file on the Lustre instance is lost (Managed Lustre deletes its data "
+    "with the instance): export what must stay to Cloud Storage first (gcloud lustre instances "
+    "export-data)",
     types.DISK: "the disk's data is lost: snapshot it first (gcloud compute snapshots create)",
     types.BUCKET: "its objects go with it where forceDestroy is true; otherwise the delete "
     "fails while it holds any (Cloud Storage refuses to delete a non-empty bucket): copy "

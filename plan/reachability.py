@@ -254,7 +254,9 @@ def principals(graph: Graph) -> list[Principal]:
     found += _vms(graph, stack)
     for r in graph.of_type(types.FILESTORE):
         network = (r.inputs.get("networks") or [{}])[0]
-        reserved = ((r.outputs.get("networks") or [{}])[0]).get("reservedIpRange", "")
+        reserved = _share_range((r.outputs.get("networks") or [{}])[0])
+        if reserved is None:
+            continue  # its address is unknown until GCP picks it (a preview): no pair to judge
         options = (r.inputs.get("fileShares") or {}).get("nfsExportOptions")
         exports = tuple(ip for o in options for ip in o.get("ipRanges", [])) if options else None
         found.append(
@@ -273,6 +275,18 @@ def principals(graph: Graph) -> list[Principal]:
                 known.add(cidr)
                 found.append(Principal(f"range {cidr}", "range", cidr=cidr))
     return found
+
+
+def _share_range(network: Mapping[str, Any]) -> str | None:
+    """Where a Filestore share's clients reach it: its reserved range, or, where that names a
+    private services allocation instead of a range, its address; None when neither is known."""
+    reserved = network.get("reservedIpRange") or ""
+    try:
+        return str(ipaddress.ip_network(reserved))
+    except ValueError:
+        pass
+    addresses = network.get("ipAddresses") or []
+    return f"{addresses[0]}/32" if addresses else None
 
 
 def _vms(graph: Graph, stack: _Stack) -> list[Principal]:

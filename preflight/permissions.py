@@ -100,6 +100,20 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "file.instances.get",
         "file.operations.get",
     ),
+    # Managed Lustre IAM roles (roles/lustre.admin), read 2026-11.
+    types.LUSTRE: (
+        "lustre.instances.create",
+        "lustre.instances.get",
+        "lustre.operations.get",
+    ),
+    # A private services access allocation is an internal global address, and its peering is
+    # Service Networking's (VPC "Configure private services access": required permissions).
+    types.GLOBAL_ADDRESS: (
+        "compute.globalAddresses.createInternal",
+        "compute.globalAddresses.get",
+        "compute.networks.use",
+    ),
+    types.SERVICE_NETWORKING_CONNECTION: ("servicenetworking.services.addPeering",),
     types.BUCKET: (
         "storage.buckets.create",
         "storage.buckets.get",
@@ -219,6 +233,8 @@ ROLES: dict[str, str] = {
     "compute": "roles/compute.admin",
     "container": "roles/container.admin",
     "file": "roles/file.editor",
+    "lustre": "roles/lustre.admin",
+    "servicenetworking": "roles/servicenetworking.networksAdmin",
     "storage": "roles/storage.admin",
     "tpu": "roles/tpu.admin",
     "serviceusage": "roles/serviceusage.serviceUsageAdmin",

@@ -40,6 +40,8 @@ class Kind(StrEnum):
     """Per GiB-hour of memory of a machine family."""
     DISK = "disk"
     FILESTORE = "filestore"
+    LUSTRE = "lustre"
+    """Per GiB of a Managed Lustre instance's provisioned capacity, by throughput tier."""
     NAT_GATEWAY = "nat_gateway"
     NAT_DATA = "nat_data"
     GKE_CLUSTER = "gke_cluster"
@@ -94,6 +96,9 @@ SOURCES: dict[str, Source] = {
         "https://cloud.google.com/kubernetes-engine/pricing",
     ),
     "filestore-pricing": Source("Filestore pricing", "https://cloud.google.com/filestore/pricing"),
+    "lustre-pricing": Source(
+        "Managed Lustre pricing", "https://cloud.google.com/managed-lustre/pricing"
+    ),
     "tpu7x-docs": Source("Cloud TPU: TPU7x (Ironwood)", "https://cloud.google.com/tpu/docs/tpu7x"),
     "tpu-consumption": Source(
         "Cloud TPU consumption options", "https://cloud.google.com/tpu/docs/consumption-options"

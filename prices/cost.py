@@ -89,17 +89,21 @@ FREE_TYPES = frozenset(
         types.GPU_STARTUP_WAIT,
         types.TPU_STARTUP_WAIT,
         types.DASHBOARD,
+        types.GLOBAL_ADDRESS,
+        types.SERVICE_NETWORKING_CONNECTION,
     }
 )
 """Resources with no charge of their own (a template bills through its group's VMs, and so
 do a flex-start group's resize requests; a startup wait only reads; a bucket object bills
 through its bucket's bytes; Slurm's cleanup deletes TPU and Compute Engine VMs on destroy;
-Cloud Monitoring dashboards are free)."""
+Cloud Monitoring dashboards are free; a private services access range and its peering bill
+nothing of their own, only the traffic over them)."""
 
 
 STORAGE_PRICES: dict[str, tuple[Callable[[Catalog, str, str], Quote], str]] = {
     "disk": (quotes.disk, "GB"),
     "filestore": (quotes.filestore, "GiB"),
+    "lustre": (quotes.lustre, "GiB"),
 }
 """graph.capacity Storage kind -> its quote (catalog, tier, region) and the unit of its size."""
 

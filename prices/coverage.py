@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from components import gpu_catalog, tpu_catalog
 from components.locations import region_of
+from components.storage import catalog as storage_catalog
 from prices import machines
 from prices.catalog import Kind
 
@@ -25,6 +26,8 @@ ANY_CAPACITY = "any"
 DISK_TYPES = ("pd-standard", "pd-balanced", "pd-ssd", "hyperdisk-balanced")
 """Every disk type a config can name (boot disks, the Slurm state disk)."""
 FILESTORE_TIERS = ("BASIC_HDD", "BASIC_SSD", "HIGH_SCALE_SSD", "ENTERPRISE")
+LUSTRE_TIERS = tuple(str(t) for t in storage_catalog.LUSTRE_TIERS)
+"""Managed Lustre's throughput tiers, MBps per TiB, as the instance's input spells them."""
 GKE_FEE = "management-fee"
 NAT = "cloud-nat"
 
@@ -96,6 +99,8 @@ def wanted() -> Iterator[Key]:
             yield (Kind.DISK, disk, region, ANY_CAPACITY)
         for tier in FILESTORE_TIERS:
             yield (Kind.FILESTORE, tier, region, ANY_CAPACITY)
+        for tier in LUSTRE_TIERS:
+            yield (Kind.LUSTRE, tier, region, ANY_CAPACITY)
         yield (Kind.NAT_GATEWAY, NAT, region, ANY_CAPACITY)
         yield (Kind.NAT_DATA, NAT, region, ANY_CAPACITY)
         yield (Kind.GKE_CLUSTER, GKE_FEE, region, ANY_CAPACITY)

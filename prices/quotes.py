@@ -151,6 +151,12 @@ def filestore(catalog: Catalog, tier: str, region: str) -> Quote:
     return _lookup(catalog, Kind.FILESTORE, tier, region, ANY_CAPACITY, f"Filestore {tier} GiB")
 
 
+def lustre(catalog: Catalog, throughput: str, region: str) -> Quote:
+    return _lookup(
+        catalog, Kind.LUSTRE, throughput, region, ANY_CAPACITY, f"Lustre {throughput} MBps/TiB GiB"
+    )
+
+
 def nat_vm(catalog: Catalog, region: str) -> Quote:
     return _lookup(catalog, Kind.NAT_GATEWAY, NAT, region, ANY_CAPACITY, "VM behind Cloud NAT")
 

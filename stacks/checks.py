@@ -5,7 +5,7 @@ ones that span systems: who owns each service account, and how many addresses th
 
 from __future__ import annotations
 
-from components import buckets, gke, gpu_clusters, locations, network, slurm, tpu_vms
+from components import buckets, gke, gpu_clusters, locations, network, slurm, storage, tpu_vms
 from components.base import PathPart, Problem, relative_path, under
 from components.context import label_problems
 from components.identity import ownership_problems, service_account_email
@@ -58,8 +58,24 @@ def problems(config: StackConfig) -> list[Problem]:
     )
     found += vm_problems
     if config.slurm is not None:
-        found += under("slurm", slurm.problems(config.slurm, ctx, buckets=bucket_names))
+        found += under(
+            "slurm",
+            slurm.problems(
+                config.slurm, ctx, buckets=bucket_names, storage=config.resolved_storage
+            ),
+        )
+    found += under(
+        "storage",
+        storage.problems(
+            config.resolved_storage,
+            teams=[t.name for t in config.teams],
+            team_buckets={t.name: list(t.buckets) for t in config.teams},
+            gcs_fuse_driver=config.cluster.gcs_fuse_csi_driver,
+            ranges=_stack_ranges(config),
+        ),
+    )
     found += ownership(config)
+    found += filestore_names(config)
     found += under(
         "tpuVms",
         tpu_vms.stack_problems(
@@ -132,6 +148,43 @@ def _gpu_subnets(config: StackConfig) -> dict[str, str]:
             continue
         found |= {f"gpuClusters[{i}] subnet {k}": cidr for k, cidr in enumerate(cidrs)}
     return found
+
+
+def filestore_names(config: StackConfig) -> list[Problem]:
+    """Each Filestore instance name has one owner: Slurm's /home, a GPU cluster's share, or a
+    volume of `ai-infra:storage` (checked last, so that a clash is reported at the volume)."""
+    ctx = config.context
+    claims: list[tuple[tuple[PathPart, ...], str]] = []
+    if config.slurm is not None and config.slurm.home.filestore:
+        claims.append((("slurm",), ctx.name("slurm", config.slurm.cluster_name, "home")))
+    claims += [
+        (("gpuClusters", i, "nfsShares", k), f"{ctx.name(c.name)}-nfs{k}")
+        for i, c in enumerate(config.gpu_clusters)
+        for k in range(len(c.nfs_shares))
+    ]
+    claims += [
+        (("storage", "volumes", i), ctx.name(v.name))
+        for i, v in enumerate(config.storage.volumes)
+        if v.filestore is not None
+    ]
+    return ownership_problems(claims, "Filestore instance", "name", within_a_key=False)
+
+
+def _stack_ranges(config: StackConfig) -> dict[str, str]:
+    """Every range of the stack's VPC and of the networks its systems create, by where it is
+    written."""
+    net = config.network
+    found = {
+        "network.subnetCidr": net.subnet_cidr,
+        "network.podsCidr": net.pods_cidr,
+        "network.servicesCidr": net.services_cidr,
+        "network.masterCidr": net.master_cidr,
+    }
+    found |= {
+        f"network.additionalNodeNetworks[{i}]": n.subnet_cidr
+        for i, n in enumerate(net.additional_node_networks)
+    }
+    return found | _gpu_subnets(config)
 
 
 def account_claims(config: StackConfig) -> list[tuple[tuple[PathPart, ...], str]]:

@@ -26,6 +26,7 @@ from components.gke import (
 from components.gpu_clusters import GpuClusterConfig
 from components.network import NetworkConfig
 from components.slurm import SlurmConfig
+from components.storage import Storage, StorageConfig
 from components.tpu_vms import TpuVmConfig
 from components.types import DnsLabel, Labels, ProjectId, Region, Zone
 from stacks.messages import GCP_KEYS, key_of
@@ -79,6 +80,9 @@ class StackConfig(ConfigModel):
     """TPU VM slices outside GKE, each a Cloud TPU queued resource of one or more slices."""
     slurm: SlurmConfig | None = None
     """A Slurm-GCP v6 cluster with CPU and Cloud TPU nodesets."""
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    """Volumes for training data and checkpoints (buckets, Filestore shares, Managed Lustre
+    instances), created or attached, which teams and systems mount by name."""
 
     # What each system receives, resolved here and nowhere else.
 
@@ -105,7 +109,15 @@ class StackConfig(ConfigModel):
             kueue=self.kueue,
             teams=self.teams,
             network=self.network,
+            lustre_csi_driver=any(
+                v.kind == "lustre" and v.config.teams
+                for v in self.resolved_storage.volumes.values()
+            ),
         )
+
+    @cached_property
+    def resolved_storage(self) -> Storage:
+        return Storage(context=self.context, config=self.storage, bucket_names=self.bucket_names())
 
     @property
     def tpu_chips(self) -> int:

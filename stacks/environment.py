@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import gke, gpu_clusters, network, slurm, tpu_vms
+from components import gke, gpu_clusters, network, slurm, storage, tpu_vms
+from components.base import under
 from components.buckets import Bucket, BucketArgs, BucketsHandle
 from components.network import Network, NetworkArgs, NetworkHandle
 from components.services import (
@@ -37,6 +38,9 @@ class Environment:
     gpu_clusters: dict[str, gpu_clusters.GpuCluster]
     tpu_vms: dict[str, tpu_vms.TpuVms]
     slurm: slurm.SlurmCluster | None
+    storage: storage.StorageHandle
+    team_volumes: dict[str, storage.TeamVolumes]
+    """Each granted team's volumes on GKE."""
     sources: dict[str, str]
     """Top-level component name -> the config key it comes from (`ai-infra:tpuSlices[2]`)."""
 
@@ -54,6 +58,9 @@ def build(config: StackConfig) -> Environment:
     apis = REQUIRED_SERVICES
     if config.cluster.image_streaming:
         apis += (IMAGE_STREAMING_SERVICE,)
+    stored = config.resolved_storage
+    if stored.needs_service_access:
+        apis += storage.STORAGE_SERVICES
     services = ProjectServices(
         source("services", "project"), ProjectServicesArgs(project=ctx.project, services=apis)
     )
@@ -78,19 +85,37 @@ def build(config: StackConfig) -> Environment:
             for i, entry in enumerate(config.buckets)
         }
     )
+    volumes = storage.build(
+        stored,
+        network=network,
+        clients=storage_clients(config),
+        services=after_services,
+        source=source,
+    )
+    gke_env = gke.build(
+        config.gke,
+        network_config=config.network,
+        network=network,
+        buckets=buckets,
+        services=after_services,
+        source=source,
+    )
+    team_volumes = {}
+    if gke_env is not None:
+        team_volumes = storage.build_team_volumes(
+            volumes,
+            namespaces={name: team.namespace for name, team in gke_env.teams.items()},
+            members={name: team.identity.member for name, team in gke_env.teams.items()},
+            buckets=buckets,
+            kubernetes=gke_env.kubernetes,
+            source=source,
+        )
     return Environment(
         config=config,
         services=services,
         network=network,
         buckets=buckets,
-        gke=gke.build(
-            config.gke,
-            network_config=config.network,
-            network=network,
-            buckets=buckets,
-            services=after_services,
-            source=source,
-        ),
+        gke=gke_env,
         tpu_vms=tpu_vms.build(
             config.tpu_vms,
             context=ctx,
@@ -109,11 +134,19 @@ def build(config: StackConfig) -> Environment:
         ),
         slurm=(
             slurm.build(
-                config.slurm, context=ctx, network=network, services=after_services, source=source
+                config.slurm,
+                context=ctx,
+                network=network,
+                storage=volumes,
+                buckets=buckets,
+                services=after_services,
+                source=source,
             )
             if config.slurm is not None
             else None
         ),
+        storage=volumes,
+        team_volumes=team_volumes,
         sources=sources,
     )
 
@@ -131,7 +164,14 @@ def system_tags(config: StackConfig) -> dict[str, list[str]]:
 def warnings(config: StackConfig) -> list[str]:
     """What a valid config may say but probably does not mean, as `path: message`; `pulumi
     up` logs them and the plan lists them."""
-    return [f"{render_path(w.path)}: {w.message}" for w in gke.warnings(config.gke)]
+    found = gke.warnings(config.gke)
+    found += under(
+        "storage",
+        storage.warnings(
+            config.resolved_storage, {b.name: b.hierarchical_namespace for b in config.buckets}
+        ),
+    )
+    return [f"{render_path(w.path)}: {w.message}" for w in found]
 
 
 def describe(config: StackConfig) -> list[tuple[str, list[str]]]:
@@ -142,10 +182,59 @@ def describe(config: StackConfig) -> list[tuple[str, list[str]]]:
     sections += tpu_vms.describe(config.tpu_vms, config.context)
     sections += gpu_clusters.describe(config.gpu_clusters, config.context, config.bucket_names())
     if config.slurm is not None:
-        sections += slurm.describe(config.slurm, config.context)
+        sections += slurm.describe(
+            config.slurm, config.context, config.resolved_storage.lustre_names
+        )
+    mounts = {
+        name: [(m.who, m.mount) for m in found] for name, found in storage_mounts(config).items()
+    }
+    sections += storage.describe(config.resolved_storage, mounts)
     if found := warnings(config):
         sections.append(("Warnings", [f"  {line}" for line in found]))
     return sections
+
+
+@dataclass(frozen=True)
+class Mounted:
+    """One mount of a storage volume by a system: who mounts it (for the plan), where, and the
+    network tags of the VMs that do."""
+
+    who: str
+    mount: storage.StorageMount
+    tags: tuple[str, ...]
+
+
+def storage_mounts(config: StackConfig) -> dict[str, list[Mounted]]:
+    """Volume name -> every system's mount of it, from their `storage` lists."""
+    found: dict[str, list[Mounted]] = {}
+
+    def add(who: str, mounts: list[storage.StorageMount], tags: list[str]) -> None:
+        for mount in mounts:
+            found.setdefault(mount.volume, []).append(Mounted(who, mount, tuple(tags)))
+
+    if config.slurm is not None:
+        cluster = config.slurm
+        tags = slurm.network_tags(cluster)["slurm"]
+        add(f"Slurm {cluster.cluster_name} (every VM)", cluster.storage, tags)
+        for group in cluster.login_groups:
+            add(f"Slurm login group {group.name}", group.storage, tags)
+        for nodeset in [*cluster.cpu_nodesets, *cluster.tpu_nodesets]:
+            add(f"Slurm nodeset {nodeset.name}", nodeset.storage, tags)
+    return found
+
+
+def storage_clients(config: StackConfig) -> dict[str, list[str]]:
+    """Volume name -> the network tags of the VMs that mount it: GKE's nodes for a volume
+    granted to a team, and each system's VMs for one its `storage` lists mount."""
+    found: dict[str, set[str]] = {}
+    if config.cluster.enabled:
+        for grants in config.resolved_storage.team_grants().values():
+            for name in grants:
+                found.setdefault(name, set()).add(network.gke_node_tag(config.prefix))
+    for name, mounts in storage_mounts(config).items():
+        for mounted in mounts:
+            found.setdefault(name, set()).update(mounted.tags)
+    return {name: sorted(tags) for name, tags in found.items()}
 
 
 def diff_notices(after: StackConfig, mtus: Mapping[str, tuple[int, int]]) -> list[str]:
@@ -234,6 +323,13 @@ def export(env: Environment) -> None:
         {
             name: {"namespace": name, "queue": name, "serviceAccount": team.identity.email}
             for name, team in (env.gke.teams.items() if env.gke is not None else [])
+        },
+    )
+    pulumi.export(
+        "storage",
+        {
+            name: endpoint.apply(lambda e: {"kind": e.kind, "source": e.source})
+            for name, endpoint in env.storage.endpoints.items()
         },
     )
     if env.slurm is not None:

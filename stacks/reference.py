@@ -42,6 +42,7 @@ REFERENCES: dict[str, tuple[str, ...]] = {
     "tpu-vms.md": ("tpu_vms",),
     "gpu-clusters.md": ("gpu_clusters",),
     "slurm.md": ("slurm",),
+    "storage.md": ("storage",),
 }
 """Which doc under docs/ holds the reference of which StackConfig fields; every field is in
 exactly one."""

@@ -109,6 +109,29 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:serviceaccount/account:Account": 1,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
     },
+    "storage": COMMON
+    | {
+        "gcp:compute/firewall:Firewall": 6,
+        "gcp:compute/globalAddress:GlobalAddress": 1,
+        "gcp:container/nodePool:NodePool": 2,
+        "gcp:filestore/instance:Instance": 1,
+        "gcp:lustre/instance:Instance": 1,
+        "gcp:projects/iAMMember:IAMMember": 3,
+        "gcp:projects/service:Service": 14,
+        "gcp:serviceaccount/account:Account": 3,
+        "gcp:serviceaccount/iAMMember:IAMMember": 2,
+        "gcp:servicenetworking/connection:Connection": 1,
+        "gcp:storage/bucket:Bucket": 2,
+        "gcp:storage/bucketIAMMember:BucketIAMMember": 4,
+        "kubernetes:core/v1:Namespace": 4,
+        "kubernetes:core/v1:PersistentVolume": 6,
+        "kubernetes:core/v1:PersistentVolumeClaim": 6,
+        "kubernetes:core/v1:ServiceAccount": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 4,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy": 2,
+    },
     "gke-teams": COMMON
     | {
         "gcp:container/nodePool:NodePool": 4,
@@ -394,6 +417,17 @@ def _key_values(name: str, graph: Graph) -> None:
         assert t4["guestAccelerators"] == [{"type": "nvidia-tesla-t4", "count": 1}]
         assert t4["scheduling"]["provisioningModel"] == "SPOT"
         assert templates["slurm-template-c2"]["machineType"] == "c2-standard-60"
+    elif name == "storage":
+        claims = {
+            (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]): r.inputs["spec"]
+            for r in graph.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+        }
+        assert claims[("research", "ckpt")]["accessModes"] == ["ReadOnlyMany"]
+        assert claims[("pretrain", "ckpt")]["accessModes"] == ["ReadWriteMany"]
+        lustre = _one(graph, "gcp:lustre/instance:Instance")
+        assert (lustre["capacityGib"], lustre["perUnitStorageThroughput"]) == ("18000", "500")
+        (network,) = _one(graph, "gcp:filestore/instance:Instance")["networks"]
+        assert network["connectMode"] == "PRIVATE_SERVICE_ACCESS"
     else:
         raise AssertionError(f"no key values pinned for example {name}")
 

@@ -100,6 +100,8 @@ class GkeEnvironment:
     teams: dict[str, Team]
     tpu_provisioner: TpuProvisioner | None
     """None unless `tpuProvisioner.enabled`."""
+    kubernetes: k8s.Provider
+    """The cluster's Kubernetes provider, for objects other packages put on it."""
 
 
 def build(
@@ -184,6 +186,7 @@ def build(
         queues=queues,
         teams=teams,
         tpu_provisioner=provisioner,
+        kubernetes=kubernetes,
     )
 
 

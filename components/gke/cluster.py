@@ -285,6 +285,13 @@ def cluster_args(
             gcp_filestore_csi_driver_config=(
                 gcp.container.ClusterAddonsConfigGcpFilestoreCsiDriverConfigArgs(enabled=True)
             ),
+            # Unset keeps what the cluster has: the block is optional and computed in
+            # terraform-provider-google's schema, so the last Lustre grant going leaves it on.
+            lustre_csi_driver_config=(
+                gcp.container.ClusterAddonsConfigLustreCsiDriverConfigArgs(enabled=True)
+                if config.lustre_csi_driver
+                else None
+            ),
         ),
         node_pool_defaults=gcp.container.ClusterNodePoolDefaultsArgs(
             node_config_defaults=gcp.container.ClusterNodePoolDefaultsNodeConfigDefaultsArgs(

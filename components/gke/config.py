@@ -696,6 +696,10 @@ class GkeConfig:
     network: NetworkConfig
     """The stack's network, for the node networks pools attach to and the plan's account of
     each slice's NICs."""
+    lustre_csi_driver: bool = False
+    """Whether a team mounts a Managed Lustre volume of `ai-infra:storage`: the cluster then
+    runs GKE's Managed Lustre CSI driver, off by default ("About the Managed Lustre CSI
+    driver")."""
 
     @property
     def cluster_name(self) -> str:

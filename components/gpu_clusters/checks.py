@@ -25,7 +25,8 @@ from components.gpu_clusters.config import (
 from components.gpu_clusters.metadata import size_problems
 from components.identity import account_id_problems
 from components.locations import zone_problem
-from components.types import FILESTORE_CAPACITY_GB, shadowed_dir
+from components.storage.catalog import FILESTORE_TIERS
+from components.types import shadowed_dir
 
 SUBNET_PREFIXES = (8, 29)
 """Prefix lengths of a subnet's primary IPv4 range: /8 to /29 (VPC "Subnets", IPv4 subnet
@@ -453,15 +454,8 @@ def _mount_problems(
                 )
             )
     for i, share in enumerate(config.nfs_shares):
-        low, high = FILESTORE_CAPACITY_GB[share.tier]
-        if not low <= share.size_gb <= high:
-            found.append(
-                Problem(
-                    ("nfsShares", i, "sizeGb"),
-                    f"{share.tier} holds {low} to {high} GiB, not {share.size_gb}; set sizeGb in "
-                    "that range or pick another tier",
-                )
-            )
+        if problem := FILESTORE_TIERS[share.tier].capacity_problem(share.size_gb):
+            found.append(Problem(("nfsShares", i, "sizeGb"), f"{problem}, or pick another tier"))
     return found
 
 

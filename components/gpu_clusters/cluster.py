@@ -13,8 +13,8 @@ import pulumi_gcp as gcp
 from pydantic import InstanceOf
 
 from components import gpu_catalog
-from components.base import Component, WiringModel, slug
-from components.buckets import BucketsHandle, grant_bucket_access
+from components.base import Component, WiringModel
+from components.buckets import BucketsHandle, grant_named_access
 from components.context import StackContext
 from components.gpu_clusters import boot, metadata, monitoring
 from components.gpu_clusters.checks import account_id, group_name, warnings
@@ -23,8 +23,6 @@ from components.gpu_clusters.provider import FlexCapacity, StartupWait
 from components.identity import (
     Identity,
     custom_role_grant,
-    grant_name,
-    grant_opts,
     service_account,
 )
 from components.network import (
@@ -390,24 +388,17 @@ class GpuCluster(Component):
             if access.get(mount.bucket) != "roles/storage.objectUser":
                 access[mount.bucket] = role_name
         for bucket, role_name in access.items():
-            if bucket in args.buckets:
-                grant = grant_bucket_access(
+            identity.grants.append(
+                grant_named_access(
                     self,
                     name,
-                    args.buckets[bucket],
+                    args.buckets,
+                    bucket,
                     role=role_name,
                     member=identity.member,
                     depends_on=[identity.account],
                 )
-            else:
-                grant = gcp.storage.BucketIAMMember(
-                    grant_name(name, role_name, f"bucket-{slug(bucket)}"),
-                    bucket=bucket,
-                    role=role_name,
-                    member=identity.member,
-                    opts=grant_opts(self, [identity.account]),
-                )
-            identity.grants.append(grant)
+            )
         return identity
 
     def _networks(

@@ -5,9 +5,12 @@ controller creates CPU and TPU VMs for jobs. `stacks/` builds it with `build()`,
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import pulumi
 
 from components.base import PathPart, Source
+from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.identity import service_account_email
 from components.network import NetworkHandle, system_tag
@@ -20,6 +23,7 @@ from components.slurm.cluster import (
 )
 from components.slurm.config import ACCOUNT_ROLES, SlurmConfig, account_id
 from components.slurm.scripts import TOOLKIT_RELEASE
+from components.storage import StorageHandle
 
 __all__ = [
     "SlurmCluster",
@@ -38,12 +42,16 @@ def build(
     *,
     context: StackContext,
     network: NetworkHandle,
+    storage: StorageHandle,
+    buckets: BucketsHandle,
     services: pulumi.ResourceOptions,
     source: Source,
 ) -> SlurmCluster:
     return SlurmCluster(
         source("slurm", "slurm"),
-        SlurmClusterArgs(context=context, network=network, config=config),
+        SlurmClusterArgs(
+            context=context, network=network, storage=storage, buckets=buckets, config=config
+        ),
         services,
     )
 
@@ -80,7 +88,9 @@ def node_accounts(config: SlurmConfig) -> list[tuple[tuple[PathPart, ...], str]]
     return found
 
 
-def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list[str]]]:
+def describe(
+    config: SlurmConfig, context: StackContext, lustre: Collection[str] = ()
+) -> list[tuple[str, list[str]]]:
     """The plan's section: the controller, login groups with their SSH commands, /home,
     nodesets (CPU machines; TPU workers per slice), partitions and the controller's role."""
     zone = context.zone_of(config.controller.zone)
@@ -114,7 +124,7 @@ def describe(config: SlurmConfig, context: StackContext) -> list[tuple[str, list
             for f, on in (
                 (f"{gpus.count} x {gpus.type}" if gpus else "", gpus is not None),
                 ("spot", c.spot),
-                ("secure boot off", not config.secure_boot(c)),
+                ("secure boot off", not config.secure_boot(c, lustre)),
             )
             if on
         ]

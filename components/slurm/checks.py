@@ -7,10 +7,10 @@ the nodesets.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from components import gpu_catalog, tpu_catalog
-from components.base import PathPart, Problem, duplicate_names
+from components.base import PathPart, Problem, duplicate_names, under
 from components.context import StackContext
 from components.identity import service_account_email
 from components.locations import zone_problem
@@ -22,6 +22,7 @@ from components.slurm.config import (
     NODE_TYPES,
     PROGRAM_PARTITION_KEYS,
     SINGLE_HOST_TYPES,
+    SLURM_DIRS,
     SLURM_FAMILIES,
     TF_RUNTIMES,
     V2_V3_ZONES,
@@ -32,7 +33,9 @@ from components.slurm.config import (
     account_id,
     needs_unsigned_modules,
 )
-from components.types import FILESTORE_CAPACITY_GB, disk_zone, image_registry
+from components.storage import Storage, StorageMount, mount_problems, nested
+from components.storage.catalog import FILESTORE_TIERS
+from components.types import disk_zone, image_registry
 
 HYPERDISK_ONLY = ("c4-", "c4a-", "c4d-", "n4-")
 """Machine series whose boot disk must be Hyperdisk (Compute Engine "Machine series
@@ -286,10 +289,16 @@ def _disk_problem(machine_type: str, disk_type: str) -> str | None:
 
 
 def cpu_nodeset_problems(
-    nodeset: CpuNodesetConfig, *, zones: list[str], region: str, cluster_lustre: bool
+    nodeset: CpuNodesetConfig,
+    *,
+    zones: list[str],
+    region: str,
+    cluster_lustre: bool,
+    lustre: Collection[str] = (),
 ) -> list[Problem]:
-    """Checks of one CPU nodeset, given its resolved zones, the stack's region and whether
-    the cluster's own storage mounts Lustre on every VM."""
+    """Checks of one CPU nodeset, given its resolved zones, the stack's region, whether
+    the cluster's own storage mounts Lustre on every VM, and the Lustre volumes of
+    `ai-infra:storage`."""
     found = []
     if nodeset.node_count_static + nodeset.node_count_dynamic_max < 1:
         # Toolkit's nodeset module: "at least one node" (outputs.tf precondition).
@@ -332,7 +341,8 @@ def cpu_nodeset_problems(
             "its NVIDIA drivers"
             if nodeset.gpus() is not None
             else "the Lustre client"
-            if cluster_lustre or needs_unsigned_modules(nodeset.network_storage)
+            if cluster_lustre
+            or needs_unsigned_modules(nodeset.network_storage, nodeset.storage, lustre)
             else None
         )
         if reason:
@@ -390,8 +400,11 @@ def _account_problems(
     return []
 
 
-def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> list[Problem]:
-    """Cross-checks of `ai-infra:slurm`, with paths relative to it."""
+def problems(
+    config: SlurmConfig, ctx: StackContext, *, buckets: list[str], storage: Storage
+) -> list[Problem]:
+    """Cross-checks of `ai-infra:slurm`, with paths relative to it; `storage` holds the
+    volumes its `storage` lists mount."""
     region = ctx.region
     stack_subnet = subnet_name(ctx.prefix)
     cpu = config.all_cpu_nodesets
@@ -469,7 +482,8 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
             nodeset,
             zones=cpu_zones(nodeset, ctx),
             region=region,
-            cluster_lustre=config.mounts_lustre,
+            cluster_lustre=config.mounts_lustre(storage.lustre_names),
+            lustre=storage.lustre_names,
         )
         own_problems += _account_problems((), nodeset.service_account_email, own)
         found += [p.under("cpuNodesets", i) for p in own_problems]
@@ -511,6 +525,7 @@ def problems(config: SlurmConfig, ctx: StackContext, *, buckets: list[str]) -> l
             )
         )
     found += _home_problems(config, stack_subnet)
+    found += _mount_problems(config, storage)
     found += [p.under("networkStorage") for p in _storage_problems(config.network_storage)]
     for key, scripts in (
         ("prologScripts", config.prolog_scripts),
@@ -542,14 +557,8 @@ def _home_problems(config: SlurmConfig, stack_subnet: str) -> list[Problem]:
             # Without public IPs the nodeset has a problem at this path already.
             if n.subnetwork not in (None, stack_subnet) and n.enable_public_ips
         ]
-        low, high = FILESTORE_CAPACITY_GB[home.tier]
-        if not low <= home.capacity_gb <= high:
-            found.append(
-                Problem(
-                    ("home", "capacityGb"),
-                    f"a {home.tier} share holds {low} to {high} GiB, not {home.capacity_gb}",
-                )
-            )
+        if problem := FILESTORE_TIERS[home.tier].capacity_problem(home.capacity_gb):
+            found.append(Problem(("home", "capacityGb"), problem))
         for i, entry in enumerate(config.network_storage):
             if entry.local_mount == "/home":
                 found.append(
@@ -668,4 +677,59 @@ def _capacity_problem(machine_type: str, spot: bool) -> str | None:
         f"{machine_type} is not offered {provisioning}; a nodeset takes on-demand or Spot VMs "
         "only, so use a GKE pool (ai-infra:gpuPools) or a GPU cluster (ai-infra:gpuClusters) "
         "with a reservation or flex-start"
+    )
+
+
+SHARED_DIRS = ("/home", "/opt/apps")
+"""What every VM mounts from the cluster whatever its storage: /home (the Filestore share, or
+the controller's export) and /opt/apps, which Slurm-GCP's setup always mounts from the
+controller (setup_network_storage.py `_get_default_mounts`)."""
+
+
+def _mount_problems(config: SlurmConfig, storage: Storage) -> list[Problem]:
+    """The `storage` lists: known volumes, paths of their own, and no login group or nodeset
+    mounting over what the whole cluster mounts. Slurm-GCP merges a group's or nodeset's
+    entries over the cluster's by mount path (setup_network_storage.py
+    `resolve_network_storage`), so one there would silently replace the shared /home."""
+    cluster = {
+        **{d: "the cluster's shared directories" for d in SHARED_DIRS},
+        **{e.local_mount: f"networkStorage[{i}]" for i, e in enumerate(config.network_storage)},
+    }
+    own = {e.local_mount: f"networkStorage[{i}]" for i, e in enumerate(config.network_storage)}
+    own["/opt/apps"] = "the cluster's shared directories"
+    if config.home.filestore:
+        own["/home"] = "home.filestore's share"
+    found = under(
+        ("storage",), mount_problems(config.storage, storage, taken=own, reserved=SLURM_DIRS)
+    )
+    cluster |= {m.mount_path: f"storage[{i}]" for i, m in enumerate(config.storage)}
+    groups: list[tuple[tuple[PathPart, ...], list[NetworkStorage], list[StorageMount]]] = [
+        (("loginGroups", i), g.network_storage, g.storage)
+        for i, g in enumerate(config.login_groups)
+    ]
+    groups += [
+        (("cpuNodesets", i), n.network_storage, n.storage)
+        for i, n in enumerate(config.cpu_nodesets)
+    ]
+    groups += [
+        (("tpuNodesets", i), n.network_storage, n.storage)
+        for i, n in enumerate(config.tpu_nodesets)
+    ]
+    for where, entries, mounts in groups:
+        for k, entry in enumerate(entries):
+            if over := next((p for p in cluster if nested(entry.local_mount, p)), None):
+                found.append(_override((*where, "networkStorage", k, "localMount"), over, cluster))
+        taken = {e.local_mount: f"networkStorage[{k}]" for k, e in enumerate(entries)}
+        found += under(
+            (*where, "storage"),
+            mount_problems(mounts, storage, taken=taken | cluster, reserved=SLURM_DIRS),
+        )
+    return found
+
+
+def _override(path: tuple[PathPart, ...], over: str, cluster: dict[str, str]) -> Problem:
+    return Problem(
+        path,
+        f"{over} is mounted on every VM of the cluster ({cluster[over]}), and Slurm-GCP lets "
+        "this entry replace it on these VMs alone; mount elsewhere, or change the cluster's",
     )

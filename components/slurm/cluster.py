@@ -19,7 +19,14 @@ import pulumi_gcp as gcp
 from pydantic import InstanceOf, SkipValidation
 
 from components.base import Component, WiringModel, slug
-from components.buckets import Bucket, BucketArgs, BucketConfig, grant_bucket_access
+from components.buckets import (
+    Bucket,
+    BucketArgs,
+    BucketConfig,
+    BucketsHandle,
+    grant_bucket_access,
+    grant_named_access,
+)
 from components.context import StackContext
 from components.identity import (
     Identity,
@@ -70,6 +77,7 @@ from components.slurm.vms import (
     slurm_metadata,
     slurm_tags,
 )
+from components.storage import StorageHandle, StorageMount
 
 NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 BUCKET_READER_ROLES = ("roles/storage.objectViewer", "roles/storage.legacyBucketReader")
@@ -145,6 +153,10 @@ class SlurmClusterArgs(WiringModel):
     network: InstanceOf[NetworkHandle]
     """The stack's network: the VMs join its subnet, and the cleanups run before any of it
     is deleted."""
+    storage: InstanceOf[StorageHandle]
+    """The stack's volumes, which the `storage` lists mount."""
+    buckets: InstanceOf[BucketsHandle]
+    """The stack's buckets, on which VMs that mount one are granted object access."""
     config: SlurmConfig
     scripts_provider: SkipValidation[ScriptsProvider] | None = None
     """Tests pass a provider with a fake fetcher; `pulumi up` uses the real one."""
@@ -174,6 +186,8 @@ class SlurmCluster(Component):
         config = args.config
         cluster = config.cluster_name
         self.config = config
+        self.lustre = args.storage.storage.lustre_names
+        """The Lustre volumes of `ai-infra:storage`, whose client needs Secure Boot off."""
         self.context = ctx
         cpu_nodesets = config.all_cpu_nodesets
         # A node account exists while a nodeset runs as it.
@@ -234,6 +248,7 @@ class SlurmCluster(Component):
             self.child_opts(),
         )
         self._bucket_readers(name, config)
+        self._mount_access(name, config, args)
         files = FILES_DIR.format(cluster=cluster)
         self.bucket_path = f"gs://{self.bucket.name_}/{files}"
         objects: list[gcp.storage.BucketObject] = []
@@ -258,26 +273,34 @@ class SlurmCluster(Component):
             objects.append(found)
             return found
 
+        mounts = args.storage.network_storage
         for nodeset in config.tpu_nodesets:
-            document = nodeset_document(
-                nodeset,
-                project=ctx.project,
-                zone=ctx.zone_of(nodeset.zone),
-                subnetwork=subnet_of(ctx.prefix, nodeset.subnetwork),
-                email=nodeset.service_account_email
-                or service_account_email(account_id(ctx, "tpu"), ctx.project),
+            document = mounts(nodeset.storage).apply(
+                lambda entries, n=nodeset: _dump(
+                    nodeset_document(
+                        n,
+                        project=ctx.project,
+                        zone=ctx.zone_of(n.zone),
+                        subnetwork=subnet_of(ctx.prefix, n.subnetwork),
+                        email=n.service_account_email
+                        or service_account_email(account_id(ctx, "tpu"), ctx.project),
+                        mounts=entries,
+                    )
+                )
             )
             put(
                 f"nodeset-{nodeset.name}",
                 f"nodeset_tpu_configs/{nodeset.name}.yaml",
-                _dump(document),
+                document,
             )
         self.templates = {}
         for nodeset in cpu_nodesets:
             template = self._template(name, nodeset, args.network)
             self.templates[nodeset.name] = template
             zones = cpu_zones(nodeset, ctx)
-            content = pulumi.Output.all(template.self_link, args.network.subnet_self_link).apply(
+            content = pulumi.Output.all(
+                template.self_link, args.network.subnet_self_link, mounts(nodeset.storage)
+            ).apply(
                 lambda links, n=nodeset, z=zones: _dump(
                     cpu_nodeset_document(
                         n,
@@ -285,6 +308,7 @@ class SlurmCluster(Component):
                         subnetwork=links[1],
                         zones=z,
                         region_zones=[f"{ctx.region}-{x}" for x in ZONES.get(ctx.region, "")],
+                        mounts=links[2],
                     )
                 )
             )
@@ -316,7 +340,9 @@ class SlurmCluster(Component):
             put(
                 f"login-group-{group.name}",
                 f"login_group_configs/{group.name}.yaml",
-                _dump(login_group_document(group)),
+                mounts(group.storage).apply(
+                    lambda entries, g=group: _dump(login_group_document(g, entries))
+                ),
                 aliases=["login-group"] if group.name == "login" else (),
             )
             if group.startup_script:
@@ -365,13 +391,14 @@ class SlurmCluster(Component):
                 description=f"Slurm {cluster}'s /home share",
             )
         storage = storage_document(config.network_storage)
-        if self.home is not None:
-            ip = filestore_ip(self.home)
-            network_storage: pulumi.Output[list[dict[str, str]]] = ip.apply(
-                lambda address: [_home_mount(address), *storage]
-            )
-        else:
-            network_storage = pulumi.Output.from_input(storage)
+        home = (
+            filestore_ip(self.home).apply(lambda address: [_home_mount(address)])
+            if self.home is not None
+            else pulumi.Output.from_input([])
+        )
+        network_storage: pulumi.Output[list[dict[str, str]]] = pulumi.Output.all(
+            home, mounts(config.storage)
+        ).apply(lambda parts: [*parts[0], *storage, *parts[1]])
         # setup.py waits for config.yaml and then reads the rest: writing it last makes it
         # the signal that everything else is in place (slurm_files main.tf `config`).
         self.config_object = gcp.storage.BucketObject(
@@ -437,6 +464,7 @@ class SlurmCluster(Component):
             bucket_path=self.bucket_path,
             identities=self.identities,
             controller_after=cleanups,
+            lustre=self.lustre,
             files_ready=[self.scripts, self.config_object],
         )
         self.register_outputs({"bucketPath": self.bucket_path, "controller": self.controller.name})
@@ -481,7 +509,7 @@ class SlurmCluster(Component):
             "spot": nodeset.spot,
             "account": [email, list(nodeset.service_account_scopes)],
             "public_ip": nodeset.enable_public_ips,
-            "secure_boot": config.secure_boot(nodeset),
+            "secure_boot": config.secure_boot(nodeset, self.lustre),
             "labels": labels,
             "metadata": metadata,
             "tags": tags,
@@ -532,7 +560,7 @@ class SlurmCluster(Component):
             ),
             scheduling=scheduling,
             shielded_instance_config=gcp.compute.InstanceTemplateShieldedInstanceConfigArgs(
-                **shielded(config.secure_boot(nodeset))
+                **shielded(config.secure_boot(nodeset, self.lustre))
             ),
             # Threads per core 1, as Toolkit's nodeset (advanced_machine_features): one
             # Slurm CPU per core.
@@ -575,6 +603,44 @@ class SlurmCluster(Component):
             labels=ctx.labels,
             opts=self.child_opts(depends_on=[network.component], protect=ctx.protect),
         )
+
+    def _mount_access(self, name: str, config: SlurmConfig, args: SlurmClusterArgs) -> None:
+        """Object access on each bucket the cluster's VMs mount, per account: objectUser where
+        any of its VMs writes the bucket, else objectViewer. Login VMs and nodes mount the
+        cluster's `storage` beside their own."""
+        accounts: dict[str, tuple[str, Identity | None, list[StorageMount]]] = {}
+
+        def mounting(
+            owner: str, member: str, identity: Identity | None, mounts: list[StorageMount]
+        ) -> None:
+            accounts.setdefault(owner, (member, identity, []))[2].extend(mounts)
+
+        login = self.identities["lgn"]
+        groups = [m for g in config.login_groups for m in g.storage]
+        mounting(login.owner, login.member, login, [*config.storage, *groups])
+        nodesets = [("tpu", n) for n in config.tpu_nodesets]
+        nodesets += [("cpu", n) for n in config.all_cpu_nodesets]
+        for role, nodeset in nodesets:
+            email = nodeset.service_account_email
+            mounts = [*config.storage, *nodeset.storage]
+            if email is None:
+                identity = self.identities[role]
+                mounting(identity.owner, identity.member, identity, mounts)
+            else:
+                mounting(f"{name}-{slug(email)}", f"serviceAccount:{email}", None, mounts)
+        for owner, (member, identity, mounts) in sorted(accounts.items()):
+            for bucket, role in sorted(args.storage.bucket_roles(mounts).items()):
+                grant = grant_named_access(
+                    self,
+                    owner,
+                    args.buckets,
+                    bucket,
+                    role=role,
+                    member=member,
+                    depends_on=[identity.account] if identity else [],
+                )
+                if identity is not None:
+                    identity.grants.append(grant)
 
     def _bucket_readers(self, name: str, config: SlurmConfig) -> None:
         """Every VM lists and reads the cluster's files. A nodeset may run as an account of

@@ -6,6 +6,7 @@ after its `schedmd-slurm-gcp-v6-*` modules.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Sequence
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints
@@ -16,6 +17,7 @@ from components.buckets import BucketConfig
 from components.context import StackContext
 from components.gpu_catalog import fixed_gpus
 from components.slurm import scripts
+from components.storage.config import StorageMount
 from components.types import (
     DiskPath,
     GceName,
@@ -265,9 +267,15 @@ class NetworkStorage(ConfigModel):
     """Comma-separated mount options, e.g. `defaults,_netdev`."""
 
 
-def needs_unsigned_modules(storage: list[NetworkStorage]) -> bool:
-    """Lustre's client is a kernel module SchedMD's image does not sign for Secure Boot."""
-    return any(s.fs_type == "lustre" for s in storage)
+def needs_unsigned_modules(
+    storage: list[NetworkStorage],
+    mounts: Sequence[StorageMount] = (),
+    lustre: Collection[str] = (),
+) -> bool:
+    """Lustre's client is a kernel module SchedMD's image does not sign for Secure Boot: a
+    `network_storage` entry of it, or a mount of a volume named in `lustre` (the
+    `ai-infra:storage` Lustre volumes)."""
+    return any(s.fs_type == "lustre" for s in storage) or any(m.volume in lustre for m in mounts)
 
 
 class TpuNodesetConfig(ConfigModel):
@@ -305,6 +313,9 @@ class TpuNodesetConfig(ConfigModel):
     """Existing disks to attach to each TPU VM, in the nodeset's zone."""
     network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
     """File systems to mount in each TPU VM's slurmd container, beside the cluster's."""
+    storage: list[StorageMount] = Field(default_factory=list, max_length=16)
+    """`ai-infra:storage` volumes to mount in each TPU VM's slurmd container, beside the
+    cluster's."""
     service_account_email: ServiceAccountEmail | None = None
     """Defaults to the cluster's dedicated TPU node account."""
     service_account_scopes: list[Scope] = Field(
@@ -434,6 +445,8 @@ class CpuNodesetConfig(ConfigModel):
     """Shell Slurm-GCP's setup runs as root on each node before slurmd starts (within 300 s)."""
     network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
     """File systems to mount on each node, beside the cluster's."""
+    storage: list[StorageMount] = Field(default_factory=list, max_length=16)
+    """`ai-infra:storage` volumes to mount on each node, beside the cluster's."""
 
     @property
     def uses_schedmd_image(self) -> bool:
@@ -520,6 +533,8 @@ class LoginGroupConfig(ConfigModel):
     """Seconds the startup script may run (0: no limit)."""
     network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
     """File systems to mount on the group's VMs, beside the cluster's."""
+    storage: list[StorageMount] = Field(default_factory=list, max_length=16)
+    """`ai-infra:storage` volumes to mount on the group's VMs, beside the cluster's."""
 
 
 class HomeConfig(ConfigModel):
@@ -636,6 +651,10 @@ class SlurmConfig(ConfigModel):
     """Where `/home` lives (default a Filestore share)."""
     network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
     """File systems every VM of the cluster mounts: controller, login and every nodeset."""
+    storage: list[StorageMount] = Field(default_factory=list, max_length=16)
+    """`ai-infra:storage` volumes every login VM and node mounts, by name: Slurm-GCP's
+    `network_storage` entries are generated from them (the controller mounts the file systems
+    too; it counts an entry without a server, a bucket, as its own export and skips it)."""
     cloud_parameters: CloudParameters = Field(default_factory=CloudParameters)
     """Slurm-wide timeouts, rates and scheduler options (Toolkit's `cloud_parameters`)."""
     prolog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)
@@ -688,19 +707,20 @@ class SlurmConfig(ConfigModel):
     def is_tpu_partition(self, partition: PartitionConfig) -> bool:
         return not (set(partition.nodesets) & self.cpu_names)
 
-    @property
-    def mounts_lustre(self) -> bool:
-        """Whether every VM of the cluster mounts Lustre (then Secure Boot is off)."""
-        return needs_unsigned_modules(self.network_storage)
+    def mounts_lustre(self, lustre: Collection[str] = ()) -> bool:
+        """Whether every VM of the cluster mounts Lustre (then Secure Boot is off); `lustre`
+        names the `ai-infra:storage` Lustre volumes."""
+        return needs_unsigned_modules(self.network_storage, self.storage, lustre)
 
-    def secure_boot(self, nodeset: CpuNodesetConfig) -> bool:
+    def secure_boot(self, nodeset: CpuNodesetConfig, lustre: Collection[str] = ()) -> bool:
         """Shielded VM Secure Boot on a CPU nodeset's VMs: its own `secureBoot`, else on
         unless SchedMD's image must load unsigned kernel modules there: NVIDIA drivers, or the
         Lustre client for the cluster's storage or the nodeset's (compute nodes mount both)."""
         if nodeset.secure_boot is not None:
             return nodeset.secure_boot
         return nodeset.gpus() is None and not (
-            self.mounts_lustre or needs_unsigned_modules(nodeset.network_storage)
+            self.mounts_lustre(lustre)
+            or needs_unsigned_modules(nodeset.network_storage, nodeset.storage, lustre)
         )
 
 

@@ -6,6 +6,7 @@ release).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -121,8 +122,11 @@ def _dump(document: dict[str, Any]) -> str:
     return yaml.dump(document, Dumper=_Dumper, sort_keys=True, default_flow_style=False)
 
 
-def storage_document(storage: list[NetworkStorage]) -> list[dict[str, str]]:
-    """`network_storage` entries as setup_network_storage.py reads them."""
+def storage_document(
+    storage: list[NetworkStorage], mounts: Sequence[dict[str, str]] = ()
+) -> list[dict[str, str]]:
+    """`network_storage` entries as setup_network_storage.py reads them: the entry's own, then
+    the ones generated from its `ai-infra:storage` mounts."""
     return [
         {
             "server_ip": s.server_ip,
@@ -132,11 +136,17 @@ def storage_document(storage: list[NetworkStorage]) -> list[dict[str, str]]:
             "mount_options": s.mount_options,
         }
         for s in storage
-    ]
+    ] + [dict(m) for m in mounts]
 
 
 def nodeset_document(
-    nodeset: TpuNodesetConfig, *, project: str, zone: str, subnetwork: str, email: str
+    nodeset: TpuNodesetConfig,
+    *,
+    project: str,
+    zone: str,
+    subnetwork: str,
+    email: str,
+    mounts: Sequence[dict[str, str]] = (),
 ) -> dict[str, Any]:
     """`nodeset_tpu_configs/<name>.yaml`: the keys Slurm-GCP's tpu.py and conf.py read
     (the shape of internal/slurm-gcp/nodeset_tpu `nodeset_tpu`), none of them null."""
@@ -167,7 +177,7 @@ def nodeset_document(
         "docker_image": nodeset.image,
         # The TPU API takes the subnetwork's name (Toolkit writes the subnetwork's `name`).
         "subnetwork": subnetwork,
-        "network_storage": storage_document(nodeset.network_storage),
+        "network_storage": storage_document(nodeset.network_storage, mounts),
     }
     if nodeset.node_type is not None:
         document["node_type"] = nodeset.node_type
@@ -190,6 +200,7 @@ def cpu_nodeset_document(
     subnetwork: str,
     zones: list[str],
     region_zones: list[str],
+    mounts: Sequence[dict[str, str]] = (),
 ) -> dict[str, Any]:
     """`nodeset_configs/<name>.yaml`: every key Toolkit's controller writes for a nodeset
     (partition.tf `nodesets`, plus the `instance_properties` slurm_files main.tf decodes),
@@ -210,7 +221,7 @@ def cpu_nodeset_document(
         "instance_properties": None,
         "enable_placement": False,
         "placement_max_distance": None,
-        "network_storage": storage_document(nodeset.network_storage),
+        "network_storage": storage_document(nodeset.network_storage, mounts),
         "zone_target_shape": nodeset.zone_target_shape,
         "zone_policy_allow": sorted(zones),
         "zone_policy_deny": sorted(set(region_zones) - set(zones)),
@@ -233,12 +244,14 @@ def partition_document(partition: PartitionConfig, *, tpu: bool) -> dict[str, An
     }
 
 
-def login_group_document(group: LoginGroupConfig) -> dict[str, Any]:
+def login_group_document(
+    group: LoginGroupConfig, mounts: Sequence[dict[str, str]] = ()
+) -> dict[str, Any]:
     """`login_group_configs/<name>.yaml` (internal/slurm-gcp/login main.tf)."""
     return {
         "group_name": group.name,
         "startup_scripts_timeout": group.startup_scripts_timeout,
-        "network_storage": storage_document(group.network_storage),
+        "network_storage": storage_document(group.network_storage, mounts),
     }
 
 

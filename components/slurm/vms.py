@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import pulumi
 import pulumi_gcp as gcp
@@ -84,6 +84,7 @@ def controller_and_logins(
     identities: Mapping[str, Identity],
     controller_after: Sequence[pulumi.Resource],
     files_ready: Sequence[pulumi.Resource],
+    lustre: Collection[str] = (),
 ) -> tuple[gcp.compute.Instance, dict[str, list[gcp.compute.Instance]]]:
     """The controller with its state disk, and the login groups' VMs. Both start once the
     bucket holds the script zips and `config.yaml` (`files_ready`): their boot would wait for
@@ -169,7 +170,7 @@ def controller_and_logins(
         # starts after its grants.
         [state_disk, *controller_after, *identities["ctl"].grants, *files_ready],
         ctx.protect,
-        not config.mounts_lustre,
+        not config.mounts_lustre(lustre),
     )
     generation = hashlib.sha256(
         json.dumps(
@@ -185,7 +186,10 @@ def controller_and_logins(
     controller_id = controller.instance_id.apply(lambda i: f"{generation}-{i}")
     logins: dict[str, list[gcp.compute.Instance]] = {}
     for group in config.login_groups:
-        secure_boot = not (config.mounts_lustre or needs_unsigned_modules(group.network_storage))
+        secure_boot = not (
+            config.mounts_lustre(lustre)
+            or needs_unsigned_modules(group.network_storage, group.storage, lustre)
+        )
         logins[group.name] = [
             vm(
                 f"login-{group.name}-{i}",

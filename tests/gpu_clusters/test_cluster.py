@@ -467,12 +467,12 @@ CASES = [
     (
         {"nfsShares": [{"mountPath": "/n", "tier": "BASIC_SSD", "sizeGb": 1024}]},
         "gpuClusters[0].nfsShares[0].sizeGb",
-        "2560",
+        "2,560",
     ),
     (
         {"nfsShares": [{"mountPath": "/n", "tier": "HIGH_SCALE_SSD"}]},
         "gpuClusters[0].nfsShares[0].sizeGb",
-        "10240",
+        "10,240",
     ),
     (
         {"nfsShares": [{"mountPath": "/n", "tier": "ZONAL"}]},

@@ -259,7 +259,7 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "a Basic SSD share below its minimum",
         stack(home={"tier": "BASIC_SSD"}),
         "ai-infra:slurm.home.capacityGb",
-        "2560 to",
+        "2,560 to",
     ),
     (
         "Filestore sizing without Filestore",

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from components.services import IMAGE_STREAMING_SERVICE, REQUIRED_SERVICES
+from components.storage import STORAGE_SERVICES
 from components.types import BASIC_ROLES
 from plan.engine import Graph, list_stacks, load_stack_config
 from stacks.loading import parse
@@ -83,10 +84,12 @@ def test_buckets_are_private_and_uniform(stack):
 
 
 def test_every_resource_waits_for_the_project_services(stack):
-    _, graph = stack
+    name, graph = stack
     services = {r.urn for r in graph.of_type("gcp:projects/service:Service")}
     apis = {r.inputs["service"] for r in graph.of_type("gcp:projects/service:Service")}
-    assert apis == {*REQUIRED_SERVICES, IMAGE_STREAMING_SERVICE}
+    creates_storage = parse(load_stack_config(name), name).resolved_storage.needs_service_access
+    storage = STORAGE_SERVICES if creates_storage else ()
+    assert apis == {*REQUIRED_SERVICES, IMAGE_STREAMING_SERVICE, *storage}
     for r in graph:
         if r.custom and r.type != "gcp:projects/service:Service" and r.type.startswith("gcp:"):
             assert services & set(r.dependencies) or _depends_on_via(graph, r, services), r.urn
