@@ -98,7 +98,7 @@ STUBS = {
     # mdadm --create|--assemble ARRAY ...: the members keep the array's superblock
     # ($STUB_STATE/md-superblock) across reboots, which assembling needs; the array device
     # exists until the VM reboots.
-    "mdadm": 'case $1 in --assemble) [[ -e $STUB_STATE/md-superblock ]] || exit 1;; '
+    "mdadm": "case $1 in --assemble) [[ -e $STUB_STATE/md-superblock ]] || exit 1;; "
     '--create) touch "$STUB_STATE/md-superblock";; esac; '
     'mkdir -p "$(dirname "$2")" && touch "$2"',
     "mkfs.ext4": 'touch "$STUB_STATE/formatted"',
