@@ -55,6 +55,7 @@ def problems(config: StackConfig) -> list[Problem]:
             ctx,
             buckets=bucket_names,
             stack_vpc=config.network.vpc_name(ctx.prefix),
+            storage=config.resolved_storage,
         ),
     )
     found += vm_problems

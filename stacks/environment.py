@@ -121,6 +121,7 @@ def build(config: StackConfig) -> Environment:
             context=ctx,
             network=network,
             buckets=buckets,
+            storage=volumes,
             services=after_services,
             source=source,
         ),
@@ -225,6 +226,8 @@ def storage_mounts(config: StackConfig) -> dict[str, list[Mounted]]:
     for cluster in config.gpu_clusters:
         tags = gpu_clusters.network_tags([cluster], ctx)
         add(f"GPU cluster {cluster.name}", cluster.storage, tags)
+    for entry in config.tpu_vms:
+        add(f"TPU VMs {entry.name}", entry.storage, tpu_vms.network_tags([entry], ctx))
     return found
 
 

@@ -43,9 +43,7 @@ class Vm(startup_vm.Vm):
 
 SCRATCH = LocalScratch(16)
 CACHE = f"{GCSFUSE_CACHE}/data"
-FLAGS = tuple(
-    f for f in gcsfuse_flags("training", cache_dir=CACHE) if f != "--implicit-dirs=true"
-)
+FLAGS = tuple(f for f in gcsfuse_flags("training", cache_dir=CACHE) if f != "--implicit-dirs=true")
 DATA = VolumeMount("data", "gcs", "my-datasets", "/data", read_only=True, flags=FLAGS)
 
 
