@@ -352,10 +352,11 @@ def problems(
             own += _disk_and_metadata_problems(entry, zone, storage)
         if entry.service_account is None:
             own += account_id_problems(ctx.name(entry.name))
-        elif entry.roles or entry.buckets:
+        elif entry.roles or entry.buckets or entry.storage:
+            key = "roles" if entry.roles else "buckets" if entry.buckets else "storage"
             own.append(
                 Problem(
-                    ("roles" if entry.roles else "buckets",),
+                    (key,),
                     "grants go to the dedicated account only; grant them to "
                     f"{entry.service_account} yourself, or unset serviceAccount",
                 )

@@ -248,8 +248,9 @@ class TpuVmConfig(ConfigModel):
     storage: list[StorageMount] = Field(default_factory=list)
     """Buckets of `ai-infra:storage` mounted on every TPU VM by name, through gcsfuse with the
     volume's profile, before `startupScript` runs (the dedicated account gets objectViewer, or
-    objectUser where the mount writes, unless `buckets` grants that bucket already). Filestore
-    and Lustre volumes are not mounted on TPU VMs yet."""
+    objectUser where the mount writes, unless `buckets` grants that bucket already), so it
+    needs the dedicated account (no `serviceAccount`). Filestore and Lustre volumes are not
+    mounted on TPU VMs yet."""
     labels: Labels = Field(default_factory=dict)
     """Labels on the TPU VMs, beside `ai-infra:labels`, `managed-by` and `ai-infra-stack`."""
     tags: list[NetworkTag] = Field(default_factory=list)

@@ -108,3 +108,8 @@ def refused(tpu: dict[str, Any]) -> dict[str, str]:
 def test_bad_mounts_are_refused_at_their_path(mounts, path, fix):
     problems = refused(entry(storage=mounts))
     assert fix in problems[f"tpuVms[0].{path}"], problems
+
+
+def test_mounts_need_the_dedicated_account_that_gets_their_grants():
+    own = entry(serviceAccount="runner@test-project.iam.gserviceaccount.com")
+    assert "unset serviceAccount" in refused(own)["tpuVms[0].storage"]
