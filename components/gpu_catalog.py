@@ -149,6 +149,24 @@ _NOLSSD = re.compile(r"-nolssd\Z")
 _N1 = re.compile(r"n1-(standard|highmem|highcpu)-(?P<vcpus>[0-9]+)")
 
 
+BUNDLED_LOCAL_SSDS: dict[str, int] = {
+    "a3-highgpu-8g": 16,
+    "a3-megagpu-8g": 16,
+    "a3-ultragpu-8g": 32,
+    "a4-highgpu-8g": 32,
+}
+"""375 GiB NVMe local SSDs that Compute Engine attaches to every VM of the type (Compute Engine
+"Add a Local SSD": A4X, A4, A3 and A2 Ultra types all come with local SSD; the counts as Cluster
+Toolkit v1.95.0 modules/compute/gke-node-pool/disk_definitions.tf `local_ssd_machines` gives
+them). Other bundled counts (a2-ultragpu, smaller a3-highgpu, a3-edgegpu, a4x) were not read
+from a source, so those types get no scratch until they are."""
+
+
+def bundled_local_ssds(machine_type: str) -> int:
+    """How many local SSDs a VM of the type comes with; 0 when none or not known here."""
+    return BUNDLED_LOCAL_SSDS.get(machine_type, 0)
+
+
 def fixed_gpus(machine_type: str) -> GpuMachine | None:
     """The GPUs built into a machine type, or None for a machine without a fixed complement
     (N1, or a type this catalog does not know). `-nolssd` variants carry the same GPUs."""

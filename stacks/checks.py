@@ -41,6 +41,7 @@ def problems(config: StackConfig) -> list[Problem]:
             config.gpu_clusters,
             ctx,
             buckets=config.bucket_names(),
+            storage=config.resolved_storage,
             slurm_bucket=(
                 config.slurm.bucket_name(ctx.project, ctx.prefix) if config.slurm else None
             ),
@@ -54,6 +55,7 @@ def problems(config: StackConfig) -> list[Problem]:
             ctx,
             buckets=bucket_names,
             stack_vpc=config.network.vpc_name(ctx.prefix),
+            storage=config.resolved_storage,
         ),
     )
     found += vm_problems

@@ -121,6 +121,7 @@ def build(config: StackConfig) -> Environment:
             context=ctx,
             network=network,
             buckets=buckets,
+            storage=volumes,
             services=after_services,
             source=source,
         ),
@@ -129,6 +130,7 @@ def build(config: StackConfig) -> Environment:
             context=ctx,
             network=network,
             buckets=buckets,
+            storage=volumes,
             services=after_services,
             source=source,
         ),
@@ -220,6 +222,12 @@ def storage_mounts(config: StackConfig) -> dict[str, list[Mounted]]:
             add(f"Slurm login group {group.name}", group.storage, tags)
         for nodeset in [*cluster.cpu_nodesets, *cluster.tpu_nodesets]:
             add(f"Slurm nodeset {nodeset.name}", nodeset.storage, tags)
+    ctx = config.context
+    for cluster in config.gpu_clusters:
+        tags = gpu_clusters.network_tags([cluster], ctx)
+        add(f"GPU cluster {cluster.name}", cluster.storage, tags)
+    for entry in config.tpu_vms:
+        add(f"TPU VMs {entry.name}", entry.storage, tpu_vms.network_tags([entry], ctx))
     return found
 
 

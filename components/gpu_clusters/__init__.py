@@ -15,6 +15,8 @@ from components.gpu_clusters.cluster import GpuCluster, GpuClusterArgs, network_
 from components.gpu_clusters.config import GpuClusterConfig
 from components.logins import describe_logins
 from components.network import NetworkHandle
+from components.storage import StorageHandle
+from components.storage.boot import SCRATCH_PATH
 
 __all__ = [
     "GpuCluster",
@@ -33,13 +35,16 @@ def build(
     context: StackContext,
     network: NetworkHandle,
     buckets: BucketsHandle,
+    storage: StorageHandle,
     services: pulumi.ResourceOptions,
     source: Source,
 ) -> dict[str, GpuCluster]:
     return {
         entry.name: GpuCluster(
             source(f"gpucluster-{entry.name}", "gpuClusters", i),
-            GpuClusterArgs(context=context, config=entry, network=network, buckets=buckets),
+            GpuClusterArgs(
+                context=context, config=entry, network=network, buckets=buckets, storage=storage
+            ),
             services,
         )
         for i, entry in enumerate(entries)
@@ -84,6 +89,12 @@ def describe(
         mounts += [f"{s.tier} {s.size_gb}GiB -> {s.mount_path}" for s in c.nfs_shares]
         if c.data_disk is not None:
             mounts.insert(0, f"data disk {c.data_disk.size_gb}GiB -> {c.data_disk.mount_path}")
+        mounts += [
+            f"storage {m.volume} -> {m.mount_path}" + (" (read-only)" if m.read_only else "")
+            for m in c.storage
+        ]
+        if c.scratch_disks:
+            mounts.insert(0, f"local SSD RAID0 {c.scratch_disks} x 375GiB -> {SCRATCH_PATH}")
         capacity = c.provisioning
         if c.provisioning == "reservation":
             capacity += f" {c.reservation or '(any)'}" + (" bound" if c.bound else "")

@@ -1,5 +1,6 @@
 """The startup script of a GPU cluster VM, rendered from typed steps: the Ops Agent with its
-DCGM receiver, a data disk, GCS and NFS mounts, the NCCL network stack (GPUDirect or gIB), a
+DCGM receiver, a data disk, local SSD scratch, GCS and NFS mounts, `ai-infra:storage` volumes
+(`components.storage.boot`), the NCCL network stack (GPUDirect or gIB), a
 Ray node under systemd and the user's command, each a named step of `components.startup`,
 whose prelude and readiness signal every system's script shares.
 
@@ -23,15 +24,13 @@ from components import startup
 from components.gpu_clusters import gpudirect, monitoring
 from components.gpu_clusters.gpudirect import GpuDirectStack
 from components.startup import Block, heredoc, line
+from components.storage import boot as storage_boot
+from components.storage.boot import GCSFUSE_VERSION, LocalScratch, VolumeMount
 
 OPS_AGENT_REPO_SCRIPT = "https://dl.google.com/cloudagents/add-google-cloud-ops-agent-repo.sh"
 OPS_AGENT_VERSION = "2.70.0"
 """The repo script's `--version` (it takes latest, MAJOR.*.* or MAJOR.MINOR.PATCH): an exact
 release, the newest tag of GoogleCloudPlatform/ops-agent, so every VM runs the same agent."""
-GCSFUSE_VERSION = "3.11.2"
-"""Cloud Storage FUSE from Google's apt repository, installed where the image lacks it (latest
-release tag v3.11.2 in GoogleCloudPlatform/gcsfuse)."""
-GOOGLE_APT_KEY = "https://packages.cloud.google.com/apt/doc/apt-key.gpg"
 RAY_VERSION = "2.60.0"
 """Pinned `ray[default]`; the provisioning tool pinned 1.12.1, long out of support."""
 RAY_PORT = 6379
@@ -124,49 +123,21 @@ class Command:
     command: str
 
 
-Step = DataDisk | GcsMount | NfsMount | OpsAgent | Gib | GpuDirect | Ray | Command
+Step = (
+    DataDisk
+    | LocalScratch
+    | VolumeMount
+    | GcsMount
+    | NfsMount
+    | OpsAgent
+    | Gib
+    | GpuDirect
+    | Ray
+    | Command
+)
 
 _LIBRARY = """\
 export PATH="{conda}:$PATH"
-
-google_apt_key() {{
-  local key="$ROOT/usr/share/keyrings/cloud.google.gpg"
-  [[ -s $key ]] || curl -fsSL "{apt_key}" | gpg --dearmor -o "$key"
-}}
-
-install_gcsfuse() {{
-  local codename
-  codename=$(. "$ROOT/etc/os-release" && echo "$VERSION_CODENAME") || return 1
-  google_apt_key || return 1
-  apt_source gcsfuse "deb [signed-by=/usr/share/keyrings/cloud.google.gpg] \\
-https://packages.cloud.google.com/apt gcsfuse-$codename main" || return 1
-  apt_install "gcsfuse=$1"
-}}
-
-# mount_gcs BUCKET PATH ro|rw VERSION
-mount_gcs() {{
-  if is_mounted "$2"; then
-    log "$2 is mounted already"
-    return 0
-  fi
-  if ! command -v gcsfuse >/dev/null; then
-    install_gcsfuse "$4" || return 1
-  fi
-  local options=(-o allow_other --file-mode=666 --dir-mode=777)
-  if [[ $3 == ro ]]; then options=(-o allow_other,ro --file-mode=444 --dir-mode=555); fi
-  mkdir -p "$ROOT$2" && gcsfuse --implicit-dirs "${{options[@]}}" "$1" "$ROOT$2"
-}}
-
-mount_nfs() {{
-  if is_mounted "$3"; then
-    log "$3 is mounted already"
-    return 0
-  fi
-  if ! command -v mount.nfs >/dev/null; then
-    apt_install nfs-common || return 1
-  fi
-  mkdir -p "$ROOT$3" && retry 10 32 mount -t nfs -o hard,timeo=600,retrans=3 "$1:/$2" "$ROOT$3"
-}}
 
 # mount_data_disk DEVICE_NAME PATH: formats only a disk without a file system, so a recreated
 # VM finds its data.
@@ -209,9 +180,7 @@ configure_ops_agent() {{
 
 install_gib() {{
   google_apt_key || return 1
-  [[ -s $ROOT/usr/share/keyrings/artifact-registry.gpg ]] ||
-    curl -fsSL "{ar_key}" | gpg --dearmor -o "$ROOT/usr/share/keyrings/artifact-registry.gpg" ||
-    return 1
+  artifact_registry_key || return 1
   apt_source artifact-registry \\
     "deb [signed-by=/usr/share/keyrings/cloud.google.gpg] {ar_transport}" || return 1
   apt_install apt-transport-artifact-registry || return 1
@@ -422,6 +391,8 @@ def rxdm_unit(stack: GpuDirectStack) -> str:
 
 def _block(step: Step) -> Block:
     match step:
+        case LocalScratch() | VolumeMount():
+            return storage_boot.block(step)
         case DataDisk(device, path):
             return Block(f"data disk {path}", (f"mount_data_disk {line(device, path)} || fail",))
         case GcsMount(bucket, path, read_only):
@@ -503,11 +474,9 @@ def _block(step: Step) -> Block:
 def render(steps: Sequence[Step]) -> str:
     """The script; the steps run in the order given, the Ops Agent alongside them, and the
     readiness signal names the first that failed."""
-    library = _LIBRARY.format(
+    library = storage_boot.LIBRARY + _LIBRARY.format(
         conda=CONDA_BIN,
-        apt_key=GOOGLE_APT_KEY,
         ops_config=monitoring.OPS_AGENT_CONFIG_PATH,
-        ar_key=gpudirect.AR_SIGNING_KEY,
         ar_transport=gpudirect.AR_TRANSPORT_REPO,
         gib_repo=gpudirect.GIB_REPO,
     )

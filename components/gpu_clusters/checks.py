@@ -26,6 +26,8 @@ from components.gpu_clusters.metadata import size_problems
 from components.identity import account_id_problems
 from components.locations import zone_problem
 from components.logins import login_problems, viewer_role_id
+from components.storage import Storage, mount_problems
+from components.storage.boot import SCRATCH_PATH
 from components.storage.catalog import FILESTORE_TIERS
 from components.types import shadowed_dir
 
@@ -62,13 +64,15 @@ def problems(
     ctx: StackContext,
     *,
     buckets: Mapping[str, str],
+    storage: Storage,
     slurm_bucket: str | None = None,
 ) -> list[Problem]:
     """Checks of `ai-infra:gpuClusters`, each at `[i].<field>`. `buckets` maps the stack's
-    `ai-infra:buckets` names to GCS names; `slurm_bucket` is the Slurm cluster's, if any."""
+    `ai-infra:buckets` names to GCS names; `storage` is `ai-infra:storage`, which `storage`
+    lists name; `slurm_bucket` is the Slurm cluster's, if any."""
     found = duplicate_names([c.name for c in clusters], "gpuClusters")
     for i, config in enumerate(clusters):
-        found += [p.under(i) for p in _entry_problems(config, ctx, buckets, slurm_bucket)]
+        found += [p.under(i) for p in _entry_problems(config, ctx, buckets, storage, slurm_bucket)]
     found += _login_reach_problems(clusters, ctx)
     return found
 
@@ -99,6 +103,7 @@ def _entry_problems(
     config: GpuClusterConfig,
     ctx: StackContext,
     buckets: Mapping[str, str],
+    storage: Storage,
     slurm_bucket: str | None,
 ) -> list[Problem]:
     found = account_id_problems(account_id(ctx, config.name))
@@ -133,12 +138,13 @@ def _entry_problems(
         group=group_name(ctx, config.name),
         zone=ctx.zone_of(config.zone),
         gcs_names=buckets,
+        storage=storage,
     )
     found += under(
         "labels",
         label_problems(config.labels, reserved=(CLUSTER_LABEL,), beside=len(ctx.stack_labels)),
     )
-    found += _mount_problems(config, ctx, buckets, slurm_bucket)
+    found += _mount_problems(config, ctx, buckets, storage, slurm_bucket)
     found += login_problems(config.logins, viewer_role_id(group_name(ctx, config.name), "gpu"))
     return found
 
@@ -432,10 +438,13 @@ def _mount_problems(
     config: GpuClusterConfig,
     ctx: StackContext,
     buckets: Mapping[str, str],
+    storage: Storage,
     slurm_bucket: str | None,
 ) -> list[Problem]:
     found = []
     paths: dict[str, str] = {}
+    if config.scratch_disks:
+        paths[SCRATCH_PATH] = f"the local SSD scratch of {config.machine_type}"
     entries: list[tuple[tuple[str | int, ...], str]] = []
     if config.data_disk is not None:
         entries.append((("dataDisk",), config.data_disk.mount_path))
@@ -451,13 +460,28 @@ def _mount_problems(
                 found.append(
                     Problem(
                         (*where, "mountPath"),
-                        f"'{path}' overlaps {label}.mountPath '{other}'; every mount "
+                        f"'{path}' overlaps {label} '{other}'; every mount "
                         "needs its own, unnested path",
                     )
                 )
                 break
         else:
-            paths[path] = "".join(f"[{p}]" if isinstance(p, int) else p for p in where)
+            key = "".join(f"[{p}]" if isinstance(p, int) else p for p in where)
+            paths[path] = f"{key}.mountPath"
+    found += under(
+        "storage", mount_problems(config.storage, storage, taken=paths, reserved=IMAGE_DIRS)
+    )
+    for i, mount in enumerate(config.storage):
+        volume = storage.volumes.get(mount.volume)
+        if volume is not None and volume.kind != "gcs" and config.network != "default":
+            found.append(
+                Problem(
+                    ("storage", i, "volume"),
+                    f"'{mount.volume}' is a {volume.kind} volume served in the stack's VPC, "
+                    f"which a cluster on network: {config.network} does not join; use "
+                    "network: default, or mount a bucket",
+                )
+            )
     for i, mount in enumerate(config.gcs_mounts):
         if mount.bucket not in buckets and not BUCKET_NAME.fullmatch(mount.bucket):
             found.append(

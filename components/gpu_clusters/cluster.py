@@ -39,6 +39,7 @@ from components.network import (
 )
 from components.nfs import client_rules, export_options
 from components.placement import compact_policy, workload_policy
+from components.storage import StorageHandle
 
 BOOT_DEVICE = "boot"
 RAY_DISCOVERY_PERMISSIONS = (
@@ -78,6 +79,8 @@ class GpuClusterArgs(WiringModel):
     network: InstanceOf[NetworkHandle]
     """The stack's network, which `network: default` joins."""
     buckets: InstanceOf[BucketsHandle]
+    storage: InstanceOf[StorageHandle]
+    """The stack's volumes, which the `storage` list mounts."""
 
 
 class GpuCluster(Component):
@@ -110,10 +113,18 @@ class GpuCluster(Component):
         shares = self._shares(name, args, zone, base, labels, network_names[0], host_cidr)
         self.filestore_ips = pulumi.Output.all(*[ip for _, ip in shares])
         gcs_names = {m.bucket: args.buckets.gcs_name(m.bucket) for m in config.gcs_mounts}
-        script = self.filestore_ips.apply(
-            lambda ips: boot.render(
+        mounted = sorted({m.volume for m in config.storage})
+        endpoints = pulumi.Output.all(*[args.storage.endpoint(v) for v in mounted])
+        script = pulumi.Output.all(self.filestore_ips, endpoints).apply(
+            lambda found: boot.render(
                 metadata.steps(
-                    config, group=base, zone=zone, gcs_names=gcs_names, filestore_ips=ips
+                    config,
+                    group=base,
+                    zone=zone,
+                    gcs_names=gcs_names,
+                    filestore_ips=found[0],
+                    storage=args.storage.storage,
+                    endpoints=dict(zip(mounted, found[1], strict=True)),
                 )
             )
         )
@@ -425,6 +436,9 @@ class GpuCluster(Component):
             )
             if access.get(mount.bucket) != "roles/storage.objectUser":
                 access[mount.bucket] = role_name
+        for bucket, role_name in args.storage.bucket_roles(config.storage).items():
+            if access.get(bucket) != "roles/storage.objectUser":
+                access[bucket] = role_name
         for bucket, role_name in access.items():
             identity.grants.append(
                 grant_named_access(

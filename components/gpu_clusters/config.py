@@ -14,6 +14,7 @@ from components import gpu_catalog
 from components.base import ConfigModel
 from components.logins import Login
 from components.network import consecutive_ranges
+from components.storage.config import StorageMount
 from components.types import (
     Cidr,
     DnsLabel,
@@ -184,6 +185,15 @@ class GpuClusterConfig(ConfigModel):
     """Buckets mounted with gcsfuse (`implicit_dirs`) on every VM."""
     nfs_shares: list[NfsShare] = Field(default_factory=list)
     """A Filestore instance per entry, mounted on every VM."""
+    storage: list[StorageMount] = Field(default_factory=list)
+    """Volumes of `ai-infra:storage` mounted on every VM, by name: buckets through gcsfuse
+    with the volume's profile (and its file cache on local SSD scratch where there is one),
+    Filestore over NFS, Managed Lustre with its client."""
+    local_ssd_scratch: bool = True
+    """On machine types that bundle local SSD (a3-highgpu-8g, a3-megagpu-8g, a3-ultragpu-8g,
+    a4-highgpu-8g): one RAID0 ext4 file system of all of them at `/mnt/localssd`, open to
+    every user like /tmp, and the gcsfuse file cache of `storage` buckets on it. Its data is
+    lost when the VM stops or its host fails. `false` leaves the disks raw."""
     orchestrator: str = "none"
     """`none` or `ray`: a Ray cluster under systemd, its head elected among the group's
     running VMs. For Kubernetes, use `ai-infra:gpuPools`."""
@@ -249,6 +259,11 @@ class GpuClusterConfig(ConfigModel):
         if self.image is not None:
             return f"projects/{self.image_project}/global/images/{self.image}"
         return f"projects/{self.image_project}/global/images/family/{self.resolved_image_family}"
+
+    @property
+    def scratch_disks(self) -> int:
+        """The local SSDs made into scratch at `/mnt/localssd`; 0 for none."""
+        return gpu_catalog.bundled_local_ssds(self.machine_type) if self.local_ssd_scratch else 0
 
     @property
     def dlvm(self) -> bool:

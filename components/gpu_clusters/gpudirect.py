@@ -158,7 +158,6 @@ GIB_REPO = "ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-gib-apt ma
 AR_TRANSPORT_REPO = (
     "https://packages.cloud.google.com/apt apt-transport-artifact-registry-stable main"
 )
-AR_SIGNING_KEY = "https://us-apt.pkg.dev/doc/repo-signing-key.gpg"
 GIB_PROFILE = "/usr/local/gib/scripts/set_nccl_env.sh"
 """The package's own NCCL settings, which Cluster Toolkit sources from /etc/profile.d."""
 GIB_LIBRARIES = "/usr/local/gib/lib64"

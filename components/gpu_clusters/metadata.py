@@ -12,6 +12,8 @@ from components.base import Problem
 from components.gpu_clusters import boot, gpudirect
 from components.gpu_clusters.config import GpuClusterConfig
 from components.startup import GUEST_ATTRIBUTES_METADATA
+from components.storage import Endpoint, Storage, gcsfuse_flags
+from components.storage.boot import GCSFUSE_CACHE, LocalScratch, VolumeMount
 
 DATA_DEVICE = "data"
 """The device name of the data disk in the template (`/dev/disk/by-id/google-data`)."""
@@ -31,15 +33,22 @@ def steps(
     zone: str,
     gcs_names: Mapping[str, str],
     filestore_ips: Sequence[str],
+    storage: Storage,
+    endpoints: Mapping[str, Endpoint],
 ) -> list[boot.Step]:
-    """Ops Agent first (it runs alongside the rest), then the data disk and mounts, the NCCL
-    stack, Ray, and the user's command last, so that it finds its data and its cluster.
-    `gcs_names` maps `ai-infra:buckets` names to GCS names; other buckets are named in full."""
+    """Ops Agent first (it runs alongside the rest), then the data disk, local SSD scratch
+    (before the buckets whose file cache it holds) and mounts, the NCCL stack, Ray, and the
+    user's command last, so that it finds its data and its cluster. `gcs_names` maps
+    `ai-infra:buckets` names to GCS names; other buckets are named in full. `endpoints` gives
+    where each volume of the `storage` list is served."""
     found: list[boot.Step] = []
     if config.ops_agent:
         found.append(boot.OpsAgent())
     if config.data_disk is not None:
         found.append(boot.DataDisk(DATA_DEVICE, config.data_disk.mount_path))
+    if config.scratch_disks:
+        found.append(LocalScratch(config.scratch_disks))
+    found += volume_mounts(config, storage, endpoints)
     found += [
         boot.GcsMount(gcs_names.get(m.bucket, m.bucket), m.mount_path, m.read_only)
         for m in config.gcs_mounts
@@ -61,6 +70,53 @@ def steps(
     return found
 
 
+def volume_mounts(
+    config: GpuClusterConfig, storage: Storage, endpoints: Mapping[str, Endpoint]
+) -> list[VolumeMount]:
+    """The `storage` list as mount steps; a bucket's file cache goes on local SSD scratch,
+    one directory per volume, and is left off without scratch (the boot disk is the image's)."""
+    found = []
+    for mount in config.storage:
+        endpoint = endpoints.get(mount.volume)
+        if endpoint is None:  # an unknown name, which the checks refuse at its path
+            continue
+        flags: list[str] = []
+        if endpoint.kind == "gcs":
+            profile = storage.volumes[mount.volume].config.profile
+            cache = f"{GCSFUSE_CACHE}/{mount.volume}" if config.scratch_disks else None
+            # mount_gcs always passes --implicit-dirs.
+            flags = [
+                f for f in gcsfuse_flags(profile, cache_dir=cache) if f != "--implicit-dirs=true"
+            ]
+        found.append(
+            VolumeMount(
+                mount.volume,
+                endpoint.kind,
+                endpoint.source,
+                mount.mount_path,
+                mount.read_only,
+                tuple(flags),
+            )
+        )
+    return found
+
+
+def longest_endpoints(storage: Storage) -> dict[str, Endpoint]:
+    """Every volume served from the longest address there is, for the size checks; an
+    existing Lustre instance's file system name (up to 8 characters) is read at `pulumi up`."""
+    found = {}
+    for volume in storage.volumes.values():
+        match volume.kind:
+            case "gcs":
+                found[volume.name] = Endpoint("gcs", "", volume.instance, 0)
+            case "filestore":
+                found[volume.name] = Endpoint("filestore", LONGEST_IP, f"/{volume.share}", 0)
+            case "lustre":
+                remote = f"/{volume.filesystem or 'x' * 8}"
+                found[volume.name] = Endpoint("lustre", f"{LONGEST_IP}@tcp", remote, 0)
+    return found
+
+
 def program_metadata(config: GpuClusterConfig) -> dict[str, str]:
     """The user's keys and the program's, but the startup script. Guest attributes carry
     the startup script's readiness signal."""
@@ -79,7 +135,12 @@ def program_metadata(config: GpuClusterConfig) -> dict[str, str]:
 
 
 def size_problems(
-    config: GpuClusterConfig, *, group: str, zone: str, gcs_names: Mapping[str, str]
+    config: GpuClusterConfig,
+    *,
+    group: str,
+    zone: str,
+    gcs_names: Mapping[str, str],
+    storage: Storage,
 ) -> list[Problem]:
     """The metadata against Compute Engine's limits, in UTF-8 bytes, with the startup script
     rendered as it will be (the longest Filestore addresses standing in for the real ones)."""
@@ -90,6 +151,8 @@ def size_problems(
             zone=zone,
             gcs_names=gcs_names,
             filestore_ips=[LONGEST_IP] * len(config.nfs_shares),
+            storage=storage,
+            endpoints=longest_endpoints(storage),
         )
     )
     metadata = {**program_metadata(config), "startup-script": script}

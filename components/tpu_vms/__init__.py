@@ -12,6 +12,7 @@ from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.logins import describe_logins
 from components.network import NetworkHandle
+from components.storage import StorageHandle
 from components.tpu_vms.checks import problems, stack_problems, subnet_problems
 from components.tpu_vms.config import TpuVmConfig
 from components.tpu_vms.vms import TpuVms, TpuVmsArgs, network_tag
@@ -35,6 +36,7 @@ def build(
     context: StackContext,
     network: NetworkHandle,
     buckets: BucketsHandle,
+    storage: StorageHandle,
     services: pulumi.ResourceOptions,
     source: Source,
 ) -> dict[str, TpuVms]:
@@ -43,7 +45,9 @@ def build(
     return {
         entry.name: TpuVms(
             source(f"tpuvm-{entry.name}", "tpuVms", i),
-            TpuVmsArgs(context=context, network=network, buckets=buckets, config=entry),
+            TpuVmsArgs(
+                context=context, network=network, buckets=buckets, storage=storage, config=entry
+            ),
             services,
         )
         for i, entry in enumerate(entries)
@@ -93,6 +97,12 @@ def describe(entries: list[TpuVmConfig], context: StackContext) -> list[tuple[st
             "dataDisks change on the running TPU VMs in place"
         )
         workers = e.shape.hosts * e.node_count
+        if e.storage:
+            mounts = ", ".join(
+                f"storage {m.volume} -> {m.mount_path}" + (" (read-only)" if m.read_only else "")
+                for m in e.storage
+            )
+            lines.append(f"    mounts: {mounts}")
         lines.append(
             f"    startup: `pulumi up` waits up to {e.startup_timeout_minutes} min after ACTIVE "
             f"for the startup script of all {workers} worker(s), failing on a failed step"

@@ -1,7 +1,7 @@
 """The startup script of every TPU VM of a `tpuVms` entry, rendered from named steps of
 `components.startup`: the entry's `startupScript` as a step of its own, then the readiness
-signal that `pulumi up` waits for (`provider.StartupWait`). Storage steps (mounts, local SSD)
-join here as further steps.
+signal that `pulumi up` waits for (`provider.StartupWait`); bucket mounts of `ai-infra:storage`
+(`components.storage.boot`) run before it.
 
 Non-goal: what the user's script does; it runs as written, as root, on every boot.
 """
@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from components import startup
 from components.startup import Block, heredoc
+from components.storage import boot as storage_boot
+from components.storage.boot import VolumeMount
 
 USER_SCRIPT = "/opt/ai-infra/startup-script"
 """Where the entry's `startupScript` is written and run from: as a file it keeps its own
@@ -27,11 +29,13 @@ class UserScript:
     text: str
 
 
-Step = UserScript
+Step = UserScript | VolumeMount
 
 
 def _block(step: Step) -> Block:
     match step:
+        case VolumeMount():
+            return storage_boot.block(step)
         case UserScript(text):
             return Block(
                 "startupScript",
@@ -44,8 +48,14 @@ def _block(step: Step) -> Block:
 
 
 def render(steps: Sequence[Step]) -> str:
-    return startup.render([_block(s) for s in steps], source="components/tpu_vms/boot.py")
+    return startup.render(
+        [_block(s) for s in steps],
+        source="components/tpu_vms/boot.py",
+        library=storage_boot.LIBRARY,
+    )
 
 
-def steps(startup_script: str | None) -> list[Step]:
-    return [UserScript(startup_script)] if startup_script is not None else []
+def steps(startup_script: str | None, mounts: Sequence[VolumeMount] = ()) -> list[Step]:
+    """The mounts, then the user's script, which may read them."""
+    found: list[Step] = list(mounts)
+    return found + ([UserScript(startup_script)] if startup_script is not None else [])

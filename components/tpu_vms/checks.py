@@ -19,6 +19,7 @@ from components.identity import account_id_problems, duplicate_roles, service_ac
 from components.locations import zone_problem
 from components.logins import login_problems, viewer_role_id
 from components.startup import HEREDOC
+from components.storage import Storage, mount_problems
 from components.tpu_vms.config import (
     SUBNETWORK_PATH,
     TpuVmConfig,
@@ -207,7 +208,7 @@ def _queueing_problems(config: TpuVmConfig) -> list[Problem]:
     return found
 
 
-def _disk_and_metadata_problems(config: TpuVmConfig, zone: str) -> list[Problem]:
+def _disk_and_metadata_problems(config: TpuVmConfig, zone: str, storage: Storage) -> list[Problem]:
     found = []
     for d, disk in enumerate(config.data_disks):
         if (disk_at := disk_zone(disk.source_disk)) != zone:
@@ -249,7 +250,7 @@ def _disk_and_metadata_problems(config: TpuVmConfig, zone: str) -> list[Problem]
             )
         )
         return found
-    size = sum(len(k) + len(v.encode()) for k, v in node_metadata(config).items())
+    size = sum(len(k) + len(v.encode()) for k, v in node_metadata(config, storage).items())
     if size > METADATA_BYTES_MAX:
         found.append(
             Problem(
@@ -301,8 +302,30 @@ def _overlapping_prefixes(entries: list[TpuVmConfig]) -> list[Problem]:
     return found
 
 
+def _storage_problems(config: TpuVmConfig, storage: Storage) -> list[Problem]:
+    """The `storage` list: known volumes at paths of their own, outside the system's
+    directories, and buckets only (shares and Lustre are not mounted on TPU VMs yet)."""
+    found = under("storage", mount_problems(config.storage, storage))
+    for i, mount in enumerate(config.storage):
+        volume = storage.volumes.get(mount.volume)
+        if volume is not None and volume.kind != "gcs":
+            found.append(
+                Problem(
+                    ("storage", i, "volume"),
+                    f"'{mount.volume}' is a {volume.kind} volume; TPU VMs mount buckets of "
+                    "ai-infra:storage only so far: mount it from startupScript",
+                )
+            )
+    return found
+
+
 def problems(
-    entries: list[TpuVmConfig], ctx: StackContext, *, buckets: Iterable[str], stack_vpc: str
+    entries: list[TpuVmConfig],
+    ctx: StackContext,
+    *,
+    buckets: Iterable[str],
+    stack_vpc: str,
+    storage: Storage,
 ) -> list[Problem]:
     """Checks of `ai-infra:tpuVms` that need the stack: zones, buckets, names, labels, and
     networks beside `stack_vpc` (the VPC the stack's systems join). The stack root checks
@@ -327,13 +350,14 @@ def problems(
         own += _queueing_problems(entry)
         if not accelerator:
             own += _names(entry)
-            own += _disk_and_metadata_problems(entry, zone)
+            own += _disk_and_metadata_problems(entry, zone, storage)
         if entry.service_account is None:
             own += account_id_problems(ctx.name(entry.name))
-        elif entry.roles or entry.buckets:
+        elif entry.roles or entry.buckets or entry.storage:
+            key = "roles" if entry.roles else "buckets" if entry.buckets else "storage"
             own.append(
                 Problem(
-                    ("roles" if entry.roles else "buckets",),
+                    (key,),
                     "grants go to the dedicated account only; grant them to "
                     f"{entry.service_account} yourself, or unset serviceAccount",
                 )
@@ -344,6 +368,7 @@ def problems(
         own += duplicate_roles(entry.roles, granted=NODE_ROLES)
         own += unknown_bucket_problems(entry.buckets, known_buckets)
         own += login_problems(entry.logins, viewer_role_id(ctx.name(entry.name), "tpu"))
+        own += _storage_problems(entry, storage)
         found += [p.under(i) for p in own]
     if not found:
         found += _overlapping_prefixes(entries)

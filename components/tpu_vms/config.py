@@ -15,6 +15,7 @@ from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
 from components.logins import Login
 from components.network import MAX_NODE_NETWORKS
+from components.storage.config import StorageMount
 from components.tpu_vms.provider import V2, V2ALPHA1, node_names
 from components.types import (
     GCE_NAME,
@@ -251,6 +252,12 @@ class TpuVmConfig(ConfigModel):
     """Run as root at every boot of every TPU VM, as a step of the startup script the program
     renders (metadata `startup-script`); it keeps its own `#!` line, and runs under bash
     without one. Its failure fails `pulumi up` (`startupTimeoutMinutes`)."""
+    storage: list[StorageMount] = Field(default_factory=list)
+    """Buckets of `ai-infra:storage` mounted on every TPU VM by name, through gcsfuse with the
+    volume's profile, before `startupScript` runs (the dedicated account gets objectViewer, or
+    objectUser where the mount writes, unless `buckets` grants that bucket already), so it
+    needs the dedicated account (no `serviceAccount`). Filestore and Lustre volumes are not
+    mounted on TPU VMs yet."""
     labels: Labels = Field(default_factory=dict)
     """Labels on the TPU VMs, beside `ai-infra:labels`, `managed-by` and `ai-infra-stack`."""
     tags: list[NetworkTag] = Field(default_factory=list)

@@ -10,12 +10,14 @@ import pulumi
 from pydantic import InstanceOf
 
 from components.base import Component, WiringModel
-from components.buckets import BucketsHandle, grant_access
+from components.buckets import BucketsHandle, grant_access, grant_named_access
 from components.context import StackContext
 from components.identity import service_account
 from components.logins import LoginGrants, grant_logins, viewer_role_id
 from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, system_tag
 from components.startup import GUEST_ATTRIBUTES_METADATA
+from components.storage import Storage, StorageHandle, gcsfuse_flags
+from components.storage.boot import VolumeMount
 from components.tpu_vms import boot
 from components.tpu_vms.config import TpuVmConfig
 from components.tpu_vms.provider import REPLACE_KEYS, QueuedResource, StartupWait
@@ -70,11 +72,34 @@ def network_tag(context: StackContext, config: TpuVmConfig) -> str:
     return system_tag(context.name(config.name), "tpu-vm")
 
 
-def node_metadata(config: TpuVmConfig) -> dict[str, str]:
+def bucket_mounts(config: TpuVmConfig, storage: Storage) -> list[VolumeMount]:
+    """The entry's `storage` buckets as mount steps: their names are known before anything is
+    created, so the script stays a plain value the provider updates in place. No file cache:
+    no local SSD scratch is made on TPU VMs."""
+    found = []
+    for mount in config.storage:
+        volume = storage.volumes.get(mount.volume)
+        if volume is None or volume.kind != "gcs":  # refused by the checks, at its path
+            continue
+        flags = gcsfuse_flags(volume.config.profile, cache_dir=None)
+        found.append(
+            VolumeMount(
+                volume.name,
+                "gcs",
+                volume.instance,
+                mount.mount_path,
+                mount.read_only,
+                tuple(f for f in flags if f != "--implicit-dirs=true"),
+            )
+        )
+    return found
+
+
+def node_metadata(config: TpuVmConfig, storage: Storage) -> dict[str, str]:
     """The metadata of every TPU VM: the entry's, the startup script rendered from its steps
-    (`startupScript` among them) under its key, guest attributes for its readiness signal, and
-    OS Login on, set last so that nothing overrides it."""
-    script = boot.render(boot.steps(config.startup_script))
+    (bucket mounts, then `startupScript`) under its key, guest attributes for its readiness
+    signal, and OS Login on, set last so that nothing overrides it."""
+    script = boot.render(boot.steps(config.startup_script, bucket_mounts(config, storage)))
     return {
         **config.metadata,
         STARTUP_SCRIPT_KEY: script,
@@ -91,6 +116,8 @@ class TpuVmsArgs(WiringModel):
     """The stack's network: the VMs' own unless the entry names another, and the subnet and
     NAT they wait for either way."""
     buckets: InstanceOf[BucketsHandle]
+    storage: InstanceOf[StorageHandle]
+    """The stack's volumes, whose buckets `storage` mounts."""
     config: TpuVmConfig
 
 
@@ -138,6 +165,20 @@ class TpuVms(Component):
                 member=identity.member,
                 depends_on=[identity.account],
             )
+            grants += [
+                grant_named_access(
+                    self,
+                    name,
+                    args.buckets,
+                    bucket,
+                    role=role,
+                    member=identity.member,
+                    depends_on=[identity.account],
+                )
+                for bucket, role in sorted(args.storage.bucket_roles(config.storage).items())
+                # A bucket `buckets` grants keeps the access given there.
+                if bucket not in config.buckets
+            ]
             self.service_account_email = identity.email
             account = [identity.account]
             # The VMs log from their first boot, and startup scripts may read buckets at once.
@@ -173,7 +214,7 @@ class TpuVms(Component):
             ],
             "secureBoot": config.secure_boot,
             "bootDisk": config.boot_disk_config,
-            "metadata": node_metadata(config),
+            "metadata": node_metadata(config, args.storage.storage),
             "labels": {**ctx.labels, **config.labels},
             "tags": list(dict.fromkeys([*config.tags, network_tag(ctx, config)])),
             "dataDisks": [{"sourceDisk": d.source_disk, "mode": d.mode} for d in config.data_disks],

@@ -95,6 +95,12 @@ STUBS = {
     "modprobe": "",
     "docker": "",
     "blkid": "[[ -e $STUB_STATE/formatted ]]; exit $?",
+    # mdadm --create|--assemble ARRAY ...: the members keep the array's superblock
+    # ($STUB_STATE/md-superblock) across reboots, which assembling needs; the array device
+    # exists until the VM reboots.
+    "mdadm": "case $1 in --assemble) [[ -e $STUB_STATE/md-superblock ]] || exit 1;; "
+    '--create) touch "$STUB_STATE/md-superblock";; esac; '
+    'mkdir -p "$(dirname "$2")" && touch "$2"',
     "mkfs.ext4": 'touch "$STUB_STATE/formatted"',
     # systemctl: remembers which units run; `cat` finds the units listed in $STUB_UNITS.
     "systemctl": 'case $1 in is-active) grep -qxF -- "${@: -1}" "$STUB_STATE/active" '

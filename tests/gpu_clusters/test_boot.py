@@ -18,8 +18,6 @@ import yaml
 from components import startup
 from components.gpu_clusters import boot, gpudirect, monitoring
 from components.gpu_clusters.boot import (
-    GCSFUSE_VERSION,
-    GOOGLE_APT_KEY,
     OPS_AGENT_REPO_SCRIPT,
     RAY_VERSION,
     Command,
@@ -33,6 +31,7 @@ from components.gpu_clusters.boot import (
     render,
 )
 from components.startup import APT_LOCK_CONF, APT_LOCK_TIMEOUT_SECONDS
+from components.storage.boot import GCSFUSE_VERSION, GOOGLE_APT_KEY
 from tests.components import startup_vm
 
 
