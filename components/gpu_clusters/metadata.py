@@ -33,7 +33,8 @@ def steps(
     filestore_ips: Sequence[str],
 ) -> list[boot.Step]:
     """Ops Agent first (it runs alongside the rest), then the data disk and mounts, the NCCL
-    stack, Ray, and the user's command last, so that it finds its data and its cluster.
+    stack, Ray, SSH among the VMs, and the user's command last, so that it finds its data
+    and its cluster.
     `gcs_names` maps `ai-infra:buckets` names to GCS names; other buckets are named in full."""
     found: list[boot.Step] = []
     if config.ops_agent:
@@ -56,6 +57,8 @@ def steps(
             found.append(boot.GpuDirect(gpudirect.STACKS[layout.transport]))
     if config.orchestrator == "ray":
         found.append(boot.Ray(group, zone, config.gpu_count))
+    if config.ssh_among_vms:
+        found.append(boot.HostSsh(group, zone, config.gpu_count))
     if config.startup_command:
         found.append(boot.Command(config.startup_command))
     return found
