@@ -41,6 +41,18 @@ RAY_NODE = "/opt/ai-infra/ray-node"
 RAY_PROFILE = "/etc/profile.d/ai-infra-ray.sh"
 NCCL_PROFILE = "/etc/profile.d/ai-infra-nccl.sh"
 RXDM_UNIT = "ai-infra-rxdm.service"
+HOSTS_SCRIPT = "/opt/ai-infra/cluster-hosts"
+HOSTS_UNIT = "ai-infra-hosts.service"
+HOSTS_TIMER = "ai-infra-hosts.timer"
+HOSTFILE = "/etc/ai-infra/hostfile"
+"""The group's running members as an MPI hostfile (`name slots=<GPUs>`), for torchrun too."""
+HOSTS_CACHE = "/var/lib/ai-infra/hosts"
+SSHD_DROP_IN = "/etc/ssh/sshd_config.d/ai-infra-hostbased.conf"
+SSH_DROP_IN = "/etc/ssh/ssh_config.d/ai-infra-hostbased.conf"
+KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
+SHOSTS_EQUIV = "/etc/ssh/shosts.equiv"
+"""sshd reads host-based trust from these two fixed paths only (OpenSSH 9.2p1 auth2-hostbased.c:
+`_PATH_SSH_SYSTEM_HOSTFILE`, and auth-rhosts.c: `_PATH_SSH_HOSTS_EQUIV` is skipped for root)."""
 SERVICE_PATH = (
     "/opt/conda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/snap/bin"
 )
@@ -123,6 +135,24 @@ class Command:
     command: str
 
 
+@dataclass(frozen=True)
+class HostSsh:
+    """Passwordless SSH among the group's running members, by host-based authentication: a
+    member's sshd trusts the others' IPs (shosts.equiv) when they prove their host key (read
+    from their guest attributes `hostkeys/<type>`, where the guest agent publishes the keys
+    it makes for each new instance id, guest-agent 20260724.00 instance_setup.go
+    generateSSHKeys, and gcloud's `compute ssh` reads them), and OS Login still decides who
+    logs in. Cluster Toolkit's `configure_ssh_host_patterns` (v1.95.0 modules/scripts/
+    startup-script/files/configure-ssh.yml, setup-ssh-keys.yml) instead gives each user a key
+    on a shared /home and turns StrictHostKeyChecking off; these VMs have no shared /home.
+    Refreshed by a timer, with the MPI hostfile."""
+
+    group: str
+    zone: str
+    gpus_per_vm: int
+    refresh_seconds: int = 60
+
+
 Step = (
     DataDisk
     | LocalScratch
@@ -133,6 +163,7 @@ Step = (
     | Gib
     | GpuDirect
     | Ray
+    | HostSsh
     | Command
 )
 
@@ -321,6 +352,128 @@ def ray_unit(ray: Ray) -> str:
     )
 
 
+def hosts_script(ssh: HostSsh) -> str:
+    """What the timer runs: the group's RUNNING members, each with its IP (the VPC's internal
+    DNS) and host keys (its guest attributes, read once per instance id), written as the
+    known hosts and shosts.equiv sshd trusts and as the MPI hostfile. A member that has not
+    published its keys yet is left out until a later run."""
+    return f"""\
+#!/bin/bash
+# Hosts of the GPU cluster {ssh.group}, rendered by ai-infra (components/gpu_clusters/boot.py).
+set -uo pipefail
+ROOT=${{AI_INFRA_ROOT:-}}
+group={shlex.quote(ssh.group)}
+zone={shlex.quote(ssh.zone)}
+slots={ssh.gpus_per_vm}
+cache="$ROOT{HOSTS_CACHE}"
+log() {{ echo "ai-infra-hosts: $*" >&2; }}
+
+# put PATH MODE < CONTENT: replaced whole, and only when it changed.
+put() {{
+  local path=$ROOT$1 tmp
+  mkdir -p "$(dirname "$path")" && tmp=$(mktemp "$path.XXXXXX") || return 1
+  if ! cat >"$tmp" || ! chmod "$2" "$tmp"; then
+    rm -f "$tmp"
+    return 1
+  fi
+  if cmp -s "$tmp" "$path"; then rm -f "$tmp"; else mv -f "$tmp" "$path"; fi
+}}
+
+list=$(gcloud compute instance-groups managed list-instances "$group" --zone="$zone" \\
+  --format="value(name,instanceStatus,id)" | awk '$2 == "RUNNING" {{print $1, $3}}' |
+  LC_ALL=C sort) || {{ log "cannot list the group $group"; exit 1; }}
+mkdir -p "$cache" || exit 1
+declare -A keep=()
+known="" equiv="" hostfile=""
+while read -r name id; do
+  [[ -n $name ]] || continue
+  # A recreated member keeps its name, not its id nor its host keys.
+  entry="$cache/$name.$id"
+  keep["$name.$id"]=1
+  if [[ ! -s $entry ]]; then
+    keys=$(gcloud compute instances get-guest-attributes "$name" --zone="$zone" \\
+      --query-path=hostkeys/ --format="value(key,value)") || keys=""
+    # Only well-formed keys, so that no value is read as a known_hosts marker or option.
+    keys=$(grep -E '^(ssh-[a-z0-9-]+|ecdsa-sha2-nistp[0-9]+)[[:space:]]+[A-Za-z0-9+/]+=*$' \\
+      <<<"$keys")
+    if [[ -z $keys ]]; then
+      log "$name has published no host key yet"
+      continue
+    fi
+    printf '%s\\n' "$keys" >"$entry.tmp" && mv -f "$entry.tmp" "$entry" || exit 1
+  fi
+  ip=$(getent ahostsv4 "$name" | awk 'NR == 1 {{print $1}}')
+  if [[ -z $ip ]]; then
+    log "$name does not resolve yet"
+    continue
+  fi
+  while read -r type key; do known+="$name,$ip $type $key"$'\\n'; done <"$entry"
+  equiv+="$ip"$'\\n'
+  hostfile+="$name slots=$slots"$'\\n'
+done <<<"$list"
+for entry in "$cache"/*; do
+  [[ -e $entry && -z ${{keep[${{entry##*/}}]:-}} ]] && rm -f "$entry"
+done
+printf '%s' "$known" | put {KNOWN_HOSTS} 0644 &&
+  printf '%s' "$equiv" | put {SHOSTS_EQUIV} 0644 &&
+  printf '%s' "$hostfile" | put {HOSTFILE} 0644
+"""
+
+
+def sshd_config(ssh: HostSsh) -> str:
+    """sshd takes each keyword's first value, and Debian and Ubuntu include sshd_config.d
+    first. With `UseDNS no` sshd matches a client by its IP in shosts.equiv and in the known
+    hosts (OpenSSH 9.2p1 auth.c auth_get_canonical_hostname, auth2-hostbased.c), so neither a
+    forged reverse name nor the name the client sends counts."""
+    return (
+        f"# ai-infra: host-based SSH among the VMs of GPU cluster {ssh.group}; OS Login still\n"
+        f"# decides who logs in. Trusted hosts: {SHOSTS_EQUIV} (ai-infra-hosts refreshes it).\n"
+        "HostbasedAuthentication yes\n"
+        "HostbasedUsesNameFromPacketOnly no\n"
+        "UseDNS no\n"
+    )
+
+
+def ssh_config(ssh: HostSsh) -> str:
+    """ssh-keysign reads the system file for host "" (OpenSSH 9.2p1 ssh-keysign.c), so
+    `EnableSSHKeysign` stays outside the `Host` block."""
+    return (
+        f"# ai-infra: sign host-based logins to the VMs of GPU cluster {ssh.group}.\n"
+        "EnableSSHKeysign yes\n"
+        f"Host {ssh.group}-*\n"
+        "  HostbasedAuthentication yes\n"
+    )
+
+
+def hosts_units(ssh: HostSsh) -> tuple[str, str]:
+    """The refresh as a oneshot service and the timer that runs it."""
+    service = _unit(
+        {
+            "Unit": {
+                "Description": f"Hosts of the GPU cluster {ssh.group} (ai-infra)",
+                "Wants": "network-online.target",
+                "After": "network-online.target",
+            },
+            "Service": {
+                "Type": "oneshot",
+                "Environment": f"PATH={SERVICE_PATH}",
+                "ExecStart": HOSTS_SCRIPT,
+            },
+        }
+    )
+    timer = _unit(
+        {
+            "Unit": {"Description": f"Refresh the hosts of the GPU cluster {ssh.group}"},
+            "Timer": {
+                "OnActiveSec": f"{ssh.refresh_seconds}s",
+                "OnUnitActiveSec": f"{ssh.refresh_seconds}s",
+            },
+            "Install": {"WantedBy": "timers.target"},
+        }
+    )
+    return service, timer
+
+
 RAY_PROFILE_TEXT = """\
 # ai-infra: ray.init() and `ray` commands join this VM's Ray cluster, whichever VM leads it
 # (`auto` reads /tmp/ray/ray_current_cluster, which every node's `ray start` writes).
@@ -462,6 +615,23 @@ def _block(step: Step) -> Block:
                     "else",
                     "  fail 'install'",
                     "fi",
+                ),
+            )
+        case HostSsh():
+            service, timer = hosts_units(step)
+            return Block(
+                "ssh among VMs",
+                (
+                    *heredoc(f"write_file {SSHD_DROP_IN} 0644", sshd_config(step)),
+                    "if ((WROTE)); then",
+                    "  systemctl try-reload-or-restart ssh.service || fail sshd",
+                    "fi",
+                    *heredoc(f"write_file {SSH_DROP_IN} 0644", ssh_config(step)),
+                    *heredoc(f"write_file {HOSTS_SCRIPT} 0755", hosts_script(step)),
+                    *heredoc(f"write_file /etc/systemd/system/{HOSTS_UNIT} 0644", service),
+                    *heredoc(f"write_file /etc/systemd/system/{HOSTS_TIMER} 0644", timer),
+                    f'"$ROOT{HOSTS_SCRIPT}" || fail "the host list"',
+                    f"start_unit {HOSTS_TIMER} || fail 'the refresh timer'",
                 ),
             )
         case Command(command):

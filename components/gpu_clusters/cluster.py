@@ -52,6 +52,16 @@ RAY_DISCOVERY_PERMISSIONS = (
 roles/compute.viewer's `compute.instances.get`, which shows every VM's startup script."""
 
 
+HOSTS_PERMISSIONS = (
+    *RAY_DISCOVERY_PERMISSIONS,
+    "compute.instances.getGuestAttributes",
+)
+"""What each VM's host list reads with SSH among the VMs: the group's members, as Ray does,
+and each member's host keys (`gcloud compute instances get-guest-attributes
+--query-path=hostkeys/`, as gcloud's ssh_utils.py GetHostKeysFromGuestAttributes reads them,
+gcloud 528.0.0); held by a condition to the cluster's own VMs and group."""
+
+
 def network_tag(base: str) -> str:
     """The tag the firewall rules name a GPU cluster's VMs by: on the stack's network, its
     VMs (and Ray's ports, which run unauthenticated) reach each other and nothing else does."""
@@ -104,7 +114,7 @@ class GpuCluster(Component):
         for warning in warnings(config):
             pulumi.log.warn(f"gpuClusters {config.name}: {warning}", self)
 
-        identity = self._identity(name, args, base)
+        identity = self._identity(name, args, base, zone)
         self._logins(name, args, base, zone, identity)
         nics, network_names = self._networks(name, args, base, zone)
         host_cidr = (
@@ -400,9 +410,9 @@ class GpuCluster(Component):
             depends_on=[identity.account],
         )
 
-    def _identity(self, name: str, args: GpuClusterArgs, base: str) -> Identity:
-        """The VMs' own account: logs, metrics, the buckets it mounts, and (for Ray) listing
-        the group's own members."""
+    def _identity(self, name: str, args: GpuClusterArgs, base: str, zone: str) -> Identity:
+        """The VMs' own account: logs, metrics, the buckets it mounts, (for Ray) listing the
+        group's own members, and (for SSH among the VMs) their host keys."""
         ctx = args.context
         config = args.config
         identity = service_account(
@@ -426,6 +436,26 @@ class GpuCluster(Component):
                 permissions=RAY_DISCOVERY_PERMISSIONS,
                 member=identity.member,
                 depends_on=[identity.account],
+            )
+            identity.grants.append(grant)
+        if config.ssh_among_vms:
+            where = f"projects/{ctx.project}/zones/{zone}"
+            _, grant = custom_role_grant(
+                self,
+                f"{name}-hosts",
+                name,
+                project=ctx.project,
+                role_id=f"{base.replace('-', '_')}_hosts",
+                title=f"Host list of GPU cluster {base}",
+                description="List a GPU cluster's members and read their published host keys",
+                permissions=HOSTS_PERMISSIONS,
+                member=identity.member,
+                depends_on=[identity.account],
+                condition=instance_condition(
+                    f"{where}/instances/{base}-",
+                    f"GPU cluster {base} and its group",
+                    group=f"{where}/instanceGroupManagers/{base}",
+                ),
             )
             identity.grants.append(grant)
         # One grant per bucket, with the widest access any of its mounts needs.

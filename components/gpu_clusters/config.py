@@ -237,6 +237,11 @@ class GpuClusterConfig(ConfigModel):
     the VM's and the step's name. 0 skips the wait (where an organization policy disables
     guest attributes). Flex-start groups are not waited for: their VMs come when capacity
     does."""
+    ssh_among_vms: bool = False
+    """Passwordless SSH from any of the cluster's VMs to the others (torchrun, `mpirun`), off
+    by default as in Cluster Toolkit. Host-based authentication among the group's running
+    members only, as each user's own OS Login identity: no shared key. Each VM keeps the
+    members' host keys and the MPI hostfile `/etc/ai-infra/hostfile` fresh every minute."""
     logins: list[Login] = Field(default_factory=list)
     """Who may log in to this cluster's VMs and nothing else: each member gets OS Login
     (`roles/compute.osAdminLogin` with `sudo: true`, else `roles/compute.osLogin`) on the

@@ -37,10 +37,10 @@ def steps(
     endpoints: Mapping[str, Endpoint],
 ) -> list[boot.Step]:
     """Ops Agent first (it runs alongside the rest), then the data disk, local SSD scratch
-    (before the buckets whose file cache it holds) and mounts, the NCCL stack, Ray, and the
-    user's command last, so that it finds its data and its cluster. `gcs_names` maps
-    `ai-infra:buckets` names to GCS names; other buckets are named in full. `endpoints` gives
-    where each volume of the `storage` list is served."""
+    (before the buckets whose file cache it holds) and mounts, the NCCL stack, Ray, SSH among
+    the VMs, and the user's command last, so that it finds its data and its cluster.
+    `gcs_names` maps `ai-infra:buckets` names to GCS names; other buckets are named in full.
+    `endpoints` gives where each volume of the `storage` list is served."""
     found: list[boot.Step] = []
     if config.ops_agent:
         found.append(boot.OpsAgent())
@@ -65,6 +65,8 @@ def steps(
             found.append(boot.GpuDirect(gpudirect.STACKS[layout.transport]))
     if config.orchestrator == "ray":
         found.append(boot.Ray(group, zone, config.gpu_count))
+    if config.ssh_among_vms:
+        found.append(boot.HostSsh(group, zone, config.gpu_count))
     if config.startup_command:
         found.append(boot.Command(config.startup_command))
     return found
