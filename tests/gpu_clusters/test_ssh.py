@@ -239,14 +239,15 @@ def test_the_vms_read_their_own_groups_members_and_host_keys_only():
 
 
 def test_it_runs_before_the_users_command():
+    cluster = {"name": "demo", "sshAmongVms": True, "orchestrator": "ray", "startupCommand": "x"}
     steps = metadata.steps(
-        GpuClusterConfig.model_validate(
-            {"name": "demo", "sshAmongVms": True, "orchestrator": "ray", "startupCommand": "x"}
-        ),
+        GpuClusterConfig.model_validate(cluster),
         group="ai-test-demo",
         zone="us-east5-a",
         gcs_names={},
         filestore_ips=[],
+        storage=parse(with_config(gpuClusters=[cluster]), "test").resolved_storage,
+        endpoints={},
     )
     assert [type(s).__name__ for s in steps][-3:] == ["Ray", "HostSsh", "Command"]
 
