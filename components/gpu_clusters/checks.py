@@ -68,8 +68,8 @@ def problems(
     slurm_bucket: str | None = None,
 ) -> list[Problem]:
     """Checks of `ai-infra:gpuClusters`, each at `[i].<field>`. `buckets` maps the stack's
-    `ai-infra:buckets` names to GCS names; `storage` is `ai-infra:storage`, which `storage`
-    lists name; `slurm_bucket` is the Slurm cluster's, if any."""
+    `ai-infra:buckets` names to GCS names; `storage` is `ai-infra:storage`, whose volumes
+    each cluster's `storage` list names; `slurm_bucket` is the Slurm cluster's, if any."""
     found = duplicate_names([c.name for c in clusters], "gpuClusters")
     for i, config in enumerate(clusters):
         found += [p.under(i) for p in _entry_problems(config, ctx, buckets, storage, slurm_bucket)]
