@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from components.base import Problem
 from components.gpu_clusters import boot, gpudirect
 from components.gpu_clusters.config import GpuClusterConfig
+from components.identity import OS_LOGIN_METADATA
 from components.startup import GUEST_ATTRIBUTES_METADATA
 from components.storage import Endpoint, Storage, gcsfuse_flags
 from components.storage.boot import GCSFUSE_CACHE, LocalScratch, VolumeMount
@@ -124,8 +125,7 @@ def program_metadata(config: GpuClusterConfig) -> dict[str, str]:
     the startup script's readiness signal."""
     metadata = {
         **config.metadata,
-        "enable-oslogin": "TRUE",
-        "block-project-ssh-keys": "TRUE",
+        **OS_LOGIN_METADATA,
         **GUEST_ATTRIBUTES_METADATA,
     }
     if config.dlvm:

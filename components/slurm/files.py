@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from components.identity import OS_LOGIN_METADATA
 from components.slurm.config import (
     CpuNodesetConfig,
     LoginGroupConfig,
@@ -138,12 +139,6 @@ def storage_document(
         }
         for s in storage
     ] + [dict(m) for m in mounts]
-
-
-OS_LOGIN_METADATA = {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
-"""SSH through OS Login only, on every VM of the cluster: the controller, login and CPU nodes
-in their metadata, TPU VMs through their nodeset's (`nodeset_document`, which tpu.py's
-create_node reads with scripts.TPU_NODE_METADATA)."""
 
 
 def nodeset_document(

@@ -15,7 +15,7 @@ import pulumi_gcp as gcp
 
 from components.base import Component
 from components.context import StackContext
-from components.identity import Identity
+from components.identity import OS_LOGIN_METADATA, Identity
 from components.network import NetworkHandle, system_tag
 from components.slurm import boot
 from components.slurm.config import (
@@ -23,7 +23,7 @@ from components.slurm.config import (
     SlurmConfig,
     needs_unsigned_modules,
 )
-from components.slurm.files import OS_LOGIN_METADATA, UNIVERSE_DOMAIN, state_disk_name
+from components.slurm.files import UNIVERSE_DOMAIN, state_disk_name
 
 CONTROLLER_ID_KEY = "ai_infra_controller_id"
 """Login VMs carry the controller's identity, and are replaced when it changes: a new

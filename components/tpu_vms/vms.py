@@ -12,7 +12,7 @@ from pydantic import InstanceOf
 from components.base import Component, WiringModel
 from components.buckets import BucketsHandle, grant_access, grant_named_access
 from components.context import StackContext
-from components.identity import service_account
+from components.identity import OS_LOGIN_METADATA, service_account
 from components.logins import LoginGrants, grant_logins, viewer_role_id
 from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, system_tag
 from components.startup import GUEST_ATTRIBUTES_METADATA
@@ -28,12 +28,6 @@ NODE_ROLES: tuple[str, ...] = ("roles/logging.logWriter", "roles/monitoring.metr
 come only from an entry's `buckets` and `roles`."""
 STARTUP_SCRIPT_KEY = "startup-script"
 """The metadata key TPU VMs run at boot, as Compute Engine VMs do."""
-OS_LOGIN_METADATA = {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
-"""SSH through OS Login only, as on GPU clusters: gcloud's `tpu-vm ssh` reads the node's
-`enable-oslogin` and then imports the user's key to their OS Login profile instead of writing
-it into the node's `ssh-keys` (googlecloudsdk command_lib/compute/tpus/tpu_vm/ssh.py), and with
-OS Login on, Compute Engine accepts no keys from metadata (compute/docs/instances/
-managing-instance-access)."""
 RESERVED_METADATA = frozenset(
     {
         *OS_LOGIN_METADATA,
