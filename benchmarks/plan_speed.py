@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from plan.engine import REPO_ROOT
+from graph.engine import REPO_ROOT
 
 SDK_IMPORTS = """
 import pulumi, pydantic, yaml
@@ -121,7 +121,7 @@ def _seconds(fn: Callable[[], int], repeat: int) -> tuple[float, int]:
 
 
 def _program(config: dict[str, Any]) -> Callable[[], int]:
-    from plan.engine import run_program
+    from graph.engine import run_program
 
     return lambda: len(run_program(config, stack="bench"))
 
@@ -129,7 +129,7 @@ def _program(config: dict[str, Any]) -> Callable[[], int]:
 def _trivial(count: int) -> Callable[[], int]:
     import pulumi_gcp as gcp
 
-    from plan.engine import run_program
+    from graph.engine import run_program
 
     def program() -> None:
         for i in range(count):

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from plan.engine import REPO_ROOT
+from graph.engine import REPO_ROOT
 
 TARGET_SECONDS = 1.0
 

@@ -1,5 +1,5 @@
 """A recorded plan graph as values: each registration with its inputs and options, and the
-graph of one program run. The mock engine (`plan/engine.py`) records it, `plan/record_graph.py`
+graph of one program run. The mock engine (`graph/engine.py`) records it, `graph/record_graph.py`
 records it with another commit's code, and `graph.capacity` reads what it provides.
 
 Also the two ways a recorded value is read back: with Pulumi's secret wrappers removed
@@ -122,7 +122,7 @@ class Graph:
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> Graph:
-        """A graph `plan/record_graph.py` recorded, perhaps with another commit's code: fields
+        """A graph `graph/record_graph.py` recorded, perhaps with another commit's code: fields
         that code did not record keep their defaults."""
         names = {f.name for f in fields(Registration)}
         resources = []

@@ -3,7 +3,7 @@ selected by any policy of a direction is isolated in it, and a connection is all
 rule of a selecting policy matches both the peer and the port. Peers are pods (namespace,
 namespace labels, pod labels) or addresses outside the cluster, which an `ipBlock` matches
 (pod addresses are left to pod selectors, as the API leaves ipBlock to external addresses).
-The tests of teams and the reachability model (`plan/reachability.py`) read it."""
+The tests of teams and the reachability model (`graph/reachability.py`) read it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from graph import types
 
 
 class Recorded(Protocol):
-    """A registered resource as the model reads it: a `plan.engine.Registration`, or the
+    """A registered resource as the model reads it: a `graph.engine.Registration`, or the
     policy pack's view of a resource under `pulumi preview`."""
 
     @property
@@ -28,7 +28,7 @@ class Recorded(Protocol):
 
 
 class Graph(Protocol):
-    """What the model reads of a recorded graph (`plan.engine.Graph` is one)."""
+    """What the model reads of a recorded graph (`graph.engine.Graph` is one)."""
 
     def of_type(self, type_: str) -> Sequence[Recorded]: ...
 

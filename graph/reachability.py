@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph import types
-from plan.netpol import Graph, Pod, network, rule_ports
+from graph.netpol import Graph, Pod, network, rule_ports
 
 IAP_RANGE = "35.235.240.0/20"
 """Identity-Aware Proxy's TCP forwarding range (components/network.py states it too; this

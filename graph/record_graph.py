@@ -1,11 +1,13 @@
 """Record one stack's graph with the code of another checkout, for `python -m plan --base <ref>`.
 
 Run as a script, with the checkout's own interpreter or environment:
-`python record_graph.py --root <checkout> --stack <name> --config <json> --out <json>`.
-It imports the program and `plan.engine` from `--root` and nothing from the checkout it comes
-from, so it works with the code of any commit whose `plan.engine.record_program` takes a config
-map, a stack name and a program. URNs are made as Pulumi state holds them whatever that code's
-mock engine does, and the stack outputs are recorded too.
+`python -P record_graph.py --root <checkout> --stack <name> --config <json> --out <json>`
+(`-P`: this folder's types.py must not hide the standard library's).
+It imports the program and its mock engine (`graph.engine`, or `plan.engine` before the engine
+moved) from `--root` and nothing from the checkout it comes from, so it works with the code of
+any commit whose `record_program` takes a config map, a stack name and a program. URNs are
+made as Pulumi state holds them whatever that code's mock engine does, and the stack outputs
+are recorded too.
 """
 
 from __future__ import annotations
@@ -49,7 +51,10 @@ def record(root: Path, stack: str, config: dict[str, str]) -> dict[str, Any]:
     from pulumi.runtime import mocks, rpc, settings
     from pulumi.runtime.stack import massage
 
-    import plan.engine as engine  # the checkout's own
+    try:  # the checkout's own
+        import graph.engine as engine
+    except ImportError:  # a commit from before the engine moved to graph/
+        import plan.engine as engine  # type: ignore[no-redef]
 
     mocks.MockMonitor.make_urn = _state_urn  # type: ignore[method-assign]
     outputs: dict[str, Any] = {}

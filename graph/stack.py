@@ -13,8 +13,8 @@ from typing import Any
 
 from graph import types
 from graph.capacity import Inventory, Machines, read
+from graph.engine import list_stacks, run_program, stack_file
 from graph.model import Graph
-from plan.engine import list_stacks, run_program, stack_file
 from stacks.config import StackConfig
 from stacks.loading import parse, read_stack_text
 from stacks.messages import ConfigError

@@ -3,7 +3,7 @@ the stack file of that ref, so that a chart, pin or default bump previews like a
 
 The ref's tree is exported to a temporary directory (`git archive`: the files a worktree of the
 ref would hold, leaving no worktree, lock or branch behind in the repository) and its program
-runs there under the mock engine, through `plan/record_graph.py`, in a process of its own:
+runs there under the mock engine, through `graph/record_graph.py`, in a process of its own:
 with this checkout's environment when the ref's uv.lock is the same, else with the ref's own
 (`uv run --project`). A stack file missing at the ref is a new stack: everything is created.
 A stack file path as `--base` is built with this checkout's code. When the stack file's
@@ -23,12 +23,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan.engine import REPO_ROOT, Graph, run_program
+from graph.engine import REPO_ROOT, Graph, run_program
 from stacks.config import StackConfig
 from stacks.loading import parse, read_stack_text
 from stacks.messages import ConfigError
 
-RECORDER = Path(__file__).with_name("record_graph.py")
+RECORDER = REPO_ROOT / "graph" / "record_graph.py"
+RECORD = ("-P", str(RECORDER))
+"""The recorder as a script, without its folder on sys.path (`-P`), where graph/types.py would
+hide the standard library's `types`."""
 TIMEOUT_SECONDS = 900
 """A base with its own environment installs it first (from uv's cache, usually seconds)."""
 
@@ -138,7 +141,7 @@ def command(project: Path, same_lock: bool) -> list[str]:
     """How the recorder runs: this environment's interpreter when the ref locks the same
     packages, else the ref's own environment, which uv builds from its uv.lock."""
     if same_lock:
-        return [sys.executable, str(RECORDER)]
+        return [sys.executable, *RECORD]
     uv = shutil.which("uv")
     if uv is None:
         raise BaseError(
@@ -154,7 +157,7 @@ def command(project: Path, same_lock: bool) -> list[str]:
         "--project",
         str(project),
         "python",
-        str(RECORDER),
+        *RECORD,
     ]
 
 
@@ -183,10 +186,12 @@ def start(ref: str, stack_path: Path, stack: str) -> Pending:
         config = read_stack_text(text).config
     except ConfigError as error:
         raise BaseError(f"the stack file at {origin} is invalid:\n{error}") from error
-    has_program = all(
-        _git(repo, "cat-file", "-e", f"{commit}:{prefix}{name}").returncode == 0
-        for name in ("__main__.py", "plan/engine.py")
-    )
+
+    def holds(name: str) -> bool:
+        return _git(repo, "cat-file", "-e", f"{commit}:{prefix}{name}").returncode == 0
+
+    # The mock engine is graph/engine.py, or plan/engine.py in commits before it moved.
+    has_program = holds("__main__.py") and (holds("graph/engine.py") or holds("plan/engine.py"))
     if not has_program:
         origin += " (no program there: built with this checkout's code)"
         return Pending(

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from components.network import DEFAULT_MTU
-from graph import types
+from graph import reachability, types
+from graph.engine import Graph, list_stacks, run_program, stack_file
 from plan import base as bases
-from plan import markdown, reachability, summary
+from plan import markdown, summary
 from plan.diff import GraphDiff, diff
-from plan.engine import Graph, list_stacks, run_program, stack_file
 from plan.render import SCHEMA_VERSION, diff_json, plan_json, render, render_diff
 from stacks import environment
 from stacks.config import StackConfig

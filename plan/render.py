@@ -10,9 +10,9 @@ import json
 from collections import Counter
 from typing import Any
 
-from graph import types
+from graph import reachability, types
 from graph.model import Graph, Registration, unwrap
-from plan import reachability, summary
+from plan import summary
 from plan.details import details
 from plan.diff import (
     SHOWN_SECRETS,

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph import capacity, types
+from graph.engine import INVENTED, INVENTED_PREFIXES
 from graph.model import SECRET_SIG, Graph, unwrap
 from plan.diff import render_path
-from plan.engine import INVENTED, INVENTED_PREFIXES
 
 UNKNOWN_OUTPUT = "(known after pulumi up)"
 SECRET_OUTPUT = "[secret]"

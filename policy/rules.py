@@ -11,9 +11,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph import types
-from plan import reachability
-from plan.netpol import network
+from graph import reachability, types
+from graph.netpol import network
 
 BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
 AUTHORITATIVE_IAM = ("iAMBinding:", "iAMPolicy:")
@@ -48,7 +47,7 @@ class Violation:
 
 
 class Resources:
-    """The resources as `plan.reachability` reads a graph."""
+    """The resources as `graph.reachability` reads a graph."""
 
     def __init__(self, resources: Iterable[Resource]) -> None:
         self.resources = list(resources)

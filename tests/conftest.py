@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from plan.engine import Graph, run_program
+from graph.engine import Graph, run_program
 
 BASE_CONFIG: dict[str, Any] = {
     "gcp:project": "test-project",

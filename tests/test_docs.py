@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from components.base import ConfigModel
-from plan.engine import REPO_ROOT, Graph
+from graph.engine import REPO_ROOT, Graph
 from stacks import reference
 from stacks.config import StackConfig
 from stacks.messages import config_model_in

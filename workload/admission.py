@@ -20,8 +20,8 @@ from typing import Any
 
 from kubernetes.utils.quantity import parse_quantity
 
+from graph.stack import Stack
 from workload.render import QUEUE_LABEL
-from workload.stack import Stack
 
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 

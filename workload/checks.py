@@ -14,13 +14,12 @@ from kubernetes.utils.quantity import parse_quantity
 
 from components.gke.admission import Refusal, refusals
 from components.gke.quota import GIB
-from graph import types
-from workload import rbac
+from graph import rbac, types
+from graph.stack import Stack
 from workload.admission import admit
 from workload.render import replicas_and_pods
 from workload.request import Request
 from workload.schemas import validate
-from workload.stack import Stack
 from workload.target import FlagError, Target
 
 JOBSETS = ("jobset.x-k8s.io", "jobsets")

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from components.gke.kueue import DEFAULT_LOCAL_QUEUE, PROVISIONED_QUEUE_SUFFIX
+from graph.stack import Stack, StackError, load
 from workload import checks
 from workload.cluster import Cluster, ClusterError
 from workload.mounts import bucket_problems, team_mounts
@@ -32,7 +33,6 @@ from workload.request import (
     parse_env,
     parse_ttl,
 )
-from workload.stack import Stack, StackError, load
 from workload.target import FlagError, Target, resolve, team_of
 
 EXIT_REFUSED = 1

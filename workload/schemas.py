@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from plan.engine import REPO_ROOT
+from graph.engine import REPO_ROOT
 
 CRDS = REPO_ROOT / "workload" / "crds"
 

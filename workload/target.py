@@ -18,7 +18,7 @@ from components.gpu_catalog import GPU_RESOURCE, Transport
 from components.tpu_catalog import TPU_RESOURCE, TpuShape
 from graph import types
 from graph.capacity import Machines
-from workload.stack import Stack
+from graph.stack import Stack
 
 SLICE_LABEL = "ai-infra/slice"
 """The node label every pool of a `tpuSlices` entry carries (tpu_slices.py)."""

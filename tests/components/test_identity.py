@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from components.identity import grant_name, role_key
-from plan.engine import Graph
+from graph.engine import Graph
 from tests.conftest import build_graph
 from tests.slurm.test_config import stack
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from components.gke.kueue import BATCH_USER_ROLE, CHARTS, JOBSET_CONTROLLER
-from plan.engine import Graph
+from graph.engine import Graph
+from graph.rbac import allowed, cluster_role_rules
 from tests.conftest import build_graph, with_config
 from tests.gke.test_teams import TEAMS
 from workload.chart_facts import CLUSTER_ROLES, CONTROL_PLANE_CALLS
-from workload.rbac import allowed, cluster_role_rules
 
 VISION = {"vision@example.com"}
 SPEECH = {"speech-only@example.com"}

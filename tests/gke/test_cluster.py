@@ -7,7 +7,7 @@ import asyncio
 import yaml
 
 from components.gke.cluster import NODE_SA_ROLES
-from plan.engine import run_program
+from graph.engine import run_program
 from tests.conftest import with_config
 
 

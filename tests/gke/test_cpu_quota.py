@@ -8,7 +8,7 @@ import math
 
 from components.gke.quota import GIB, MIB, allocatable, gpu_node, tpu_node
 from components.tpu_catalog import resolve
-from plan.engine import load_stack_config
+from graph.engine import load_stack_config
 from stacks import environment
 from stacks.loading import parse
 from tests.conftest import build_graph, with_config

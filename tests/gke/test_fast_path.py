@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from components.network import JUMBO_MTU
+from graph.engine import Graph, list_stacks, load_stack_config, record_program
 from plan.cli import main as plan_main
 from plan.cli import mtu_changes
 from plan.diff import Op, diff
-from plan.engine import Graph, list_stacks, load_stack_config, record_program
 from stacks import environment
 from stacks.config import StackConfig
 from stacks.environment import diff_notices

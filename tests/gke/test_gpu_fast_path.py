@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from components.gke.gpu_direct import INSTALLERS_COMMIT
+from graph.engine import Graph
 from plan.diff import Op, diff
-from plan.engine import Graph
 from stacks import environment
 from stacks.loading import parse
 from stacks.messages import ConfigError

@@ -9,7 +9,7 @@ import yaml
 
 from components.gke.kueue import CHARTS, MANAGED_NAMESPACE_LABEL
 from components.gke.quota import tpu_flavor_name
-from plan.engine import Graph, list_stacks, load_stack_config
+from graph.engine import Graph, list_stacks, load_stack_config
 from stacks.loading import parse
 from tests.conftest import build_graph, with_config
 from workload.schemas import validate

@@ -11,7 +11,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from plan.engine import Graph, Registration, list_stacks, load_stack_config
+from graph.engine import Graph, Registration, list_stacks, load_stack_config
 from plan.replacements import unwrap
 from stacks.loading import parse
 from tests.conftest import build_graph

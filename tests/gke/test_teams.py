@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import yaml
 
-from plan.engine import run_program
-from plan.netpol import Pod, connects, egress_allowed
+from graph.engine import run_program
+from graph.netpol import Pod, connects, egress_allowed
 from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config, with_mega_pool

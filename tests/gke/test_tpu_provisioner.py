@@ -18,8 +18,8 @@ from components.gke.config import TpuProvisionerConfig
 from components.gke.quota import tpu_node
 from components.tpu_catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, resolve
 from components.types import is_digest_pinned
+from graph.engine import REPO_ROOT, Graph, record_program
 from plan.cli import main as plan_main
-from plan.engine import REPO_ROOT, Graph, record_program
 from stacks import environment
 from stacks.loading import parse
 from stacks.messages import ConfigError

@@ -13,10 +13,10 @@ from components import gpu_catalog
 from components.gpu_catalog import TOPOLOGY_DISTANCES
 from components.gpu_clusters.checks import warnings
 from components.gpu_clusters.config import DEFAULT_IMAGE_FAMILY, RESERVED_METADATA
+from graph.engine import record_program
 from plan.details import details
 from plan.diff import Op
 from plan.diff import diff as graph_diff
-from plan.engine import record_program
 from stacks import environment, loading
 from stacks.loading import parse
 from stacks.messages import ConfigError

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from graph.engine import record_program
 from plan.details import details
-from plan.engine import record_program
 from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config

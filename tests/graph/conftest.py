@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from graph.engine import engine_config, list_stacks, load_stack_config
 from graph.model import Graph
-from plan.engine import engine_config, list_stacks, load_stack_config
 from stacks.config import StackConfig
 from stacks.loading import parse
 from tests.conftest import build_graph

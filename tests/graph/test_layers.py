@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plan.engine import REPO_ROOT
+from graph.engine import REPO_ROOT
 
 
 def _imports(package: str, *, skip: tuple[str, ...] = ()) -> dict[str, set[str]]:
@@ -32,7 +32,8 @@ def _imports(package: str, *, skip: tuple[str, ...] = ()) -> dict[str, set[str]]
 @pytest.mark.parametrize(
     ("package", "forbidden", "skip"),
     [
-        ("graph", {"plan", "prices", "preflight"}, ()),
+        # record_graph.py runs another checkout's engine, at plan/engine.py in older commits.
+        ("graph", {"plan", "prices", "preflight"}, ("record_graph.py",)),
         ("prices", {"plan", "preflight"}, ()),
         ("plan", {"prices", "preflight"}, ("__main__.py",)),
     ],

@@ -1,5 +1,5 @@
 """Who reaches what, for every shipped stack and docs example, computed from what the program
-registers (plan/reachability.py): the intended matrix holds, and an edit that opens a port
+registers (graph/reachability.py): the intended matrix holds, and an edit that opens a port
 says so in the diff."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from functools import cache
 import pytest
 import yaml
 
-from plan import reachability
+from graph import reachability
+from graph.engine import Graph, list_stacks, load_stack_config
+from graph.reachability import Ports, matrix
 from plan.cli import main
-from plan.engine import Graph, list_stacks, load_stack_config
-from plan.reachability import Ports, matrix
 from tests.conftest import build_graph, with_config
 from tests.test_docs import examples
 

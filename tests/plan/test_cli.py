@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from graph.engine import REPO_ROOT
 from plan import summary
 from plan.cli import main
-from plan.engine import REPO_ROOT
 from tests.conftest import build_graph
 from tests.test_docs import examples
 

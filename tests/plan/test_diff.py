@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from components.gke.kueue import CHARTS
+from graph.engine import REPO_ROOT, load_stack_config, record_program
 from plan import base as bases
 from plan.cli import Report, main, report, run
 from plan.diff import SHOWN_SECRETS, Op, diff
-from plan.engine import REPO_ROOT, load_stack_config, record_program
 from plan.render import render_diff
 from plan.replacements import Effect
 from prices import PLAN_COSTING

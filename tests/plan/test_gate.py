@@ -13,9 +13,9 @@ from typing import Any
 import jsonschema
 import pytest
 
+from graph.engine import REPO_ROOT, list_stacks
 from plan.cli import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_REFUSED, main, report
 from plan.diff import Op, diff
-from plan.engine import REPO_ROOT, list_stacks
 from prices import PLAN_COSTING
 from tests.conftest import BASE_CONFIG, build_graph
 from tests.plan.test_diff import write

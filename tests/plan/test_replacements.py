@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from plan.engine import REPO_ROOT, list_stacks, load_stack_config
+from graph.engine import REPO_ROOT, list_stacks, load_stack_config
 from plan.replacements import (
     ABSENT,
     FORCENEW_TABLE,

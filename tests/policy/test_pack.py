@@ -20,7 +20,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
-from plan.engine import Graph, list_stacks, load_stack_config
+from graph.engine import Graph, list_stacks, load_stack_config
 from policy.pack import POLICIES
 from policy.rules import RULES
 from tests.conftest import build_graph

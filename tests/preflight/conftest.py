@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from google.cloud import compute_v1, container_v1, orgpolicy_v2, service_usage_v1
 
-from plan.engine import Graph
+from graph.engine import Graph
 from preflight.live import Live, retry_policy
 from preflight.needs import Needs, derive
 from stacks.config import StackConfig

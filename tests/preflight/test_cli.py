@@ -14,7 +14,7 @@ import pytest
 import yaml
 from google.api_core import exceptions
 
-from plan.engine import REPO_ROOT
+from graph.engine import REPO_ROOT
 from preflight import CHECKS
 from preflight.cli import main
 from preflight.live import Clients

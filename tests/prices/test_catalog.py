@@ -12,7 +12,7 @@ from components import gpu_catalog, tpu_catalog
 from components.gke.config import CpuPoolConfig
 from components.gpu_clusters.config import GpuClusterConfig
 from components.slurm.config import ControllerConfig, CpuNodesetConfig, LoginGroupConfig
-from plan.engine import list_stacks, load_stack_config
+from graph.engine import list_stacks, load_stack_config
 from prices import machines, quotes
 from prices.catalog import (
     ANY,

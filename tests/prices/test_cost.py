@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from plan.engine import list_stacks, load_stack_config
+from graph.engine import list_stacks, load_stack_config
 from prices.catalog import HOURS_PER_MONTH, Kind, load
 from prices.cost import COHORT, OUTSIDE, CostReport, total
 from tests.prices.conftest import Cost, cost_of, line

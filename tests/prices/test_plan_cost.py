@@ -9,8 +9,8 @@ import re
 import pytest
 import yaml
 
+from graph.engine import REPO_ROOT
 from plan.cli import main
-from plan.engine import REPO_ROOT
 from prices import PLAN_COSTING
 from prices.catalog import HOURS_PER_MONTH, load
 from prices.quotes import money

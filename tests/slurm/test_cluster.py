@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from plan.engine import Graph, Registration
+from graph.engine import Graph, Registration
 from tests.conftest import build_graph
 from tests.slurm.test_config import stack
 
@@ -541,7 +541,7 @@ def test_the_stack_outputs_say_where_to_log_in_and_what_runs():
 
     import pulumi
 
-    from plan.engine import run_program
+    from graph.engine import run_program
     from stacks import environment, loading
 
     exported: dict[str, Any] = {}
@@ -600,7 +600,7 @@ def graph_urn(graph: Graph, name: str) -> str:
 
 
 def test_the_environment_records_where_the_slurm_cluster_comes_from():
-    from plan.engine import run_program
+    from graph.engine import run_program
     from stacks import environment
     from stacks.loading import parse
 

@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 
 from components.slurm.cluster import CPU_PERMISSIONS, TPU_PERMISSIONS
+from graph.engine import Graph
 from plan.diff import Op, diff
-from plan.engine import Graph
 from tests.conftest import build_graph
 from tests.slurm.test_cluster import CTL, PROJECT, content, objects
 from tests.slurm.test_config import stack

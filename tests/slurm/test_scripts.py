@@ -190,7 +190,7 @@ def test_the_providers_deserialize_where_pulumi_runs_them(tmp_path):
     from pulumi.dynamic.dynamic import serialize_provider
 
     from components.slurm.cleanup import ComputeCleanupProvider, TpuCleanupProvider
-    from plan.engine import REPO_ROOT
+    from graph.engine import REPO_ROOT
 
     (tmp_path / "scripts").write_text(serialize_provider(ScriptsProvider()))
     (tmp_path / "cleanup").write_text(serialize_provider(TpuCleanupProvider()))

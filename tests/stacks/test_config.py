@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from plan.engine import record_program
+from graph.engine import record_program
 from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.conftest import with_config

@@ -9,8 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from graph.engine import Graph
 from plan.diff import ABSENT, GraphDiff, Op, ResourceChange, diff
-from plan.engine import Graph
 from tests.conftest import build_graph, with_config
 
 CONFIG: dict[str, Any] = dict(

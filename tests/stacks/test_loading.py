@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from plan.engine import record_program
+from graph.engine import record_program
 from stacks.loading import parse, read_stack_text
 from stacks.messages import ConfigError
 from tests.conftest import BASE_CONFIG

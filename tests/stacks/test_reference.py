@@ -16,7 +16,7 @@ import yaml
 from pydantic import BeforeValidator
 
 from components.base import ConfigModel
-from plan.engine import REPO_ROOT
+from graph.engine import REPO_ROOT
 from stacks import reference
 from stacks.config import StackConfig
 from stacks.loading import parse

@@ -13,7 +13,7 @@ import pytest
 from components.services import IMAGE_STREAMING_SERVICE, REQUIRED_SERVICES
 from components.storage import STORAGE_SERVICES
 from components.types import BASIC_ROLES
-from plan.engine import Graph, list_stacks, load_stack_config
+from graph.engine import Graph, list_stacks, load_stack_config
 from stacks.loading import parse
 from tests.conftest import build_graph
 

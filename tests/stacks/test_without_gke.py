@@ -11,7 +11,7 @@ from unittest import mock
 import pulumi
 import pytest
 
-from plan.engine import record_program, run_program
+from graph.engine import record_program, run_program
 from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
 from tests.slurm.test_config import CLUSTER, REGION

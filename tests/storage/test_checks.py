@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from plan.engine import record_program
+from graph.engine import record_program
 from stacks.environment import warnings
 from stacks.loading import parse
 from stacks.messages import ConfigError

@@ -12,8 +12,8 @@ import pytest
 
 from components.storage.catalog import GCSFUSE_FILE_CACHE, GCSFUSE_PROFILES
 from components.storage.mounts import team_mounts
+from graph.engine import Graph, Registration, peered_address
 from plan.diff import diff
-from plan.engine import Graph, Registration, peered_address
 from stacks.loading import parse
 from tests.conftest import build_graph
 from tests.storage.stack import VOLUMES, config, storage

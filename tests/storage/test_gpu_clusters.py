@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from components.storage.boot import GCSFUSE_CACHE, SCRATCH_PATH
-from plan.engine import Graph, record_program
+from graph.engine import Graph, record_program
 from stacks import environment
 from stacks.loading import parse
 from stacks.messages import ConfigError

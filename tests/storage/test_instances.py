@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from plan.engine import Graph, peered_address
-from plan.reachability import matrix
+from graph.engine import Graph, peered_address
+from graph.reachability import matrix
 from tests.conftest import build_graph, with_config
 from tests.storage.stack import RANGE, VOLUMES, config, storage
 

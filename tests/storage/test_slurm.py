@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from graph.engine import Graph, Registration, peered_address, record_program
 from plan.diff import diff
-from plan.engine import Graph, Registration, peered_address, record_program
 from stacks.messages import ConfigError
 from tests.conftest import build_graph
 from tests.storage.stack import config

@@ -12,7 +12,7 @@ import pytest
 from components.startup import DONE
 from components.storage.boot import VolumeMount
 from components.tpu_vms import boot
-from plan.engine import Graph, record_program
+from graph.engine import Graph, record_program
 from stacks import environment
 from stacks.loading import parse
 from stacks.messages import ConfigError

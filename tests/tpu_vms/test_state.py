@@ -10,7 +10,7 @@ import sys
 from pulumi.dynamic.dynamic import serialize_provider
 
 from components.tpu_vms.provider import QueuedResourceProvider
-from plan.engine import REPO_ROOT
+from graph.engine import REPO_ROOT
 
 OLD_STATE_PROVIDER = (
     "gASVtQAAAAAAAACMGmNvbXBvbmVudHMudHB1X3ZtX3Byb3ZpZGVylIwWUXVldWVkUmVzb3VyY2VQcm92aWRlcpST"

@@ -13,9 +13,9 @@ import yaml
 from components import tpu_catalog
 from components.tpu_vms.provider import REPLACE_KEYS
 from components.tpu_vms.vms import replace_paths
+from graph.engine import Graph, record_program
 from plan import cli as plan_main
 from plan.diff import Op, diff
-from plan.engine import Graph, record_program
 from stacks import environment, loading
 from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config

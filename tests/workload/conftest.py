@@ -8,9 +8,9 @@ from functools import cache
 
 import pytest
 
+from graph.stack import Stack, load
 from tests.workload.fake_api import FakeApi
 from workload import cli
-from workload.stack import Stack, load
 
 Run = Callable[..., tuple[int, str, str]]
 

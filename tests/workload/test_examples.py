@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from components.tpu_catalog import ACCELERATOR_LABEL, FAMILIES
-from plan.engine import REPO_ROOT, list_stacks, load_stack_config
+from graph.engine import REPO_ROOT, list_stacks, load_stack_config
 from stacks.loading import parse
 from tests.conftest import build_graph
 from tests.test_docs import examples
