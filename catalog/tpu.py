@@ -547,7 +547,7 @@ def node_network_problem(family: TpuFamily) -> str | None:
     return (
         f"additional node networks are for {supported} only: nothing Google or its tools "
         f"publish gives {family.prefix} TPU hosts a second NIC (evidence per family in "
-        "components/tpu_catalog.py); remove the list, or write [] to opt the slice out"
+        "catalog/tpu.py); remove the list, or write [] to opt the slice out"
     )
 
 

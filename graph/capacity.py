@@ -21,9 +21,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import ValidationError
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
+from catalog.gpu import fixed_gpus
 from components.gke.config import TpuProvisionerConfig
-from components.gpu_catalog import fixed_gpus
 from components.locations import region_of
 from graph import types
 from graph.model import Graph, Registration, plain
@@ -174,7 +174,7 @@ class Storage:
     config_key: str
     kind: str
     """`disk`, `filestore` or `lustre`: what prices it (prices/cost.py STORAGE_PRICES) and
-    which quota holds it (preflight/quota_names.py STORAGE_QUOTAS)."""
+    which quota holds it (catalog/quota_names.py STORAGE_QUOTAS)."""
     tier: str
     """The disk type, the Filestore tier or Lustre's throughput tier (MBps per TiB)."""
     region: str

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from catalog.charts import CLUSTER_ROLES, Rule
 from graph import types
 from graph.model import Graph
-from workload.chart_facts import CLUSTER_ROLES, Rule
 
 
 def _rendered_rules(rules: list[dict[str, Any]]) -> list[Rule]:

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from components.tpu_catalog import resolve
+from catalog.tpu import resolve
 from components.tpu_vms.provider import node_names
 from graph import types
 from graph.model import Registration, integral

@@ -10,7 +10,7 @@ import re
 
 from google.cloud import container_v1
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
 from components.gke.checks import version_at_least
 from preflight.live import CannotCheck, Live
 from preflight.needs import Cluster, Needs

@@ -15,11 +15,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
+from catalog.quota_names import STORAGE_QUOTAS
 from graph import capacity, types
 from graph.capacity import Machines, Slices, Storage
 from graph.model import Graph, Registration, unwrap
-from preflight.quota_names import STORAGE_QUOTAS
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field, replace
 
 from google.cloud import cloudquotas_v1, compute_v1
 
+from catalog import quota_names as names
+from catalog.quota_names import CloudQuota, Metric, QuotaName
 from components.locations import region_of
 from graph.capacity import Machines
-from preflight import quota_names as names
 from preflight.live import CannotCheck, Live
 from preflight.needs import Needs, tpu_slices
-from preflight.quota_names import CloudQuota, Metric, QuotaName
 from preflight.report import QUOTAS_PAGE, Finding, fail, ok, warn
 
 NAME = "quota"

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components import gpu_catalog, tpu_catalog
+from catalog import gpu as gpu_catalog
+from catalog import storage as storage_catalog
+from catalog import tpu as tpu_catalog
 from components.locations import region_of
-from components.storage import catalog as storage_catalog
 from prices import machines
 from prices.catalog import Kind
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from components import gpu_catalog
+from catalog import gpu as gpu_catalog
 
 
 @dataclass(frozen=True)

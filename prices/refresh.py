@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from google.api_core import retry as retries
 from google.cloud import billing_v1
 
-from components import gpu_catalog
+from catalog import gpu as gpu_catalog
 from prices import machines
 from prices.catalog import HOURS_PER_MONTH, Catalog, Kind, PriceRow, Status
 from prices.coverage import (

@@ -9,7 +9,7 @@ from functools import cached_property
 
 from pydantic import Field
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
 from components.base import ConfigModel
 from components.buckets import BucketConfig
 from components.context import StackContext

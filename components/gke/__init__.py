@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import gpu_catalog
+from catalog import gpu as gpu_catalog
+from catalog.tpu import ACCELERATOR_LABEL
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
 from components.gke import gpu_direct
@@ -71,7 +72,6 @@ from components.gke.workload_identity import (
     WorkloadIdentityArgs,
 )
 from components.network import PODS, NetworkConfig, NetworkHandle
-from components.tpu_catalog import ACCELERATOR_LABEL
 
 __all__ = [
     "ClusterConfig",

@@ -25,7 +25,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import gpu_catalog, tpu_catalog
+from catalog import gpu as gpu_catalog
+from catalog import tpu as tpu_catalog
 from components.gke.gpu_direct import TRANSPORTS
 
 TEAM_LABEL = "ai-infra/team"

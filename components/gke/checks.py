@@ -13,7 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from components import gpu_catalog, locations, network, tpu_catalog
+from catalog import gpu as gpu_catalog
+from catalog import tpu as tpu_catalog
+from catalog.gpu import boot_disk_problem, gpu_problem, pool_capacity_problem
+from components import locations, network
 from components.base import PathPart, Problem, duplicate_names, relative_path, slug, under
 from components.buckets import unknown_buckets
 from components.gke.config import (
@@ -40,7 +43,6 @@ from components.gke.gpu_direct import GPU_DIRECT_MACHINES
 from components.gke.gpu_direct import network_names as gpu_network_names
 from components.gke.kueue import CHARTS, provisioned_queue
 from components.gke.quota import explicit_units, flavor_problems
-from components.gpu_catalog import boot_disk_problem, gpu_problem, pool_capacity_problem
 from components.identity import account_id_problems, duplicate_roles, service_account_email
 
 RESERVED_NAMESPACES = frozenset(

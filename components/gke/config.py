@@ -15,7 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
+from catalog.gpu import GpuNicLayout
 from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
 from components.context import StackContext
@@ -28,7 +29,6 @@ from components.gke.quota import (
     derive_flavors,
     host_quota,
 )
-from components.gpu_catalog import GpuNicLayout
 from components.identity import service_account_email
 from components.network import MAX_NODE_NETWORKS, NetworkConfig, NodeNetwork
 from components.types import (

@@ -20,9 +20,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import InstanceOf
 
+from catalog.gpu import GpuNicLayout, Transport, nic_layout
 from components.base import Component, WiringModel
 from components.gke.pod_networks import pod_network
-from components.gpu_catalog import GpuNicLayout, Transport, nic_layout
 
 INSTALLERS_REPOSITORY = "GoogleCloudPlatform/container-engine-accelerators"
 INSTALLERS_COMMIT = "992db81257553607f1477945f1b3219632991829"

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 from pydantic import InstanceOf
 
+from catalog.gpu import roce_profile
 from components.base import Component, WiringModel
 from components.context import StackContext
 from components.gke.cluster import ClusterHandle
@@ -17,7 +18,6 @@ from components.gke.config import GpuPoolConfig
 from components.gke.gpu_direct import GpuNetwork, network_names
 from components.gke.node_pools import node_config, pool_sizing
 from components.gke.pod_networks import DEVICE_MODE, RDMA_DEVICE_MODE
-from components.gpu_catalog import roce_profile
 from components.network import custom_vpc, subnet_in, vpc_with_subnet
 
 

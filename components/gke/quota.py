@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from components import gpu_catalog, tpu_catalog
+from catalog import gpu as gpu_catalog
+from catalog import tpu as tpu_catalog
+from catalog.gpu import GPU_RESOURCE
 from components.base import Problem
-from components.gpu_catalog import GPU_RESOURCE
 
 if TYPE_CHECKING:
     from components.gke.config import GpuPoolConfig, Share, TpuSliceConfig

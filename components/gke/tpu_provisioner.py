@@ -20,7 +20,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 from pydantic import InstanceOf, SkipValidation
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
 from components.base import Component, WiringModel
 from components.gke.cluster import ClusterHandle, node_roles
 from components.gke.config import (

@@ -11,7 +11,7 @@ import pulumi
 import pulumi_gcp as gcp
 from pydantic import Field, InstanceOf
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
 from components.base import Component, WiringModel
 from components.context import StackContext
 from components.gke.cluster import ClusterHandle

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components import gpu_catalog
+from catalog import gpu as gpu_catalog
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
 from components.context import StackContext

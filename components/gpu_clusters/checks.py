@@ -9,7 +9,8 @@ import ipaddress
 import re
 from collections.abc import Mapping
 
-from components import gpu_catalog
+from catalog import gpu as gpu_catalog
+from catalog.storage import FILESTORE_TIERS
 from components.base import Problem, duplicate_names, under
 from components.context import StackContext, label_problems
 from components.gpu_clusters.config import (
@@ -28,7 +29,6 @@ from components.locations import zone_problem
 from components.logins import login_problems, viewer_role_id
 from components.storage import Storage, mount_problems
 from components.storage.boot import SCRATCH_PATH
-from components.storage.catalog import FILESTORE_TIERS
 from components.types import shadowed_dir
 
 SUBNET_PREFIXES = (8, 29)

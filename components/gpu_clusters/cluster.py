@@ -12,7 +12,7 @@ import pulumi
 import pulumi_gcp as gcp
 from pydantic import InstanceOf
 
-from components import gpu_catalog
+from catalog import gpu as gpu_catalog
 from components.base import Component, WiringModel
 from components.buckets import BucketsHandle, grant_named_access
 from components.context import StackContext

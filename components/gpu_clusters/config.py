@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from components import gpu_catalog
+from catalog import gpu as gpu_catalog
 from components.base import ConfigModel
 from components.logins import Login
 from components.network import consecutive_ranges

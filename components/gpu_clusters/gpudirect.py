@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from components.gpu_catalog import Transport
+from catalog.gpu import Transport
 
 REGISTRY = "us-docker.pkg.dev/gce-ai-infra"
 

@@ -12,7 +12,9 @@ import re
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
-from components import gpu_catalog, tpu_catalog
+from catalog import gpu as gpu_catalog
+from catalog import tpu as tpu_catalog
+from catalog.storage import FILESTORE_TIERS
 from components.base import PathPart, Problem, duplicate_names, under
 from components.context import StackContext
 from components.identity import service_account_email
@@ -41,7 +43,6 @@ from components.slurm.config import (
     partition_option,
 )
 from components.storage import Storage, StorageMount, mount_problems, nested
-from components.storage.catalog import FILESTORE_TIERS
 from components.types import disk_zone, reservation_parts
 
 HYPERDISK_ONLY = ("c4-", "c4a-", "c4d-", "n4-")

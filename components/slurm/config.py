@@ -11,11 +11,11 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
+from catalog.gpu import GpuNicLayout, fixed_gpus, nic_layout
 from components.base import ConfigModel, matching
 from components.buckets import BucketConfig
 from components.context import StackContext
-from components.gpu_catalog import GpuNicLayout, fixed_gpus, nic_layout
 from components.network import consecutive_ranges
 from components.slurm import scripts
 from components.storage.config import StorageMount

@@ -12,7 +12,7 @@ from collections.abc import Collection
 
 import pulumi_gcp as gcp
 
-from components import gpu_catalog
+from catalog import gpu as gpu_catalog
 from components.base import Component
 from components.context import StackContext
 from components.identity import Identity

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pulumi
 
+from catalog.storage import LUSTRE_TIERS
 from components.base import Source
 from components.buckets import BucketsHandle
 from components.network import NetworkHandle
-from components.storage.catalog import LUSTRE_TIERS
 from components.storage.checks import (
     mount_problems,
     mounts_lustre,

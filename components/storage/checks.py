@@ -10,15 +10,15 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 
-from components.base import Problem, duplicate_names
-from components.locations import zone_problem
-from components.storage.catalog import (
+from catalog.storage import (
     FILESTORE_BLOCK_PREFIX,
     FILESTORE_TIERS,
     LUSTRE_BLOCK_PREFIX,
     LUSTRE_TIERS,
     lustre_zone_problem,
 )
+from components.base import Problem, duplicate_names
+from components.locations import zone_problem
 from components.storage.config import Storage, StorageMount, VolumeConfig
 from components.types import shadowed_dir
 

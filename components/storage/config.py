@@ -14,9 +14,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from catalog.storage import FILESTORE_SHARE, LUSTRE_FILESYSTEM_MAX
 from components.base import ConfigModel, matching
 from components.context import StackContext
-from components.storage.catalog import FILESTORE_SHARE, LUSTRE_FILESYSTEM_MAX
 from components.types import REGION, ZONE, Cidr, DnsLabel, GceName, MountPath, Zone
 
 Kind = Literal["gcs", "filestore", "lustre"]

@@ -15,11 +15,11 @@ import pulumi
 import pulumi_gcp as gcp
 from pydantic import InstanceOf
 
+from catalog.storage import LUSTRE_PORT
 from components.base import Component, WiringModel
 from components.buckets import ACCESS_ROLES
 from components.network import NetworkHandle, filestore_ip, firewall_rule
 from components.nfs import client_rules, export_options
-from components.storage.catalog import LUSTRE_PORT
 from components.storage.config import Storage, StorageMount, Volume
 from components.storage.mounts import Endpoint, lustre_endpoint, network_storage_entry
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.storage.catalog import (
+from catalog.storage import (
     GCSFUSE_FILE_CACHE,
     GCSFUSE_FLAGS,
     GCSFUSE_PROFILES,

@@ -11,7 +11,7 @@ import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
 from components.base import PathPart, Problem, duplicate_names, relative_path, under
 from components.buckets import unknown_buckets as unknown_bucket_problems
 from components.context import StackContext, label_problems

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
 from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
 from components.logins import Login

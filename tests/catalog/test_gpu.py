@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.gpu_catalog import (
+from catalog.gpu import (
     N1_MAX_VCPUS,
     arm,
     bare_metal,
@@ -23,7 +23,7 @@ from components.gpu_catalog import (
     series_capacity,
     smt,
 )
-from components.gpu_catalog import vcpus as catalog_vcpus
+from catalog.gpu import vcpus as catalog_vcpus
 
 
 @pytest.mark.parametrize(

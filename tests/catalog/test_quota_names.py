@@ -3,8 +3,8 @@ to have, with the reported usage, come before the rest."""
 
 from __future__ import annotations
 
-from preflight import quota_names as names
-from preflight.quota_names import CloudQuota, Metric
+from catalog import quota_names as names
+from catalog.quota_names import CloudQuota, Metric
 
 
 def _first(found: tuple[names.QuotaName, ...]) -> str:
@@ -47,7 +47,7 @@ def test_kinds_without_a_known_quota_have_no_candidates() -> None:
 
 
 def test_preemptible_cloud_tpu_ids_put_preemptible_after_the_version() -> None:
-    """As Google's quota errors spell them (preflight/quota_names.py, sources)."""
+    """As Google's quota errors spell them (catalog/quota_names.py, sources)."""
     (v4,) = names.tpu_api("v4", True, "v4-32", per="region")
     assert isinstance(v4, CloudQuota)
     assert v4.ids[0] == "TPUV4sPreemptiblePodPerProjectPerRegionForTPUAPI"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.storage import catalog
-from components.storage.catalog import FILESTORE_TIERS, GCSFUSE_FLAGS, LUSTRE_TIERS
+from catalog import storage as catalog
+from catalog.storage import FILESTORE_TIERS, GCSFUSE_FLAGS, LUSTRE_TIERS
 
 
 @pytest.mark.parametrize(

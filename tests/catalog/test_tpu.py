@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from components import tpu_catalog
-from components.tpu_catalog import CatalogError, resolve
+from catalog import tpu as tpu_catalog
+from catalog.tpu import CatalogError, resolve
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """What a team member may do on the cluster, and what the control plane must reach: the RBAC
 the program renders resolved against the charts' recorded ClusterRoles, and the firewall
-against every webhook and APIService the charts install (workload/chart_facts.py)."""
+against every webhook and APIService the charts install (catalog/charts.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from catalog.charts import CLUSTER_ROLES, CONTROL_PLANE_CALLS
 from components.gke.kueue import BATCH_USER_ROLE, CHARTS, JOBSET_CONTROLLER
 from graph.engine import Graph
 from graph.rbac import allowed, cluster_role_rules
 from tests.conftest import build_graph, with_config
 from tests.gke.test_teams import TEAMS
-from workload.chart_facts import CLUSTER_ROLES, CONTROL_PLANE_CALLS
 
 VISION = {"vision@example.com"}
 SPEECH = {"speech-only@example.com"}

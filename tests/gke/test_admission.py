@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
+from catalog.tpu import ACCELERATOR_LABEL, TPU_TAINT_KEY
 from components.gke import admission
 from components.gke.admission import HOST_NETWORK_LABEL, TEAM_LABEL, refusals
 from components.gke.kueue import JOBSET_CONTROLLER
-from components.tpu_catalog import ACCELERATOR_LABEL, TPU_TAINT_KEY
 from graph.engine import REPO_ROOT, Graph, load_stack_config
 from tests.conftest import build_graph, with_config, with_mega_pool
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
+from catalog.tpu import resolve
 from components.gke.quota import GIB, MIB, allocatable, gpu_node, tpu_node
-from components.tpu_catalog import resolve
 from graph.engine import load_stack_config
 from stacks import environment
 from stacks.loading import parse

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
+from catalog.charts import CONTROL_PLANE_CALLS
+from catalog.tpu import TPU_RESOURCE, TPU_TAINT_KEY, resolve
 from components.gke.kueue import DEFAULT_LOCAL_QUEUE
-from components.tpu_catalog import TPU_RESOURCE, TPU_TAINT_KEY, resolve
 from graph.engine import REPO_ROOT, Graph, load_stack_config
 from graph.netpol import Pod, connects
 from graph.rbac import allowed
@@ -28,7 +29,6 @@ from stacks.loading import parse
 from tests.conftest import build_graph
 from tests.gke.test_kueue import nominal, objects_of
 from tests.test_docs import examples
-from workload.chart_facts import CONTROL_PLANE_CALLS
 from workload.schemas import validate
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

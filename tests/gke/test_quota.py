@@ -9,10 +9,10 @@ import itertools
 import pulumi
 import pytest
 
+from catalog.gpu import GPU_RESOURCE
+from catalog.tpu import TPU_RESOURCE
 from components.gke.config import GpuPoolConfig, Share, TeamConfig, TpuSliceConfig
 from components.gke.quota import Allocation, Flavor, Source, allocate, derive_flavors
-from components.gpu_catalog import GPU_RESOURCE
-from components.tpu_catalog import TPU_RESOURCE
 from stacks import environment
 from stacks.loading import parse
 from tests.conftest import build_graph, with_config

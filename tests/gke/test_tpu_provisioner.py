@@ -13,10 +13,10 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from catalog.tpu import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, resolve
 from components import gke
 from components.gke.config import TpuProvisionerConfig
 from components.gke.quota import tpu_node
-from components.tpu_catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, resolve
 from components.types import is_digest_pinned
 from graph.engine import REPO_ROOT, Graph, record_program
 from plan.cli import main as plan_main

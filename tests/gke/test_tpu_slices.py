@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from catalog.tpu import resolve
 from components import gke
-from components.tpu_catalog import resolve
 from plan.diff import Op, diff
 from stacks.loading import parse
 from tests.conftest import with_config

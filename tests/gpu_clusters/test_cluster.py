@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from components import gpu_catalog
-from components.gpu_catalog import TOPOLOGY_DISTANCES
+from catalog import gpu as gpu_catalog
+from catalog.gpu import TOPOLOGY_DISTANCES
 from components.gpu_clusters.checks import warnings
 from components.gpu_clusters.config import DEFAULT_IMAGE_FAMILY, RESERVED_METADATA
 from graph.engine import record_program

@@ -557,7 +557,7 @@ def test_ignore_changes_hides_what_the_engine_ignores():
 # --- the base built from a ref's code ---------------------------------------------------------
 
 PROGRAM = ("__main__.py", "Pulumi.yaml", "pyproject.toml", "uv.lock")
-PACKAGES = ("components/", "graph/", "stacks/", "plan/", "prices/")
+PACKAGES = ("catalog/", "components/", "graph/", "stacks/", "plan/", "prices/")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from components import gpu_catalog, tpu_catalog
+from catalog import gpu as gpu_catalog
+from catalog import tpu as tpu_catalog
 from components.gke.config import CpuPoolConfig
 from components.gpu_clusters.config import GpuClusterConfig
 from components.slurm.config import ControllerConfig, CpuNodesetConfig, LoginGroupConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
 from prices import machines, quotes
 from prices.catalog import HOURS_PER_MONTH, load
 from prices.coverage import tpu_price_item

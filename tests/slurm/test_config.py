@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
 from components.slurm import describe
 from components.slurm.config import TpuNodesetConfig
 from graph.engine import record_program

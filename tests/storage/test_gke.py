@@ -10,7 +10,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.storage.catalog import GCSFUSE_FILE_CACHE, GCSFUSE_PROFILES
+from catalog.storage import GCSFUSE_FILE_CACHE, GCSFUSE_PROFILES
 from components.storage.mounts import team_mounts
 from graph.engine import Graph, Registration, peered_address
 from plan.diff import diff

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
 from tests.tpu_vms.test_vms import built, queued_resource, rejected, stack, vm
 
 OTHER_PROJECT_SA = "trainer@other-proj.iam.gserviceaccount.com"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components import tpu_catalog
+from catalog import tpu as tpu_catalog
 from components.tpu_vms.provider import REPLACE_KEYS
 from components.tpu_vms.vms import replace_paths
 from graph.engine import Graph, record_program

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.tpu_catalog import ACCELERATOR_LABEL, FAMILIES
+from catalog.tpu import ACCELERATOR_LABEL, FAMILIES
 from graph.engine import REPO_ROOT, list_stacks, load_stack_config
 from stacks.loading import parse
 from tests.conftest import build_graph
