@@ -9,7 +9,6 @@ from functools import cached_property
 
 from pydantic import Field
 
-from catalog import tpu as tpu_catalog
 from components.base import ConfigModel
 from components.buckets import BucketConfig
 from components.context import StackContext
@@ -118,24 +117,6 @@ class StackConfig(ConfigModel):
     @cached_property
     def resolved_storage(self) -> Storage:
         return Storage(context=self.context, config=self.storage, bucket_names=self.bucket_names())
-
-    @property
-    def tpu_chips(self) -> int:
-        """Every TPU chip the stack can hold at once: the GKE slices, the TPU provisioner's
-        quota, the TPU VMs and Slurm's TPU nodesets at their most (one Slurm node per TPU
-        VM). The offline plan counts the same from the registered graph (graph.capacity), and
-        a test holds the stack output `tpuChips` to it."""
-        slurm = self.slurm.tpu_nodesets if self.slurm is not None else []
-        return (
-            self.gke.tpu_chips
-            + sum(chips for _, chips in self.gke.provisioned().values())
-            + sum(vm.chips for vm in self.tpu_vms)
-            + sum(
-                (n.node_count_static + n.node_count_dynamic_max)
-                * tpu_catalog.resolve(n.node_type or f"{n.family}-{n.cores}").chips_per_host
-                for n in slurm
-            )
-        )
 
     def bucket_names(self) -> dict[str, str]:
         """`ai-infra:buckets` name -> the bucket's GCS name."""

@@ -1,34 +1,23 @@
 """The GKE training environment: the private cluster and its CPU pool, TPU slice and GPU node
 pools, workload identities, JobSet and Kueue with queues derived from the slices, teams, and
-the TPU provisioner. `stacks/` builds it with `build()`, checks it with `problems()`, and the
-offline plan shows it with `describe()`; nothing else here is for other packages.
+the TPU provisioner. This face declares the two registry entries (`SYSTEM`, `PROVISIONER`) and
+what other packages may use; the code is in the modules named for what they do.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-
-import pulumi
-import pulumi_kubernetes as k8s
-
-from catalog import gpu as gpu_catalog
-from catalog.tpu import ACCELERATOR_LABEL
-from components.base import PathPart, Source
-from components.buckets import BucketsHandle
-from components.gke import gpu_direct
+from components.gke import system
+from components.gke.admission import SYSTEM_TAINT, Refusal, refusals
 from components.gke.checks import (
     countable,
     max_nodes,
     namespace_owner,
     node_account_problems,
     problems,
+    version_at_least,
     warnings,
 )
-from components.gke.cluster import ClusterHandle, GkeCluster, GkeClusterArgs
 from components.gke.config import (
-    PROVISIONER_KSA,
-    PROVISIONER_MAX_PODS_PER_NODE,
     PROVISIONER_NAMESPACE,
+    PROVISIONER_SOURCE,
     ClusterConfig,
     GkeConfig,
     GpuPoolConfig,
@@ -38,532 +27,88 @@ from components.gke.config import (
     TpuSliceConfig,
     WorkloadIdentityConfig,
 )
-from components.gke.gpu_direct import (
-    INSTALLERS_COMMIT,
-    INSTALLERS_REPOSITORY,
-    GpuDirect,
-    GpuDirectArgs,
+from components.gke.environment import GkeEnvironment, build
+from components.gke.gpu_direct import TRANSPORTS
+from components.gke.kueue import DEFAULT_LOCAL_QUEUE, PROVISIONED_QUEUE_SUFFIX, provisioned_queue
+from components.gke.quota import (
+    GIB,
+    Flavor,
+    NodeShape,
+    allocate,
+    gpu_node,
+    shape_flavor_name,
+    tpu_flavor_name,
+    tpu_node,
 )
-from components.gke.gpu_pools import GpuPool, GpuPoolArgs
-from components.gke.kueue import (
-    BATCH_USER_ROLE,
-    PODS_READY_TIMEOUT_MINUTES,
-    BatchSystem,
-    BatchSystemArgs,
-    Queues,
-    QueuesArgs,
-    provisioned_queue,
+from components.gke.sections import describe
+from components.gke.system import account_claims, kubernetes_account_claims
+from components.system import Stage, Step, System
+
+SYSTEM = System(
+    name="gke",
+    title="GKE",
+    keys=("cluster", "tpuSlices", "gpuPools", "workloadIdentities", "kueue", "teams"),
+    problems=system.problems,
+    warnings=system.warnings,
+    claims=system.claims,
+    services=system.services,
+    builds=(Step(Stage.CLUSTER, "gke", system.build),),
+    describe=system.sections,
+    outputs=system.outputs,
+    tpu_chips=system.tpu_chips,
+    vms_in_vpc=system.vms_in_vpc,
 )
-from components.gke.pod_networks import PodNetworks, PodNetworksArgs
-from components.gke.teams import (
-    MEMBER_ROLE,
-    GroupAccess,
-    GroupAccessArgs,
-    Team,
-    TeamArgs,
-    Tenancy,
-    TenancyArgs,
+"""Built, checked and described with the TPU provisioner, which runs on its cluster."""
+
+PROVISIONER = System(
+    name="tpu-provisioner",
+    title="TPU provisioner",
+    keys=("tpuProvisioner",),
+    claims=system.provisioner_claims,
+    tpu_chips=system.provisioner_chips,
+    vms_in_vpc=system.provisioner_vms,
 )
-from components.gke.tpu_provisioner import TpuProvisioner, TpuProvisionerArgs, custom_role_id
-from components.gke.tpu_slices import TpuSlice, TpuSliceArgs
-from components.gke.workload_identity import (
-    KubernetesSide,
-    WorkloadIdentity,
-    WorkloadIdentityArgs,
-)
-from components.network import PODS, NetworkConfig, NetworkHandle
+"""GKE's open-source controller that creates slice node pools per pending JobSet: its own
+cost, chips, tags and VMs; GKE's entry builds, checks and describes it."""
 
 __all__ = [
+    "DEFAULT_LOCAL_QUEUE",
+    "GIB",
+    "PROVISIONED_QUEUE_SUFFIX",
+    "PROVISIONER",
+    "PROVISIONER_NAMESPACE",
+    "PROVISIONER_SOURCE",
+    "SYSTEM",
+    "SYSTEM_TAINT",
+    "TRANSPORTS",
     "ClusterConfig",
+    "Flavor",
     "GkeConfig",
     "GkeEnvironment",
     "GpuPoolConfig",
     "KueueConfig",
+    "NodeShape",
+    "Refusal",
     "TeamConfig",
     "TpuProvisionerConfig",
     "TpuSliceConfig",
     "WorkloadIdentityConfig",
     "account_claims",
+    "allocate",
     "build",
     "countable",
     "describe",
+    "gpu_node",
     "kubernetes_account_claims",
     "max_nodes",
     "namespace_owner",
     "node_account_problems",
     "problems",
+    "provisioned_queue",
+    "refusals",
+    "shape_flavor_name",
+    "tpu_flavor_name",
+    "tpu_node",
+    "version_at_least",
     "warnings",
 ]
-
-
-@dataclass(frozen=True)
-class GkeEnvironment:
-    """Handles on what `build()` made, for exports and tests."""
-
-    config: GkeConfig
-    cluster: ClusterHandle
-    slices: dict[str, TpuSlice]
-    gpu_pools: dict[str, GpuPool]
-    identities: dict[str, WorkloadIdentity]
-    batch: BatchSystem
-    queues: Queues
-    teams: dict[str, Team]
-    tpu_provisioner: TpuProvisioner | None
-    """None unless `tpuProvisioner.enabled`."""
-    kubernetes: k8s.Provider
-    """The cluster's Kubernetes provider, for objects other packages put on it."""
-
-
-def build(
-    config: GkeConfig,
-    *,
-    network_config: NetworkConfig,
-    network: NetworkHandle,
-    buckets: BucketsHandle,
-    services: pulumi.ResourceOptions,
-    source: Source,
-) -> GkeEnvironment | None:
-    """The cluster and everything on it, or nothing with `cluster.enabled: false`. `services`
-    holds the dependency on the project's APIs; `source` records the config key of each
-    top-level component."""
-    if not config.cluster.enabled:
-        return None
-    if network.webhook_firewall is None:
-        raise ValueError("the network made no webhook rule for the GKE cluster")
-    cluster = GkeCluster(
-        source("gke", "cluster"),
-        GkeClusterArgs(config=config, network_config=network_config, network=network),
-        services,
-    ).handle
-    slices, gpu_pools = _accelerator_pools(config, cluster, network, services, source)
-    kubernetes = k8s.Provider(
-        "gke-kubernetes",
-        kubeconfig=cluster.kubeconfig,
-        enable_server_side_apply=True,
-        opts=pulumi.ResourceOptions(depends_on=[cluster.system_pool]),
-    )
-    # The identity pool PROJECT.svc.id.goog exists only once the cluster does.
-    after_cluster = pulumi.ResourceOptions.merge(
-        services, pulumi.ResourceOptions(depends_on=[cluster.cluster], providers=[kubernetes])
-    )
-    on_cluster = pulumi.ResourceOptions(providers=[kubernetes])
-    identities = _identities(config, buckets, after_cluster, source)
-    used = set(config.node_network_users())
-    if used:
-        PodNetworks(
-            source("pod-networks", "network", "additionalNodeNetworks"),
-            PodNetworksArgs(
-                networks=[h for name, h in network.node_networks.items() if name in used]
-            ),
-            # GKE serves the networking.gke.io kinds once multi-networking is on.
-            after_cluster,
-        )
-    transports = sorted({p.fast_path.transport for p in config.gpu_pools if p.fast_path})
-    if transports:
-        GpuDirect(
-            source("gpu-direct", "gpuPools"),
-            GpuDirectArgs(
-                transports=transports,
-                networks=[n for pool in gpu_pools.values() for n in pool.networks],
-            ),
-            # GKE serves the networking.gke.io kinds once multi-networking is on.
-            after_cluster,
-        )
-    batch = BatchSystem(
-        source("batch", "kueue"),
-        BatchSystemArgs(system_pool=cluster.system_pool, webhook_firewall=network.webhook_firewall),
-        on_cluster,
-    )
-    provisioner = None
-    if config.tpu_provisioner.enabled:
-        # Pools the provisioner creates on the stack's node networks need their subnets.
-        after_networks = [network.component] if config.provisioner_node_networks else []
-        provisioner = TpuProvisioner(
-            source("tpu-provisioner", "tpuProvisioner"),
-            TpuProvisionerArgs(config=config, cluster=cluster, jobset_release=batch.jobset),
-            pulumi.ResourceOptions.merge(
-                after_cluster, pulumi.ResourceOptions(depends_on=after_networks)
-            ),
-        )
-        identities["tpu-provisioner"] = provisioner.identity
-    queues = Queues(
-        source("queues", "kueue"),
-        QueuesArgs(
-            config=config.kueue,
-            flavors=config.flavors,
-            allocation=config.allocation,
-            cohort_cpu=config.host_quota(),
-            kueue_release=batch.kueue,
-        ),
-        on_cluster,
-    )
-    teams = _teams(config, cluster, buckets, batch, queues, on_cluster, services, source)
-    return GkeEnvironment(
-        config=config,
-        cluster=cluster,
-        slices=slices,
-        gpu_pools=gpu_pools,
-        identities=identities,
-        batch=batch,
-        queues=queues,
-        teams=teams,
-        tpu_provisioner=provisioner,
-        kubernetes=kubernetes,
-    )
-
-
-def _accelerator_pools(
-    config: GkeConfig,
-    cluster: ClusterHandle,
-    network: NetworkHandle,
-    services: pulumi.ResourceOptions,
-    source: Source,
-) -> tuple[dict[str, TpuSlice], dict[str, GpuPool]]:
-    """The TPU slices' and GPU pools' node pools. They wait for the cluster only (through its
-    name), not for the CPU or system pool: GKE runs operations on different node pools
-    concurrently and the provider locks per pool ("Add and manage node pools";
-    terraform-provider-google nodePoolLockKey), so slices come up beside them, and the queues
-    never wait for them. The slices' workload policies need the Compute API (`services`)."""
-    ctx = config.context
-    slices = {
-        entry.name: TpuSlice(
-            source(f"tpu-{entry.name}", "tpuSlices", i),
-            TpuSliceArgs(
-                context=ctx,
-                cluster=cluster,
-                config=entry,
-                node_networks=[
-                    network.node_networks[n.name] for n in config.slice_node_networks(entry)
-                ],
-            ),
-            services,
-        )
-        for i, entry in enumerate(config.tpu_slices)
-    }
-    gpu_pools = {
-        entry.name: GpuPool(
-            source(f"gpu-{entry.name}", "gpuPools", i),
-            GpuPoolArgs(context=ctx, cluster=cluster, config=entry),
-            services,
-        )
-        for i, entry in enumerate(config.gpu_pools)
-    }
-    return slices, gpu_pools
-
-
-def _identities(
-    config: GkeConfig,
-    buckets: BucketsHandle,
-    after_cluster: pulumi.ResourceOptions,
-    source: Source,
-) -> dict[str, WorkloadIdentity]:
-    """`workloadIdentities`: a Google service account bound to a Kubernetes one each."""
-    ctx = config.context
-    return {
-        entry.name: WorkloadIdentity(
-            source(f"wi-{entry.name}", "workloadIdentities", i),
-            WorkloadIdentityArgs(
-                context=ctx,
-                account_id=ctx.name(entry.name),
-                display_name=f"Workload {entry.namespace}/{entry.service_account}",
-                namespace=entry.namespace,
-                kubernetes_service_account=entry.service_account,
-                roles=entry.roles,
-                buckets=entry.buckets,
-                bucket_handle=buckets,
-                kubernetes=KubernetesSide(create_namespace=entry.create_namespace),
-            ),
-            after_cluster,
-        )
-        for i, entry in enumerate(config.workload_identities)
-    }
-
-
-def _teams(
-    config: GkeConfig,
-    cluster: ClusterHandle,
-    buckets: BucketsHandle,
-    batch: BatchSystem,
-    queues: Queues,
-    on_cluster: pulumi.ResourceOptions,
-    services: pulumi.ResourceOptions,
-    source: Source,
-) -> dict[str, Team]:
-    """The member role and admission policies every team namespace shares, each team, and
-    its groups' cluster access."""
-    ctx = config.context
-    tenancy = Tenancy(
-        source("tenancy", "teams"),
-        TenancyArgs(
-            tpu_accelerators=[
-                f.node_labels[ACCELERATOR_LABEL]
-                for f in config.flavors
-                if ACCELERATOR_LABEL in f.node_labels
-            ],
-            gpu_direct_pools=[p.name for p in config.gpu_pools if p.fast_path],
-        ),
-        on_cluster,
-    )
-    teams = {
-        team.name: Team(
-            source(f"team-{team.name}", "teams", i),
-            TeamArgs(
-                context=ctx,
-                cohort=config.kueue.cohort,
-                config=team,
-                flavors=config.flavors,
-                quotas=config.allocation.teams[team.name],
-                cpu=config.cpu_quota(team),
-                provisioned_cpu=config.host_quota(team.name, provisioned=True).quantities,
-                flex_start_checks=queues.flex_start_checks,
-                kueue_release=batch.kueue,
-                cluster=cluster.cluster,
-                buckets=buckets,
-                tenancy=tenancy,
-                openings=[
-                    (config.network.subnet_cidr, list(o.ports))
-                    for o in config.network.allow
-                    if PODS in o.sources
-                ],
-            ),
-            # The team's cloud resources reach the project services through the cluster.
-            on_cluster,
-        )
-        for i, team in enumerate(config.teams)
-    }
-    groups = sorted({group for team in config.teams for group in team.groups})
-    if groups:
-        GroupAccess(
-            source("team-groups", "teams"),
-            GroupAccessArgs(project=ctx.project, groups=groups),
-            services,
-        )
-    return teams
-
-
-Claims = list[tuple[tuple[PathPart, ...], str]]
-
-
-def account_claims(config: GkeConfig) -> Claims:
-    """The Google service account ids the GKE keys would create, by config path."""
-    ctx = config.context
-    claims: Claims = [
-        (("cluster",), config.node_account_id),
-        (("tpuProvisioner",), config.provisioner_account_id),
-    ]
-    claims += [(("teams", i), ctx.name(t.name)) for i, t in enumerate(config.teams)]
-    claims += [
-        (("workloadIdentities", i), ctx.name(w.name))
-        for i, w in enumerate(config.workload_identities)
-    ]
-    return claims
-
-
-def kubernetes_account_claims(config: GkeConfig) -> Claims:
-    """The Kubernetes service accounts (`namespace/name`) bound to Google ones."""
-    claims: Claims = [(("tpuProvisioner",), f"{PROVISIONER_NAMESPACE}/{PROVISIONER_KSA}")]
-    claims += [(("teams", i), f"{t.name}/{t.service_account}") for i, t in enumerate(config.teams)]
-    claims += [
-        (("workloadIdentities", i), f"{w.namespace}/{w.service_account}")
-        for i, w in enumerate(config.workload_identities)
-    ]
-    return claims
-
-
-def _slice_network(config: GkeConfig, entry: TpuSliceConfig) -> str:
-    """A slice's NICs with their VPCs and MTUs, its DCN bandwidth and host maintenance: what
-    a reviewer reads to see that multislice runs on the fast path."""
-    network = config.network
-    mtu = network.managed_mtu
-    nics = [
-        f"eth0 {network.vpc_name(config.context.prefix)} "
-        + (f"mtu {mtu}" if mtu is not None else "(existingVpc: its own MTU)")
-    ]
-    nics += [
-        f"eth{k} {n.vpc} mtu {network.node_network_mtu}"
-        for k, n in enumerate(config.slice_node_networks(entry), start=1)
-    ]
-    family = entry.shape.family
-    dcn = f"DCN {family.dcn_gbps_per_chip} Gb/s per chip; " if family.dcn_gbps_per_chip else ""
-    return f"nics: {', '.join(nics)}; {dcn}host maintenance {entry.host_maintenance_interval}"
-
-
-def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
-    """The plan's sections for the GKE keys: the slices with their chips, and the teams with
-    their quota and identity."""
-    if not config.cluster.enabled:
-        return [("GKE", ["  not built (cluster.enabled: false)"])]
-    slices = []
-    for s in config.tpu_slices:
-        shape = s.shape
-        slices.append(
-            f"  {s.name}: {s.count} x {shape.accelerator} topology {shape.topology}, "
-            f"{shape.hosts} x {shape.machine_type} ({shape.chips_per_host} chips each) = "
-            f"{shape.chips} chips per slice, {s.chips} chips, {s.provisioning}"
-        )
-        slices.append(f"    {_slice_network(config, s)}")
-    if not slices:
-        slices.append("  none")
-    slices.append(f"  total: {config.tpu_chips} TPU chips")
-    if config.tpu_slices:
-        slices.append(f"  upgrades: {_upgrade_policy(config)}")
-    resources = {f.name: f.resource for f in config.flavors}
-    provisioned = {f.name for f in config.provisioned_flavors}
-    teams = []
-    for team in sorted(config.teams, key=lambda t: t.name):
-        quotas = [
-            f"{flavor}={quota} {resources[flavor]}"
-            for flavor, quota in config.allocation.teams[team.name].items()
-            if flavor not in provisioned
-        ]
-        email = f"{config.context.name(team.name)}@{config.context.project}.iam.gserviceaccount.com"
-        teams.append(f"  {team.name}/{team.name}: {', '.join(quotas) or 'no accelerator quota'}")
-        teams.append(f"    {_cpu_line(config, team)}")
-        if provisioned:
-            teams.append(f"    {_provisioned_line(config, team)}")
-        teams.append(f"    runs as {team.name}/{team.service_account} -> {email}")
-        exceptions = [
-            *(["hostNetwork for Kueue-managed TPU pods"] if team.tpu_host_network else []),
-            *(
-                ["GPUDirect host paths for Kueue-managed fast-path GPU pods"]
-                if team.gpu_direct_pods
-                else []
-            ),
-        ]
-        security = (
-            f"baseline by admission policy, {' and '.join(exceptions)}"
-            if exceptions
-            else f"{team.pod_security} (Pod Security Admission) and the admission policies"
-        )
-        teams.append(f"    pods: {security}; members: {MEMBER_ROLE} + {BATCH_USER_ROLE}")
-    held = [
-        f"{flavor}={quota} {resources[flavor]}"
-        for flavor, quota in config.allocation.cohort.items()
-        if quota
-    ]
-    if held:
-        # Quota no team was given (whole slices that do not divide): any team borrows it.
-        teams.append(f"  cohort {config.kueue.cohort} holds: {', '.join(held)}")
-    sections = [("TPU slices", slices)]
-    if config.gpu_pools:
-        sections.append(("GPU pools", _gpu_pool_lines(config)))
-    sections.append(
-        ("Teams (namespace/queue, nominal quota, Google service account)", teams or ["  none"])
-    )
-    if config.tpu_provisioner.enabled:
-        sections.append(("TPU provisioner", _provisioner_lines(config)))
-    return sections
-
-
-def _gpu_pool_lines(config: GkeConfig) -> list[str]:
-    """Each GPU pool's GPUs and NICs: the fast path its machine was built with, or one NIC."""
-    lines = []
-    prefix = config.context.prefix
-    for pool in config.gpu_pools:
-        lines.append(
-            f"  {pool.name}: up to {pool.max_nodes} x {pool.machine_type} "
-            f"({pool.accelerator_count} x {pool.accelerator_type}) = {pool.gpus} GPUs, "
-            f"{pool.provisioning}"
-        )
-        layout = pool.fast_path
-        if layout is None and gpu_catalog.nic_layout(pool.machine_type) is not None:
-            lines.append("    nics: eth0 only: NCCL runs over the node's one NIC (see Warnings)")
-            continue
-        if layout is None:
-            lines.append("    nics: eth0")
-            continue
-        stack = gpu_direct.TRANSPORTS[layout.transport]
-        nets = gpu_direct.network_names(pool.name, layout)
-        subnets = pool.gpu_subnets()
-        lines.append(
-            f"    nics: eth0 + {len(nets)} for {layout.transport.upper()} "
-            f"({', '.join(f'{n} {c}' for n, c in zip(nets, subnets, strict=True))}) in "
-            f"{prefix}-{pool.name}-* VPCs at MTU {layout.gpu_mtu}; NCCL plugin: "
-            f"{', '.join(stack.manifests)} at {INSTALLERS_REPOSITORY}@{INSTALLERS_COMMIT[:7]}"
-        )
-    return lines
-
-
-def _cpu_line(config: GkeConfig, team: TeamConfig) -> str:
-    """The team's `cpu` flavor quota and where it comes from."""
-    quota = config.cpu_quota(team)
-    derived = config.host_quota(team.name)
-    if team.cpu and team.memory:
-        source = "as set"
-    elif derived.cpu_millis:
-        source = "the allocatable CPU and memory of the nodes behind its accelerator quota"
-        source += f" (not of {', '.join(derived.unsized)})" if derived.unsized else ""
-    else:
-        source = "no nodes behind its quota: it borrows CPU with the slices it borrows"
-    return f"cpu {quota['cpu']}, memory {quota['memory']}: {source}"
-
-
-def _provisioned_line(config: GkeConfig, team: TeamConfig) -> str:
-    """The team's queue for provisioner-created slices."""
-    own = config.allocation.teams[team.name]
-    quotas = [f"{f.name}={own[f.name]} {f.resource}" for f in config.provisioned_flavors]
-    cpu = config.host_quota(team.name, provisioned=True)
-    return (
-        f"{provisioned_queue(team.name)} (outside the cohort, preempts nothing): "
-        f"{', '.join(quotas)}, cpu {cpu.cpu}, memory {cpu.memory}"
-    )
-
-
-def _provisioner_lines(config: GkeConfig) -> list[str]:
-    """What the provisioner may create, where, as whom, and whose workload policies."""
-    provisioner = config.tpu_provisioner
-    lines = [
-        f"  IAM: custom role {custom_role_id(config.context.prefix)} on cluster "
-        f"{config.cluster_name} in {config.location} only (an IAM condition on the resource "
-        "name in each form GKE may give it, which this plan cannot test)",
-        f"  zone {config.provisioner_zone}, nodes run as "
-        f"{config.provisioner_node_service_account}, {PROVISIONER_MAX_PODS_PER_NODE} pods per "
-        f"node, forceOnDemand {str(provisioner.force_on_demand).lower()}",
-    ]
-    for accelerator, shape in provisioner.shapes().items():
-        count = provisioner.quota[accelerator]
-        lines.append(
-            f"  up to {count} x {accelerator} ({shape.hosts} x {shape.machine_type}, "
-            f"{shape.chips} chips) = {count * shape.chips} chips"
-        )
-    lines.append(f"  billing bound: {_billing_bound(config)}")
-    if any(s.family.workload_policy_for_multi_host for s in provisioner.shapes().values()):
-        owner = (
-            "created by this stack"
-            if provisioner.create_workload_policies
-            else "another stack's in this project and region (createWorkloadPolicies: false)"
-        )
-        lines.append(f"  workload policies tpu-provisioner-<topology>: {owner}")
-    return lines
-
-
-def _billing_bound(config: GkeConfig) -> str:
-    """How many provisioner-created slices can bill at once, and what can add to them."""
-    running = []
-    for flavor in config.provisioned_flavors:
-        (source,) = flavor.sources
-        slices = sum(q[flavor.name] for q in config.allocation.teams.values())
-        running.append(
-            f"{slices // source.slice_units} x {flavor.name.removesuffix('-provisioned')}"
-        )
-    return (
-        f"{', '.join(running) or 'nothing'} running (the teams' provisioner queues, which never "
-        "borrow, lend or preempt), plus one idle slice per JobSet that Kueue evicted for pods "
-        f"not ready in {PODS_READY_TIMEOUT_MINUTES} minutes and has not yet readmitted, and per "
-        "JobSet deactivated or suspended by hand, until it is deleted (the controller keeps a "
-        "pool until its JobSet is gone, completed or failed)"
-    )
-
-
-def _upgrade_policy(config: GkeConfig) -> str:
-    """How TPU pools are upgraded, and what a channel switch does to them (node_pools.py)."""
-    if config.auto_upgrade:
-        return (
-            f"on channel {config.cluster.release_channel}, TPU pools hold upgrades until end "
-            "of support; the hold is set when a pool is created, so a switch from releaseChannel "
-            "NONE replaces every TPU pool created without it, and a switch to NONE keeps it"
-        )
-    return (
-        "releaseChannel NONE: TPU pools never auto-upgrade (CPU and GPU pools do); a switch "
-        "to a channel replaces every TPU pool created without its upgrade hold"
-    )

@@ -1,139 +1,42 @@
-"""TPU VM slices through Cloud TPU queued resources (`ai-infra:tpuVms`). `stacks/` builds them
-with `build()`, checks them with `problems()`, `stack_problems()` and `subnet_problems()`, and
-the offline plan shows them with `describe()`.
+"""TPU VM slices through Cloud TPU queued resources (`ai-infra:tpuVms`). This face declares the
+registry entry (`SYSTEM`) and what other packages may use; the code is in the modules named for
+what they do (`system.py` for how the stack composes, checks and describes it).
 """
 
-from __future__ import annotations
-
-import pulumi
-
-from components.base import PathPart, Source
-from components.buckets import BucketsHandle
-from components.context import StackContext
-from components.logins import describe_logins
-from components.network import NetworkHandle
-from components.storage import StorageHandle
+from components.system import Stage, Step, System
+from components.tpu_vms import system
 from components.tpu_vms.checks import problems, stack_problems, subnet_problems
 from components.tpu_vms.config import TpuVmConfig
-from components.tpu_vms.vms import TpuVms, TpuVmsArgs, network_tag
+from components.tpu_vms.provider import node_names
+from components.tpu_vms.system import account_claims, build, describe, network_tags
+from components.tpu_vms.vms import TpuVms
+
+SYSTEM = System(
+    name="tpu-vms",
+    title="TPU VMs",
+    keys=("tpuVms",),
+    problems=system.problems,
+    claims=system.claims,
+    mounts=system.mounts,
+    builds=(Step(Stage.MACHINES, "tpu_vms", system.build_step),),
+    describe=system.sections,
+    outputs=system.outputs,
+    tpu_chips=system.tpu_chips,
+    vms_in_vpc=system.vms_in_vpc,
+    reachable=True,
+    hosts=True,
+)
 
 __all__ = [
+    "SYSTEM",
     "TpuVmConfig",
     "TpuVms",
     "account_claims",
     "build",
     "describe",
     "network_tags",
+    "node_names",
     "problems",
     "stack_problems",
     "subnet_problems",
 ]
-
-
-def build(
-    entries: list[TpuVmConfig],
-    *,
-    context: StackContext,
-    network: NetworkHandle,
-    buckets: BucketsHandle,
-    storage: StorageHandle,
-    services: pulumi.ResourceOptions,
-    source: Source,
-) -> dict[str, TpuVms]:
-    """One queued resource per entry. TPU VMs boot into the stack's subnet and egress through
-    its NAT, so each waits for the network; nothing here needs the GKE cluster."""
-    return {
-        entry.name: TpuVms(
-            source(f"tpuvm-{entry.name}", "tpuVms", i),
-            TpuVmsArgs(
-                context=context, network=network, buckets=buckets, storage=storage, config=entry
-            ),
-            services,
-        )
-        for i, entry in enumerate(entries)
-    }
-
-
-def network_tags(entries: list[TpuVmConfig], context: StackContext) -> list[str]:
-    """The network tags of the entries whose TPU VMs join the stack's network."""
-    return [network_tag(context, e) for e in entries if e.network is None]
-
-
-def account_claims(
-    entries: list[TpuVmConfig], context: StackContext
-) -> list[tuple[tuple[PathPart, ...], str]]:
-    """The service account ids the entries would create (those without their own account)."""
-    return [
-        (("tpuVms", i), context.name(entry.name))
-        for i, entry in enumerate(entries)
-        if entry.service_account is None
-    ]
-
-
-def describe(entries: list[TpuVmConfig], context: StackContext) -> list[tuple[str, list[str]]]:
-    """The plan's section: each queued resource with its slices and chips, how it is asked
-    for, how it is reached, and what `pulumi up` does once it is preempted."""
-    lines = []
-    for e in entries:
-        lines.append(
-            f"  {e.name}: {e.node_count} x {e.shape.accelerator} = {e.chips} chips in "
-            f"{context.zone_of(e.zone)}, {e.provisioning}, TPU VMs {', '.join(e.node_names)}"
-        )
-        lines.append(
-            f"    request: TPU API {e.api_version}; `pulumi up` waits {e.timeout_minutes} min "
-            f"for ACTIVE, else deletes it; queue window: {_window(e)}"
-        )
-        networks = [e.network.network if e.network else "the stack's VPC"]
-        networks += [n.network for n in e.additional_networks]
-        access = "public IPs" if e.enable_public_ips else "no public IPs (IAP or --internal-ip)"
-        lines.append(
-            f"    SSH: OS Login only, project SSH keys blocked; {access}; networks: "
-            f"{', '.join(networks)}"
-            + (f"; boot disk {_boot_disk(e)}" if e.boot_disk_config else "")
-        )
-        lines.append(
-            "    a SUSPENDED (preempted) or FAILED request, or one deleted outside the stack, "
-            "is replaced by the next `pulumi up`; labels, metadata, startupScript, tags and "
-            "dataDisks change on the running TPU VMs in place"
-        )
-        workers = e.shape.hosts * e.node_count
-        if e.storage:
-            mounts = ", ".join(
-                f"storage {m.volume} -> {m.mount_path}" + (" (read-only)" if m.read_only else "")
-                for m in e.storage
-            )
-            lines.append(f"    mounts: {mounts}")
-        lines.append(
-            f"    startup: `pulumi up` waits up to {e.startup_timeout_minutes} min after ACTIVE "
-            f"for the startup script of all {workers} worker(s), failing on a failed step"
-            if e.startup_timeout_minutes
-            else "    startup: not waited for (startupTimeoutMinutes: 0)"
-        )
-        lines.append(
-            "    if `pulumi up` is interrupted (Ctrl-C, killed) while it waits: nothing cleans "
-            f"up; the request can still start until {_window(e).split(' to ')[1]} (its queue "
-            f"window's end) and would then bill {e.chips} {e.provisioning} chips, at the "
-            "queued resource's rate in the cost below, until the next `pulumi up` adopts it or "
-            f"`gcloud compute tpus queued-resources delete {e.name} --zone="
-            f"{context.zone_of(e.zone)} --force`"
-        )
-        lines += describe_logins(
-            e.logins, "and reading TPU nodes on the whole project (Cloud TPU has no per-slice IAM)"
-        )
-    return [("TPU VMs (queued resources)", lines)] if lines else []
-
-
-def _window(entry: TpuVmConfig) -> str:
-    """When the request may start, as `<from> to <until>` (`+` counts from the request)."""
-    q = entry.queueing
-    after = q and (q.valid_after_time or (q.valid_after_duration and f"+{q.valid_after_duration}"))
-    until = q and (q.valid_until_time or (q.valid_until_duration and f"+{q.valid_until_duration}"))
-    return f"{after or 'now'} to {until or f'+{entry.timeout_minutes}m'}"
-
-
-def _boot_disk(entry: TpuVmConfig) -> str:
-    config = entry.boot_disk_config
-    parts = [f"CMEK {config['kmsKeyName']}"] if "kmsKeyName" in config else []
-    if config.get("confidentialCompute"):
-        parts.append("Confidential mode")
-    return ", ".join(parts)

@@ -1,0 +1,90 @@
+"""The one check of what spans systems: every system's claims (`components.system.Claim`) held
+against each other. An account, a Kubernetes account and a Filestore name have one owner each;
+no VM is named like those a Slurm nodeset's controller creates and deletes; no entry runs as an
+account another system makes for itself; no tag a user lists is another system's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from components.base import Problem, relative_path
+from components.identity import ownership_problems, service_account_email
+from components.system import Claim, ClaimKind, StackView
+
+
+def problems(view: StackView) -> list[Problem]:
+    """Every collision between the claims of `view`, at the config path that can be renamed."""
+    # The program's own accounts (one per key) claim first, so that a clash is reported at
+    # the list entry that can be renamed. Two entries of one list with one account id have
+    # one name, which each list's duplicate check already reports.
+    accounts = sorted(_pairs(view, ClaimKind.ACCOUNT), key=lambda claim: len(claim[0]) > 1)
+    found = ownership_problems(accounts, ClaimKind.ACCOUNT, "name", within_a_key=False)
+    found += ownership_problems(
+        _pairs(view, ClaimKind.KUBERNETES_ACCOUNT), ClaimKind.KUBERNETES_ACCOUNT, "serviceAccount"
+    )
+    found += ownership_problems(
+        _pairs(view, ClaimKind.FILESTORE), ClaimKind.FILESTORE, "name", within_a_key=False
+    )
+    return found + _vm_names(view) + _account_uses(view) + _tags(view)
+
+
+def _pairs(view: StackView, kind: ClaimKind) -> list[tuple[tuple[str | int, ...], str]]:
+    return [(c.path, c.value) for c in view.claimed(kind)]
+
+
+def _vm_names(view: StackView) -> list[Problem]:
+    """A VM named `<prefix>-<n>` where a controller creates and deletes VMs so named, once per
+    entry."""
+    patterns = [c for c in view.claimed(ClaimKind.VM_NAME) if c.pattern]
+    names: dict[tuple[str | int, ...], list[Claim]] = {}
+    for claim in view.claimed(ClaimKind.VM_NAME):
+        if not claim.pattern:
+            names.setdefault(claim.path, []).append(claim)
+    found = []
+    for path, claimed in names.items():
+        for owner in patterns:
+            pattern = re.compile(re.escape(owner.value) + r"-[0-9]+")
+            clash = next((c for c in claimed if pattern.fullmatch(c.value)), None)
+            if clash is not None:
+                found.append(
+                    Problem(
+                        path,
+                        f"{clash.what} {clash.value} is a name of {owner.what}; choose another "
+                        "prefix",
+                    )
+                )
+                break
+    return found
+
+
+def _account_uses(view: StackView) -> list[Problem]:
+    """An account an entry runs as that another system creates for itself."""
+    project = view.config.project
+    found = []
+    for use in view.claimed(ClaimKind.ACCOUNT_USE):
+        owners = {
+            service_account_email(c.value, project): c.path
+            for c in view.claimed(ClaimKind.ACCOUNT)
+            if c.system != use.system
+        }
+        if use.value in owners:
+            found.append(Problem(use.path, use.what.format(owner=relative_path(owners[use.value]))))
+    return found
+
+
+def _tags(view: StackView) -> list[Problem]:
+    """A network tag a user lists that names another system's VMs would let those VMs in
+    wherever that system's rules admit it: a TPU VM tagged like the Slurm cluster would reach
+    its controller's NFS exports."""
+    claims = view.claimed(ClaimKind.TAG)
+    reserved = {c.value: c.what for c in claims if not c.chosen}
+    return [
+        Problem(
+            c.path,
+            f"'{c.value}' is the network tag of {reserved[c.value]} VMs, which the stack's "
+            "firewall rules admit by it; pick a tag of your own",
+        )
+        for c in claims
+        if c.chosen and c.value in reserved and c.value not in c.own
+    ]
