@@ -25,6 +25,7 @@ from prices import quotes
 from prices.catalog import Catalog, PriceRow
 from prices.coverage import FLEX_START, ON_DEMAND, RESERVATION, SPOT, tpu_price_item
 from prices.quotes import Quote
+from stacks import registry
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE
 
@@ -49,22 +50,6 @@ LEFT_OUT: tuple[str, ...] = (
 )
 """What the figures do not hold, because it cannot be known offline."""
 
-SYSTEMS: dict[str, str] = {
-    "network": "stack",
-    "project": "stack",
-    "buckets": "stack",
-    "cluster": "gke",
-    "tpuSlices": "gke",
-    "gpuPools": "gke",
-    "workloadIdentities": "gke",
-    "kueue": "gke",
-    "teams": "gke",
-    "tpuProvisioner": "tpu-provisioner",
-    "tpuVms": "tpu-vms",
-    "gpuClusters": "gpu-clusters",
-    "slurm": "slurm",
-}
-"""Top-level config key -> the system it belongs to (README "Systems")."""
 
 BILLED_BY_USE = {
     types.BUCKET: "bytes stored (left out)",
@@ -327,7 +312,7 @@ class _Builder:
                 key=key,
                 label=label,
                 config_key=config_key,
-                system=SYSTEMS.get(_entry(config_key)[0], "stack"),
+                system=registry.owner_of(_entry(config_key)[0]).name,
                 capacity=capacity,
                 units=units,
                 parts=tuple(Part(q, idle, full, label) for q, idle, full in parts),

@@ -11,18 +11,10 @@ from typing import Any
 from prices.catalog import HOURS_PER_MONTH, SOURCES, PriceRow
 from prices.cost import COHORT, OUTSIDE, Amount, CostReport, Line, Share
 from prices.quotes import money
+from stacks import registry
 
 MONTH = f"a month is {HOURS_PER_MONTH} h, as Google's pricing calculator and Infracost reckon it"
 REFRESH = "uv run python -m prices refresh"
-
-SYSTEM_NAMES = {
-    "stack": "Stack-wide",
-    "gke": "GKE",
-    "tpu-provisioner": "TPU provisioner",
-    "tpu-vms": "TPU VMs",
-    "gpu-clusters": "GPU clusters",
-    "slurm": "Slurm",
-}
 
 
 def _figure(usd: float, unit: str, amount: Amount, total: bool) -> str:
@@ -189,7 +181,8 @@ def cost_section(report: CostReport, today: date | None = None) -> list[str]:
         ("per hour", per_hour(report.idle, True), per_hour(report.full, True)),
         ("per month", per_month(report.idle), per_month(report.full)),
     ]
-    systems = ((SYSTEM_NAMES.get(n, n), s) for n, s in report.by_system().items())
+    titles = {system.name: system.title for system in registry.SYSTEMS}
+    systems = ((titles.get(n, n), s) for n, s in report.by_system().items())
     return [
         "Cost at list prices (USD; idle: autoscaled pools at their minimum, flex-start pools, "
         "dynamic Slurm nodes and provisioner pools at zero, reservations as reserved; full "

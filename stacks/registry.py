@@ -53,7 +53,8 @@ def tpu_chips(config: StackConfig) -> int:
     return sum(system.tpu_chips(config) for system in SYSTEMS)
 
 
-def owner_of(key: str) -> System | None:
-    """The system that owns a config key (`tpuSlices`, `gcp:project`), or None."""
+def owner_of(key: str) -> System:
+    """The system that owns a config key (`tpuSlices`, `gcp:project`); what no key names is
+    stack-wide (the first entry)."""
     name = key.split(":", 1)[-1]
-    return next((s for s in SYSTEMS if name in s.keys), None)
+    return next((s for s in SYSTEMS if name in s.keys), SYSTEMS[0])
