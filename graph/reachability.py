@@ -14,12 +14,12 @@ pack all call `matrix()`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from graph import types
-from graph.netpol import Graph, Pod, network, rule_ports
+from graph.netpol import Graph, Pod, Recorded, network, rule_ports
 
 IAP_RANGE = "35.235.240.0/20"
 """Identity-Aware Proxy's TCP forwarding range (components/network.py states it too; this
@@ -139,6 +139,9 @@ class Principal:
     """Pods' labels, which policies select peers by."""
     exports: tuple[str, ...] | None = None
     """A share's export ranges; None when it exports to its whole network."""
+    system: str = ""
+    """The registry name of the system whose VMs these are (`VMS`); empty for GKE, pods,
+    ranges and shares."""
 
 
 @dataclass(frozen=True)
@@ -287,56 +290,79 @@ def _share_range(share_network: Mapping[str, Any]) -> str | None:
     return f"{addresses[0]}/32" if addresses else None
 
 
-def _vms(graph: Graph, stack: _Stack) -> list[Principal]:
-    """The VMs of Slurm, GPU clusters and TPU VM entries, by who creates them."""
-    found = []
-    clusters: set[str] = set()
-    for r in graph.of_type(types.INSTANCE):
-        labels = r.inputs.get("labels") or {}
-        role = labels.get("slurm_instance_role")
-        if role is None:
-            continue
-        cluster = labels["slurm_cluster_name"]
-        clusters.add(cluster)
-        vpc, cidr = _subnet_of(
-            stack, (r.inputs.get("networkInterfaces") or [{}])[0].get("subnetwork")
-        )
-        name = f"Slurm {cluster} {role}"
-        if name not in {p.name for p in found}:
-            found.append(Principal(name, "vm", vpc, cidr, frozenset(r.inputs.get("tags") or ())))
-    for r in graph.of_type(types.INSTANCE_TEMPLATE):
-        labels = r.inputs.get("labels") or {}
+VmReader = Callable[[Recorded, "_Stack", Sequence[Principal]], Principal | None]
+"""Whether a registered resource is VMs of one system, and which: the resource, the stack's
+network as the graph shows it, and the principals found before it."""
+
+
+def _slurm(r: Recorded, stack: _Stack, found: Sequence[Principal]) -> Principal | None:
+    """The controller and login VMs (instances), the CPU nodes (their template) and the TPU
+    nodes the controller creates (a nodeset's TPU config object in the cluster's bucket)."""
+    labels = r.inputs.get("labels") or {}
+    if r.type == types.INSTANCE and "slurm_instance_role" in labels:
         nic = (r.inputs.get("networkInterfaces") or [{}])[0]
         vpc, cidr = _subnet_of(stack, nic.get("subnetwork"))
-        tags = frozenset(r.inputs.get("tags") or ())
-        if labels.get("slurm_instance_role") == "compute":
-            name = f"Slurm {labels['slurm_cluster_name']} CPU nodes"
-        elif "aiinfra-cluster" in labels:
-            name = f"GPU cluster {labels['aiinfra-cluster']} VMs"
-        else:
-            continue
-        if name not in {p.name for p in found}:
-            found.append(Principal(name, "vm", vpc, cidr, tags))
-    for r in graph.of_type(types.BUCKET_OBJECT):
+        name = f"Slurm {labels['slurm_cluster_name']} {labels['slurm_instance_role']}"
+        return Principal(name, "vm", vpc, cidr, frozenset(r.inputs.get("tags") or ()))
+    if r.type == types.INSTANCE_TEMPLATE and labels.get("slurm_instance_role") == "compute":
+        nic = (r.inputs.get("networkInterfaces") or [{}])[0]
+        vpc, cidr = _subnet_of(stack, nic.get("subnetwork"))
+        name = f"Slurm {labels['slurm_cluster_name']} CPU nodes"
+        return Principal(name, "vm", vpc, cidr, frozenset(r.inputs.get("tags") or ()))
+    if r.type == types.BUCKET_OBJECT:
         path = str(r.inputs.get("name", ""))
         cluster = path.split("-files/", 1)[0]
-        if "/nodeset_tpu_configs/" in path and cluster in clusters:
-            name = f"Slurm {cluster} TPU nodes"
-            if name not in {p.name for p in found}:
-                # Upstream's tpu.py tags the TPU VMs it creates with the cluster's name only.
-                vpc, cidr = _subnet_of(stack, "")
-                found.append(Principal(name, "vm", vpc, cidr, frozenset({cluster})))
-    for r in graph.of_type(types.QUEUED_RESOURCE):
-        vpc, cidr = _subnet_of(stack, r.inputs.get("subnetwork"))
-        found.append(
-            Principal(
-                f"TPU VMs {r.inputs.get('queuedResourceId')}",
-                "vm",
-                _last(r.inputs.get("network")) or vpc,
-                cidr,
-                frozenset(r.inputs.get("tags") or ()),
-            )
-        )
+        ours = any(p.name.startswith(f"Slurm {cluster} ") for p in found)
+        if "/nodeset_tpu_configs/" in path and ours:
+            # Upstream's tpu.py tags the TPU VMs it creates with the cluster's name only.
+            vpc, cidr = _subnet_of(stack, "")
+            return Principal(f"Slurm {cluster} TPU nodes", "vm", vpc, cidr, frozenset({cluster}))
+    return None
+
+
+def _gpu_cluster(r: Recorded, stack: _Stack, found: Sequence[Principal]) -> Principal | None:
+    """A GPU cluster's VMs, by its group's template."""
+    labels = r.inputs.get("labels") or {}
+    if r.type != types.INSTANCE_TEMPLATE or "aiinfra-cluster" not in labels:
+        return None
+    nic = (r.inputs.get("networkInterfaces") or [{}])[0]
+    vpc, cidr = _subnet_of(stack, nic.get("subnetwork"))
+    name = f"GPU cluster {labels['aiinfra-cluster']} VMs"
+    return Principal(name, "vm", vpc, cidr, frozenset(r.inputs.get("tags") or ()))
+
+
+def _tpu_vms(r: Recorded, stack: _Stack, found: Sequence[Principal]) -> Principal | None:
+    """A TPU VM entry's slices, by its queued resource."""
+    if r.type != types.QUEUED_RESOURCE:
+        return None
+    vpc, cidr = _subnet_of(stack, r.inputs.get("subnetwork"))
+    return Principal(
+        f"TPU VMs {r.inputs.get('queuedResourceId')}",
+        "vm",
+        _last(r.inputs.get("network")) or vpc,
+        cidr,
+        frozenset(r.inputs.get("tags") or ()),
+    )
+
+
+VMS: dict[str, VmReader] = {"slurm": _slurm, "gpu-clusters": _gpu_cluster, "tpu-vms": _tpu_vms}
+"""Registry name -> how the model finds that system's VMs in a graph. This module imports no
+system (the policy pack runs it with the standard library alone), so a test holds these keys
+to the registry's entries that declare `reachable`."""
+VM_TYPES = (types.INSTANCE, types.INSTANCE_TEMPLATE, types.BUCKET_OBJECT, types.QUEUED_RESOURCE)
+"""What VMs are read from, in this order: instances, the templates of groups and nodesets,
+Slurm's nodeset configs, queued resources."""
+
+
+def _vms(graph: Graph, stack: _Stack) -> list[Principal]:
+    """The VMs of every system in `VMS`, one principal per group of them."""
+    found: list[Principal] = []
+    for type_ in VM_TYPES:
+        for r in graph.of_type(type_):
+            for system, read in VMS.items():
+                vm = read(r, stack, found)
+                if vm is not None and vm.name not in {p.name for p in found}:
+                    found.append(replace(vm, system=system))
     return found
 
 

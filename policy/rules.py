@@ -26,7 +26,6 @@ PROTECTED_IN_PROD = (
     types.QUEUED_RESOURCE,
 )
 """What holds state or costs most to rebuild (`ai-infra:protect`, docs/stack.md)."""
-SYSTEMS = ("Slurm ", "GPU cluster ", "TPU VMs ")
 OPT_IN = "network.allow "
 """How an opening's firewall rule describes itself (components/network.py)."""
 
@@ -153,7 +152,7 @@ def pods_reach_systems_only_where_opted_in(resources: Sequence[Resource]) -> lis
     found = []
     named = {p.name: p for p in reachability.principals(graph)}
     for (source, target), ports in reachability.matrix(graph).items():
-        if not (named[source].kind == "pods" and target.startswith(SYSTEMS)):
+        if not (named[source].kind == "pods" and named[target].system):
             continue
         tags = named[target].tags
         opened = reachability.Ports()
