@@ -1,23 +1,25 @@
-"""The stack a workload runs on: its validated config and the graph its program registers under
-the mock engine, read once per command. Everything the command writes into a JobSet comes from
-these two, so it cannot drift from what `pulumi up` builds.
+"""One way to open a stack: its file read as the Pulumi CLI reads it (its warnings said), its
+config validated (a `ConfigError` lists every problem), and the graph its program registers
+under the mock engine, refused when two resources share a URN, as `pulumi up` would. The plan,
+preflight, the workload command and `hosts` all open stacks here, so they accept and refuse
+the same files. `Stack` reads the opened stack: its Kubernetes objects, what it brings up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from graph import types
-from graph.capacity import Inventory, Machines, read
+from graph import capacity, types
+from graph.capacity import Inventory, Machines
 from graph.engine import list_stacks, run_program, stack_file
 from graph.model import Graph
 from stacks.config import StackConfig
 from stacks.loading import parse, read_stack_text
-from stacks.messages import ConfigError
 
 
 class StackError(Exception):
@@ -26,9 +28,14 @@ class StackError(Exception):
 
 @dataclass(frozen=True)
 class Stack:
+    """A stack as `pulumi up` would see it."""
+
     name: str
     config: StackConfig
     graph: Graph
+    """Empty when opened without `build`."""
+    path: Path | None = None
+    """The stack file it was read from."""
 
     def objects(self, kind: str, api: str = "") -> Iterator[dict[str, Any]]:
         """The Kubernetes objects of `kind` the program registers, as manifests (`apiVersion`,
@@ -46,7 +53,7 @@ class Stack:
     @cached_property
     def inventory(self) -> Inventory:
         """What the graph brings up, as the plan, cost and preflight read it (graph.capacity)."""
-        return read(self.graph)
+        return capacity.read(self.graph)
 
     def machines(self, config_key: str) -> list[Machines]:
         """The machines of one config entry (`tpuSlices[0]`, `gpuPools[1]`,
@@ -59,6 +66,17 @@ class Stack:
             if meta.get("name") == name and meta.get("namespace") == namespace:
                 return obj
         return None
+
+
+@dataclass(frozen=True)
+class StackFile:
+    """A stack file as read, before its config is validated."""
+
+    name: str
+    """The stack's name: `dev` for `Pulumi.dev.yaml`, a file's stem otherwise."""
+    path: Path
+    config: dict[str, str]
+    """What `pulumi up` hands the program (PULUMI_CONFIG)."""
 
 
 def stack_path(target: str) -> tuple[str, Path]:
@@ -75,16 +93,40 @@ def stack_path(target: str) -> tuple[str, Path]:
     return name, path
 
 
-def load(target: str, *, build: bool = True) -> Stack:
-    """Read and build a stack as `pulumi up` would, under the mock engine; without `build`,
-    only its config (for commands that need no more than a team's namespace)."""
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def read(target: str, warn: Callable[[str], None] = _say) -> StackFile:
+    """Read a stack (a name or a stack file path) as the Pulumi CLI does, saying what the CLI
+    would warn about; raises `StackError`, or `ConfigError` for a file the CLI refuses."""
     name, path = stack_path(target)
-    raw = read_stack_text(path.read_text()).config
-    try:
-        config = parse(raw, name)
-    except ConfigError as error:
-        lines = "\n  ".join(f"{path}: {message}" for path, message in error.rendered)
-        raise StackError(f"{path.name} is not a valid stack config:\n  {lines}") from None
-    if not config.cluster.enabled:
-        raise StackError(f"stack '{name}' builds no GKE cluster (cluster.enabled: false)")
-    return Stack(name, config, run_program(raw, stack=name) if build else Graph())
+    found = read_stack_text(path.read_text())
+    for warning in found.warnings:
+        warn(f"warning: {path.name}: {warning}")
+    return StackFile(name, path, found.config)
+
+
+def record(config: dict[str, str], name: str) -> Graph:
+    """The graph the program registers for `config`; raises what the program raises, and
+    `StackError` for two resources with one URN, which the mock engine accepts and `pulumi up`
+    would not."""
+    graph = run_program(config, stack=name)
+    seen: set[str] = set()
+    twice = sorted({u for u in graph.urns if u in seen or seen.add(u)})
+    if twice:
+        raise StackError(
+            "the program registers two resources with one URN:\n  " + "\n  ".join(twice)
+        )
+    return graph
+
+
+def open_stack(target: str | StackFile, *, build: bool = True) -> Stack:
+    """Read, validate and (with `build`) build a stack as `pulumi up` would, under the mock
+    engine; without `build`, only its config (for commands that act on what it names). Raises
+    `StackError` or `ConfigError`."""
+    found = target if isinstance(target, StackFile) else read(target)
+    # The program validates the same strings at `pulumi up` (stacks.loading.load).
+    config = parse(found.config, found.name)
+    graph = record(found.config, found.name) if build else Graph()
+    return Stack(found.name, config, graph, found.path)

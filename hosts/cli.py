@@ -22,6 +22,7 @@ from pathlib import Path
 
 from components.gpu_clusters import GpuClusterConfig
 from components.tpu_vms import TpuVmConfig
+from graph.stack import StackError, open_stack
 from hosts.run import DEFAULT_PARALLEL, MAX_PARALLEL, Outcome, Popen, run_everywhere
 from hosts.targets import (
     Host,
@@ -32,7 +33,6 @@ from hosts.targets import (
     hostfile,
     tpu_hosts,
 )
-from plan.cli import PlanError, load_stack
 from stacks.config import StackConfig
 from stacks.messages import ConfigError
 
@@ -131,12 +131,13 @@ def main(
     args = parser().parse_args(argv[:cut])
     command = argv[cut + 1 :]
     try:
-        stack, config = load_stack(args.stack)
+        opened = open_stack(args.stack, build=False)
+        stack, config = opened.name, opened.config
         hosts, entry, members = resolve(args, config, run)
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    except (PlanError, UsageError, TargetError) as error:
+    except (StackError, UsageError, TargetError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.hostfile:

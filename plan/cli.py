@@ -32,14 +32,14 @@ from typing import Any, Protocol
 
 from components.network import DEFAULT_MTU
 from graph import reachability, types
-from graph.engine import Graph, list_stacks, run_program, stack_file
+from graph.engine import Graph, list_stacks
+from graph.stack import StackError, open_stack, read
 from plan import base as bases
 from plan import markdown, summary
 from plan.diff import GraphDiff, diff
 from plan.render import SCHEMA_VERSION, diff_json, plan_json, render, render_diff
 from stacks import environment
 from stacks.config import StackConfig
-from stacks.loading import StackFile, parse, read_stack_text
 from stacks.messages import NAMESPACE, ConfigError
 
 _NO_BASE_COST = (
@@ -74,45 +74,6 @@ class Costing(Protocol):
     def change_totals(self, before: Side | None, after: Side) -> list[str]:
         """The stack's idle and full-scale cost before and after, one line each."""
         ...
-
-
-class PlanError(Exception):
-    """A stack or base that cannot be read; the message says which and why."""
-
-
-def _stack_path(target: str) -> tuple[str, Path]:
-    """A stack name or stack file path -> (stack name, stack file)."""
-    path = Path(target)
-    if path.suffix in (".yaml", ".yml"):
-        if not path.exists():
-            raise PlanError(f"{target}: no such stack file")
-        stack = path.name.split(".")[1] if path.name.startswith("Pulumi.") else path.stem
-        return stack, path
-    path = stack_file(target)
-    if not path.exists():
-        raise PlanError(f"{path.name} not found: stacks are {', '.join(list_stacks())}")
-    return target, path
-
-
-def _read(path: Path) -> StackFile:
-    read = read_stack_text(path.read_text())
-    for warning in read.warnings:
-        print(f"warning: {path.name}: {warning}", file=sys.stderr)
-    return read
-
-
-def _build(raw: dict[str, str], stack: str) -> tuple[StackConfig, Graph]:
-    # The program validates the same strings at `pulumi up` (stacks.loading.load).
-    config = parse(raw, stack)
-    graph = run_program(raw, stack=stack)
-    # The mock engine accepts two resources with one URN; `pulumi up` would not.
-    seen: set[str] = set()
-    twice = sorted({u for u in graph.urns if u in seen or seen.add(u)})
-    if twice:
-        raise PlanError(
-            "the program registers two resources with one URN:\n  " + "\n  ".join(twice)
-        )
-    return config, graph
 
 
 def _shown(path: Path) -> str:
@@ -315,35 +276,22 @@ def mtu_changes(before: Graph, after: Graph) -> dict[str, tuple[int, int]]:
     return changes
 
 
-def build_stack(target: str) -> tuple[str, StackConfig, Graph]:
-    """The stack name, validated config and plan of `target` (a stack name or file), built as
-    the plan command builds them; raises `PlanError` or `ConfigError`."""
-    stack, path = _stack_path(target)
-    config, graph = _build(_read(path).config, stack)
-    return stack, config, graph
-
-
-def load_stack(target: str) -> tuple[str, StackConfig]:
-    """The stack name and validated config of `target`, without building the plan (for
-    commands that act on what the config names, such as `python -m hosts`)."""
-    stack, path = _stack_path(target)
-    return stack, parse(_read(path).config, stack)
-
-
 def report(target: str, base: str | None, costing: Costing | None = None) -> Report:
     """Build `target` (a stack name or file) and, with `base`, the stack as it was."""
-    stack, path = _stack_path(target)
-    raw = _read(path).config
+    found = read(target)
     if base is None:
-        return Report(stack, path, *_build(raw, stack), costing=costing)
+        stack = open_stack(found)
+        return Report(found.name, found.path, stack.config, stack.graph, costing=costing)
     # A bad ref fails before any program runs; the base builds alongside the current side.
-    pending = _start_base(base, path, stack)
+    pending = _start_base(base, found.path, found.name)
     try:
-        config, graph = _build(raw, stack)
+        stack = open_stack(found)
     except BaseException:
         pending.cancel()
         raise
-    return Report(stack, path, config, graph, base, pending.result(), costing)
+    return Report(
+        found.name, found.path, stack.config, stack.graph, base, pending.result(), costing
+    )
 
 
 def main(argv: list[str] | None = None, costing: Costing | None = None) -> int:
@@ -382,7 +330,7 @@ def main(argv: list[str] | None = None, costing: Costing | None = None) -> int:
         parser.error("--markdown and --fail-on-destructive need --base")
     try:
         built = report(args.stack, args.base, costing)
-    except (PlanError, ConfigError, bases.BaseError) as error:
+    except (StackError, ConfigError, bases.BaseError) as error:
         if args.json:
             print(json.dumps(error_json(error), indent=2))
         else:

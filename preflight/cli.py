@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None, connect: Connect | None = None) -> int:
 
 
 def _check(target: str, as_json: bool, connect: Connect) -> int:
-    from plan.cli import PlanError, build_stack
+    from graph.stack import StackError, open_stack
     from preflight import run
     from preflight.live import CredentialsError, Live
     from preflight.needs import derive
@@ -146,12 +146,13 @@ def _check(target: str, as_json: bool, connect: Connect) -> int:
     from stacks.messages import ConfigError
 
     try:
-        stack, config, graph = build_stack(target)
-        findings = run(derive(config, graph), Live(config.project, connect(config.project)))
+        opened = open_stack(target)
+        stack, config = opened.name, opened.config
+        findings = run(derive(config, opened.graph), Live(config.project, connect(config.project)))
     except ConfigError as error:
         problems = [{"path": path, "message": message} for path, message in error.rendered]
         return _error(as_json, "config", str(error), problems)
-    except PlanError as error:
+    except StackError as error:
         return _error(as_json, "plan", str(error), [])
     except CredentialsMissing as error:
         return _error(as_json, "credentials", str(error), [])

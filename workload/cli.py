@@ -19,7 +19,8 @@ from typing import Any
 import yaml
 
 from components.gke.kueue import DEFAULT_LOCAL_QUEUE, PROVISIONED_QUEUE_SUFFIX
-from graph.stack import Stack, StackError, load
+from graph.stack import Stack, StackError, open_stack, stack_path
+from stacks.messages import ConfigError
 from workload import checks
 from workload.cluster import Cluster, ClusterError
 from workload.mounts import bucket_problems, team_mounts
@@ -37,6 +38,21 @@ from workload.target import FlagError, Target, resolve, team_of
 
 EXIT_REFUSED = 1
 EXIT_BAD_INPUT = 2
+
+
+def load(target: str, *, build: bool = True) -> Stack:
+    """Open a stack as the plan does (its warnings, its refusals), under the mock engine;
+    without `build`, only its config (for commands that need no more than a team's
+    namespace). A stack without a GKE cluster runs no JobSets."""
+    _, path = stack_path(target)
+    try:
+        stack = open_stack(target, build=build)
+    except ConfigError as error:
+        lines = "\n  ".join(f"{where}: {message}" for where, message in error.rendered)
+        raise StackError(f"{path.name} is not a valid stack config:\n  {lines}") from None
+    if not stack.config.cluster.enabled:
+        raise StackError(f"stack '{stack.name}' builds no GKE cluster (cluster.enabled: false)")
+    return stack
 
 
 def parser() -> argparse.ArgumentParser:

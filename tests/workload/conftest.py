@@ -8,16 +8,17 @@ from functools import cache
 
 import pytest
 
-from graph.stack import Stack, load
+from graph.stack import Stack
 from tests.workload.fake_api import FakeApi
 from workload import cli
 
 Run = Callable[..., tuple[int, str, str]]
+_open = cli.load
 
 
 @cache
 def _load(target: str, build: bool = True) -> Stack:
-    return load(target, build=build)
+    return _open(target, build=build)
 
 
 @pytest.fixture(autouse=True)
