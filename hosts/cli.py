@@ -19,24 +19,16 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from components.gpu_clusters import GpuClusterConfig
-from components.tpu_vms import TpuVmConfig
+from components.system import System
 from graph.stack import StackError, open_stack
 from hosts.run import DEFAULT_PARALLEL, MAX_PARALLEL, Outcome, Popen, run_everywhere
-from hosts.targets import (
-    Host,
-    Runner,
-    TargetError,
-    gpu_hosts,
-    gpu_members,
-    hostfile,
-    tpu_hosts,
-)
+from hosts.targets import LISTERS, Ask, Found, Runner, TargetError
+from stacks import registry
 from stacks.config import StackConfig
 from stacks.messages import ConfigError
 
-SYSTEMS = ("tpuVms", "gpuClusters")
 DEFAULT_TIMEOUT_SECONDS = 600
 
 
@@ -72,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m hosts", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     p.add_argument("stack", help="stack name (dev, staging, prod) or a stack file path")
-    p.add_argument("system", choices=SYSTEMS, help="the config key of the entry")
+    p.add_argument("system", choices=list(_systems()), help="the config key of the entry")
     p.add_argument("name", help="the entry's name")
     p.add_argument("--slice", action="append", default=[], help="a TPU VM of the entry")
     p.add_argument("--worker", action="append", default=[], type=int, help="a worker number")
@@ -85,41 +77,29 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _entry(config: StackConfig, system: str, name: str) -> TpuVmConfig | GpuClusterConfig:
-    entries: Sequence[TpuVmConfig | GpuClusterConfig] = (
-        config.tpu_vms if system == "tpuVms" else config.gpu_clusters
-    )
+def _systems() -> dict[str, System]:
+    """Config key -> the system whose entries' hosts the command reaches."""
+    return {system.keys[0]: system for system in registry.SYSTEMS if system.hosts}
+
+
+def _entry(config: StackConfig, key: str, name: str) -> Any:
+    entries = LISTERS[_systems()[key].name].entries(config)
     for entry in entries:
         if entry.name == name:
             return entry
     known = ", ".join(e.name for e in entries) or "none"
-    raise UsageError(f"ai-infra:{system} has no entry {name}; its entries: {known}")
+    raise UsageError(f"ai-infra:{key} has no entry {name}; its entries: {known}")
 
 
 def _run_gcloud(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
 
 
-def resolve(
-    args: argparse.Namespace, config: StackConfig, run: Runner
-) -> tuple[list[Host], TpuVmConfig | GpuClusterConfig, list[str]]:
-    """The hosts the command runs on, the entry, and (for a GPU cluster) its running VMs."""
+def resolve(args: argparse.Namespace, config: StackConfig, run: Runner) -> Found:
+    """The hosts the command runs on, and what `--hostfile` prints."""
     entry = _entry(config, args.system, args.name)
-    ctx = config.context
-    if isinstance(entry, TpuVmConfig):
-        if args.hostfile:
-            raise UsageError(
-                "--hostfile is for GPU clusters; JAX on TPU VMs finds its peers itself"
-            )
-        return (
-            tpu_hosts(entry, ctx, slices=args.slice, workers=args.worker, iap=not args.internal_ip),
-            entry,
-            [],
-        )
-    if args.slice or args.worker:
-        raise UsageError("--slice and --worker are for tpuVms entries")
-    members = gpu_members(entry, ctx, run)
-    return gpu_hosts(entry, ctx, members, iap=not args.internal_ip), entry, members
+    ask = Ask(args.slice, args.worker, iap=not args.internal_ip, hostfile=args.hostfile)
+    return LISTERS[_systems()[args.system].name].find(entry, config.context, ask, run)
 
 
 def main(
@@ -132,17 +112,16 @@ def main(
     command = argv[cut + 1 :]
     try:
         opened = open_stack(args.stack, build=False)
-        stack, config = opened.name, opened.config
-        hosts, entry, members = resolve(args, config, run)
+        stack, found = opened.name, resolve(args, opened.config, run)
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
     except (StackError, UsageError, TargetError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    hosts = found.hosts
     if args.hostfile:
-        assert isinstance(entry, GpuClusterConfig)
-        sys.stdout.write(hostfile(entry, members))
+        sys.stdout.write(found.hostfile or "")
         return 0
     if args.list:
         for host in hosts:

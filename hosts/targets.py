@@ -9,11 +9,14 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from components.context import StackContext
-from components.gpu_clusters import GpuClusterConfig
-from components.gpu_clusters.checks import group_name
+from components.gpu_clusters import GpuClusterConfig, group_name
 from components.tpu_vms import TpuVmConfig
+
+if TYPE_CHECKING:
+    from stacks.config import StackConfig
 
 Runner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
 """Runs a command and returns its output; tests pass a fake."""
@@ -137,3 +140,58 @@ def hostfile(config: GpuClusterConfig, members: Sequence[str]) -> str:
     """An MPI hostfile (`host slots=<GPUs>`), which torchrun's `--nnodes` and rendezvous host
     are read from too: the first line's host serves as the rendezvous."""
     return "".join(f"{name} slots={config.gpu_count}\n" for name in members)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What the command line asks of an entry's hosts."""
+
+    slices: Sequence[str] = ()
+    workers: Sequence[int] = ()
+    iap: bool = True
+    hostfile: bool = False
+
+
+@dataclass(frozen=True)
+class Found:
+    """The hosts a command runs on, and what `--hostfile` prints (None where it means nothing)."""
+
+    hosts: list[Host]
+    hostfile: str | None = None
+
+
+def _tpu_vms(entry: TpuVmConfig, ctx: StackContext, ask: Ask, run: Runner) -> Found:
+    if ask.hostfile:
+        raise TargetError("--hostfile is for GPU clusters; JAX on TPU VMs finds its peers itself")
+    return Found(tpu_hosts(entry, ctx, slices=ask.slices, workers=ask.workers, iap=ask.iap))
+
+
+def _gpu_cluster(entry: GpuClusterConfig, ctx: StackContext, ask: Ask, run: Runner) -> Found:
+    if ask.slices or ask.workers:
+        raise TargetError("--slice and --worker are for tpuVms entries")
+    members = gpu_members(entry, ctx, run)
+    return Found(gpu_hosts(entry, ctx, members, iap=ask.iap), hostfile(entry, members))
+
+
+def _tpu_vm_entries(config: StackConfig) -> Sequence[TpuVmConfig]:
+    return config.tpu_vms
+
+
+def _gpu_cluster_entries(config: StackConfig) -> Sequence[GpuClusterConfig]:
+    return config.gpu_clusters
+
+
+@dataclass(frozen=True)
+class Lister:
+    """How the command finds one system's entries in a stack config and their hosts."""
+
+    entries: Callable[[StackConfig], Sequence[Any]]
+    find: Callable[[Any, StackContext, Ask, Runner], Found]
+
+
+LISTERS: dict[str, Lister] = {
+    "tpu-vms": Lister(_tpu_vm_entries, _tpu_vms),
+    "gpu-clusters": Lister(_gpu_cluster_entries, _gpu_cluster),
+}
+"""Registry name -> its lister; a test holds these keys to the registry's entries that
+declare `hosts`."""
