@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from catalog import tpu as tpu_catalog
 from catalog.gpu import fixed_gpus
-from components.gke.config import TpuProvisionerConfig
+from components.gke import TpuProvisionerConfig
 from components.locations import region_of
 from graph import types
 from graph.model import Graph, Registration, plain

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from catalog.tpu import resolve
-from components.tpu_vms.provider import node_names
+from components.tpu_vms import node_names
 from graph import types
 from graph.model import Registration, integral
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from components.gke.admission import SYSTEM_TAINT
+from components.gke import SYSTEM_TAINT
 from graph import capacity, types
 from graph.model import Graph, Registration, unwrap
 

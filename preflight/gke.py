@@ -11,7 +11,7 @@ import re
 from google.cloud import container_v1
 
 from catalog import tpu as tpu_catalog
-from components.gke.checks import version_at_least
+from components.gke import version_at_least
 from preflight.live import CannotCheck, Live
 from preflight.needs import Cluster, Needs
 from preflight.report import Finding, fail, ok, warn

@@ -16,8 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from components.gke.config import PROVISIONER_SOURCE
-from components.gke.quota import Flavor, allocate
+from components.gke import PROVISIONER_SOURCE, Flavor, allocate
 from components.locations import region_of
 from graph import capacity, types
 from graph.model import Graph, Registration

@@ -12,8 +12,7 @@ from typing import Any
 
 from kubernetes.utils.quantity import parse_quantity
 
-from components.gke.admission import Refusal, refusals
-from components.gke.quota import GIB
+from components.gke import GIB, Refusal, refusals
 from graph import rbac, types
 from graph.stack import Stack
 from workload.admission import admit

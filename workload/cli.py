@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from components.gke.kueue import DEFAULT_LOCAL_QUEUE, PROVISIONED_QUEUE_SUFFIX
+from components.gke import DEFAULT_LOCAL_QUEUE, PROVISIONED_QUEUE_SUFFIX
 from graph.stack import Stack, StackError, open_stack, stack_path
 from stacks.messages import ConfigError
 from workload import checks

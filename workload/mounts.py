@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from components.gke.config import TeamConfig
+from components.gke import TeamConfig
 from stacks.config import StackConfig
 
 MOUNT_ROOT = "/gcs"

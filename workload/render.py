@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.gke.gpu_direct import TRANSPORTS
+from components.gke import TRANSPORTS
 from workload.mounts import Mounts
 from workload.request import Request
 from workload.target import Target

@@ -12,10 +12,18 @@ from typing import Any
 
 from catalog.gpu import GPU_RESOURCE, Transport
 from catalog.tpu import TPU_RESOURCE, TpuShape
-from components.gke.config import PROVISIONER_NAMESPACE, PROVISIONER_SOURCE, TeamConfig
-from components.gke.gpu_direct import TRANSPORTS
-from components.gke.kueue import provisioned_queue
-from components.gke.quota import NodeShape, gpu_node, shape_flavor_name, tpu_flavor_name, tpu_node
+from components.gke import (
+    PROVISIONER_NAMESPACE,
+    PROVISIONER_SOURCE,
+    TRANSPORTS,
+    NodeShape,
+    TeamConfig,
+    gpu_node,
+    provisioned_queue,
+    shape_flavor_name,
+    tpu_flavor_name,
+    tpu_node,
+)
 from graph import types
 from graph.capacity import Machines
 from graph.stack import Stack

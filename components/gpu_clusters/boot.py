@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from components import startup
+from components import storage as storage_boot
 from components.gpu_clusters import gpudirect, monitoring
 from components.gpu_clusters.gpudirect import GpuDirectStack
 from components.startup import Block, heredoc, line
-from components.storage import boot as storage_boot
-from components.storage.boot import GCSFUSE_VERSION, LocalScratch, VolumeMount
+from components.storage import GCSFUSE_VERSION, LocalScratch, VolumeMount
 
 OPS_AGENT_REPO_SCRIPT = "https://dl.google.com/cloudagents/add-google-cloud-ops-agent-repo.sh"
 OPS_AGENT_VERSION = "2.70.0"

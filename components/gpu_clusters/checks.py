@@ -27,8 +27,7 @@ from components.gpu_clusters.metadata import size_problems
 from components.identity import account_id_problems
 from components.locations import zone_problem
 from components.logins import login_problems, viewer_role_id
-from components.storage import Storage, mount_problems
-from components.storage.boot import SCRATCH_PATH
+from components.storage import SCRATCH_PATH, Storage, mount_problems
 from components.types import shadowed_dir
 
 SUBNET_PREFIXES = (8, 29)

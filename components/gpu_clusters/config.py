@@ -14,7 +14,7 @@ from catalog import gpu as gpu_catalog
 from components.base import ConfigModel
 from components.logins import Login
 from components.network import consecutive_ranges
-from components.storage.config import StorageMount
+from components.storage import StorageMount
 from components.types import (
     Cidr,
     DnsLabel,

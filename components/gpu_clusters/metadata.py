@@ -13,8 +13,14 @@ from components.gpu_clusters import boot, gpudirect
 from components.gpu_clusters.config import GpuClusterConfig
 from components.identity import OS_LOGIN_METADATA
 from components.startup import GUEST_ATTRIBUTES_METADATA
-from components.storage import Endpoint, Storage, gcsfuse_flags
-from components.storage.boot import GCSFUSE_CACHE, LocalScratch, VolumeMount
+from components.storage import (
+    GCSFUSE_CACHE,
+    Endpoint,
+    LocalScratch,
+    Storage,
+    VolumeMount,
+    gcsfuse_flags,
+)
 
 DATA_DEVICE = "data"
 """The device name of the data disk in the template (`/dev/disk/by-id/google-data`)."""

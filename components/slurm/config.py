@@ -18,7 +18,7 @@ from components.buckets import BucketConfig
 from components.context import StackContext
 from components.network import consecutive_ranges
 from components.slurm import scripts
-from components.storage.config import StorageMount
+from components.storage import StorageMount
 from components.types import (
     Cidr,
     DiskPath,

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from components import startup
+from components import storage as storage_boot
 from components.startup import Block, heredoc
-from components.storage import boot as storage_boot
-from components.storage.boot import VolumeMount
+from components.storage import VolumeMount
 
 USER_SCRIPT = "/opt/ai-infra/startup-script"
 """Where the entry's `startupScript` is written and run from: as a file it keeps its own

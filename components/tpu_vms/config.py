@@ -15,7 +15,7 @@ from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
 from components.logins import Login
 from components.network import MAX_NODE_NETWORKS
-from components.storage.config import StorageMount
+from components.storage import StorageMount
 from components.tpu_vms.provider import V2, V2ALPHA1, node_names
 from components.types import (
     GCE_NAME,

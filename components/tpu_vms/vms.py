@@ -16,8 +16,7 @@ from components.identity import OS_LOGIN_METADATA, service_account
 from components.logins import LoginGrants, grant_logins, viewer_role_id
 from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, system_tag
 from components.startup import GUEST_ATTRIBUTES_METADATA
-from components.storage import Storage, StorageHandle, gcsfuse_flags
-from components.storage.boot import VolumeMount
+from components.storage import Storage, StorageHandle, VolumeMount, gcsfuse_flags
 from components.tpu_vms import boot
 from components.tpu_vms.config import TpuVmConfig
 from components.tpu_vms.provider import REPLACE_KEYS, QueuedResource, StartupWait
