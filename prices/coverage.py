@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from catalog import gpu as gpu_catalog
+from catalog import machines
 from catalog import storage as storage_catalog
 from catalog import tpu as tpu_catalog
 from components.locations import region_of
-from prices import machines
 from prices.catalog import Kind
 
 Key = tuple[Kind, str, str, str]
@@ -26,7 +26,8 @@ ANY_CAPACITY = "any"
 
 DISK_TYPES = ("pd-standard", "pd-balanced", "pd-ssd", "hyperdisk-balanced")
 """Every disk type a config can name (boot disks, the Slurm state disk)."""
-FILESTORE_TIERS = ("BASIC_HDD", "BASIC_SSD", "HIGH_SCALE_SSD", "ENTERPRISE")
+FILESTORE_TIERS = tuple(storage_catalog.FILESTORE_TIERS)
+"""Every Filestore tier the storage catalog knows (`catalog/storage.py`)."""
 LUSTRE_TIERS = tuple(str(t) for t in storage_catalog.LUSTRE_TIERS)
 """Managed Lustre's throughput tiers, MBps per TiB, as the instance's input spells them."""
 GKE_FEE = "management-fee"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from catalog import gpu as gpu_catalog
-from prices import machines
+from catalog import machines
 from prices.catalog import HOURS_PER_MONTH, Catalog, Kind, PriceRow, Status
 from prices.coverage import ANY_CAPACITY, GKE_FEE, NAT, ON_DEMAND, RESERVATION
 

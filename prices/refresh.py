@@ -24,11 +24,22 @@ from google.api_core import retry as retries
 from google.cloud import billing_v1
 
 from catalog import gpu as gpu_catalog
-from prices import machines
+from catalog import machines
+from catalog.price_labels import (
+    COMPUTE,
+    DISK_LABELS,
+    FAMILY_LABELS,
+    FILESTORE,
+    FILESTORE_WORDS,
+    GKE,
+    GPU_LABELS,
+    NETWORKING,
+    SERVICES,
+    TPU_LABELS,
+)
 from prices.catalog import HOURS_PER_MONTH, Catalog, Kind, PriceRow, Status
 from prices.coverage import (
     ANY_CAPACITY,
-    FILESTORE_TIERS,
     GKE_FEE,
     NAT,
     ON_DEMAND,
@@ -42,21 +53,6 @@ RETRY = retries.Retry(
 )
 """Transient errors (429, 500, 503, connection resets) retry with back-off, per page."""
 
-COMPUTE = "6F81-5844-456A"
-TPU = "E000-3F24-B8AA"
-NETWORKING = "E505-1604-58F8"
-FILESTORE = "D97E-AB26-5D95"
-GKE = "CCD8-9BF1-090E"
-SERVICES: dict[str, str] = {
-    COMPUTE: "compute engine",
-    TPU: "tpu",
-    NETWORKING: "networking",
-    FILESTORE: "filestore",
-    GKE: "kubernetes",
-}
-"""Service id -> a word its display name must hold. Ids from SkyPilot fetch_gcp.py
-(GCE_SERVICE_ID, TPU_SERVICE_ID; v5e, v5p and v6e TPUs are Compute Engine SKUs) and
-Cyclenerd build/skus.sh; checked against `list_services` at every refresh."""
 
 DENY = re.compile(
     r"commit|reserved|custom|sole tenan|premium|dws|dynamic workload|flex|calendar|"
@@ -164,63 +160,12 @@ def _core_ram(label: str, capacity: str) -> tuple[Matcher, Matcher]:
     )
 
 
-FAMILY_LABELS = {
-    "e2": "E2 Instance",
-    "n1": "N1 Predefined Instance",
-    "n2": "N2 Instance",
-    "n2d": "N2D AMD Instance",
-    "c2d": "C2D AMD Instance",
-    "c3": "C3 Instance",
-    "n4": "N4 Instance",
-    "A2": "A2 Instance",
-    "A3": "A3 Instance",
-    "G2": "G2 Instance",
-    "E2": "E2 Instance",
-    "C2": "Compute optimized",
-}
-"""Machine family -> how its vCPU and memory SKUs begin (Cyclenerd mapping.csv)."""
-GPU_LABELS = {
-    "nvidia-tesla-t4": "Nvidia Tesla T4 GPU",
-    "nvidia-tesla-p4": "Nvidia Tesla P4 GPU",
-    "nvidia-tesla-v100": "Nvidia Tesla V100 GPU",
-    "nvidia-tesla-p100": "Nvidia Tesla P100 GPU",
-    "nvidia-tesla-a100": "Nvidia Tesla A100 GPU",
-    "nvidia-a100-80gb": "Nvidia Tesla A100 80GB GPU",
-    "nvidia-h100-80gb": "Nvidia H100 80GB GPU",
-    "nvidia-h100-mega-80gb": "Nvidia H100 80GB Mega GPU",
-    "nvidia-l4": "Nvidia L4 GPU",
-}
-"""GPU type -> how its SKUs begin; Spot ones continue "attached to Spot" (Cyclenerd)."""
-TPU_LABELS = {
-    "v5litepod": (COMPUTE, "TpuV5e", 1.0),
-    "v5p": (COMPUTE, "TpuV5p", 1.0),
-    "v6e": (COMPUTE, "TpuV6e", 1.0),
-    "v4": (TPU, r"Tpu-v4", 1.0),
-    "v2-device": (TPU, r"Tpu-v2(?!.*Pod)", 4.0),
-    "v3-device": (TPU, r"Tpu-v3(?!.*Pod)", 4.0),
-}
-"""TPU price family -> service, description token and chips per billed unit (SkyPilot
-fetch_gcp.py: v5e/v5p/v6e per chip-hour in Compute Engine; v2/v3 per 8-core device and v4 per
-chip in Cloud TPU). Pod SKUs of v2/v3 bill a unit this program has not confirmed: kept as read."""
 NOT_REFRESHED: dict[str, str] = {
     "v2-pod": "Cloud TPU's v2 Pod SKUs bill a unit this program has not confirmed",
     "v3-pod": "Cloud TPU's v3 Pod SKUs bill a unit this program has not confirmed",
 }
 """TPU price families with priced rows that `refresh` has no recipe for, and why; every other
 priced row it can rewrite (tests/prices/test_catalog.py)."""
-DISK_LABELS = {
-    "pd-standard": "^Storage PD Capacity in",
-    "pd-balanced": "^Balanced PD Capacity in",
-    "pd-ssd": "^SSD backed PD Capacity in",
-    "hyperdisk-balanced": "^Hyperdisk Balanced Capacity in",
-}
-FILESTORE_WORDS = {
-    "BASIC_HDD": ("basic", "hdd"),
-    "BASIC_SSD": ("basic", "ssd"),
-    "HIGH_SCALE_SSD": ("high scale",),
-    "ENTERPRISE": ("enterprise",),
-}
-"""Filestore tier -> words its capacity SKU's description holds (descriptions not verified)."""
 _MONTH = {"GiBy.mo": "GB-month"}
 
 
@@ -281,7 +226,7 @@ def recipe(key: Key) -> Recipe | None:
     if kind is Kind.DISK and item in DISK_LABELS:
         # Regional (replicated) disks bill apart; the program makes zonal ones.
         return ((Matcher(COMPUTE, DISK_LABELS[item], _MONTH, exclude="(?i)regional"), 1.0),)
-    if kind is Kind.FILESTORE and item in FILESTORE_TIERS:
+    if kind is Kind.FILESTORE and item in FILESTORE_WORDS:
         words = "".join(f"(?=.*\\b{w}\\b)" for w in (*FILESTORE_WORDS[item], "capacity"))
         units = {"GiBy.mo": "GiB-month", "GiBy.h": "GiB-hour"}
         return ((Matcher(FILESTORE, f"(?i)^{words}", units), 1.0),)

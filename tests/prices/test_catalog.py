@@ -9,12 +9,13 @@ import re
 import pytest
 
 from catalog import gpu as gpu_catalog
+from catalog import machines
 from catalog import tpu as tpu_catalog
 from components.gke.config import CpuPoolConfig
 from components.gpu_clusters.config import GpuClusterConfig
 from components.slurm.config import ControllerConfig, CpuNodesetConfig, LoginGroupConfig
 from graph.engine import list_stacks, load_stack_config
-from prices import machines, quotes
+from prices import quotes
 from prices.catalog import (
     ANY,
     CATALOG_FILE,

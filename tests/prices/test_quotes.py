@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from catalog import machines
 from catalog import tpu as tpu_catalog
-from prices import machines, quotes
+from prices import quotes
 from prices.catalog import HOURS_PER_MONTH, load
 from prices.coverage import tpu_price_item
 

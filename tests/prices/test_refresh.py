@@ -16,10 +16,11 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import billing_v1
 from google.type import money_pb2
 
+from catalog.price_labels import COMPUTE, FILESTORE, GKE, NETWORKING, TPU
 from prices import refresh as refresh_module
 from prices.__main__ import main
 from prices.catalog import CATALOG_FILE, Catalog, PriceRow, Status, load
-from prices.refresh import COMPUTE, FILESTORE, GKE, NETWORKING, TPU, RefreshError, offer, refresh
+from prices.refresh import RefreshError, offer, refresh
 
 WHEN = datetime(2026, 11, 20, 8, tzinfo=UTC)
 SERVICES = {
