@@ -28,12 +28,20 @@ from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 from components.identity import service_account_email
 from graph import types
+from graph.files import REPO_ROOT, list_stacks, stack_file
 from graph.model import Graph, Registration
 
-__all__ = ["Graph", "Registration", "record_program", "run_program"]
+__all__ = [
+    "REPO_ROOT",
+    "Graph",
+    "Registration",
+    "list_stacks",
+    "record_program",
+    "run_program",
+    "stack_file",
+]
 
 PROJECT = "ai-infra"
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 _CLUSTER_ENDPOINT = "203.0.113.10"
@@ -217,10 +225,6 @@ class _RecordingMonitor(runtime_mocks.MockMonitor):
         return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=state_proto)
 
 
-def stack_file(stack: str) -> Path:
-    return REPO_ROOT / f"Pulumi.{stack}.yaml"
-
-
 def parse_stack_file(text: str) -> dict[str, str]:
     """The config a stack file's text hands the program at `pulumi up` (`stacks.loading.
     read_stack_text`): one string per key; what the Pulumi CLI refuses is a `ConfigError`."""
@@ -239,10 +243,6 @@ def load_stack_config(stack: str) -> dict[str, str]:
     if not path.exists():
         raise FileNotFoundError(f"{path.name} not found: stacks are {', '.join(list_stacks())}")
     return read_stack_file(path)
-
-
-def list_stacks() -> list[str]:
-    return sorted(p.name.split(".")[1] for p in REPO_ROOT.glob("Pulumi.*.yaml"))
 
 
 def engine_config(config: Mapping[str, Any]) -> dict[str, str]:

@@ -16,14 +16,11 @@ from typing import Any
 
 from graph import capacity, types
 from graph.capacity import Inventory, Machines
-from graph.engine import list_stacks, run_program, stack_file
+from graph.engine import run_program
+from graph.files import StackError, stack_path
 from graph.model import Graph
 from stacks.config import StackConfig
 from stacks.loading import parse, read_stack_text
-
-
-class StackError(Exception):
-    """A stack that cannot be read or built; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -77,20 +74,6 @@ class StackFile:
     path: Path
     config: dict[str, str]
     """What `pulumi up` hands the program (PULUMI_CONFIG)."""
-
-
-def stack_path(target: str) -> tuple[str, Path]:
-    """A stack name (`prod`) or a stack file path -> (stack name, stack file)."""
-    path = Path(target)
-    if path.suffix not in (".yaml", ".yml"):
-        path = stack_file(target)
-        if not path.exists():
-            raise StackError(f"{path.name} not found: stacks are {', '.join(list_stacks())}")
-        return target, path
-    if not path.exists():
-        raise StackError(f"{target}: no such stack file")
-    name = path.name.split(".")[1] if path.name.startswith("Pulumi.") else path.stem
-    return name, path
 
 
 def _say(line: str) -> None:

@@ -1,4 +1,4 @@
-"""`uv run python -m plan <stack>`: see `plan.cli`."""
+"""`uv run python -m plan <stack>`: the command line is `plan.args`, the plan `plan.cli`."""
 
 import sys
 
@@ -6,9 +6,14 @@ import sys
 # it every plan recompiles them (benchmarks/README.md). It must precede their import.
 sys.dont_write_bytecode = False
 
-from plan.cli import main  # noqa: E402
+from plan.args import arguments  # noqa: E402
+
+# The flags first: `--help` and a wrong flag answer before the SDKs are imported.
+args = arguments(sys.argv[1:])
+
+from plan.cli import run_args  # noqa: E402
 from prices import PLAN_COSTING  # noqa: E402
 
 # The composition of the command: the plan and the cost each read the graph, and neither
 # imports the other (graph/ is below both).
-sys.exit(main(costing=PLAN_COSTING))
+sys.exit(run_args(args, costing=PLAN_COSTING))

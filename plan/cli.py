@@ -1,21 +1,7 @@
-"""`uv run python -m plan <stack>`: print what `pulumi up` would create for a stack, offline.
-
-Accepts a stack name (`dev` reads `Pulumi.dev.yaml`) or a path to a stack file, read as the
-Pulumi CLI reads it (stacks/loading.py). With `--base <git-ref>` it prints only what would
-change since that ref, as `pulumi preview` would, with the base built by the ref's own code
-and stack file (plan/base.py); `--base <stack file>` builds that file with this checkout's code.
-`--json` prints the plan, and that diff, as JSON (schema/plan-output.schema.json);
-`--markdown` prints the diff as a pull-request comment.
-
-Exit codes (docs/plan.md):
-  0  the plan was made; with --base, nothing changes
-  1  no plan: an invalid config (its problems, and nothing else), a stack file or base that
-     cannot be read
-  2  with --base: pulumi up would change something, and can
-  3  with --base: pulumi up would refuse a step (a protected resource) or could not complete
-     it (a replaced resource others still use); with --fail-on-destructive, also any replace
-     or delete of a stateful (Filestore, disk, bucket, cluster, namespace) or protected
-     resource
+"""The offline plan and its diff as one report (`Report`): built with `report()` for a stack
+name or file and an optional base, rendered as text, JSON or a pull-request comment. The
+command line, its flags and exit codes are `plan/args.py`; `python -m plan` composes this with
+the cost (plan/__main__.py).
 """
 
 from __future__ import annotations
@@ -32,10 +18,17 @@ from typing import Any, Protocol
 
 from components.network import DEFAULT_MTU
 from graph import reachability, types
-from graph.engine import Graph, list_stacks
+from graph.engine import Graph
 from graph.stack import StackError, open_stack, read
 from plan import base as bases
 from plan import markdown, summary
+from plan.args import (
+    EXIT_CHANGES,
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_REFUSED,
+    arguments,
+)
 from plan.diff import GraphDiff, diff
 from plan.render import SCHEMA_VERSION, diff_json, plan_json, render, render_diff
 from stacks import environment
@@ -102,16 +95,6 @@ def _heading(stack: str, path: Path, base: bases.Base, ref: str) -> str:
         origin = base.origin
     return f"Changes to stack '{stack}' ({this}) since {origin}:"
 
-
-EXIT_OK = 0
-"""The plan was made; with `--base`, nothing changes."""
-EXIT_ERROR = 1
-"""No plan: an invalid config, a stack file or base that cannot be read."""
-EXIT_CHANGES = 2
-"""With `--base`: `pulumi up` would change something, and can."""
-EXIT_REFUSED = 3
-"""With `--base`: `pulumi up` would refuse a step or could not complete it, or (with
-`--fail-on-destructive`) a stateful or protected resource is replaced or deleted."""
 
 ChangeSection = Callable[[Graph, Graph], list[str]]
 """What changes between the base's graph and this one in one respect, as lines; empty when
@@ -295,39 +278,11 @@ def report(target: str, base: str | None, costing: Costing | None = None) -> Rep
 
 
 def main(argv: list[str] | None = None, costing: Costing | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m plan",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "stack",
-        nargs="?",
-        default="dev",
-        help=f"stack name ({', '.join(list_stacks())}) or a stack file path",
-    )
-    parser.add_argument(
-        "--base",
-        metavar="REF",
-        help="print only what changes since this git ref (its code and stack file), or since "
-        "this stack file",
-    )
-    shown = parser.add_mutually_exclusive_group()
-    shown.add_argument("--json", action="store_true", help="print the plan (and diff) as JSON")
-    shown.add_argument(
-        "--markdown",
-        action="store_true",
-        help="with --base: print the diff as a pull-request comment",
-    )
-    parser.add_argument(
-        "--fail-on-destructive",
-        action="store_true",
-        help=f"with --base: exit {EXIT_REFUSED} when a stateful or protected resource is "
-        "replaced or deleted",
-    )
-    args = parser.parse_args(argv)
-    if (args.markdown or args.fail_on_destructive) and args.base is None:
-        parser.error("--markdown and --fail-on-destructive need --base")
+    return run_args(arguments(argv), costing)
+
+
+def run_args(args: argparse.Namespace, costing: Costing | None = None) -> int:
+    """The command for flags `plan.args` has read: the plan, or the diff, as asked."""
     try:
         built = report(args.stack, args.base, costing)
     except (StackError, ConfigError, bases.BaseError) as error:

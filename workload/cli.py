@@ -14,27 +14,17 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from components.gke import DEFAULT_LOCAL_QUEUE, PROVISIONED_QUEUE_SUFFIX
-from graph.stack import Stack, StackError, open_stack, stack_path
-from stacks.messages import ConfigError
-from workload import checks
-from workload.cluster import Cluster, ClusterError
-from workload.mounts import bucket_problems, team_mounts
-from workload.render import CONTAINER, QUEUE_LABEL, jobset, networking, replicas_and_pods
-from workload.render import replicated_job_name as job_name
-from workload.request import (
-    Request,
-    check_image,
-    check_name,
-    check_quantity,
-    parse_env,
-    parse_ttl,
-)
-from workload.target import FlagError, Target, resolve, team_of
+# The flags are read before anything heavier than argparse is imported: `--help` and a wrong
+# flag answer at once, and each command imports what it needs when it runs
+# (benchmarks/README.md, "The front door").
+if TYPE_CHECKING:
+    from graph.stack import Stack
+    from workload import checks
+    from workload.cluster import Cluster
+    from workload.request import Request
+    from workload.target import Target
 
 EXIT_REFUSED = 1
 EXIT_BAD_INPUT = 2
@@ -44,6 +34,10 @@ def load(target: str, *, build: bool = True) -> Stack:
     """Open a stack as the plan does (its warnings, its refusals), under the mock engine;
     without `build`, only its config (for commands that need no more than a team's
     namespace). A stack without a GKE cluster runs no JobSets."""
+    from graph.files import StackError, stack_path
+    from graph.stack import open_stack
+    from stacks.messages import ConfigError
+
     _, path = stack_path(target)
     try:
         stack = open_stack(target, build=build)
@@ -117,6 +111,15 @@ def _cluster_flags(sub: argparse.ArgumentParser) -> None:
 
 def request_of(args: argparse.Namespace) -> Request:
     """The flags as a request, each checked on its own."""
+    from workload.request import (
+        FlagError,
+        Request,
+        check_image,
+        check_quantity,
+        parse_env,
+        parse_ttl,
+    )
+
     check_image(args.image)
     check_quantity("--cpu", args.cpu)
     check_quantity("--memory", args.memory)
@@ -144,6 +147,11 @@ def request_of(args: argparse.Namespace) -> Request:
 
 
 def _check_against_stack(stack: Stack, request: Request, target: Target) -> None:
+    from workload.mounts import bucket_problems
+    from workload.render import replicas_and_pods
+    from workload.render import replicated_job_name as job_name
+    from workload.request import FlagError, check_name
+
     if target.tpu and request.nodes is not None:
         raise FlagError("--nodes", f"{target.source} is TPU capacity; give --slices")
     if not target.tpu and request.slices is not None:
@@ -164,6 +172,11 @@ def render(
     stack: Stack, request: Request, groups: list[str]
 ) -> tuple[dict[str, Any], list[checks.Check], list[str]]:
     """The JobSet, the checks it passed or failed, and what the report says about it."""
+    from workload import checks
+    from workload.mounts import team_mounts
+    from workload.render import jobset, networking, replicas_and_pods
+    from workload.target import resolve
+
     target = resolve(stack, request.team, request.capacity)
     _check_against_stack(stack, request, target)
     replicas, _ = replicas_and_pods(request, target)
@@ -191,6 +204,8 @@ def report(
     command: str, manifest: dict[str, Any], found: list[checks.Check], notes: list[str]
 ) -> str:
     """The manifest with what was checked, as YAML comments above it."""
+    import yaml
+
     lines = [f"# {command}", "#"]
     lines += [f"# {note}" for note in notes]
     lines += [f"# {'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}" for c in found]
@@ -212,6 +227,9 @@ def command_line(argv: Sequence[str]) -> str:
 
 
 def submit(args: argparse.Namespace, argv: Sequence[str], connect: Connect) -> int:
+    from workload.cluster import ClusterError
+    from workload.request import FlagError
+
     request = request_of(args)
     stack = load(args.stack)
     manifest, found, notes = render(stack, request, args.as_group)
@@ -280,6 +298,10 @@ def _state(jobset: dict[str, Any], workload: dict[str, Any] | None) -> str:
 
 
 def list_jobsets(args: argparse.Namespace, connect: Connect) -> int:
+    from components.gke import DEFAULT_LOCAL_QUEUE, PROVISIONED_QUEUE_SUFFIX
+    from workload.render import QUEUE_LABEL
+    from workload.target import team_of
+
     stack = load(args.stack, build=False)
     namespace = team_of(stack, args.team).name
     cluster = connect(args.kubeconfig, args.context)
@@ -304,6 +326,9 @@ def list_jobsets(args: argparse.Namespace, connect: Connect) -> int:
 
 
 def logs(args: argparse.Namespace, connect: Connect) -> int:
+    from workload.render import CONTAINER
+    from workload.target import team_of
+
     stack = load(args.stack, build=False)
     namespace = team_of(stack, args.team).name
     cluster = connect(args.kubeconfig, args.context)
@@ -316,6 +341,10 @@ def logs(args: argparse.Namespace, connect: Connect) -> int:
 
 
 def delete(args: argparse.Namespace, connect: Connect) -> int:
+    from workload.cluster import ClusterError
+    from workload.request import FlagError
+    from workload.target import team_of
+
     stack = load(args.stack, build=False)
     namespace = team_of(stack, args.team).name
     cluster = connect(args.kubeconfig, args.context)
@@ -329,12 +358,17 @@ def delete(args: argparse.Namespace, connect: Connect) -> int:
     return 0
 
 
-Connect = Callable[[str | None, str | None], Cluster]
+Connect = Callable[[str | None, str | None], "Cluster"]
 
 
-def main(argv: Sequence[str] | None = None, connect: Connect = Cluster.connect) -> int:
+def main(argv: Sequence[str] | None = None, connect: Connect | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
+    from graph.files import StackError
+    from workload.cluster import Cluster, ClusterError
+    from workload.request import FlagError
+
+    connect = connect or Cluster.connect
     try:
         if args.command == "submit":
             return submit(args, argv, connect)

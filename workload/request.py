@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 from pydantic import TypeAdapter, ValidationError
 
 from components.types import ImageReference
-from workload.target import FlagError
+
+
+class FlagError(Exception):
+    """A flag whose value the stack refuses; `flag` names it for the message."""
+
+    def __init__(self, flag: str, message: str) -> None:
+        super().__init__(f"{flag}: {message}")
+        self.flag = flag
+        self.message = message
+
 
 ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 """What Kubernetes accepts as an environment variable name (apimachinery validation

@@ -27,20 +27,12 @@ from components.gke import (
 from graph import types
 from graph.capacity import Machines
 from graph.stack import Stack
+from workload.request import FlagError
 
 SLICE_LABEL = "ai-infra/slice"
 """The node label every pool of a `tpuSlices` entry carries (tpu_slices.py)."""
 NETWORKS_ENV = "GCP_NODE_ADDITIONAL_NETWORKS"
 """The provisioner's `manager` ConfigMap key listing its pools' extra NICs as vpc:subnet."""
-
-
-class FlagError(Exception):
-    """A flag whose value the stack refuses; `flag` names it for the message."""
-
-    def __init__(self, flag: str, message: str) -> None:
-        super().__init__(f"{flag}: {message}")
-        self.flag = flag
-        self.message = message
 
 
 @dataclass(frozen=True)
