@@ -51,117 +51,67 @@ import base64
 import functools
 import ipaddress
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from graph import types
 from graph.model import unwrap
+from plan.kubernetes_rules import (
+    ConfigFileRules,
+    ConfigGroupRules,
+    HelmReleaseRules,
+    KubernetesObjectRules,
+    KubernetesProviderRules,
+)
+from plan.verdicts import (
+    ABSENT,
+    UPDATE,
+    Absent,
+    Context,
+    Effect,
+    InputPath,
+    PathPart,
+    Rules,
+    Verdict,
+    covers,
+    empty,
+    field_of,
+    value_at,
+    values_at,
+)
 
-PathPart = str | int
-InputPath = tuple[PathPart, ...]
+__all__ = [
+    "ABSENT",
+    "FORCENEW_TABLE",
+    "PULUMI_GCP_VERSION",
+    "UPDATE",
+    "Absent",
+    "Context",
+    "DynamicRules",
+    "Effect",
+    "ForceNew",
+    "InputPath",
+    "KubernetesProviderRules",
+    "PathPart",
+    "Rules",
+    "TerraformRules",
+    "Verdict",
+    "dynamic_decision",
+    "field_of",
+    "missing_provider_modules",
+    "pickled_modules",
+    "property_path",
+    "replace_on_changes",
+    "rules_for",
+    "value_at",
+    "values_at",
+]
 
 FORCENEW_TABLE = Path(__file__).with_name("forcenew.json")
 PULUMI_GCP_VERSION = "10.2.0"
 """The pulumi-gcp release `forcenew.json` was checked against (uv.lock pins it)."""
-
-
-class Absent:
-    """A side of a change where the input is not set."""
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = Absent()
-
-
-class Effect(StrEnum):
-    UPDATE = "update"
-    REPLACE = "replace"
-    NO_OP = "no-op"
-    """Preview shows an update; the provider has no update path, so nothing changes."""
-    KEPT = "kept"
-    """No diff at all: the provider keeps the old value (a removed Optional+Computed input, or
-    a dynamic provider's diff() that sees no change)."""
-
-
-@dataclass(frozen=True)
-class Verdict:
-    effect: Effect
-    note: str = ""
-
-
-UPDATE = Verdict(Effect.UPDATE)
-
-
-def field_of(path: InputPath) -> tuple[str, ...]:
-    """An input path without its list indexes: the schema field it names."""
-    return tuple(part for part in path if isinstance(part, str))
-
-
-def _empty(value: Any) -> bool:
-    return value is ABSENT or value is None or value in ("", [], {})
-
-
-def values_at(value: Any, rel: Sequence[str]) -> Iterator[Any]:
-    """Every value at a field path under `value`, through lists of blocks."""
-    value = unwrap(value)
-    if isinstance(value, list):
-        for item in value:
-            yield from values_at(item, rel)
-        return
-    if not rel:
-        if not _empty(value):
-            yield value
-        return
-    if isinstance(value, dict) and rel[0] in value:
-        yield from values_at(value[rel[0]], rel[1:])
-
-
-def value_at(inputs: Any, path: InputPath) -> Any:
-    """The value at an input path (keys and indexes), or ABSENT."""
-    value = unwrap(inputs)
-    for part in path:
-        if isinstance(part, int):
-            if not isinstance(value, list) or part >= len(value):
-                return ABSENT
-        elif not isinstance(value, dict) or part not in value:
-            return ABSENT
-        value = value[part]  # type: ignore[index]
-    return value
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a decision may read besides the changed value: both sides' whole inputs, and the
-    inputs of the provider the new resource uses (Kubernetes' mutable-ConfigMap flag)."""
-
-    olds: dict[str, Any]
-    news: dict[str, Any]
-    provider: dict[str, Any] = field(default_factory=dict)
-
-
-class Rules:
-    """How one type's provider decides. Subclasses cover one provider family each."""
-
-    source = ""
-    """Where the rules were read."""
-
-    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
-        raise NotImplementedError
-
-    def is_set(self, field_path: tuple[str, ...]) -> bool:
-        """Whether the input is a set: its order carries no meaning, so a reorder is no diff."""
-        return False
-
-    def delete_before_replace(self, ctx: Context) -> bool:
-        """Whether a replace deletes the old resource before creating the new one."""
-        return False
 
 
 # --- pulumi-gcp (terraform-provider-google-beta) ---------------------------------------------
@@ -304,7 +254,7 @@ class TerraformRules(Rules):
 
     def _update(self, field_path: tuple[str, ...], ctx: Context) -> Verdict:
         def under(prefixes: tuple[str, ...]) -> bool:
-            return _covers(prefixes, field_path) is not None
+            return covers(prefixes, field_path) is not None
 
         if self.immutable_but is not None and not under(self.immutable_but):
             return Verdict(
@@ -378,7 +328,7 @@ def _beta_api_removed(path: InputPath, old: Any, new: Any, ctx: Context) -> Verd
 
 def _workload_policy_removed(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
     # resource_compute_instance_group_manager.go: ForceNewIfChange(..., IfNewIsEmpty).
-    if _empty(value_at(ctx.news, ("resourcePolicies", "workloadPolicy"))):
+    if empty(value_at(ctx.news, ("resourcePolicies", "workloadPolicy"))):
         return Verdict(Effect.REPLACE, "removing the workload policy replaces the group")
     return None
 
@@ -401,7 +351,7 @@ def _network_ip(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | 
         value_at(ctx.olds, (*nic, key)) == value_at(ctx.news, (*nic, key))
         for key in ("network", "subnetwork", "subnetworkProject")
     )
-    if same and not _empty(new):
+    if same and not empty(new):
         return Verdict(Effect.REPLACE, "a new internal IP on the same subnet replaces the VM")
     return None
 
@@ -485,172 +435,6 @@ def _forcenew_table() -> dict[str, tuple[ForceNew, ...]]:
         + _ASSUMED_FORCE_NEW.get(token, ())
         for token, entry in document["types"].items()
     }
-
-
-# --- Kubernetes ------------------------------------------------------------------------------
-
-_SELECTOR = ("spec.selector",)
-_KIND_FORCE_NEW: dict[tuple[str, str], tuple[str, ...]] = {
-    ("apps", "Deployment"): _SELECTOR,
-    ("apps", "DaemonSet"): _SELECTOR,
-    ("apps", "StatefulSet"): (
-        *_SELECTOR,
-        "spec.podManagementPolicy",
-        "spec.revisionHistoryLimit",
-        "spec.serviceName",
-        "spec.volumeClaimTemplates",
-    ),
-    ("rbac.authorization.k8s.io", "RoleBinding"): ("roleRef",),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ("roleRef",),
-    ("batch", "Job"): ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
-    ("storage.k8s.io", "StorageClass"): ("parameters", "provisioner"),
-    ("core", "Service"): ("spec.clusterIP",),
-    ("core", "Secret"): ("type",),
-    ("core", "PersistentVolumeClaim"): (
-        "spec.accessModes",
-        "spec.selector",
-        "spec.storageClassName",
-        "spec.volumeName",
-    ),
-    ("core", "ResourceQuota"): ("spec.scopes",),
-}
-"""pulumi-kubernetes diff.go `forceNew`, for the kinds a platform stack plausibly has."""
-
-
-def _covers(prefixes: Sequence[str], field_path: tuple[str, ...]) -> str | None:
-    dotted = ".".join(field_path)
-    for prefix in prefixes:
-        if dotted == prefix or dotted.startswith(f"{prefix}."):
-            return prefix
-    return None
-
-
-class KubernetesObjectRules(Rules):
-    """One Kubernetes object (`kubernetes:<group>/<version>:<Kind>`), custom resources too."""
-
-    def __init__(self, token: str) -> None:
-        group_version, kind = token.removeprefix("kubernetes:").rsplit(":", 1)
-        group = group_version.rsplit("/", 1)[0] if "/" in group_version else "core"
-        self.group, self.kind = group, kind
-        self.paths = (
-            "metadata.name",
-            "metadata.namespace",
-            *_KIND_FORCE_NEW.get((group, kind), ()),
-        )
-        self.source = "pulumi-kubernetes diff.go forceNew"
-
-    def _data_replaces(self, ctx: Context) -> bool:
-        immutable = bool(unwrap(ctx.news.get("immutable")))
-        if self.group == "core" and self.kind == "ConfigMap":
-            return immutable or not bool(unwrap(ctx.provider.get("enableConfigMapMutable")))
-        if self.group == "core" and self.kind == "Secret":
-            return immutable or not bool(unwrap(ctx.provider.get("enableSecretMutable")))
-        return False
-
-    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
-        field_path = field_of(path)
-        if (hit := _covers(self.paths, field_path)) is not None:
-            return Verdict(Effect.REPLACE, f"{hit} replaces the object")
-        if self._data_replaces(ctx) and _covers(("data", "binaryData", "stringData"), field_path):
-            return Verdict(
-                Effect.REPLACE,
-                f"{self.kind} data replaces the object unless the Kubernetes provider sets "
-                f"enable{self.kind}Mutable",
-            )
-        return UPDATE
-
-    def delete_before_replace(self, ctx: Context) -> bool:
-        # provider.go: a named object whose name and namespace stay is deleted first.
-        meta_old, meta_new = ctx.olds.get("metadata") or {}, ctx.news.get("metadata") or {}
-        named = bool(meta_new.get("name"))
-        return named and all(meta_old.get(k) == meta_new.get(k) for k in ("name", "namespace"))
-
-
-class HelmReleaseRules(Rules):
-    source = "pulumi-kubernetes helm_release.go Diff"
-
-    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
-        if field_of(path)[:1] in (("name",), ("namespace",)):
-            return Verdict(Effect.REPLACE, "a release's name or namespace replaces it")
-        return Verdict(Effect.UPDATE, "helm upgrade in place")
-
-
-class ConfigFileRules(Rules):
-    """yaml/v2 ConfigFile: a component the provider expands from a file or URL; a new `file`
-    is read at `pulumi up` and its objects updated, created or deleted one by one, which the
-    offline diff cannot see (the URL's content is not fetched here)."""
-
-    source = "pulumi-kubernetes yaml/v2 configfile.go"
-
-    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
-        return Verdict(Effect.UPDATE, "the provider applies the objects of the new manifest")
-
-
-class ConfigGroupRules(Rules):
-    """yaml/v2 ConfigGroup: a component the provider expands; each object is a child."""
-
-    source = "pulumi-kubernetes yaml/v2 configgroup.go"
-
-    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
-        if len(path) >= 2 and path[0] == "objs" and isinstance(path[1], int):
-            rest = field_of(path[2:])
-            if rest in (
-                ("apiVersion",),
-                ("kind",),
-                ("metadata", "name"),
-                ("metadata", "namespace"),
-            ):
-                return Verdict(
-                    Effect.UPDATE,
-                    "the object's URN changes: the old object is deleted and a new one created",
-                )
-            obj = unwrap(value_at(ctx.news, path[:2]))
-            if isinstance(obj, dict) and isinstance(obj.get("kind"), str):
-                version = str(obj.get("apiVersion", "v1"))
-                token = (
-                    f"kubernetes:{version if '/' in version else 'core/' + version}:{obj['kind']}"
-                )
-                child = KubernetesObjectRules(token).decide(path[2:], old, new, ctx)
-                if child.effect is Effect.REPLACE:
-                    return Verdict(
-                        Effect.UPDATE, f"the object {obj['kind']} is replaced: {child.note}"
-                    )
-        return UPDATE
-
-
-def _active_cluster(kubeconfig: Any) -> tuple[Any, Any]:
-    try:
-        config = yaml.safe_load(str(unwrap(kubeconfig)))
-    except yaml.YAMLError:
-        return None, None
-    if not isinstance(config, dict):
-        return None, None
-    contexts = {c.get("name"): c.get("context", {}) for c in config.get("contexts") or []}
-    cluster_name = (contexts.get(config.get("current-context")) or {}).get("cluster")
-    clusters = {c.get("name"): c.get("cluster", {}) for c in config.get("clusters") or []}
-    return cluster_name, (clusters.get(cluster_name) or {}).get("server")
-
-
-class KubernetesProviderRules(Rules):
-    """`pulumi:providers:kubernetes`: provider.go DiffConfig."""
-
-    source = "pulumi-kubernetes provider.go DiffConfig"
-
-    def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
-        key = field_of(path)[:1]
-        identifier = unwrap(ctx.news.get("clusterIdentifier"))
-        if key == ("clusterIdentifier",):
-            return Verdict(Effect.REPLACE, "a new cluster identifier replaces the provider")
-        if key == ("renderYamlToDirectory",):
-            return Verdict(Effect.REPLACE, "rendering elsewhere replaces the provider")
-        targets = key in (("kubeconfig",), ("context",), ("cluster",)) and not identifier
-        if targets and (key != ("kubeconfig",) or _active_cluster(old) != _active_cluster(new)):
-            return Verdict(
-                Effect.REPLACE,
-                "the provider now points at another cluster: it and every object it "
-                "manages are replaced",
-            )
-        return UPDATE
 
 
 # --- Pulumi dynamic providers ----------------------------------------------------------------
