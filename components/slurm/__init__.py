@@ -14,14 +14,12 @@ from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.identity import service_account_email
 from components.network import NetworkHandle, system_tag
-from components.slurm.checks import cpu_zones, gpu_subnets, problems, stack_range_problems
-from components.slurm.cluster import (
-    SlurmCluster,
-    SlurmClusterArgs,
-    controller_permissions,
-    ssh_command,
-)
-from components.slurm.config import ACCOUNT_ROLES, CpuNodesetConfig, SlurmConfig, account_id
+from components.slurm.checks import gpu_subnets, problems, stack_range_problems
+from components.slurm.cluster import SlurmCluster, SlurmClusterArgs, ssh_command
+from components.slurm.config import SlurmConfig, account_id
+from components.slurm.fields import ACCOUNT_ROLES
+from components.slurm.nodesets import CpuNodesetConfig, cpu_zones
+from components.slurm.permissions import controller_permissions
 from components.slurm.scripts import TOOLKIT_RELEASE
 from components.storage import StorageHandle
 

@@ -12,14 +12,10 @@ from typing import Any
 import yaml
 
 from components.identity import OS_LOGIN_METADATA
-from components.slurm.config import (
-    CpuNodesetConfig,
-    LoginGroupConfig,
-    NetworkStorage,
-    PartitionConfig,
-    SlurmConfig,
-    TpuNodesetConfig,
-)
+from components.slurm.config import LoginGroupConfig, SlurmConfig
+from components.slurm.fields import NetworkStorage
+from components.slurm.nodesets import CpuNodesetConfig, TpuNodesetConfig
+from components.slurm.partitions import PartitionConfig
 from components.types import reservation_parts
 
 FILES_DIR = "{cluster}-files"

@@ -17,7 +17,8 @@ from components.base import Component
 from components.context import StackContext
 from components.identity import Identity
 from components.network import NetworkHandle, rdma_nics, vpc_with_subnet
-from components.slurm.config import CpuNodesetConfig, SlurmConfig
+from components.slurm.config import SlurmConfig
+from components.slurm.nodesets import CpuNodesetConfig
 from components.slurm.vms import (
     shielded,
     slurm_labels,

@@ -11,7 +11,7 @@ import pytest
 
 from components import tpu_catalog
 from components.slurm import describe
-from components.slurm.config import TpuNodesetConfig
+from components.slurm.nodesets import TpuNodesetConfig
 from plan.engine import record_program
 from stacks.loading import parse
 from stacks.messages import ConfigError

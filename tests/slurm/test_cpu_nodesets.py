@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from components.slurm.cluster import CPU_PERMISSIONS, TPU_PERMISSIONS
+from components.slurm.permissions import CPU_PERMISSIONS, TPU_PERMISSIONS
 from plan.diff import Op, diff
 from plan.engine import Graph
 from tests.conftest import build_graph

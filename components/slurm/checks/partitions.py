@@ -1,0 +1,204 @@
+"""The problems of the partitions: the nodesets they name, their slurm.conf options, and how
+they keep a job's nodes to itself.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+
+from components.base import Problem
+from components.slurm.config import SlurmConfig
+from components.slurm.fields import SLURM_RELEASE
+from components.slurm.nodesets import CpuNodesetConfig, TpuNodesetConfig
+from components.slurm.partitions import (
+    PARTITION_OPTIONS,
+    PROGRAM_PARTITION_KEYS,
+    PartitionConfig,
+    partition_option,
+)
+
+_SLURM_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
+"""A number as strtoul reads it with base 0 (hex, octal, decimal), which Slurm's parser uses."""
+_SLURM_BOOLEANS = ("yes", "up", "true", "1", "no", "down", "false", "0")
+_SLURM_LIMITS = {"uint16": 0xFFFF, "uint32": 0xFFFFFFFF, "uint64": 0xFFFFFFFFFFFFFFFF}
+
+
+def slurm_value_problem(kind: str, value: str) -> str | None:
+    """Why Slurm's parser refuses `value` for an option read as `kind` (parse_value.c
+    s_p_handle_boolean, s_p_handle_uint16/32/64), or None."""
+    if kind == "boolean":
+        if value.lower() in _SLURM_BOOLEANS:
+            return None
+        return f"'{value}' is not YES or NO (Slurm also reads UP, DOWN, TRUE, FALSE, 1, 0)"
+    if kind not in _SLURM_LIMITS or value.upper() in ("UNLIMITED", "INFINITE"):
+        return None
+    # uint32 and uint64 take a k suffix (times 1024); uint16 does not.
+    text = value[:-1] if kind != "uint16" and value[-1:] in ("k", "K") else value
+    if not _SLURM_NUMBER.fullmatch(text):
+        return f"'{value}' is not a whole number or UNLIMITED"
+    number = int(text, 0) * (1024 if text != value else 1)
+    if number > _SLURM_LIMITS[kind]:
+        return f"{value} is more than {_SLURM_LIMITS[kind]}, the largest this option holds"
+    return None
+
+
+def _partition_conf_problems(conf: dict[str, str]) -> list[Problem]:
+    """Each key a partition option of the pinned Slurm that the program does not decide, once
+    in any case, with a value Slurm's parser reads."""
+    program = {k.lower(): k for k in PROGRAM_PARTITION_KEYS}
+    found = []
+    seen: dict[str, str] = {}
+    for key, value in conf.items():
+        lower = key.lower()
+        option = partition_option(key)
+        if lower in program:
+            hint = "set default: true instead" if lower == "default" else "remove it"
+            found.append(
+                Problem(
+                    ("partitionConf", key),
+                    f"{program[lower]} is decided by the program from the partition's "
+                    f"nodesets and flags (Slurm reads option names without case); {hint}",
+                )
+            )
+        elif option is None:
+            close = difflib.get_close_matches(lower, [k.lower() for k in PARTITION_OPTIONS], 1)
+            hint = f"did you mean {partition_option(close[0])}? " if close else ""
+            found.append(
+                Problem(
+                    ("partitionConf", key),
+                    f"Slurm {SLURM_RELEASE} has no partition option '{key}', and slurmctld "
+                    f"stops at an unknown one; {hint}options: https://slurm.schedmd.com/"
+                    "slurm.conf.html#SECTION_PARTITION-CONFIGURATION",
+                )
+            )
+        elif lower in seen:
+            found.append(
+                Problem(
+                    ("partitionConf", key),
+                    f"repeats {seen[lower]} (Slurm reads option names without case); keep one",
+                )
+            )
+        elif problem := slurm_value_problem(PARTITION_OPTIONS[option], value):
+            found.append(
+                Problem(
+                    ("partitionConf", key),
+                    f"{problem}; slurmctld stops at a {option} it cannot read",
+                )
+            )
+        seen.setdefault(lower, key)
+    return found
+
+
+def partition_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig]) -> list[Problem]:
+    cpu = {n.name: n for n in config.all_cpu_nodesets}
+    tpu_names = {n.name for n in config.tpu_nodesets}
+    names = set(cpu) | tpu_names
+    used: set[str] = set()
+    found: list[Problem] = []
+    for i, partition in enumerate(config.partitions):
+        for j, name in enumerate(partition.nodesets):
+            used.add(name)
+            if name not in names:
+                found.append(
+                    Problem(
+                        ("partitions", i, "nodesets", j),
+                        f"no CPU or TPU nodeset named '{name}'; known: "
+                        f"{', '.join(sorted(names)) or 'none'}",
+                    )
+                )
+        repeated = [n for n, c in Counter(partition.nodesets).items() if c > 1]
+        if repeated:
+            found.append(
+                Problem(("partitions", i, "nodesets"), f"lists {', '.join(repeated)} twice")
+            )
+        kinds = {("cpu" if n in cpu else "tpu") for n in partition.nodesets if n in names}
+        if len(kinds) > 1:
+            found.append(
+                Problem(
+                    ("partitions", i, "nodesets"),
+                    "mixes CPU and TPU nodesets; Slurm-GCP treats a partition with any TPU "
+                    "nodeset as a TPU partition (exclusive, node counts in slices), so put "
+                    "them in partitions of their own",
+                )
+            )
+        found += [
+            p.under("partitions", i) for p in _partition_conf_problems(partition.partition_conf)
+        ]
+        found += [p.under("partitions", i) for p in _exclusivity_problems(partition, valid, cpu)]
+    defaults = [i for i, p in enumerate(config.partitions) if p.default]
+    for i in defaults[1:]:
+        found.append(
+            Problem(
+                ("partitions", i, "default"),
+                f"partitions[{defaults[0]}] is already the default; keep one",
+            )
+        )
+    if config.debug_partition:
+        used.add("debug")
+    for key, entries in (
+        ("tpuNodesets", config.tpu_nodesets),
+        ("cpuNodesets", config.cpu_nodesets),
+    ):
+        for i, nodeset in enumerate(entries):
+            if nodeset.name not in used:
+                found.append(
+                    Problem(
+                        (key, i, "name"),
+                        f"no partition lists '{nodeset.name}', so no job could reach it; add "
+                        "it to a partition's nodesets",
+                    )
+                )
+    if (config.tpu_nodesets or config.cpu_nodesets) and not config.partitions:
+        found.append(Problem(("partitions",), "add a partition, e.g. {name: tpu, nodesets: [...]}"))
+    return found
+
+
+def _exclusivity_problems(
+    partition: PartitionConfig,
+    valid: dict[str, TpuNodesetConfig],
+    cpu: dict[str, CpuNodesetConfig],
+) -> list[Problem]:
+    """Exclusive partitions of multi-host slices, static nodes they would power down, and
+    slices of one size per partition."""
+    found = []
+    members = [valid[n] for n in partition.nodesets if n in valid]
+    multi_host = [n.name for n in members if n.workers_per_slice > 1]
+    if multi_host and not partition.exclusive:
+        # resume.py group_nodes_bulk cuts the nodes of every non-exclusive job it resumes
+        # together into slices: two jobs' workers would share one TPU slice.
+        found.append(
+            Problem(
+                ("exclusive",),
+                f"a partition of multi-host TPU slices ({', '.join(multi_host)}) is always "
+                "exclusive: Slurm-GCP cuts the nodes of all non-exclusive jobs it resumes "
+                "into slices together, so two jobs would share a slice; remove "
+                "exclusive: false",
+            )
+        )
+    if partition.exclusive:
+        static = [n for n in partition.nodesets if n in valid and valid[n].node_count_static]
+        static += [n for n in partition.nodesets if n in cpu and cpu[n].node_count_static]
+        if static:
+            # power_save.c suspends a node flagged POWER_DOWN (PowerDownOnIdle) whether or
+            # not SuspendExcNodes lists it (Slurm 25.11).
+            fix = "nodeCountStatic: 0"
+            if not multi_host:
+                fix = f"exclusive: false or {fix}"
+            found.append(
+                Problem(
+                    ("exclusive",),
+                    f"exclusive partitions power nodes down after each job, so static nodes "
+                    f"of {', '.join(static)} would be deleted; set {fix}",
+                )
+            )
+    if len({n.workers_per_slice for n in members}) > 1:
+        found.append(
+            Problem(
+                ("nodesets",),
+                "its nodesets differ in workers per slice; a job's node count must mean "
+                "whole slices in every nodeset, so split them into partitions",
+            )
+        )
+    return found
