@@ -620,6 +620,12 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "repeats MaxTime",
     ),
     (
+        "a partition named default, which Slurm takes for every partition's defaults",
+        partition(name="default"),
+        "ai-infra:slurm.partitions[0].name",
+        "set default: true",
+    ),
+    (
         "partition name with capitals",
         partition(name="TPU"),
         "ai-infra:slurm.partitions[0].name",

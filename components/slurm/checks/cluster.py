@@ -18,6 +18,7 @@ from components.slurm.checks.storage import home_problems, storage_problems, vol
 from components.slurm.checks.tpu_nodesets import tpu_nodeset_problems
 from components.slurm.config import JobScript, SlurmConfig, account_id
 from components.slurm.nodesets import TpuNodesetConfig, cpu_zones
+from components.slurm.slurm_conf import DEFAULTS_PARTITION
 from components.storage import Storage
 from components.types import reservation_parts
 
@@ -61,6 +62,18 @@ def name_problems(config: SlurmConfig) -> list[Problem]:
     found += [
         p.under("partitions")
         for p in duplicate_names([p.name for p in config.partitions], "partitions")
+    ]
+    found += [
+        # read_config.c `_parse_partitionname`: a line named DEFAULT (xstrcasecmp) sets
+        # every later partition's defaults and is no partition itself.
+        Problem(
+            ("partitions", i, "name"),
+            f"'{p.name}' is Slurm's name for the defaults of every partition, not a "
+            "partition: slurm.conf would have no such queue and the later partitions would "
+            "take its options; rename it (to mark the default queue, set default: true)",
+        )
+        for i, p in enumerate(config.partitions)
+        if p.name.lower() == DEFAULTS_PARTITION
     ]
     found += [
         p.under("loginGroups")

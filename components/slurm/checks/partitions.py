@@ -5,49 +5,26 @@ they keep a job's nodes to itself.
 from __future__ import annotations
 
 import difflib
-import re
 from collections import Counter
 
 from components.base import Problem
 from components.slurm.config import SlurmConfig
 from components.slurm.fields import SLURM_RELEASE
 from components.slurm.nodesets import CpuNodesetConfig, TpuNodesetConfig
-from components.slurm.partitions import (
+from components.slurm.partitions import PartitionConfig
+from components.slurm.slurm_conf import (
     PARTITION_OPTIONS,
-    PROGRAM_PARTITION_KEYS,
-    PartitionConfig,
+    PROGRAM_OPTIONS,
+    conf_problems,
     partition_option,
+    value_problem,
 )
-
-_SLURM_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
-"""A number as strtoul reads it with base 0 (hex, octal, decimal), which Slurm's parser uses."""
-_SLURM_BOOLEANS = ("yes", "up", "true", "1", "no", "down", "false", "0")
-_SLURM_LIMITS = {"uint16": 0xFFFF, "uint32": 0xFFFFFFFF, "uint64": 0xFFFFFFFFFFFFFFFF}
-
-
-def slurm_value_problem(kind: str, value: str) -> str | None:
-    """Why Slurm's parser refuses `value` for an option read as `kind` (parse_value.c
-    s_p_handle_boolean, s_p_handle_uint16/32/64), or None."""
-    if kind == "boolean":
-        if value.lower() in _SLURM_BOOLEANS:
-            return None
-        return f"'{value}' is not YES or NO (Slurm also reads UP, DOWN, TRUE, FALSE, 1, 0)"
-    if kind not in _SLURM_LIMITS or value.upper() in ("UNLIMITED", "INFINITE"):
-        return None
-    # uint32 and uint64 take a k suffix (times 1024); uint16 does not.
-    text = value[:-1] if kind != "uint16" and value[-1:] in ("k", "K") else value
-    if not _SLURM_NUMBER.fullmatch(text):
-        return f"'{value}' is not a whole number or UNLIMITED"
-    number = int(text, 0) * (1024 if text != value else 1)
-    if number > _SLURM_LIMITS[kind]:
-        return f"{value} is more than {_SLURM_LIMITS[kind]}, the largest this option holds"
-    return None
 
 
 def _partition_conf_problems(conf: dict[str, str]) -> list[Problem]:
     """Each key a partition option of the pinned Slurm that the program does not decide, once
     in any case, with a value Slurm's parser reads."""
-    program = {k.lower(): k for k in PROGRAM_PARTITION_KEYS}
+    program = {k.lower(): k for k in PROGRAM_OPTIONS}
     found = []
     seen: dict[str, str] = {}
     for key, value in conf.items():
@@ -80,7 +57,7 @@ def _partition_conf_problems(conf: dict[str, str]) -> list[Problem]:
                     f"repeats {seen[lower]} (Slurm reads option names without case); keep one",
                 )
             )
-        elif problem := slurm_value_problem(PARTITION_OPTIONS[option], value):
+        elif problem := value_problem(option, value):
             found.append(
                 Problem(
                     ("partitionConf", key),
@@ -88,6 +65,13 @@ def _partition_conf_problems(conf: dict[str, str]) -> list[Problem]:
                 )
             )
         seen.setdefault(lower, key)
+    if not found:
+        written = {partition_option(k) or k: k for k in conf}
+        spelled = {partition_option(k) or k: v for k, v in conf.items()}
+        found += [
+            Problem(("partitionConf", written[option]), message)
+            for option, message in conf_problems(spelled).items()
+        ]
     return found
 
 
