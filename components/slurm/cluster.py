@@ -324,7 +324,7 @@ class SlurmCluster(Component):
             self._put(
                 f"partition-{partition.name}",
                 f"partition_configs/{partition.name}.yaml",
-                _dump(partition_document(partition, tpu=config.is_tpu_partition(partition))),
+                _dump(partition_document(config, partition)),
             )
         for group in config.login_groups:
             self._put(

@@ -271,6 +271,28 @@ class SlurmConfig(ConfigModel):
     def is_tpu_partition(self, partition: PartitionConfig) -> bool:
         return not (set(partition.nodesets) & self.cpu_names)
 
+    def nodesets_of(self, partition: PartitionConfig) -> list[CpuNodesetConfig | TpuNodesetConfig]:
+        """The partition's nodesets that exist (a missing one is its own problem)."""
+        found = {n.name: n for n in [*self.all_cpu_nodesets, *self.tpu_nodesets]}
+        return [found[name] for name in partition.nodesets if name in found]
+
+    def resume_timeout(self, partition: PartitionConfig) -> int:
+        """The partition's ResumeTimeout unless its partitionConf sets one: the most any of
+        its nodesets needs (a node in two partitions waits the longer, Slurm's
+        power_save.c `power_save_set_timeouts`)."""
+        return max((n.resume_timeout for n in self.nodesets_of(partition)), default=300)
+
+    def has_flex(self, partition: PartitionConfig) -> bool:
+        return any(isinstance(n, CpuNodesetConfig) and n.flex for n in self.nodesets_of(partition))
+
+    def partition_conf(self, partition: PartitionConfig) -> dict[str, str]:
+        """The options of the partition's slurm.conf line that its partition file carries."""
+        return partition.conf(
+            tpu=self.is_tpu_partition(partition),
+            resume_timeout=self.resume_timeout(partition),
+            flex=self.has_flex(partition),
+        )
+
     def mounts_lustre(self, lustre: Collection[str] = ()) -> bool:
         """Whether every VM of the cluster mounts Lustre (then Secure Boot is off); `lustre`
         names the `ai-infra:storage` Lustre volumes."""

@@ -256,12 +256,13 @@ def cpu_nodeset_document(
     }
 
 
-def partition_document(partition: PartitionConfig, *, tpu: bool) -> dict[str, Any]:
+def partition_document(config: SlurmConfig, partition: PartitionConfig) -> dict[str, Any]:
     """`partition_configs/<name>.yaml` (the controller's `partitions` variable). A partition
-    holds CPU nodesets or TPU nodesets (`tpu`: `SlurmConfig.is_tpu_partition`)."""
+    holds CPU nodesets or TPU nodesets (`SlurmConfig.is_tpu_partition`)."""
+    tpu = config.is_tpu_partition(partition)
     return {
         "partition_name": partition.name,
-        "partition_conf": partition.conf(tpu=tpu),
+        "partition_conf": config.partition_conf(partition),
         "partition_nodeset": [] if tpu else list(partition.nodesets),
         "partition_nodeset_dyn": [],
         "partition_nodeset_tpu": list(partition.nodesets) if tpu else [],

@@ -75,6 +75,25 @@ docs/images.md; it also lists 2.15.0, which has no runtime here) that have a run
 DEFAULT_TF_VERSION = "2.14.0"
 DEFAULT_DOCKER_IMAGE = "us-docker.pkg.dev/schedmd-slurm-public/tpu/slurm-gcp-6-9:tf-{tf}"
 """Toolkit's default slurmd image for TPU VMs (internal/slurm-gcp/nodeset_tpu)."""
+CPU_RESUME_TIMEOUT = 300
+TPU_RESUME_TIMEOUT = 600
+"""Toolkit's ResumeTimeout for partitions of Compute Engine VMs and of TPU VMs
+(schedmd-slurm-gcp-v6-partition main.tf `partition_conf`)."""
+FLEX_RESUME_TIMEOUT = 65535
+"""What Toolkit forces for a partition with a flex-start nodeset, whatever its
+partition_conf says (the same file): the nodes come when the resize request gets capacity,
+and at ResumeTimeout Slurm-GCP deletes the group still waiting (mig_flex.py, suspend).
+65535 is a uint16 option's INFINITE (parse_value.c `s_p_handle_uint16`)."""
+SLICE_CREATE_WAIT = 900
+"""tpu.py creates a slice with `create_node(...).result()`, whose default polling stops
+after 900 s (google-api-core future/polling.py `DEFAULT_POLLING`, at the 2.19.0 the scripts'
+requirements.txt pins): a slice whose create operation runs longer never registers, however
+long Slurm waits. Cloud TPU publishes no creation times by slice size (its "Create Cloud TPU
+VMs" and "Manage queued resources" pages give none), so a multi-host nodeset is given all
+of that wait, where Toolkit's 600 s covers one TPU VM."""
+SETUP_WAIT = 300
+"""After the create: the slurmd container's setup, whose custom scripts may take 300 s
+(setup.py `_startup_script_timeout`, compute_startup_scripts_timeout's default)."""
 NIC_TYPES: dict[str, str | None] = {
     "platform_default": None,
     "virtio_enabled": "VIRTIO_NET",
@@ -232,6 +251,13 @@ class TpuNodesetConfig(ConfigModel):
     def data_disks_read_only(self) -> bool:
         """Whether the data disks attach read-only (the tpu.py addition decides it so)."""
         return bool(self.data_disks) and self.max_vms > 1
+
+    @property
+    def resume_timeout(self) -> int:
+        """Seconds Slurm waits for a node of the nodeset to register (`ResumeTimeout`)."""
+        if self.workers_per_slice == 1:
+            return TPU_RESUME_TIMEOUT
+        return SLICE_CREATE_WAIT + SETUP_WAIT
 
 
 class GuestAccelerator(ConfigModel):
@@ -397,6 +423,11 @@ class CpuNodesetConfig(ConfigModel):
     def flex(self) -> bool:
         """Whether the nodes come from flex-start resize requests."""
         return self.dws_flex is not None and self.dws_flex.enabled
+
+    @property
+    def resume_timeout(self) -> int:
+        """Seconds Slurm waits for a node of the nodeset to register (`ResumeTimeout`)."""
+        return FLEX_RESUME_TIMEOUT if self.flex else CPU_RESUME_TIMEOUT
 
     @property
     def max_nodes(self) -> int:

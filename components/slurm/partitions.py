@@ -12,11 +12,10 @@ from components.base import ConfigModel
 from components.slurm.fields import NodesetName, PartitionName, pattern_of
 from components.slurm.slurm_conf import partition_option
 
-TPU_PARTITION_CONF = {"SuspendTime": "300", "SuspendTimeout": "240", "ResumeTimeout": "600"}
-"""Partition defaults for TPU partitions: TPU VMs take minutes to create and delete, longer
-than Slurm's default timeouts (Toolkit's schedmd-slurm-gcp-v6-partition)."""
-CPU_PARTITION_CONF = {"SuspendTime": "300", "SuspendTimeout": "120", "ResumeTimeout": "300"}
-"""The same module's defaults for partitions of Compute Engine VMs."""
+SUSPEND_TIME = "300"
+SUSPEND_TIMEOUTS = {"tpu": "240", "cpu": "120"}
+"""Toolkit's SuspendTime and SuspendTimeout of TPU and other partitions
+(schedmd-slurm-gcp-v6-partition main.tf): TPU VMs take minutes to delete."""
 ConfKey = Annotated[
     str, pattern_of(r"[A-Za-z]{2,40}", "a slurm.conf partition option such as MaxTime")
 ]
@@ -51,11 +50,18 @@ class PartitionConfig(ConfigModel):
     numbers; the option's own words). The options the program decides (PartitionName, Nodes,
     State, Default, OverSubscribe, Shared, PowerDownOnIdle, Topology) are refused."""
 
-    def conf(self, *, tpu: bool) -> dict[str, str]:
+    def conf(self, *, tpu: bool, resume_timeout: int, flex: bool) -> dict[str, str]:
         """The partition's options, each key as Slurm spells it, so that an option written in
-        another case replaces the default rather than repeating it."""
-        found = dict(TPU_PARTITION_CONF if tpu else CPU_PARTITION_CONF)
+        another case replaces the default rather than repeating it. `resume_timeout` is what
+        its nodesets need, which a flex-start one forces (`flex`), as Toolkit does."""
+        found = {
+            "SuspendTime": SUSPEND_TIME,
+            "SuspendTimeout": SUSPEND_TIMEOUTS["tpu" if tpu else "cpu"],
+            "ResumeTimeout": str(resume_timeout),
+        }
         found.update({partition_option(k) or k: v for k, v in self.partition_conf.items()})
+        if flex:
+            found["ResumeTimeout"] = str(resume_timeout)
         if self.default:
             found["Default"] = "YES"
         return found

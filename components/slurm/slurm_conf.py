@@ -125,21 +125,36 @@ INT_MAX = 0x7FFFFFFF
 NAME = r"[A-Za-z0-9_.-]+"
 
 
-def _unsigned(kind: str, value: str) -> str | None:
-    """parse_value.c `s_p_handle_uint16/32/64`: strtoul with base 0 (0x hex, 0 octal), a `k`
-    suffix (times 1024) on 32 and 64 bits, or UNLIMITED/INFINITE."""
-    if value.lower() in INFINITE:
-        return None
+STRTOUL = r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*"
+"""What strtoul with base 0 reads whole: hex after 0x, octal after 0, else decimal."""
+
+
+def _number(kind: str, value: str) -> int | None:
+    """The number parse_value.c `s_p_handle_uint16/32/64` reads before its range check
+    (strtoul with base 0, a `k` suffix times 1024 on 32 and 64 bits), None if not one."""
     text = value.removeprefix("+")
     scale = 1
     if kind != "uint16" and text[-1:] in ("k", "K"):
         text, scale = text[:-1], 1024
-    if not re.fullmatch(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*", text):
-        return f"'{value}' is not a whole number or UNLIMITED"
+    if not re.fullmatch(STRTOUL, text):
+        return None
     base = 16 if text[:2] in ("0x", "0X") else 8 if text.startswith("0") else 10
-    if int(text, base) * scale > UNSIGNED_MAX[kind]:
+    return int(text, base) * scale
+
+
+def unsigned_value(kind: str, value: str) -> int | None:
+    """The number Slurm reads for an option of `kind`, or None for UNLIMITED/INFINITE and
+    for what it refuses (`_unsigned` says why)."""
+    number = _number(kind, value)
+    return number if number is not None and number <= UNSIGNED_MAX[kind] else None
+
+
+def _unsigned(kind: str, value: str) -> str | None:
+    if value.lower() in INFINITE or unsigned_value(kind, value) is not None:
+        return None
+    if _number(kind, value) is not None:
         return f"{value} is more than {UNSIGNED_MAX[kind]}, the largest this option holds"
-    return None
+    return f"'{value}' is not a whole number or UNLIMITED"
 
 
 def _boolean(value: str) -> str | None:

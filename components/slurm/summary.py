@@ -11,6 +11,7 @@ from components.identity import service_account_email
 from components.slurm.cluster import ssh_command
 from components.slurm.config import SlurmConfig, account_id
 from components.slurm.nodesets import CpuNodesetConfig, cpu_zones
+from components.slurm.partitions import PartitionConfig
 from components.slurm.permissions import controller_permissions
 from components.slurm.scripts import TOOLKIT_RELEASE
 
@@ -86,6 +87,7 @@ def describe(
         lines.append(
             f"  partition {p.name}{' (default)' if p.default else ''}: "
             f"{', '.join(p.nodesets)}{', exclusive' if p.exclusive or tpu else ''}{topology}"
+            f", {_resume(config, p)}"
         )
     controller = service_account_email(account_id(context, "ctl"), context.project)
     lines.append(
@@ -93,6 +95,14 @@ def describe(
         f"{len(controller_permissions(config))} permissions"
     )
     return [("Slurm (controller, login, nodesets, partitions)", lines)]
+
+
+def _resume(config: SlurmConfig, partition: PartitionConfig) -> str:
+    """How long Slurm waits for the partition's nodes before it marks them down."""
+    if config.has_flex(partition):
+        return "nodes waited for until flex-start capacity comes (ResumeTimeout 65535)"
+    seconds = config.partition_conf(partition)["ResumeTimeout"]
+    return f"nodes must register within {seconds} s (ResumeTimeout)"
 
 
 NIC_LABELS = {

@@ -527,6 +527,37 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "set nodeCountStatic: 0",
     ),
     (
+        "a flex-start partition's own ResumeTimeout, which would cancel jobs waiting for capacity",
+        stack(
+            cpuNodesets=[
+                {
+                    "name": "flex",
+                    "machineType": "a3-megagpu-8g",
+                    "diskType": "pd-ssd",
+                    "dwsFlex": {},
+                }
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4"], "default": True},
+                {"name": "flex", "nodesets": ["flex"], "partitionConf": {"resumetimeout": "300"}},
+            ],
+        ),
+        "ai-infra:slurm.partitions[1].partitionConf.resumetimeout",
+        "65535",
+    ),
+    (
+        "a multi-host partition's ResumeTimeout shorter than its slices take",
+        stack(
+            debugPartition=True,
+            tpuNodesets=[MULTI_HOST],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4x32"], "partitionConf": {"ResumeTimeout": "600"}}
+            ],
+        ),
+        "ai-infra:slurm.partitions[0].partitionConf.ResumeTimeout",
+        "at least 1200",
+    ),
+    (
         "a partitionConf typo, which stops slurmctld",
         partition(partitionConf={"MaxTme": "60"}),
         "ai-infra:slurm.partitions[0].partitionConf.MaxTme",
@@ -1139,7 +1170,7 @@ def test_a_minimal_cluster_takes_the_documented_defaults():
         "pd-ssd",
         50,
     )
-    assert config.partitions[0].conf(tpu=True) == {
+    assert config.partition_conf(config.partitions[0]) == {
         "SuspendTime": "300",
         "SuspendTimeout": "240",
         "ResumeTimeout": "600",
@@ -1342,7 +1373,7 @@ def test_partition_options_are_any_slurm_option_in_any_case_written_as_slurm_spe
     ).slurm
     assert config is not None
     [tpu] = config.all_partitions
-    assert tpu.conf(tpu=True) == {
+    assert config.partition_conf(tpu) == {
         "SuspendTime": "600",
         "SuspendTimeout": "240",
         "ResumeTimeout": "600",

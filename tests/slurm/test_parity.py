@@ -321,3 +321,54 @@ def test_the_plan_preflight_and_cost_see_how_each_nodeset_gets_its_capacity():
         2,
     )
     assert vms["slurm.cpuNodesets[1] flex"].capacity == "flex-start"
+
+
+def test_a_flex_start_partition_waits_for_capacity_as_toolkit_forces_it():
+    from components.slurm import describe
+    from stacks.loading import parse
+
+    raw = stack(
+        tpuNodesets=[],
+        cpuNodesets=[
+            {"name": "flex", **A3_MEGA, "dwsFlex": {}},
+            {"name": "resv", **A3_MEGA, "reservation": "a3-block"},
+        ],
+        partitions=[
+            {"name": "flex", "nodesets": ["flex"]},
+            {"name": "resv", "nodesets": ["resv"], "partitionConf": {"ResumeTimeout": "900"}},
+        ],
+    )
+    graph = build_graph(raw)
+    files = objects(graph)
+    flex = yaml.safe_load(content(files["tpu-files/partition_configs/flex.yaml"]))
+    resv = yaml.safe_load(content(files["tpu-files/partition_configs/resv.yaml"]))
+    assert flex["partition_conf"]["ResumeTimeout"] == "65535"
+    assert resv["partition_conf"]["ResumeTimeout"] == "900"
+    config = parse(raw, "test").slurm
+    assert config is not None
+    [(_, lines)] = describe(config, parse(raw, "test").context)
+    assert (
+        "  partition flex: flex, exclusive, nodes waited for until flex-start capacity comes "
+        "(ResumeTimeout 65535)"
+    ) in lines
+
+
+def test_multi_host_tpu_partitions_wait_for_the_slice_create_and_setup():
+    from tests.slurm.test_config import MULTI_HOST
+
+    graph = build_graph(
+        stack(
+            debugPartition=True,
+            tpuNodesets=[MULTI_HOST, {"name": "v4", "nodeType": "v4-8", "nodeCountDynamicMax": 2}],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4x32"]},
+                {"name": "one", "nodesets": ["v4"], "default": True},
+            ],
+        )
+    )
+    files = objects(graph)
+    conf = lambda p: yaml.safe_load(content(files[f"tpu-files/partition_configs/{p}.yaml"]))  # noqa: E731
+    # tpu.py's create wait (900 s) and the setup's scripts (300 s); one TPU VM, Toolkit's 600.
+    assert conf("tpu")["partition_conf"]["ResumeTimeout"] == "1200"
+    assert conf("one")["partition_conf"]["ResumeTimeout"] == "600"
+    assert conf("debug")["partition_conf"]["ResumeTimeout"] == "300"

@@ -17,6 +17,7 @@ from components.slurm.slurm_conf import (
     PROGRAM_OPTIONS,
     conf_problems,
     partition_option,
+    unsigned_value,
     value_problem,
 )
 
@@ -111,6 +112,7 @@ def partition_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig]) 
             p.under("partitions", i) for p in _partition_conf_problems(partition.partition_conf)
         ]
         found += [p.under("partitions", i) for p in _exclusivity_problems(partition, valid, cpu)]
+        found += [p.under("partitions", i) for p in _resume_problems(partition, valid, cpu)]
     defaults = [i for i, p in enumerate(config.partitions) if p.default]
     for i in defaults[1:]:
         found.append(
@@ -186,3 +188,44 @@ def _exclusivity_problems(
             )
         )
     return found
+
+
+def _resume_problems(
+    partition: PartitionConfig,
+    valid: dict[str, TpuNodesetConfig],
+    cpu: dict[str, CpuNodesetConfig],
+) -> list[Problem]:
+    """A ResumeTimeout of the partition's own that a flex-start nodeset overrides, or that is
+    shorter than its nodesets need: Slurm marks a node down at ResumeTimeout and requeues
+    its job (power_save.c), and for flex-start Slurm-GCP then deletes the waiting group."""
+    written = next(
+        (k for k in partition.partition_conf if partition_option(k) == "ResumeTimeout"), None
+    )
+    if written is None:
+        return []
+    value = partition.partition_conf[written]
+    nodesets = [*(valid[n] for n in partition.nodesets if n in valid)]
+    nodesets += [cpu[n] for n in partition.nodesets if n in cpu]
+    flex = [n.name for n in nodesets if isinstance(n, CpuNodesetConfig) and n.flex]
+    if flex:
+        return [
+            Problem(
+                ("partitionConf", written),
+                f"{', '.join(flex)} is flex-start: its nodes come when the resize request gets "
+                "capacity, so the partition's ResumeTimeout is 65535 (as Toolkit forces it) "
+                "and one of its own would cancel jobs still waiting; remove it",
+            )
+        ]
+    need = max((n.resume_timeout for n in nodesets), default=0)
+    seconds = unsigned_value("uint16", value)
+    if seconds is None or seconds >= need:
+        return []
+    slowest = max(nodesets, key=lambda n: n.resume_timeout)
+    return [
+        Problem(
+            ("partitionConf", written),
+            f"{value} s is shorter than the {need} s {slowest.name}'s nodes may take to be "
+            "created and register; Slurm would mark them down and requeue the job; raise it "
+            f"to at least {need} or remove it",
+        )
+    ]
