@@ -114,7 +114,9 @@ class CloudParameters(ConfigModel):
     into cloud.conf); an unset key keeps Slurm-GCP's default."""
 
     resume_rate: int | None = Field(default=None, ge=0, le=10000)
-    """Nodes resumed per minute at most (`ResumeRate`; default 0, unlimited)."""
+    """Nodes resumed per minute at most (`ResumeRate`; default 0, unlimited). Not with
+    multi-host TPU nodesets: a rate hands a slice's workers to resume in parts, and no TPU is
+    created for a part."""
     resume_timeout: int | None = Field(default=None, ge=60, le=86400)
     """Seconds a node may take to boot and register (`ResumeTimeout`; default 300);
     partitions override it."""

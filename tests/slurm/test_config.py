@@ -558,6 +558,17 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "at least 1200",
     ),
     (
+        "a resume rate with multi-host slices, which resume would get in parts",
+        stack(
+            debugPartition=True,
+            tpuNodesets=[MULTI_HOST],
+            partitions=[{"name": "tpu", "nodesets": ["v4x32"]}],
+            cloudParameters={"resumeRate": 20},
+        ),
+        "ai-infra:slurm.cloudParameters.resumeRate",
+        "remove resumeRate",
+    ),
+    (
         "a partitionConf typo, which stops slurmctld",
         partition(partitionConf={"MaxTme": "60"}),
         "ai-infra:slurm.partitions[0].partitionConf.MaxTme",

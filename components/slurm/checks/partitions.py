@@ -113,6 +113,7 @@ def partition_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig]) 
         ]
         found += [p.under("partitions", i) for p in _exclusivity_problems(partition, valid, cpu)]
         found += [p.under("partitions", i) for p in _resume_problems(partition, valid, cpu)]
+    found += _resume_rate_problems(config, valid)
     defaults = [i for i, p in enumerate(config.partitions) if p.default]
     for i in defaults[1:]:
         found.append(
@@ -227,5 +228,25 @@ def _resume_problems(
             f"{value} s is shorter than the {need} s {slowest.name}'s nodes may take to be "
             "created and register; Slurm would mark them down and requeue the job; raise it "
             f"to at least {need} or remove it",
+        )
+    ]
+
+
+def _resume_rate_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig]) -> list[Problem]:
+    """A resume rate with slices of more than one TPU VM. power_save.c `_do_resume` spends one
+    token of ResumeRate per node, so a job's nodes may reach resume.py over two calls; each
+    call's chunk of a slice is then short of `vmcount` and tpu.py `create_node` refuses it:
+    no TPU is created for either part, and the job waits out ResumeTimeout."""
+    rate = config.cloud_parameters.resume_rate
+    multi_host = sorted(n.name for n in valid.values() if n.workers_per_slice > 1)
+    if not rate or not multi_host:
+        return []
+    return [
+        Problem(
+            ("cloudParameters", "resumeRate"),
+            f"{rate} nodes a minute would hand the workers of one slice of "
+            f"{', '.join(multi_host)} to Slurm-GCP's resume in parts, and it creates no TPU "
+            "for a part of a slice; remove resumeRate (or set 0) while multi-host TPU "
+            "nodesets exist",
         )
     ]
