@@ -141,7 +141,8 @@ class CloudParameters(ConfigModel):
         | None
     ) = Field(default=None, max_length=40)
     """`SchedulerParameters`, e.g. `[bf_continue, bf_window=2880]` (default bf_continue,
-    salloc_wait_nodes, ignore_prefer_validation)."""
+    salloc_wait_nodes, ignore_prefer_validation). With multi-host TPU nodesets the program
+    adds `max_switch_wait`, so that jobs wait for whole slices, and refuses one here."""
     tree_width: int | None = Field(default=None, ge=1, le=65533)
     """`TreeWidth` (default 128)."""
     prolog_flags: (
@@ -269,6 +270,12 @@ class SlurmConfig(ConfigModel):
     def login_names(self, group: LoginGroupConfig) -> list[str]:
         """A group's login VMs, `<cluster>-<group>-<index>`."""
         return [f"{self.cluster_name}-{group.name}-{i}" for i in range(group.count)]
+
+    @property
+    def has_multi_host_tpu(self) -> bool:
+        """Whether a TPU nodeset has slices of more than one TPU VM (call it once the
+        nodesets' own checks pass)."""
+        return any(n.workers_per_slice > 1 for n in self.tpu_nodesets)
 
     def is_tpu_partition(self, partition: PartitionConfig) -> bool:
         return not (set(partition.nodesets) & self.cpu_names)

@@ -16,6 +16,7 @@ from components.slurm.config import LoginGroupConfig, SlurmConfig
 from components.slurm.fields import NetworkStorage
 from components.slurm.nodesets import CpuNodesetConfig, TpuNodesetConfig
 from components.slurm.partitions import PartitionConfig
+from components.slurm.scripts import MAX_SWITCH_WAIT
 from components.types import reservation_parts
 
 FILES_DIR = "{cluster}-files"
@@ -290,15 +291,24 @@ def script_object(role: str, filename: str) -> str:
     return f"slurm-{role}-script-{stem}_{extension}"
 
 
+SCHEDULER_PARAMETERS = ("bf_continue", "salloc_wait_nodes", "ignore_prefer_validation")
+"""conf.py's SchedulerParameters when `cloud_parameters` sets none."""
+
+
 def cloud_parameters_document(config: SlurmConfig) -> dict[str, Any]:
     """`cloud_parameters`: the keys the user set, with Toolkit's snake_case names; conf.py
-    keeps its default for any other."""
+    keeps its default for any other. With multi-host TPU nodesets, SchedulerParameters also
+    holds `max_switch_wait`, so that a job waits for whole slices (scripts.EDITS)."""
     parameters = config.cloud_parameters
-    return {
+    found = {
         key: value
         for key in sorted(parameters.model_fields_set)
         if (value := getattr(parameters, key)) is not None
     }
+    if config.has_multi_host_tpu:
+        given = found.get("scheduler_parameters", list(SCHEDULER_PARAMETERS))
+        found["scheduler_parameters"] = [*given, f"max_switch_wait={MAX_SWITCH_WAIT}"]
+    return found
 
 
 def cluster_document(

@@ -80,7 +80,8 @@ def describe(
         tpu = config.is_tpu_partition(p)
         per_slice = max((workers.get(n, 1) for n in p.nodesets), default=1)
         topology = (
-            f", tree topology: one leaf switch per slice of {per_slice} nodes"
+            f", tree topology: one leaf switch per slice of {per_slice} nodes, jobs wait for "
+            "whole slices"
             if tpu and per_slice > 1
             else ""
         )

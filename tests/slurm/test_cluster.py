@@ -533,7 +533,7 @@ def test_the_plan_shows_a_multi_host_partition_s_slices_on_their_leaf_switches()
     ) in lines
     assert (
         "  partition tpu: v4x16, exclusive, tree topology: one leaf switch per slice of 2 nodes, "
-        "nodes must register within 1200 s (ResumeTimeout)"
+        "jobs wait for whole slices, nodes must register within 1200 s (ResumeTimeout)"
     ) in lines
     assert (
         "  partition debug (default): debug, nodes must register within 300 s (ResumeTimeout)"

@@ -569,6 +569,17 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "remove resumeRate",
     ),
     (
+        "a max_switch_wait of the user's with multi-host slices",
+        stack(
+            debugPartition=True,
+            tpuNodesets=[MULTI_HOST],
+            partitions=[{"name": "tpu", "nodesets": ["v4x32"]}],
+            cloudParameters={"schedulerParameters": ["bf_continue", "max_switch_wait=60"]},
+        ),
+        "ai-infra:slurm.cloudParameters.schedulerParameters[1]",
+        "whole slices",
+    ),
+    (
         "a partitionConf typo, which stops slurmctld",
         partition(partitionConf={"MaxTme": "60"}),
         "ai-infra:slurm.partitions[0].partitionConf.MaxTme",

@@ -372,3 +372,27 @@ def test_multi_host_tpu_partitions_wait_for_the_slice_create_and_setup():
     assert conf("tpu")["partition_conf"]["ResumeTimeout"] == "1200"
     assert conf("one")["partition_conf"]["ResumeTimeout"] == "600"
     assert conf("debug")["partition_conf"]["ResumeTimeout"] == "300"
+
+
+def test_slurm_is_told_to_wait_for_whole_slices_beside_the_user_s_scheduler_options():
+    from tests.slurm.test_config import MULTI_HOST
+
+    def scheduler(**fields: Any) -> list[str] | None:
+        graph = build_graph(stack(debugPartition=True, **fields))
+        document = yaml.safe_load(content(objects(graph)["tpu-files/config.yaml"]))
+        return document["cloud_parameters"].get("scheduler_parameters")
+
+    multi = {"tpuNodesets": [MULTI_HOST], "partitions": [{"name": "tpu", "nodesets": ["v4x32"]}]}
+    # conf.py's own default, kept, with the switch wait after it.
+    assert scheduler(**multi) == [
+        "bf_continue",
+        "salloc_wait_nodes",
+        "ignore_prefer_validation",
+        "max_switch_wait=2147483647",
+    ]
+    assert scheduler(**multi, cloudParameters={"schedulerParameters": ["bf_window=2880"]}) == [
+        "bf_window=2880",
+        "max_switch_wait=2147483647",
+    ]
+    # Single-host slices leave conf.py's default alone.
+    assert scheduler() is None

@@ -113,7 +113,7 @@ def partition_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig]) 
         ]
         found += [p.under("partitions", i) for p in _exclusivity_problems(partition, valid, cpu)]
         found += [p.under("partitions", i) for p in _resume_problems(partition, valid, cpu)]
-    found += _resume_rate_problems(config, valid)
+    found += _whole_slice_problems(config, valid)
     defaults = [i for i, p in enumerate(config.partitions) if p.default]
     for i in defaults[1:]:
         found.append(
@@ -232,21 +232,35 @@ def _resume_problems(
     ]
 
 
-def _resume_rate_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig]) -> list[Problem]:
-    """A resume rate with slices of more than one TPU VM. power_save.c `_do_resume` spends one
-    token of ResumeRate per node, so a job's nodes may reach resume.py over two calls; each
-    call's chunk of a slice is then short of `vmcount` and tpu.py `create_node` refuses it:
-    no TPU is created for either part, and the job waits out ResumeTimeout."""
+def _whole_slice_problems(config: SlurmConfig, valid: dict[str, TpuNodesetConfig]) -> list[Problem]:
+    """What would split a slice of more than one TPU VM: a max_switch_wait of the user's
+    (files.cloud_parameters_document sets it), or a resume rate. power_save.c `_do_resume`
+    spends one token of ResumeRate per node, so a job's nodes may reach resume.py over two
+    calls; each call's chunk of a slice is then short of `vmcount` and tpu.py `create_node`
+    refuses it: no TPU is created for either part, and the job waits out ResumeTimeout."""
     rate = config.cloud_parameters.resume_rate
     multi_host = sorted(n.name for n in valid.values() if n.workers_per_slice > 1)
-    if not rate or not multi_host:
+    if not multi_host:
         return []
+    found = [
+        Problem(
+            ("cloudParameters", "schedulerParameters", i),
+            "max_switch_wait is the program's while multi-host TPU nodesets exist: it keeps "
+            "a job waiting for whole slices (a shorter wait gives nodes of two slices, for "
+            "which no TPU is created); remove it",
+        )
+        for i, option in enumerate(config.cloud_parameters.scheduler_parameters or [])
+        if option.split("=", 1)[0] == "max_switch_wait"
+    ]
+    if not rate:
+        return found
     return [
+        *found,
         Problem(
             ("cloudParameters", "resumeRate"),
             f"{rate} nodes a minute would hand the workers of one slice of "
             f"{', '.join(multi_host)} to Slurm-GCP's resume in parts, and it creates no TPU "
             "for a part of a slice; remove resumeRate (or set 0) while multi-host TPU "
             "nodesets exist",
-        )
+        ),
     ]
