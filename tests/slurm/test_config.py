@@ -580,6 +580,26 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "whole slices",
     ),
     (
+        "a placement policy name past 63 characters once Slurm-GCP prefixes it",
+        stack(
+            clusterName="a" * 20,
+            cpuNodesets=[
+                {
+                    "name": "b" * 15,
+                    "machineType": "c2-standard-60",
+                    "enablePlacement": True,
+                    "nodeCountDynamicMax": 4,
+                }
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4"], "default": True},
+                {"name": "c", "nodesets": ["b" * 15]},
+            ],
+        ),
+        f"{C0}.enablePlacement",
+        "shorten the nodeset's name or clusterName by 1",
+    ),
+    (
         "a partitionConf typo, which stops slurmctld",
         partition(partitionConf={"MaxTme": "60"}),
         "ai-infra:slurm.partitions[0].partitionConf.MaxTme",

@@ -17,7 +17,7 @@ from components.slurm.checks.cpu_nodesets import cpu_nodeset_problems, image_pro
 from components.slurm.checks.storage import home_problems, storage_problems, volume_problems
 from components.slurm.checks.tpu_nodesets import tpu_nodeset_problems
 from components.slurm.config import JobScript, SlurmConfig, account_id
-from components.slurm.nodesets import TpuNodesetConfig, cpu_zones
+from components.slurm.nodesets import CpuNodesetConfig, TpuNodesetConfig, cpu_zones
 from components.slurm.slurm_conf import DEFAULTS_PARTITION
 from components.storage import Storage
 from components.types import reservation_parts
@@ -143,6 +143,7 @@ def nodeset_problems(
         found += [p.under("cpuNodesets", i) for p in own_problems]
     found += _shared_reservation_problems(config, ctx)
     found += _gpu_network_name_problems(config, ctx)
+    found += _placement_name_problems(config)
     if not config.all_cpu_nodesets:
         for i, nodeset in enumerate(config.tpu_nodesets):
             if nodeset.name in valid and nodeset.workers_per_slice > 1:
@@ -225,6 +226,33 @@ def _script_name_problems(scripts: Sequence[JobScript]) -> list[Problem]:
 
 
 GCE_NAME_MAX = 63
+MAX_JOB_ID = 67108863
+"""The largest local job id Slurm gives (slurm.conf(5) `MaxJobId`: 0x3FFFFFF)."""
+
+
+def placement_policy_name(config: SlurmConfig, nodeset: CpuNodesetConfig) -> str:
+    """The longest name resume.py gives a placement policy of the nodeset,
+    `<cluster>-slurmgcp-managed-<nodeset>-<job id>-<chunk>` (`_allocate_nodes_to_placements`;
+    a nodeset's nodes fit one compact policy, `_placement_problems`, so one chunk)."""
+    return f"{config.cluster_name}-slurmgcp-managed-{nodeset.name}-{MAX_JOB_ID}-0"
+
+
+def _placement_name_problems(config: SlurmConfig) -> list[Problem]:
+    """Compact placement policies the controller names past Compute Engine's 63 characters:
+    resourcePolicies.insert refuses them, and the job's nodes are never created."""
+    found = []
+    for i, nodeset in enumerate(config.cpu_nodesets):
+        name = placement_policy_name(config, nodeset)
+        if nodeset.enable_placement and len(name) > GCE_NAME_MAX:
+            found.append(
+                Problem(
+                    ("cpuNodesets", i, "enablePlacement"),
+                    f"Slurm-GCP names each job's placement policy like {name} ({len(name)} "
+                    f"characters), past Compute Engine's {GCE_NAME_MAX}; shorten the nodeset's "
+                    f"name or clusterName by {len(name) - GCE_NAME_MAX}",
+                )
+            )
+    return found
 
 
 def _gpu_network_name_problems(config: SlurmConfig, ctx: StackContext) -> list[Problem]:
