@@ -300,6 +300,7 @@ class SlurmConfig(ConfigModel):
             tpu=self.is_tpu_partition(partition),
             resume_timeout=self.resume_timeout(partition),
             flex=self.has_flex(partition),
+            static=any(n.node_count_static for n in self.nodesets_of(partition)),
         )
 
     def mounts_lustre(self, lustre: Collection[str] = ()) -> bool:

@@ -37,9 +37,11 @@ class PartitionConfig(ConfigModel):
     nodesets: list[NodesetName] = Field(min_length=1, max_length=32)
     """Nodesets (by name) whose nodes the partition schedules: all CPU or all TPU."""
     exclusive: bool = True
-    """Each job gets nodes of its own, which Slurm-GCP powers down when it ends
-    (`enable_job_exclusive`). Partitions of multi-host TPU slices are always exclusive, so
-    that a slice holds one job's workers; on any TPU partition a job has whole nodes."""
+    """Each job gets nodes of its own (`OverSubscribe=EXCLUSIVE`), which Slurm-GCP powers
+    down when it ends (`enable_job_exclusive`), unless a nodeset of the partition has static
+    nodes: those stay up between jobs (`PowerDownOnIdle=NO`), as Toolkit's A3 blueprints
+    keep theirs. Partitions of multi-host TPU slices are always exclusive, so that a slice
+    holds one job's workers; on any TPU partition a job has whole nodes."""
     default: bool = False
     """The partition jobs go to without `-p`."""
     partition_conf: dict[ConfKey, ConfValue] = Field(default_factory=dict, max_length=50)
@@ -50,10 +52,14 @@ class PartitionConfig(ConfigModel):
     numbers; the option's own words). The options the program decides (PartitionName, Nodes,
     State, Default, OverSubscribe, Shared, PowerDownOnIdle, Topology) are refused."""
 
-    def conf(self, *, tpu: bool, resume_timeout: int, flex: bool) -> dict[str, str]:
+    def conf(self, *, tpu: bool, resume_timeout: int, flex: bool, static: bool) -> dict[str, str]:
         """The partition's options, each key as Slurm spells it, so that an option written in
         another case replaces the default rather than repeating it. `resume_timeout` is what
-        its nodesets need, which a flex-start one forces (`flex`), as Toolkit does."""
+        its nodesets need, which a flex-start one forces (`flex`), as Toolkit does. With
+        `static` nodes an exclusive partition does not power nodes down after a job: conf.py
+        writes `PowerDownOnIdle=YES` for `enable_job_exclusive` and then the partition's
+        options over it (`partitionlines`), and power_save.c suspends a node flagged so
+        whether or not SuspendExcNodes lists it."""
         found = {
             "SuspendTime": SUSPEND_TIME,
             "SuspendTimeout": SUSPEND_TIMEOUTS["tpu" if tpu else "cpu"],
@@ -62,6 +68,8 @@ class PartitionConfig(ConfigModel):
         found.update({partition_option(k) or k: v for k, v in self.partition_conf.items()})
         if flex:
             found["ResumeTimeout"] = str(resume_timeout)
+        if self.exclusive and static:
+            found["PowerDownOnIdle"] = "NO"
         if self.default:
             found["Default"] = "YES"
         return found

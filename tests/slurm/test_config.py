@@ -501,12 +501,6 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "at least 1",
     ),
     (
-        "static nodes in an exclusive partition",
-        stack(tpuNodesets=[{**NODESET, "nodeCountStatic": 1}]),
-        "ai-infra:slurm.partitions[0].exclusive",
-        "exclusive: false",
-    ),
-    (
         "a partition of multi-host slices shared between jobs",
         stack(
             debugPartition=True,
@@ -515,16 +509,6 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         ),
         "ai-infra:slurm.partitions[0].exclusive",
         "two jobs would share a slice",
-    ),
-    (
-        "static multi-host slices, which exclusivity would power down",
-        stack(
-            debugPartition=True,
-            tpuNodesets=[{**MULTI_HOST, "nodeCountStatic": 4}],
-            partitions=[{"name": "tpu", "nodesets": ["v4x32"]}],
-        ),
-        "ai-infra:slurm.partitions[0].exclusive",
-        "set nodeCountStatic: 0",
     ),
     (
         "a flex-start partition's own ResumeTimeout, which would cancel jobs waiting for capacity",

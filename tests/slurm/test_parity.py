@@ -396,3 +396,30 @@ def test_slurm_is_told_to_wait_for_whole_slices_beside_the_user_s_scheduler_opti
     ]
     # Single-host slices leave conf.py's default alone.
     assert scheduler() is None
+
+
+def test_static_nodes_stay_up_in_an_exclusive_partition_and_dynamic_ones_power_down():
+    from tests.slurm.test_config import MULTI_HOST
+
+    graph = build_graph(
+        stack(
+            tpuNodesets=[{**MULTI_HOST, "nodeCountStatic": 4, "nodeCountDynamicMax": 4}],
+            cpuNodesets=[
+                {"name": "mega", **A3_MEGA, "nodeCountStatic": 2, "nodeCountDynamicMax": 0},
+                {"name": "dyn", "machineType": "n2-standard-32"},
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4x32"]},
+                {"name": "mega", "nodesets": ["mega"], "default": True},
+                {"name": "dyn", "nodesets": ["dyn"]},
+            ],
+        )
+    )
+    files = objects(graph)
+    doc = lambda p: yaml.safe_load(content(files[f"tpu-files/partition_configs/{p}.yaml"]))  # noqa: E731
+    for name in ("tpu", "mega"):
+        # Jobs keep nodes of their own (conf.py: Oversubscribe=Exclusive), and the static
+        # nodes are not powered down after each (PowerDownOnIdle=NO over conf.py's YES).
+        assert doc(name)["enable_job_exclusive"] is True, name
+        assert doc(name)["partition_conf"]["PowerDownOnIdle"] == "NO", name
+    assert "PowerDownOnIdle" not in doc("dyn")["partition_conf"]

@@ -147,8 +147,7 @@ def _exclusivity_problems(
     valid: dict[str, TpuNodesetConfig],
     cpu: dict[str, CpuNodesetConfig],
 ) -> list[Problem]:
-    """Exclusive partitions of multi-host slices, static nodes they would power down, and
-    slices of one size per partition."""
+    """Exclusive partitions of multi-host slices, and slices of one size per partition."""
     found = []
     members = [valid[n] for n in partition.nodesets if n in valid]
     multi_host = [n.name for n in members if n.workers_per_slice > 1]
@@ -164,22 +163,6 @@ def _exclusivity_problems(
                 "exclusive: false",
             )
         )
-    if partition.exclusive:
-        static = [n for n in partition.nodesets if n in valid and valid[n].node_count_static]
-        static += [n for n in partition.nodesets if n in cpu and cpu[n].node_count_static]
-        if static:
-            # power_save.c suspends a node flagged POWER_DOWN (PowerDownOnIdle) whether or
-            # not SuspendExcNodes lists it (Slurm 25.11).
-            fix = "nodeCountStatic: 0"
-            if not multi_host:
-                fix = f"exclusive: false or {fix}"
-            found.append(
-                Problem(
-                    ("exclusive",),
-                    f"exclusive partitions power nodes down after each job, so static nodes "
-                    f"of {', '.join(static)} would be deleted; set {fix}",
-                )
-            )
     if len({n.workers_per_slice for n in members}) > 1:
         found.append(
             Problem(
