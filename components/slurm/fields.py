@@ -100,6 +100,17 @@ Scope = Annotated[
         "an OAuth scope such as https://www.googleapis.com/auth/cloud-platform",
     ),
 ]
+ConfKey = Annotated[
+    str, pattern_of(r"[A-Za-z]{2,40}", "a slurm.conf partition option such as MaxTime")
+]
+ConfValue = Annotated[
+    str,
+    pattern_of(
+        r"[A-Za-z0-9_.:,/*+=-]{1,200}",
+        "a slurm.conf value: letters, digits and _.:,/*+=- only, no spaces or newlines",
+    ),
+]
+"""One slurm.conf value: no spaces, quotes or newlines, so a value cannot add a line."""
 ScriptText = Annotated[str, StringConstraints(max_length=65536)]
 
 

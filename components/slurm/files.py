@@ -234,7 +234,7 @@ def cpu_nodeset_document(
     `subnetwork` are self links."""
     return {
         "nodeset_name": nodeset.name,
-        "node_conf": {},
+        "node_conf": nodeset.slurm_node_conf,
         "dws_flex": dws_flex_document(nodeset),
         "instance_template": template,
         "node_count_dynamic_max": nodeset.node_count_dynamic_max,

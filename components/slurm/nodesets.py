@@ -20,6 +20,8 @@ from components.slurm.fields import (
     DEFAULT_SCOPES,
     MAX_NODES_PER_NODESET,
     SCHEDMD_IMAGE_PROJECT,
+    ConfKey,
+    ConfValue,
     NetworkStorage,
     NodeImage,
     NodesetName,
@@ -30,6 +32,7 @@ from components.slurm.fields import (
     pattern_of,
     tagged_image,
 )
+from components.slurm.slurm_conf import NODE_OPTIONS, node_option
 from components.storage.config import StorageMount
 from components.types import (
     Cidr,
@@ -378,6 +381,16 @@ class CpuNodesetConfig(ConfigModel):
     `spot` or `reservation`."""
     additional_disks: list[AdditionalDisk] = Field(default_factory=list, max_length=8)
     """Persistent disks each node gets beside its boot disk (Toolkit's `additional_disks`)."""
+    threads_per_core: Literal[1, 2] = 1
+    """Hardware threads per core: 1, as Toolkit's nodeset sets it (one Slurm CPU per core),
+    or 2, the platform's own (what Toolkit's A3 and A4 blueprints ask for with
+    `advanced_machine_features.threads_per_core: null`); Slurm-GCP counts the node's CPUs
+    from it (util.py `template_machine_conf`)."""
+    node_conf: dict[ConfKey, ConfValue] = Field(default_factory=dict, max_length=len(NODE_OPTIONS))
+    """slurm.conf options of the nodes written over what Slurm-GCP derives from the machine
+    type (Toolkit's `node_conf`), e.g. `{CoresPerSocket: 52, ThreadsPerCore: 2}`: Boards,
+    CoreSpecCount, CoresPerSocket, CPUs, Features, MemSpecLimit, RealMemory, Sockets,
+    SocketsPerBoard, ThreadsPerCore, TmpDisk, Weight, in any case."""
     gpu_networks: GpuNetworksConfig | None = None
     """The machine type's GPU NICs, each in a network made for the nodeset (Toolkit
     blueprints' `additional_networks`); for a3-highgpu-8g, a3-megagpu-8g, a3-ultragpu-8g,
@@ -418,6 +431,11 @@ class CpuNodesetConfig(ConfigModel):
     @property
     def uses_schedmd_image(self) -> bool:
         return self.image.project == SCHEDMD_IMAGE_PROJECT
+
+    @property
+    def slurm_node_conf(self) -> dict[str, str]:
+        """`nodeConf` with each key as Slurm spells it."""
+        return {node_option(k) or k: v for k, v in self.node_conf.items()}
 
     @property
     def flex(self) -> bool:

@@ -4,29 +4,16 @@ have nodes of their own, and the slurm.conf partition options Slurm 25.11 reads.
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from pydantic import Field
 
 from components.base import ConfigModel
-from components.slurm.fields import NodesetName, PartitionName, pattern_of
-from components.slurm.slurm_conf import partition_option
+from components.slurm.fields import ConfKey, ConfValue, NodesetName, PartitionName
+from components.slurm.slurm_conf import PARTITION_OPTIONS, partition_option
 
 SUSPEND_TIME = "300"
 SUSPEND_TIMEOUTS = {"tpu": "240", "cpu": "120"}
 """Toolkit's SuspendTime and SuspendTimeout of TPU and other partitions
 (schedmd-slurm-gcp-v6-partition main.tf): TPU VMs take minutes to delete."""
-ConfKey = Annotated[
-    str, pattern_of(r"[A-Za-z]{2,40}", "a slurm.conf partition option such as MaxTime")
-]
-ConfValue = Annotated[
-    str,
-    pattern_of(
-        r"[A-Za-z0-9_.:,/*+=-]{1,200}",
-        "a slurm.conf value: letters, digits and _.:,/*+=- only, no spaces or newlines",
-    ),
-]
-"""One slurm.conf value: no spaces, quotes or newlines, so a value cannot add a line."""
 
 
 class PartitionConfig(ConfigModel):
@@ -44,7 +31,9 @@ class PartitionConfig(ConfigModel):
     holds one job's workers; on any TPU partition a job has whole nodes."""
     default: bool = False
     """The partition jobs go to without `-p`."""
-    partition_conf: dict[ConfKey, ConfValue] = Field(default_factory=dict, max_length=50)
+    partition_conf: dict[ConfKey, ConfValue] = Field(
+        default_factory=dict, max_length=len(PARTITION_OPTIONS)
+    )
     """Extra partition options for slurm.conf (e.g. `MaxTime: 1-00:00:00`), over the defaults
     SuspendTime=300 and, for TPU partitions, SuspendTimeout=240, ResumeTimeout=600 (CPU:
     120, 300): any partition option of Slurm 25.11 in any case, each value as Slurm's own

@@ -80,6 +80,25 @@ PARTITION_OPTIONS: dict[str, Kind] = {
 `_partition_options`, and how `_parse_partitionname` reads each): slurmctld stops at any
 other key. `program` options are written by Slurm-GCP's conf.py from the partition's nodesets
 and flags. Slurm reads the keys without case (s_p_hashtbl, `xstrcasecmp`)."""
+NODE_OPTIONS: dict[str, Kind] = {
+    "Boards": "uint16",
+    "CoreSpecCount": "uint16",
+    "CoresPerSocket": "uint16",
+    "CPUs": "uint16",
+    "Features": "names",
+    "MemSpecLimit": "uint64",
+    "RealMemory": "uint64",
+    "Sockets": "uint16",
+    "SocketsPerBoard": "uint16",
+    "ThreadsPerCore": "uint16",
+    "TmpDisk": "uint32",
+    "Weight": "uint32",
+}
+"""The options of a slurm.conf node line a nodeset's `nodeConf` may set, with how Slurm
+reads each (read_config.c `_nodename_options`): the node's hardware and scheduling weight.
+conf.py writes these from the nodeset's template and then the nodeset's `node_conf` over
+them (`nodeset_lines`); the rest (NodeName, NodeAddr, State, Gres, Port, ...) are
+Slurm-GCP's."""
 PROGRAM_OPTIONS = ("PartitionName", *(k for k, v in PARTITION_OPTIONS.items() if v == "program"))
 
 DEFAULTS_PARTITION = "default"
@@ -353,6 +372,25 @@ def value_problem(option: str, value: str) -> str | None:
     """Why Slurm 25.11 refuses `value` for the partition option `option` (as Slurm spells
     it), or reads it as something other than what it says; None when it takes it."""
     return VALIDATORS[PARTITION_OPTIONS[option]](value)
+
+
+def node_option(key: str) -> str | None:
+    """The node option `key` names, as Slurm spells it, if a nodeset may set it."""
+    return _NODE_BY_LOWER.get(key.lower())
+
+
+_NODE_BY_LOWER = {key.lower(): key for key in NODE_OPTIONS}
+
+
+def node_value_problem(option: str, value: str) -> str | None:
+    """Why a node option's value is refused: what Slurm's parser refuses, and for a count,
+    UNLIMITED, which it reads as 65535 CPUs or cores (`s_p_handle_uint16`)."""
+    kind = NODE_OPTIONS[option]
+    if kind == "names":
+        return _names(value)
+    if unsigned_value(kind, value) is None:
+        return _unsigned(kind, value) or f"'{value}' is not a count; write a whole number"
+    return None
 
 
 def conf_problems(conf: Mapping[str, str]) -> dict[str, str]:

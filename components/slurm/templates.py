@@ -167,10 +167,10 @@ def node_template(
         shielded_instance_config=gcp.compute.InstanceTemplateShieldedInstanceConfigArgs(
             **shielded(config.secure_boot(nodeset, lustre))
         ),
-        # Threads per core 1, as Toolkit's nodeset (advanced_machine_features): one Slurm
-        # CPU per core.
+        # Threads per core 1 by default, as Toolkit's nodeset (advanced_machine_features):
+        # one Slurm CPU per core.
         advanced_machine_features=gcp.compute.InstanceTemplateAdvancedMachineFeaturesArgs(
-            threads_per_core=1
+            threads_per_core=nodeset.threads_per_core
         ),
         metadata=metadata,
         labels=labels,
@@ -222,6 +222,7 @@ def _template_name(
             "local_ssds": ssd.count if ssd else None,
             "flex": nodeset.dws_flex.model_dump() if nodeset.flex and nodeset.dws_flex else None,
             "gpu_networks": nodeset.gpu_network_cidrs(),
+            "threads_per_core": nodeset.threads_per_core if nodeset.threads_per_core != 1 else None,
         }.items()
         if value
     }

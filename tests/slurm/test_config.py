@@ -584,6 +584,30 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "shorten the nodeset's name or clusterName by 1",
     ),
     (
+        "two threads per core on a machine of one",
+        cpu(machineType="t2a-standard-8", threadsPerCore=2),
+        f"{C0}.threadsPerCore",
+        "one thread per core",
+    ),
+    (
+        "a node option Slurm-GCP writes itself",
+        cpu(nodeConf={"NodeAddr": "10.0.0.9"}),
+        f"{C0}.nodeConf.NodeAddr",
+        "not a node option a nodeset sets",
+    ),
+    (
+        "node threads the template does not run",
+        cpu(nodeConf={"threadspercore": "2"}),
+        f"{C0}.nodeConf.threadspercore",
+        "set threadsPerCore: 2",
+    ),
+    (
+        "an unlimited CPU count",
+        cpu(nodeConf={"CPUs": "UNLIMITED"}),
+        f"{C0}.nodeConf.CPUs",
+        "not a count",
+    ),
+    (
         "a partitionConf typo, which stops slurmctld",
         partition(partitionConf={"MaxTme": "60"}),
         "ai-infra:slurm.partitions[0].partitionConf.MaxTme",

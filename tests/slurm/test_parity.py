@@ -423,3 +423,18 @@ def test_static_nodes_stay_up_in_an_exclusive_partition_and_dynamic_ones_power_d
         assert doc(name)["enable_job_exclusive"] is True, name
         assert doc(name)["partition_conf"]["PowerDownOnIdle"] == "NO", name
     assert "PowerDownOnIdle" not in doc("dyn")["partition_conf"]
+
+
+def test_threads_per_core_and_node_conf_reach_the_template_and_the_nodeset_file():
+    default = build_graph(cpu_stack(**A3_MEGA))
+    smt = build_graph(
+        cpu_stack(
+            **A3_MEGA, threadsPerCore=2, nodeConf={"coresPerSocket": "52", "ThreadsPerCore": "2"}
+        )
+    )
+    assert template(default)["advancedMachineFeatures"] == {"threadsPerCore": 1}
+    assert template(smt)["advancedMachineFeatures"] == {"threadsPerCore": 2}
+    assert template(smt)["name"] != template(default)["name"]
+    # Written as Slurm spells the options; conf.py puts them over what it derives.
+    assert nodeset_yaml(smt)["node_conf"] == {"CoresPerSocket": "52", "ThreadsPerCore": "2"}
+    assert nodeset_yaml(default)["node_conf"] == {}

@@ -15,6 +15,7 @@ from components.locations import zone_problem
 from components.slurm.checks.storage import storage_problems
 from components.slurm.fields import NodeImage, needs_unsigned_modules
 from components.slurm.nodesets import CpuNodesetConfig
+from components.slurm.slurm_conf import NODE_OPTIONS, node_option, node_value_problem
 
 HYPERDISK_ONLY = ("c4-", "c4a-", "c4d-", "n4-")
 """Machine series whose boot disk must be Hyperdisk (Compute Engine "Machine series
@@ -129,6 +130,7 @@ def cpu_nodeset_problems(
     found += _placement_problems(nodeset)
     found += _extra_disk_problems(nodeset)
     found += _gpu_network_problems(nodeset, zones)
+    found += _node_conf_problems(nodeset)
     found += [p.under("networkStorage") for p in storage_problems(nodeset.network_storage)]
     return found
 
@@ -383,3 +385,55 @@ def _capacity_problem(machine_type: str, provisioning: str) -> str | None:
     offered = {"spot": "spot: true", "reservation": "reservation", "flex-start": "dwsFlex"}
     ways = [offered[p] for p in ("spot", "reservation", "flex-start") if p in capacity.provisioning]
     return f"{machine_type} is not offered {provisioning}; set {' or '.join(ways)}"
+
+
+NO_SMT_SERIES = ("t2a", "t2d", "h3", "c4a", "h4d")
+"""Series whose cores run one thread (util.py `MachineType.supports_smt`, after Compute
+Engine's "CPU platforms"); a 1-vCPU machine type has none either."""
+
+
+def _node_conf_problems(nodeset: CpuNodesetConfig) -> list[Problem]:
+    """Threads per core the machine has, and `nodeConf` options a nodeset may set, each once,
+    with a value Slurm reads as a count (or names, for Features)."""
+    found = []
+    series = nodeset.machine_type.split("-", 1)[0]
+    if nodeset.threads_per_core == 2 and (
+        series in NO_SMT_SERIES or machine_vcpus(nodeset.machine_type) == 1
+    ):
+        found.append(
+            Problem(
+                ("threadsPerCore",),
+                f"{nodeset.machine_type} runs one thread per core; remove threadsPerCore",
+            )
+        )
+    seen: dict[str, str] = {}
+    for key, value in nodeset.node_conf.items():
+        option = node_option(key)
+        if option is None:
+            found.append(
+                Problem(
+                    ("nodeConf", key),
+                    f"'{key}' is not a node option a nodeset sets (Slurm-GCP writes the node's "
+                    f"name, address, state and GPUs itself); options: {', '.join(NODE_OPTIONS)}",
+                )
+            )
+        elif option in seen:
+            found.append(
+                Problem(
+                    ("nodeConf", key),
+                    f"repeats {seen[option]} (Slurm reads option names without case); keep one",
+                )
+            )
+        elif problem := node_value_problem(option, value):
+            found.append(Problem(("nodeConf", key), problem))
+        elif option == "ThreadsPerCore" and value != str(nodeset.threads_per_core):
+            found.append(
+                Problem(
+                    ("nodeConf", key),
+                    f"the nodes run {nodeset.threads_per_core} thread(s) per core "
+                    "(threadsPerCore), so Slurm would count CPUs they do not have; set "
+                    f"threadsPerCore: {value} or remove it here",
+                )
+            )
+        seen.setdefault(option or key, key)
+    return found
