@@ -43,7 +43,7 @@ from components.network import (
     subnet_of,
 )
 from components.nfs import client_rules, export_options
-from components.slurm import boot
+from components.slurm import boot, jobscripts
 from components.slurm.cleanup import (
     ComputeCleanup,
     ComputeCleanupProvider,
@@ -341,12 +341,8 @@ class SlurmCluster(Component):
                     script_object(f"login-{group.name}", "startup.sh"),
                     group.startup_script,
                 )
-        for kind, job_scripts in (
-            ("prolog", config.prolog_scripts),
-            ("epilog", config.epilog_scripts),
-        ):
-            for script in job_scripts:
-                self._put(f"{kind}-{script.name}", script_object(kind, script.name), script.content)
+        for script in jobscripts.installed(config):
+            self._put(script.resource, f"slurm-{script.kind}-script-{script.name}", script.content)
         registries = (*boot.DEFAULT_REGISTRIES, *(n.registry for n in config.tpu_nodesets))
         self._put(
             "tpu-boot",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field
 
 from components.base import ConfigModel
 from components.buckets import BucketConfig
@@ -17,6 +17,7 @@ from components.slurm import scripts
 from components.slurm.fields import (
     SCRIPT_TIMEOUT_MAX,
     ClusterName,
+    JobScript,
     LoginGroupName,
     NetworkStorage,
     NodeImage,
@@ -109,6 +110,16 @@ class HomeConfig(ConfigModel):
     """Size in GiB: BASIC_HDD and ZONAL from 1024, BASIC_SSD from 2560."""
 
 
+UINT16_MAX = 65535
+"""ResumeTimeout, SuspendTimeout, SlurmdTimeout, UnkillableStepTimeout, MessageTimeout,
+BatchStartTimeout and PrologEpilogTimeout are uint16 options (read_config.c
+`slurm_ctl_conf_options`): slurmctld stops at a larger value (parse_value.c
+`s_p_handle_uint16`)."""
+UNKILLABLE_PER_MESSAGE = 5
+"""UnkillableStepTimeout below 5 x MessageTimeout takes nodes down with KillTaskFailed
+(read_config.c `_validate_and_set_defaults`)."""
+
+
 class CloudParameters(ConfigModel):
     """Slurm-wide options Toolkit exposes as `cloud_parameters` (Slurm-GCP conf.py writes them
     into cloud.conf); an unset key keeps Slurm-GCP's default."""
@@ -117,16 +128,16 @@ class CloudParameters(ConfigModel):
     """Nodes resumed per minute at most (`ResumeRate`; default 0, unlimited). Not with
     multi-host TPU nodesets: a rate hands a slice's workers to resume in parts, and no TPU is
     created for a part."""
-    resume_timeout: int | None = Field(default=None, ge=60, le=86400)
+    resume_timeout: int | None = Field(default=None, ge=60, le=UINT16_MAX)
     """Seconds a node may take to boot and register (`ResumeTimeout`; default 300);
     partitions override it."""
     suspend_rate: int | None = Field(default=None, ge=0, le=10000)
     """Nodes suspended per minute at most (`SuspendRate`; default 0, unlimited)."""
-    suspend_timeout: int | None = Field(default=None, ge=30, le=86400)
+    suspend_timeout: int | None = Field(default=None, ge=30, le=UINT16_MAX)
     """Seconds a node may take to power down (`SuspendTimeout`; default 300)."""
-    slurmd_timeout: int | None = Field(default=None, ge=10, le=86400)
+    slurmd_timeout: int | None = Field(default=None, ge=10, le=UINT16_MAX)
     """`SlurmdTimeout` (default 300)."""
-    unkillable_step_timeout: int | None = Field(default=None, ge=10, le=86400)
+    unkillable_step_timeout: int | None = Field(default=None, ge=10, le=UINT16_MAX)
     """`UnkillableStepTimeout` (default 300)."""
     scheduler_parameters: (
         list[
@@ -172,19 +183,23 @@ class CloudParameters(ConfigModel):
     """`PrivateData`: what users other than the owner may not see."""
 
 
-class JobScript(ConfigModel):
-    """A script Slurm runs around every job, on the job's nodes."""
+class SlurmTimeouts(ConfigModel):
+    """slurm.conf timeouts of the controller and nodes; Toolkit's A3 Mega blueprint raises
+    them with its `long-prolog-slurm.conf.tpl` (600 s each) for prologs that set up GPU
+    networking. Unset keys keep the values shown."""
 
-    name: Annotated[
-        str,
-        pattern_of(
-            r"[a-z0-9][-_a-z0-9]{0,40}\.[a-z0-9]{1,8}",
-            "a script file name with one extension, e.g. gpu-check.sh",
-        ),
-    ]
-    """File name; Slurm runs the scripts in name order."""
-    content: Annotated[ScriptText, StringConstraints(min_length=2)]
-    """The script, starting with its `#!` line."""
+    message_timeout: int = Field(default=60, ge=1, le=UINT16_MAX // UNKILLABLE_PER_MESSAGE)
+    """Seconds a Slurm RPC may take (`MessageTimeout`); at most 13107, so that
+    UnkillableStepTimeout, five times it, fits Slurm's 16 bits."""
+    batch_start_timeout: int | None = Field(default=None, ge=1, le=UINT16_MAX)
+    """Seconds a batch job's launch, prolog included, may take (`BatchStartTimeout`;
+    Slurm's default 10)."""
+    prolog_epilog_timeout: int | None = Field(default=None, ge=1, le=UINT16_MAX)
+    """Seconds a prolog or epilog may run before the node is drained
+    (`PrologEpilogTimeout`; unset, Slurm waits forever)."""
+    credential_expire: int = Field(default=120, ge=5, le=86400)
+    """Seconds a job credential stays valid (`AuthInfo=cred_expire`; Slurm takes 5 and up,
+    src/interfaces/cred.c; at most a day here); a prolog longer than it aborts the job."""
 
 
 class SlurmConfig(ConfigModel):
@@ -224,6 +239,10 @@ class SlurmConfig(ConfigModel):
     too; it counts an entry without a server, a bucket, as its own export and skips it)."""
     cloud_parameters: CloudParameters = Field(default_factory=CloudParameters)
     """Slurm-wide timeouts, rates and scheduler options (Toolkit's `cloud_parameters`)."""
+    timeouts: SlurmTimeouts = Field(default_factory=SlurmTimeouts)
+    """slurm.conf timeouts (Toolkit's `slurm_conf_tpl` settings), e.g. the long-prolog ones
+    `{messageTimeout: 600, batchStartTimeout: 600, prologEpilogTimeout: 600,
+    credentialExpire: 600}`."""
     prolog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)
     """Scripts slurmd runs before each job on its nodes (`Prolog`)."""
     epilog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)

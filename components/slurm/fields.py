@@ -207,3 +207,18 @@ class NodeImage(ConfigModel):
         if self.name is not None:
             return f"projects/{self.project}/global/images/{self.name}"
         return f"projects/{self.project}/global/images/family/{self.family}"
+
+
+class JobScript(ConfigModel):
+    """A script Slurm runs around every job, on the job's nodes."""
+
+    name: Annotated[
+        str,
+        pattern_of(
+            r"[a-z0-9][-_a-z0-9]{0,40}\.[a-z0-9]{1,8}",
+            "a script file name with one extension, e.g. gpu-check.sh",
+        ),
+    ]
+    """File name; Slurm runs the scripts in name order."""
+    content: Annotated[ScriptText, StringConstraints(min_length=2)]
+    """The script, starting with its `#!` line."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from components.base import ConfigModel
-from components.slurm.fields import ConfKey, ConfValue, NodesetName, PartitionName
+from components.slurm.fields import ConfKey, ConfValue, JobScript, NodesetName, PartitionName
 from components.slurm.slurm_conf import PARTITION_OPTIONS, partition_option
 
 SUSPEND_TIME = "300"
@@ -31,6 +31,12 @@ class PartitionConfig(ConfigModel):
     holds one job's workers; on any TPU partition a job has whole nodes."""
     default: bool = False
     """The partition jobs go to without `-p`."""
+    prolog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)
+    """Scripts slurmd runs before each job of this partition only, after the cluster's
+    `prologScripts` (Toolkit's external prolog's `partition-<name>-prolog_slurmd.d`)."""
+    epilog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)
+    """Scripts slurmd runs after each job of this partition only, after the cluster's
+    `epilogScripts` (e.g. the GPU health check Toolkit's A3 blueprints run after jobs)."""
     partition_conf: dict[ConfKey, ConfValue] = Field(
         default_factory=dict, max_length=len(PARTITION_OPTIONS)
     )

@@ -16,8 +16,11 @@ from components.network import subnet_name
 from components.slurm.checks.cpu_nodesets import cpu_nodeset_problems, image_problems
 from components.slurm.checks.storage import home_problems, storage_problems, volume_problems
 from components.slurm.checks.tpu_nodesets import tpu_nodeset_problems
-from components.slurm.config import JobScript, SlurmConfig, account_id
+from components.slurm.config import UNKILLABLE_PER_MESSAGE, SlurmConfig, account_id
+from components.slurm.fields import JobScript
+from components.slurm.jobscripts import partition_prefix
 from components.slurm.nodesets import CpuNodesetConfig, TpuNodesetConfig, cpu_zones
+from components.slurm.partitions import PartitionConfig
 from components.slurm.slurm_conf import DEFAULTS_PARTITION
 from components.storage import Storage
 from components.types import reservation_parts
@@ -202,7 +205,54 @@ def cluster_problems(
     ):
         found += [p.under(key) for p in duplicate_names([s.name for s in scripts], key)]
         found += [p.under(key) for p in _script_name_problems(scripts)]
+    for i, partition in enumerate(config.partitions):
+        found += [p.under("partitions", i) for p in _partition_script_problems(partition)]
+    found += _timeout_problems(config)
     return found
+
+
+def _partition_script_problems(partition: PartitionConfig) -> list[Problem]:
+    """A partition's own prologs and epilogs: unique names each installable, and a partition
+    name that keeps them so (its files are `zz-<partition>-<name>`)."""
+    found = []
+    lists = (
+        ("prologScripts", partition.prolog_scripts),
+        ("epilogScripts", partition.epilog_scripts),
+    )
+    for key, scripts in lists:
+        found += [p.under(key) for p in duplicate_names([s.name for s in scripts], key)]
+        found += [p.under(key) for p in _script_name_problems(scripts)]
+    if (
+        any(scripts for _, scripts in lists)
+        and "-script-" in f"-{partition_prefix(partition.name)}"
+    ):
+        found.append(
+            Problem(
+                ("name",),
+                f"'{partition.name}' holds 'script' as a word, which Slurm-GCP's setup takes "
+                "for the end of the folder it installs the partition's scripts in, so Slurm "
+                "would never run them; rename the partition",
+            )
+        )
+    return found
+
+
+def _timeout_problems(config: SlurmConfig) -> list[Problem]:
+    """An UnkillableStepTimeout of the user's below five times MessageTimeout, which takes
+    nodes down with KillTaskFailed (read_config.c `_validate_and_set_defaults`)."""
+    given = config.cloud_parameters.unkillable_step_timeout
+    least = UNKILLABLE_PER_MESSAGE * config.timeouts.message_timeout
+    if given is None or given >= least:
+        return []
+    return [
+        Problem(
+            ("cloudParameters", "unkillableStepTimeout"),
+            f"{given} s is under five times timeouts.messageTimeout "
+            f"({config.timeouts.message_timeout} s), and Slurm then takes nodes down with "
+            f"KillTaskFailed; set at least {least} or remove it (it then follows "
+            "messageTimeout)",
+        )
+    ]
 
 
 def _script_name_problems(scripts: Sequence[JobScript]) -> list[Problem]:
