@@ -46,6 +46,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+try:
+    from tests.slurm.blueprints import FACTS, translation
+except ImportError:  # the upstream half, run as a script in the scripts' own Python
+    from blueprints import FACTS, translation  # type: ignore[no-redef]
+
 RECORDED = Path(__file__).with_name("upstream_recorded.json")
 COMPUTE = "https://www.googleapis.com/compute/v1"
 SLURM_VERSION = "25.11.4"
@@ -70,6 +75,12 @@ MACHINE_TYPES: dict[str, dict[str, Any]] = {
         "memoryMb": 2952192,
         "accelerators": _gpus("nvidia-h200-141gb", 8),
     },
+    "a4-highgpu-8g": {
+        "guestCpus": 224,
+        "memoryMb": 4063232,
+        "accelerators": _gpus("nvidia-b200", 8),
+    },
+    "c2-standard-8": {"guestCpus": 8, "memoryMb": 32768},
 }
 """Compute Engine "General-purpose", "Compute-optimized" and "Accelerator-optimized machine
 family": vCPUs, memory and built-in GPUs."""
@@ -226,6 +237,7 @@ CASES: dict[str, dict[str, Any]] = {
             ],
         },
     },
+    **{f"blueprint-{b}": translation(b) for b in FACTS},
     "seed-v2-8-tf-2-10": {
         "gcp:region": "us-central1",
         "gcp:zone": "us-central1-b",
@@ -349,8 +361,10 @@ def record(scripts_dir: Path, python: str) -> dict[str, Any]:
                     [python, __file__, "--upstream", str(folder), str(root / f"scripts-{patch}")],
                     capture_output=True,
                     text=True,
-                    check=True,
+                    check=False,
                 )
+                if out.returncode:
+                    raise SystemExit(f"{case}: the upstream half failed:\n{out.stderr}")
                 runs["with_addition" if patch else "as_pinned"] = json.loads(out.stdout)
             found["cases"][case] = {"inputs_sha256": inputs_digest(case), **runs}
     return found
@@ -479,7 +493,8 @@ class Upstream:
             self.assemble("login", slurm_login_group=group)
             result[f"login {group} mounts"] = _mounts(self.storage.resolve_network_storage())
         for name, nodeset in sorted(lkp.cfg.nodeset.items()):
-            node = next(iter(self.assemble("compute").nodenames(nodeset)[1]))
+            static, dynamic = self.assemble("compute").nodenames(nodeset)
+            node = next(iter([*static, *dynamic]))
             self.util.Lookup.hostname = property(lambda lkp, n=node: n)
             result[f"compute {name} mounts"] = _mounts(self.storage.resolve_network_storage())
             del self.util.Lookup.hostname
@@ -491,6 +506,8 @@ class Upstream:
         result = {}
         for name, nodeset in sorted(lkp.cfg.nodeset.items()):
             nodes = list(lkp.nodenames(nodeset)[1])[:2]
+            if not nodes:  # static nodes only: slurmsync creates them, not resume
+                continue
             request = self.resume.create_instances_request(nodes, None, None)
             result[f"resume {name}"] = {"method": request.methodId, **request.kwargs}
         return result
@@ -506,6 +523,8 @@ class Upstream:
                 p for p, part in lkp.cfg.partitions.items() if name in part.partition_nodeset
             ]
             nodes = list(lkp.nodenames(nodeset)[1])[:2]
+            if not nodes:
+                continue
             jobs = self.resume.ResumeData(jobs=[self.resume.ResumeJobData(7, partition, nodes)])
             self.compute_calls.clear()
             try:
