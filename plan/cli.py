@@ -30,6 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
+from components import slurm
 from components.network import DEFAULT_MTU
 from graph import types
 from plan import base as bases
@@ -268,7 +269,10 @@ class Report:
         the MTUs are read from the two plans, so that one the code's default moves is said
         as an edit to the stack file is."""
         assert self.base is not None
-        return environment.diff_notices(self.config, mtu_changes(self.base.graph, self.graph))
+        before = self.base.config.slurm if self.base.config is not None else None
+        return environment.diff_notices(
+            self.config, mtu_changes(self.base.graph, self.graph)
+        ) + slurm.edit_notices(before, self.config.slurm)
 
     @cached_property
     def sections(self) -> dict[str, list[str]]:

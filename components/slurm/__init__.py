@@ -15,6 +15,7 @@ from components.slurm.checks import gpu_subnets, problems, stack_range_problems
 from components.slurm.cluster import SlurmCluster, SlurmClusterArgs
 from components.slurm.config import SlurmConfig, account_id
 from components.slurm.fields import ACCOUNT_ROLES
+from components.slurm.running import edit_notices
 from components.slurm.summary import describe
 from components.storage import StorageHandle
 
@@ -24,6 +25,7 @@ __all__ = [
     "account_claims",
     "build",
     "describe",
+    "edit_notices",
     "gpu_subnets",
     "network_tags",
     "node_accounts",
