@@ -74,6 +74,7 @@ def problems(config: StackConfig) -> list[Problem]:
             "network.masterCidr": net.master_cidr,
         }
         found += under("slurm", slurm.stack_range_problems(config.slurm, ranges))
+        found += slurm.bucket_grant_problems(config.slurm, config.resolved_storage)
     found += under(
         "storage",
         storage.problems(

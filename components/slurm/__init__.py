@@ -11,7 +11,12 @@ from components.base import PathPart, Source
 from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.network import NetworkHandle, system_tag
-from components.slurm.checks import gpu_subnets, problems, stack_range_problems
+from components.slurm.checks import (
+    bucket_grant_problems,
+    gpu_subnets,
+    problems,
+    stack_range_problems,
+)
 from components.slurm.cluster import SlurmCluster, SlurmClusterArgs
 from components.slurm.config import SlurmConfig, account_id
 from components.slurm.fields import ACCOUNT_ROLES
@@ -23,6 +28,7 @@ __all__ = [
     "SlurmCluster",
     "SlurmConfig",
     "account_claims",
+    "bucket_grant_problems",
     "build",
     "describe",
     "edit_notices",

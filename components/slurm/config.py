@@ -120,6 +120,21 @@ UNKILLABLE_PER_MESSAGE = 5
 (read_config.c `_validate_and_set_defaults`)."""
 
 
+PROLOG_FLAGS = ("Alloc", "Contain", "DeferBatch", "ForceRequeueOnFail", "NoHold", "RunInJob", "X11")
+PRIVATE_DATA = (
+    "accounts",
+    "events",
+    "jobs",
+    "nodes",
+    "partitions",
+    "reservations",
+    "usage",
+    "users",
+)
+"""The values `cloudParameters.prologFlags` and `privateData` take; each list holds each at
+most once, so no longer than these."""
+
+
 class CloudParameters(ConfigModel):
     """Slurm-wide options Toolkit exposes as `cloud_parameters` (Slurm-GCP conf.py writes them
     into cloud.conf); an unset key keeps Slurm-GCP's default."""
@@ -163,7 +178,7 @@ class CloudParameters(ConfigModel):
             ]
         ]
         | None
-    ) = None
+    ) = Field(default=None, max_length=len(PROLOG_FLAGS))
     """`PrologFlags`, e.g. `[Alloc, Contain]`."""
     private_data: (
         list[
@@ -179,7 +194,7 @@ class CloudParameters(ConfigModel):
             ]
         ]
         | None
-    ) = None
+    ) = Field(default=None, max_length=len(PRIVATE_DATA))
     """`PrivateData`: what users other than the owner may not see."""
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, StringConstraints
 
 from components.base import ConfigModel, matching
 from components.slurm import scripts
@@ -100,6 +100,20 @@ Scope = Annotated[
         "an OAuth scope such as https://www.googleapis.com/auth/cloud-platform",
     ),
 ]
+
+
+def at_most(limit: int, what: str) -> BeforeValidator:
+    """A map's size, checked before its entries: pydantic checks a dict's `max_length` only
+    after validating every entry, so a map of 10^5 bad keys would give 10^5 problems."""
+
+    def check(value: object) -> object:
+        if isinstance(value, dict) and len(value) > limit:
+            raise ValueError(f"holds {len(value)} entries; at most {limit} ({what})")
+        return value
+
+    return BeforeValidator(check)
+
+
 ConfKey = Annotated[
     str, pattern_of(r"[A-Za-z]{2,40}", "a slurm.conf partition option such as MaxTime")
 ]
@@ -132,7 +146,7 @@ def _no_climbing(path: str) -> str:
     return path
 
 
-def _not_reserved(path: str) -> str:
+def not_reserved(path: str) -> str:
     if reserved := shadowed_dir(path, SLURM_DIRS):
         raise ValueError(
             f"'{path}' would hide {reserved} of the VMs' system or Slurm's own files; "
@@ -169,7 +183,7 @@ class NetworkStorage(ConfigModel):
         AfterValidator(_no_climbing),
     ]
     """The export path on the server, or the bucket name for gcsfuse."""
-    local_mount: Annotated[MountPath, AfterValidator(_not_reserved)]
+    local_mount: Annotated[MountPath, AfterValidator(not_reserved)]
     """Where it is mounted on each VM: an absolute path outside the system's and Slurm's
     directories."""
     fs_type: Literal["nfs", "lustre", "gcsfuse", "cifs"]

@@ -29,6 +29,8 @@ from components.slurm.fields import (
     Scope,
     ScriptText,
     Topology,
+    at_most,
+    not_reserved,
     pattern_of,
     tagged_image,
 )
@@ -317,8 +319,10 @@ class LocalSsdConfig(ConfigModel):
     count: int | None = Field(default=None, ge=1, le=32)
     """Local SSD disks of 375 GB to attach; leave it unset on machine types that come with
     their own (A2 Ultra, A3, A4, and `-lssd` types), whose disks are mounted instead."""
-    mount_path: MountPath = "/mnt/localssd"
-    """Where the striped disks are mounted, world-writable with the sticky bit like /tmp."""
+    mount_path: Annotated[MountPath, AfterValidator(not_reserved)] = "/mnt/localssd"
+    """Where the striped disks are mounted, world-writable with the sticky bit like /tmp:
+    outside the system's and Slurm's directories, and apart from every file system the
+    nodes mount."""
 
 
 class GpuNetworksConfig(ConfigModel):
@@ -386,7 +390,9 @@ class CpuNodesetConfig(ConfigModel):
     or 2, the platform's own (what Toolkit's A3 and A4 blueprints ask for with
     `advanced_machine_features.threads_per_core: null`); Slurm-GCP counts the node's CPUs
     from it (util.py `template_machine_conf`)."""
-    node_conf: dict[ConfKey, ConfValue] = Field(default_factory=dict, max_length=len(NODE_OPTIONS))
+    node_conf: Annotated[
+        dict[ConfKey, ConfValue], at_most(len(NODE_OPTIONS), "each node option a nodeset sets once")
+    ] = Field(default_factory=dict, max_length=len(NODE_OPTIONS))
     """slurm.conf options of the nodes written over what Slurm-GCP derives from the machine
     type (Toolkit's `node_conf`), e.g. `{CoresPerSocket: 52, ThreadsPerCore: 2}`: Boards,
     CoreSpecCount, CoresPerSocket, CPUs, Features, MemSpecLimit, RealMemory, Sockets,

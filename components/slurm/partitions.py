@@ -4,10 +4,19 @@ have nodes of their own, and the slurm.conf partition options Slurm 25.11 reads.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from components.base import ConfigModel
-from components.slurm.fields import ConfKey, ConfValue, JobScript, NodesetName, PartitionName
+from components.slurm.fields import (
+    ConfKey,
+    ConfValue,
+    JobScript,
+    NodesetName,
+    PartitionName,
+    at_most,
+)
 from components.slurm.slurm_conf import PARTITION_OPTIONS, partition_option
 
 SUSPEND_TIME = "300"
@@ -37,9 +46,10 @@ class PartitionConfig(ConfigModel):
     epilog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)
     """Scripts slurmd runs after each job of this partition only, after the cluster's
     `epilogScripts` (e.g. the GPU health check Toolkit's A3 blueprints run after jobs)."""
-    partition_conf: dict[ConfKey, ConfValue] = Field(
-        default_factory=dict, max_length=len(PARTITION_OPTIONS)
-    )
+    partition_conf: Annotated[
+        dict[ConfKey, ConfValue],
+        at_most(len(PARTITION_OPTIONS), "each partition option of Slurm 25.11 once"),
+    ] = Field(default_factory=dict, max_length=len(PARTITION_OPTIONS))
     """Extra partition options for slurm.conf (e.g. `MaxTime: 1-00:00:00`), over the defaults
     SuspendTime=300 and, for TPU partitions, SuspendTimeout=240, ResumeTimeout=600 (CPU:
     120, 300): any partition option of Slurm 25.11 in any case, each value as Slurm's own

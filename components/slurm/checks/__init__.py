@@ -16,10 +16,11 @@ from components.slurm.checks.cluster import (
     stack_range_problems,
 )
 from components.slurm.checks.partitions import partition_problems
+from components.slurm.checks.storage import bucket_grant_problems
 from components.slurm.config import SlurmConfig
 from components.storage import Storage
 
-__all__ = ["gpu_subnets", "problems", "stack_range_problems"]
+__all__ = ["bucket_grant_problems", "gpu_subnets", "problems", "stack_range_problems"]
 
 
 def problems(

@@ -14,7 +14,12 @@ from components.identity import service_account_email
 from components.locations import zone_problem
 from components.network import subnet_name
 from components.slurm.checks.cpu_nodesets import cpu_nodeset_problems, image_problems
-from components.slurm.checks.storage import home_problems, storage_problems, volume_problems
+from components.slurm.checks.storage import (
+    bucket_write_problems,
+    home_problems,
+    storage_problems,
+    volume_problems,
+)
 from components.slurm.checks.tpu_nodesets import tpu_nodeset_problems
 from components.slurm.config import UNKILLABLE_PER_MESSAGE, SlurmConfig, account_id
 from components.slurm.fields import JobScript
@@ -198,6 +203,7 @@ def cluster_problems(
         )
     found += home_problems(config, subnet_name(ctx.prefix))
     found += volume_problems(config, storage)
+    found += bucket_write_problems(config, storage)
     found += [p.under("networkStorage") for p in storage_problems(config.network_storage)]
     for key, scripts in (
         ("prologScripts", config.prolog_scripts),

@@ -111,6 +111,7 @@ def volume_problems(config: SlurmConfig, storage: Storage) -> list[Problem]:
         (("tpuNodesets", i), n.network_storage, n.storage)
         for i, n in enumerate(config.tpu_nodesets)
     ]
+    found += _local_ssd_problems(config, cluster)
     for where, entries, mounts in groups:
         for k, entry in enumerate(entries):
             if over := next((p for p in cluster if nested(entry.local_mount, p)), None):
@@ -123,9 +124,82 @@ def volume_problems(config: SlurmConfig, storage: Storage) -> list[Problem]:
     return found
 
 
+def _local_ssd_problems(config: SlurmConfig, cluster: dict[str, str]) -> list[Problem]:
+    """A nodeset's local SSDs apart from what its nodes mount (`cluster`: the cluster's mounts
+    by path): the boot script mounts them world-writable before Slurm's setup mounts the
+    rest (boot.py `_local_ssd_lines`), so the two would hide one another."""
+    found = []
+    for i, nodeset in enumerate(config.cpu_nodesets):
+        if nodeset.local_ssd is None:
+            continue
+        path = nodeset.local_ssd.mount_path
+        mounted = dict(cluster)
+        mounted |= {
+            e.local_mount: f"networkStorage[{k}]" for k, e in enumerate(nodeset.network_storage)
+        }
+        mounted |= {m.mount_path: f"storage[{k}]" for k, m in enumerate(nodeset.storage)}
+        if over := next((p for p in mounted if nested(path, p)), None):
+            found.append(
+                Problem(
+                    ("cpuNodesets", i, "localSsd", "mountPath"),
+                    f"{path} and {over} ({mounted[over]}) hold one another, and the local SSDs "
+                    "are mounted world-writable (mode 1777) before it: one hides the other; "
+                    "mount the SSDs apart, e.g. /mnt/localssd",
+                )
+            )
+    return found
+
+
 def _override(path: tuple[PathPart, ...], over: str, cluster: dict[str, str]) -> Problem:
     return Problem(
         path,
         f"{over} is mounted on every VM of the cluster ({cluster[over]}), and Slurm-GCP lets "
         "this entry replace it on these VMs alone; mount elsewhere, or change the cluster's",
     )
+
+
+def own_bucket(config: SlurmConfig, storage: Storage) -> set[str]:
+    """The `ai-infra:storage` volumes that are the cluster's own Slurm bucket, whose scripts
+    and configs its controller runs and reads as root (setup.py, slurmsync.py)."""
+    ctx = storage.context
+    bucket = config.bucket_name(ctx.project, ctx.prefix)
+    return {v.name for v in storage.of_kind("gcs") if v.instance == bucket}
+
+
+def bucket_write_problems(config: SlurmConfig, storage: Storage) -> list[Problem]:
+    """Mounts of the cluster's own bucket that could write it: a VM that can write the files
+    the controller runs as root owns the cluster. GPU clusters refuse the same for theirs."""
+    own = own_bucket(config, storage)
+    lists: list[tuple[tuple[PathPart, ...], list[StorageMount]]] = [(("storage",), config.storage)]
+    lists += [(("loginGroups", i, "storage"), g.storage) for i, g in enumerate(config.login_groups)]
+    lists += [(("cpuNodesets", i, "storage"), n.storage) for i, n in enumerate(config.cpu_nodesets)]
+    lists += [(("tpuNodesets", i, "storage"), n.storage) for i, n in enumerate(config.tpu_nodesets)]
+    return [
+        Problem(
+            (*where, k, "readOnly"),
+            f"{mount.volume} is this cluster's Slurm bucket, whose scripts the controller runs "
+            "as root: VMs that can write it own the cluster; set readOnly: true",
+        )
+        for where, mounts in lists
+        for k, mount in enumerate(mounts)
+        if mount.volume in own and not mount.read_only
+    ]
+
+
+def bucket_grant_problems(config: SlurmConfig, storage: Storage) -> list[Problem]:
+    """`ai-infra:storage` grants of write on the cluster's own bucket to a team, at paths under
+    `ai-infra:` (`storage.volumes[i].teams.<team>`): the team's pods could rewrite what the
+    controller runs as root."""
+    own = own_bucket(config, storage)
+    return [
+        Problem(
+            ("storage", "volumes", i, "teams", team),
+            f"gs://{storage.volumes[volume.name].instance} is Slurm cluster "
+            f"{config.cluster_name}'s bucket, whose scripts its controller runs as root: a team "
+            f"that can write it owns the cluster; grant {team} read, or none",
+        )
+        for i, volume in enumerate(storage.config.volumes)
+        if volume.name in own
+        for team, access in volume.teams.items()
+        if access == "write"
+    ]
