@@ -80,6 +80,9 @@ FACTS: dict[str, dict[str, Any]] = {
         "epilog": ["sudo-oslogin"],
         "controller": "c2-standard-8",
         "login": "c2-standard-4",
+        # homefs: Managed Lustre 36000 GiB at 500 MBps per TiB on /home; data-bucket on /gcs.
+        "mounts": {"/home": "lustre", "/gcs": "gcsfuse"},
+        "image_family": "slurm-a3mega",
     },
     "a3ultra": {
         "nodesets": {
@@ -116,6 +119,11 @@ FACTS: dict[str, dict[str, Any]] = {
         "epilog": ["sudo-oslogin"],
         "controller": "n2-standard-80",
         "login": "n2-standard-8",
+        # homefs: Managed Lustre 36000 GiB at 500 on /home; gcs_bucket (hierarchical
+        # namespace) on /gcs and, with the checkpointing profile, /gcs-checkpoints.
+        "mounts": {"/home": "lustre", "/gcs": "gcsfuse", "/gcs-checkpoints": "gcsfuse"},
+        "image_family": "ml-u24",
+        "disk_size_gb": 100,
     },
     "a4high": {
         "nodesets": {
@@ -152,18 +160,34 @@ FACTS: dict[str, dict[str, Any]] = {
         "epilog": ["sudo-oslogin"],
         "controller": "n2-standard-80",
         "login": "n2-standard-8",
+        # homefs: Filestore HIGH_SCALE_SSD (the tier Filestore now calls ZONAL), 10240 GB.
+        "mounts": {"/home": "nfs", "/gcs": "gcsfuse", "/gcs-checkpoints": "gcsfuse"},
+        "image_family": "ml-u24",
+        "disk_size_gb": 100,
     },
 }
 
 REGION = {"gcp:region": "us-central1", "gcp:zone": "us-central1-a"}
+PROJECT = "test-project"
 SUDO = {"name": "sudo-oslogin.sh", "content": SUDO_OSLOGIN}
+LUSTRE_HOME = {"name": "homefs", "lustre": {"capacityGib": 36000, "throughput": 500}}
 
 
-def _gpu_nodeset(name: str, machine: str, disk: str, node_conf: dict[str, str]) -> dict[str, Any]:
+def _image(blueprint: str) -> dict[str, str]:
+    """`instance_image`: the family the blueprint's image build writes, in the project."""
+    return {"project": PROJECT, "family": FACTS[blueprint]["image_family"]}
+
+
+def _gpu_nodeset(
+    blueprint: str, machine: str, disk: str, node_conf: dict[str, str]
+) -> dict[str, Any]:
+    name = f"{blueprint}nodeset"
     return {
         "name": name,
         "machineType": machine,
         "diskType": disk,
+        "diskSizeGb": FACTS[blueprint].get("disk_size_gb", 50),
+        "image": _image(blueprint),
         "nodeCountStatic": STATIC,
         "nodeCountDynamicMax": 0,
         "reservation": f"{name}-block",
@@ -180,16 +204,40 @@ def _epilog_gpu_test() -> list[dict[str, str]]:
     return [{"name": "gpu-test.sh", "content": GPU_TEST}]
 
 
+def _storage(blueprint: str) -> dict[str, Any]:
+    """`ai-infra:buckets`, `ai-infra:storage` and the cluster's mounts for the blueprint's
+    file-system modules."""
+    volumes: list[dict[str, Any]] = [{"name": "data", "bucket": "data"}]
+    mounts = [{"volume": "data", "mountPath": "/gcs"}]
+    if blueprint != "a3mega":
+        volumes.append({"name": "ckpt", "bucket": "data", "profile": "checkpoint"})
+        mounts.append({"volume": "ckpt", "mountPath": "/gcs-checkpoints"})
+    home: dict[str, Any] = {"tier": "ZONAL", "capacityGb": 10240}
+    if blueprint != "a4high":
+        volumes.append(LUSTRE_HOME)
+        mounts.append({"volume": "homefs", "mountPath": "/home"})
+        home = {"filestore": False}
+    storage: dict[str, Any] = {"volumes": volumes}
+    if blueprint != "a4high":
+        storage["privateServiceRange"] = "10.210.0.0/20"
+    return {
+        "ai-infra:buckets": [{"name": "data", "hierarchicalNamespace": blueprint != "a3mega"}],
+        "ai-infra:storage": storage,
+        "slurm": {"home": home, "storage": mounts},
+    }
+
+
 def translation(blueprint: str) -> dict[str, Any]:
     """The ai-infra stack file (as `gcp:`/`ai-infra:` keys) that translates a blueprint."""
+    image = _image(blueprint)
     slurm: dict[str, Any]
     if blueprint == "a3mega":
         slurm = {
-            "controller": {"machineType": "c2-standard-8"},
-            "loginGroups": [{"name": "login", "machineType": "c2-standard-4"}],
+            "controller": {"machineType": "c2-standard-8", "image": image},
+            "loginGroups": [{"name": "login", "machineType": "c2-standard-4", "image": image}],
             "cpuNodesets": [
                 _gpu_nodeset(
-                    "a3meganodeset",
+                    "a3mega",
                     "a3-megagpu-8g",
                     "pd-ssd",
                     {"CoresPerSocket": "52", "ThreadsPerCore": "2"},
@@ -221,11 +269,11 @@ def translation(blueprint: str) -> dict[str, Any]:
         machine = "a3-ultragpu-8g" if blueprint == "a3ultra" else "a4-highgpu-8g"
         node_conf = {"CoresPerSocket": "56", "SocketsPerBoard": "2", "ThreadsPerCore": "2"}
         slurm = {
-            "controller": {"machineType": "n2-standard-80", "diskSizeGb": 300},
-            "loginGroups": [{"name": "login", "machineType": "n2-standard-8", "diskSizeGb": 300}],
-            "cpuNodesets": [
-                _gpu_nodeset(f"{blueprint}nodeset", machine, "hyperdisk-balanced", node_conf)
+            "controller": {"machineType": "n2-standard-80", "diskSizeGb": 300, "image": image},
+            "loginGroups": [
+                {"name": "login", "machineType": "n2-standard-8", "diskSizeGb": 300, "image": image}
             ],
+            "cpuNodesets": [_gpu_nodeset(blueprint, machine, "hyperdisk-balanced", node_conf)],
             "partitions": [
                 {
                     "name": blueprint,
@@ -238,4 +286,10 @@ def translation(blueprint: str) -> dict[str, Any]:
             "prologScripts": [SUDO],
             "epilogScripts": [SUDO],
         }
-    return {**REGION, "ai-infra:slurm": {"clusterName": CLUSTER, **slurm}}
+    storage = _storage(blueprint)
+    return {
+        **REGION,
+        "ai-infra:buckets": storage["ai-infra:buckets"],
+        "ai-infra:storage": storage["ai-infra:storage"],
+        "ai-infra:slurm": {"clusterName": CLUSTER, **slurm, **storage["slurm"]},
+    }

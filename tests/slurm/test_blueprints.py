@@ -102,6 +102,13 @@ def test_the_translation_registers_the_blueprint_s_machines(blueprint: str):
     vms = {r.inputs["name"]: r.inputs for r in graph.of_type("gcp:compute/instance:Instance")}
     assert vms[f"{CLUSTER}-controller"]["machineType"] == facts["controller"]
     assert vms[f"{CLUSTER}-login-0"]["machineType"] == facts["login"]
+    image = f"projects/test-project/global/images/family/{facts['image_family']}"
+    for vm in (f"{CLUSTER}-controller", f"{CLUSTER}-login-0"):
+        assert vms[vm]["bootDisk"]["initializeParams"]["image"] == image, vm
+    # Every VM mounts the blueprint's file systems (config.yaml's network_storage).
+    document = yaml.safe_load(content(objects(graph)[f"{CLUSTER}-files/config.yaml"]))
+    mounts = {m["local_mount"]: m["fs_type"] for m in document["network_storage"]}
+    assert mounts == facts["mounts"]
     for name, fact in facts["nodesets"].items():
         template: dict[str, Any] = graph.named(f"slurm-template-{name}").inputs
         assert template["machineType"] == fact["machine_type"], name
@@ -109,6 +116,8 @@ def test_the_translation_registers_the_blueprint_s_machines(blueprint: str):
             continue
         boot = template["disks"][0]
         assert boot["diskType"] == fact["disk_type"], name
+        assert boot["diskSizeGb"] == facts.get("disk_size_gb", 50), name
+        assert boot["sourceImage"] == image, name
         nics = template["networkInterfaces"]
         assert len(nics) == 1 + fact["gpu_nics"], name
         assert nics[0]["nicType"] == "GVNIC"  # bandwidth_tier: gvnic_enabled
