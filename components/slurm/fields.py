@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, StringConstraints
 
-from components.base import ConfigModel, matching
+from components.base import ConfigModel, anchored, described, matching
 from components.slurm import scripts
 from components.storage.config import StorageMount
 from components.types import (
@@ -106,6 +106,15 @@ def at_most(limit: int, what: str) -> BeforeValidator:
     """A map's size, checked before its entries: pydantic checks a dict's `max_length` only
     after validating every entry, so a map of 10^5 bad keys would give 10^5 problems."""
 
+    @described(
+        "",
+        {
+            "type": "object",
+            "maxProperties": limit,
+            "propertyNames": {"pattern": anchored(CONF_KEY)},
+            "additionalProperties": {"type": "string", "pattern": anchored(CONF_VALUE)},
+        },
+    )
     def check(value: object) -> object:
         if isinstance(value, dict) and len(value) > limit:
             raise ValueError(f"holds {len(value)} entries; at most {limit} ({what})")
@@ -114,13 +123,13 @@ def at_most(limit: int, what: str) -> BeforeValidator:
     return BeforeValidator(check)
 
 
-ConfKey = Annotated[
-    str, pattern_of(r"[A-Za-z]{2,40}", "a slurm.conf partition option such as MaxTime")
-]
+CONF_KEY = r"[A-Za-z]{2,40}"
+CONF_VALUE = r"[A-Za-z0-9_.:,/*+=-]{1,200}"
+ConfKey = Annotated[str, pattern_of(CONF_KEY, "a slurm.conf option such as MaxTime")]
 ConfValue = Annotated[
     str,
     pattern_of(
-        r"[A-Za-z0-9_.:,/*+=-]{1,200}",
+        CONF_VALUE,
         "a slurm.conf value: letters, digits and _.:,/*+=- only, no spaces or newlines",
     ),
 ]
