@@ -6,7 +6,7 @@ after its `schedmd-slurm-gcp-v6-*` modules.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal, get_args
 
 from pydantic import Field
 
@@ -120,17 +120,14 @@ UNKILLABLE_PER_MESSAGE = 5
 (read_config.c `_validate_and_set_defaults`)."""
 
 
-PROLOG_FLAGS = ("Alloc", "Contain", "DeferBatch", "ForceRequeueOnFail", "NoHold", "RunInJob", "X11")
-PRIVATE_DATA = (
-    "accounts",
-    "events",
-    "jobs",
-    "nodes",
-    "partitions",
-    "reservations",
-    "usage",
-    "users",
-)
+PrologFlag = Literal[
+    "Alloc", "Contain", "DeferBatch", "ForceRequeueOnFail", "NoHold", "RunInJob", "X11"
+]
+PrivateData = Literal[
+    "accounts", "events", "jobs", "nodes", "partitions", "reservations", "usage", "users"
+]
+PROLOG_FLAGS = get_args(PrologFlag)
+PRIVATE_DATA = get_args(PrivateData)
 """The values `cloudParameters.prologFlags` and `privateData` take; each list holds each at
 most once, so no longer than these."""
 
@@ -171,30 +168,9 @@ class CloudParameters(ConfigModel):
     adds `max_switch_wait`, so that jobs wait for whole slices, and refuses one here."""
     tree_width: int | None = Field(default=None, ge=1, le=65533)
     """`TreeWidth` (default 128)."""
-    prolog_flags: (
-        list[
-            Literal[
-                "Alloc", "Contain", "DeferBatch", "ForceRequeueOnFail", "NoHold", "RunInJob", "X11"
-            ]
-        ]
-        | None
-    ) = Field(default=None, max_length=len(PROLOG_FLAGS))
+    prolog_flags: list[PrologFlag] | None = Field(default=None, max_length=len(PROLOG_FLAGS))
     """`PrologFlags`, e.g. `[Alloc, Contain]`."""
-    private_data: (
-        list[
-            Literal[
-                "accounts",
-                "events",
-                "jobs",
-                "nodes",
-                "partitions",
-                "reservations",
-                "usage",
-                "users",
-            ]
-        ]
-        | None
-    ) = Field(default=None, max_length=len(PRIVATE_DATA))
+    private_data: list[PrivateData] | None = Field(default=None, max_length=len(PRIVATE_DATA))
     """`PrivateData`: what users other than the owner may not see."""
 
 

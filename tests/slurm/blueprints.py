@@ -25,6 +25,56 @@ SUDO_OSLOGIN = '#!/bin/bash\nexec /opt/apps/sudo-oslogin "$@"\n'
 """A stand-in for sudo-oslogin, fetched by every blueprint the same way."""
 HOSTNAME = "#!/bin/bash\nprintf '%s\\n' \"$(hostname)\" > /etc/hostname\n"
 
+LUSTRE_MOUNTS = {"/home": "lustre", "/gcs": "gcsfuse", "/gcs-checkpoints": "gcsfuse"}
+"""A3 Ultra's file systems: homefs, Managed Lustre 36000 GiB at 500 on /home; gcs_bucket
+(hierarchical namespace) on /gcs and, with the checkpointing profile, /gcs-checkpoints."""
+
+
+def _ultra(name: str, machine: str, mounts: dict[str, str]) -> dict[str, Any]:
+    """The A3 Ultra and A4 blueprints, alike but for the machine, names and /home."""
+    return {
+        "nodesets": {
+            f"{name}nodeset": {
+                "machine_type": machine,
+                "static": STATIC,
+                "dynamic": 0,
+                # threads_per_core: null on 224 vCPUs; node_conf CoresPerSocket 56,
+                # SocketsPerBoard 2, ThreadsPerCore 2.
+                "node": {
+                    "CPUs": "224",
+                    "CoresPerSocket": "56",
+                    "SocketsPerBoard": "2",
+                    "ThreadsPerCore": "2",
+                },
+                "gpus": 8,
+                "disk_type": "hyperdisk-balanced",
+                "bandwidth_tier": "gvnic_enabled",
+                "gpu_nics": 9,
+                "local_ssd": "/mnt/localssd",
+            },
+        },
+        "partitions": {
+            name: {
+                "nodesets": [f"{name}nodeset"],
+                "default": True,
+                "oversubscribe": "exclusive",
+                "power_down_on_idle": "no",
+                "ResumeTimeout": "1200",
+                "SuspendTimeout": "1200",
+                "epilog": ["gpu-test"],
+            },
+        },
+        "slurm_conf": {"MessageTimeout": "60", "AuthInfo": "cred_expire=120"},
+        "prolog": ["sudo-oslogin"],
+        "epilog": ["sudo-oslogin"],
+        "controller": "n2-standard-80",
+        "login": "n2-standard-8",
+        "mounts": mounts,
+        "image_family": "ml-u24",
+        "disk_size_gb": 100,
+    }
+
+
 FACTS: dict[str, dict[str, Any]] = {
     "a3mega": {
         "nodesets": {
@@ -84,87 +134,9 @@ FACTS: dict[str, dict[str, Any]] = {
         "mounts": {"/home": "lustre", "/gcs": "gcsfuse"},
         "image_family": "slurm-a3mega",
     },
-    "a3ultra": {
-        "nodesets": {
-            "a3ultranodeset": {
-                "machine_type": "a3-ultragpu-8g",
-                "static": STATIC,
-                "dynamic": 0,
-                "node": {
-                    "CPUs": "224",
-                    "CoresPerSocket": "56",
-                    "SocketsPerBoard": "2",
-                    "ThreadsPerCore": "2",
-                },
-                "gpus": 8,
-                "disk_type": "hyperdisk-balanced",
-                "bandwidth_tier": "gvnic_enabled",
-                "gpu_nics": 9,
-                "local_ssd": "/mnt/localssd",
-            },
-        },
-        "partitions": {
-            "a3ultra": {
-                "nodesets": ["a3ultranodeset"],
-                "default": True,
-                "oversubscribe": "exclusive",
-                "power_down_on_idle": "no",
-                "ResumeTimeout": "1200",
-                "SuspendTimeout": "1200",
-                "epilog": ["gpu-test"],
-            },
-        },
-        "slurm_conf": {"MessageTimeout": "60", "AuthInfo": "cred_expire=120"},
-        "prolog": ["sudo-oslogin"],
-        "epilog": ["sudo-oslogin"],
-        "controller": "n2-standard-80",
-        "login": "n2-standard-8",
-        # homefs: Managed Lustre 36000 GiB at 500 on /home; gcs_bucket (hierarchical
-        # namespace) on /gcs and, with the checkpointing profile, /gcs-checkpoints.
-        "mounts": {"/home": "lustre", "/gcs": "gcsfuse", "/gcs-checkpoints": "gcsfuse"},
-        "image_family": "ml-u24",
-        "disk_size_gb": 100,
-    },
-    "a4high": {
-        "nodesets": {
-            "a4highnodeset": {
-                "machine_type": "a4-highgpu-8g",
-                "static": STATIC,
-                "dynamic": 0,
-                "node": {
-                    "CPUs": "224",
-                    "CoresPerSocket": "56",
-                    "SocketsPerBoard": "2",
-                    "ThreadsPerCore": "2",
-                },
-                "gpus": 8,
-                "disk_type": "hyperdisk-balanced",
-                "bandwidth_tier": "gvnic_enabled",
-                "gpu_nics": 9,
-                "local_ssd": "/mnt/localssd",
-            },
-        },
-        "partitions": {
-            "a4high": {
-                "nodesets": ["a4highnodeset"],
-                "default": True,
-                "oversubscribe": "exclusive",
-                "power_down_on_idle": "no",
-                "ResumeTimeout": "1200",
-                "SuspendTimeout": "1200",
-                "epilog": ["gpu-test"],
-            },
-        },
-        "slurm_conf": {"MessageTimeout": "60", "AuthInfo": "cred_expire=120"},
-        "prolog": ["sudo-oslogin"],
-        "epilog": ["sudo-oslogin"],
-        "controller": "n2-standard-80",
-        "login": "n2-standard-8",
-        # homefs: Filestore HIGH_SCALE_SSD (the tier Filestore now calls ZONAL), 10240 GB.
-        "mounts": {"/home": "nfs", "/gcs": "gcsfuse", "/gcs-checkpoints": "gcsfuse"},
-        "image_family": "ml-u24",
-        "disk_size_gb": 100,
-    },
+    "a3ultra": _ultra("a3ultra", "a3-ultragpu-8g", mounts=LUSTRE_MOUNTS),
+    # homefs: Filestore HIGH_SCALE_SSD (the tier Filestore now calls ZONAL), 10240 GB.
+    "a4high": _ultra("a4high", "a4-highgpu-8g", mounts={**LUSTRE_MOUNTS, "/home": "nfs"}),
 }
 
 REGION = {"gcp:region": "us-central1", "gcp:zone": "us-central1-a"}
