@@ -176,6 +176,10 @@ def _no_chips(config: StackConfig) -> int:
     return 0
 
 
+def _no_notices(before: StackConfig | None, after: StackConfig) -> list[str]:
+    return []
+
+
 def _no_vms(config: StackConfig) -> list[str]:
     return []
 
@@ -209,6 +213,9 @@ class System:
     """Every TPU chip it can hold at once."""
     vms_in_vpc: Callable[[StackConfig], list[str]] = _no_vms
     """The VMs it boots into the stack's VPC, by who creates them (a VPC's MTU change)."""
+    edit_notices: Callable[[StackConfig | None, StackConfig], list[str]] = _no_notices
+    """What its running machines do with an edit the provider's update does not show, given
+    the base's config where it parses (`plan --base`)."""
     reachable: bool = False
     """Its VMs are principals of the reachability model (`graph.reachability.VMS`)."""
     hosts: bool = False

@@ -208,11 +208,14 @@ class Report:
 
     @cached_property
     def notices(self) -> list[str]:
-        """What the provider's update does not show, such as VMs that keep a VPC's old MTU;
-        the MTUs are read from the two plans, so that one the code's default moves is said
-        as an edit to the stack file is."""
+        """What the provider's update does not show, such as VMs that keep a VPC's old MTU or
+        what a running system does with the edit (its registry entry's `edit_notices`, given
+        the base's config where it parses); the MTUs are read from the two plans, so that one
+        the code's default moves is said as an edit to the stack file is."""
         assert self.base is not None
-        return environment.diff_notices(self.config, mtu_changes(self.base.graph, self.graph))
+        return environment.diff_notices(
+            self.config, mtu_changes(self.base.graph, self.graph), self.base.config
+        )
 
     @cached_property
     def sections(self) -> dict[str, list[str]]:

@@ -72,10 +72,13 @@ def describe(config: StackConfig) -> list[tuple[str, list[str]]]:
     return sections
 
 
-def diff_notices(after: StackConfig, mtus: Mapping[str, tuple[int, int]]) -> list[str]:
+def diff_notices(
+    after: StackConfig, mtus: Mapping[str, tuple[int, int]], before: StackConfig | None = None
+) -> list[str]:
     """What the offline diff must add to the resources it lists, because the provider's update
-    does not show it: VMs that keep a VPC's old MTU. `mtus` holds VPC name -> (old, new) MTU
-    for each network of both plans whose MTU moves."""
+    does not show it: VMs that keep a VPC's old MTU, and what each system's running machines
+    do with the edit (`System.edit_notices`; `before` is the base's config where it parses).
+    `mtus` holds VPC name -> (old, new) MTU for each network of both plans whose MTU moves."""
     notices = []
     vpc = after.network.vpc_name(after.prefix)
     if vpc in mtus:
@@ -90,7 +93,7 @@ def diff_notices(after: StackConfig, mtus: Mapping[str, tuple[int, int]]) -> lis
             [f"the slice pools attached to {', '.join(n.name for n in node_vpcs)}"],
         )
         notices += [notice] if notice else []
-    return notices
+    return notices + [n for system in registry.SYSTEMS for n in system.edit_notices(before, after)]
 
 
 def vms_in_vpc(config: StackConfig) -> list[str]:

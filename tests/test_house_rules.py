@@ -19,9 +19,6 @@ KNOWN_FILES = {
     "components/network.py": 35,
     "components/gpu_clusters/cluster.py": 36,
     "components/tpu_vms/provider.py": 36,
-    "components/slurm/checks.py": 37,
-    "components/slurm/cluster.py": 37,
-    "components/slurm/config.py": 37,
 }
 """File -> the issue whose owner splits it."""
 KNOWN_FUNCTIONS = {
@@ -29,7 +26,6 @@ KNOWN_FUNCTIONS = {
     "components/gke/tpu_slices.py::TpuSlice.__init__": 35,
     "components/gpu_clusters/cluster.py::GpuCluster.__init__": 36,
     "components/tpu_vms/vms.py::TpuVms.__init__": 36,
-    "components/slurm/vms.py::controller_and_logins": 37,
 }
 """`file::function` -> the issue whose owner cuts it at its seams."""
 

@@ -5,13 +5,19 @@ how the stack composes, checks and describes it).
 """
 
 from components.slurm import system
-from components.slurm.checks import gpu_subnets, problems, stack_range_problems
+from components.slurm.checks import (
+    bucket_grant_problems,
+    gpu_subnets,
+    problems,
+    stack_range_problems,
+)
 from components.slurm.cluster import SlurmCluster
 from components.slurm.config import SlurmConfig
+from components.slurm.running import edit_notices
+from components.slurm.summary import describe
 from components.slurm.system import (
     account_claims,
     build,
-    describe,
     network_tags,
     node_accounts,
 )
@@ -27,6 +33,7 @@ SYSTEM = System(
     builds=(Step(Stage.MACHINES, "slurm", system.build_step),),
     describe=system.sections,
     outputs=system.outputs,
+    edit_notices=system.edit_notices,
     tpu_chips=system.tpu_chips,
     vms_in_vpc=system.vms_in_vpc,
     reachable=True,
@@ -37,8 +44,10 @@ __all__ = [
     "SlurmCluster",
     "SlurmConfig",
     "account_claims",
+    "bucket_grant_problems",
     "build",
     "describe",
+    "edit_notices",
     "gpu_subnets",
     "network_tags",
     "node_accounts",

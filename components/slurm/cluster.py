@@ -43,8 +43,7 @@ from components.network import (
     subnet_of,
 )
 from components.nfs import client_rules, export_options
-from components.slurm import boot
-from components.slurm.checks import cpu_zones
+from components.slurm import boot, jobscripts
 from components.slurm.cleanup import (
     ComputeCleanup,
     ComputeCleanupProvider,
@@ -68,6 +67,8 @@ from components.slurm.files import (
     script_object,
     storage_document,
 )
+from components.slurm.nodesets import cpu_zones
+from components.slurm.permissions import controller_permissions, controller_role_id
 from components.slurm.scripts import ScriptsProvider, SlurmScripts
 from components.slurm.templates import node_template
 from components.slurm.vms import controller_and_logins
@@ -78,97 +79,6 @@ BUCKET_READER_ROLES = ("roles/storage.objectViewer", "roles/storage.legacyBucket
 """Every VM lists and reads the cluster's files (util.py `blob_list`, `download_as_text`)."""
 ACCOUNT_TITLES = {"ctl": "controller", "tpu": "TPU nodes", "lgn": "login nodes", "cpu": "CPU nodes"}
 SERVICE_ACCOUNT_USER = "roles/iam.serviceAccountUser"
-ALWAYS_PERMISSIONS = ("compute.instances.list",)
-"""slurmsync.py lists the cluster's VMs on every run (util.py `instances`,
-instances.aggregatedList), with or without CPU nodesets."""
-TPU_PERMISSIONS = (
-    "tpu.acceleratorTypes.get",
-    "tpu.nodes.create",
-    "tpu.nodes.delete",
-    "tpu.nodes.get",
-    "tpu.nodes.list",
-    "tpu.nodes.start",
-    "tpu.nodes.stop",
-    "tpu.operations.get",
-)
-"""What tpu.py calls (get_accelerator_type, list/get/create/delete/start/stop_node, and the
-operations it waits on), where `roles/tpu.admin` grants all of Cloud TPU."""
-CPU_PERMISSIONS = (
-    "compute.disks.create",
-    "compute.disks.setLabels",
-    "compute.globalOperations.get",
-    "compute.images.useReadOnly",
-    "compute.instanceTemplates.get",
-    "compute.instanceTemplates.useReadOnly",
-    "compute.instances.create",
-    "compute.instances.delete",
-    "compute.instances.get",
-    "compute.instances.setLabels",
-    "compute.instances.setMetadata",
-    "compute.instances.setScheduling",
-    "compute.instances.setServiceAccount",
-    "compute.instances.setTags",
-    "compute.instances.start",
-    "compute.machineTypes.get",
-    "compute.machineTypes.list",
-    "compute.regionOperations.get",
-    "compute.resourcePolicies.list",
-    "compute.subnetworks.use",
-    "compute.zoneOperations.get",
-)
-"""What resume.py, suspend.py and slurmsync.py call for CPU nodesets (instances.bulkInsert
-from the nodeset's template, with its disk, labels, tags, metadata and account;
-instances.delete and start; instanceTemplates.get and machineTypes.aggregatedList to size
-nodes; resourcePolicies.list; operations they wait on), and using the template's boot image,
-which an image in the project (not SchedMD's public one) needs (images.useReadOnly); where
-`roles/compute.instanceAdmin.v1` also covers snapshots, instance groups and every other
-instance change."""
-PUBLIC_IP_PERMISSIONS = ("compute.subnetworks.useExternalIp",)
-"""Only when a CPU nodeset gives its nodes external IPs."""
-RESERVATION_PERMISSIONS = ("compute.reservations.get", "compute.resourcePolicies.use")
-"""A nodeset with a reservation: util.py reads it (reservations.get) and resume.py gives the
-nodes the reservation's own placement policies, if it has any."""
-PLACEMENT_PERMISSIONS = (
-    "compute.resourcePolicies.create",
-    "compute.resourcePolicies.delete",
-    "compute.resourcePolicies.use",
-)
-"""Compact placement: resume.py creates a policy per job or chunk (resourcePolicies.insert)
-and creates the nodes in it; slurmsync.py deletes those of finished jobs."""
-FLEX_PERMISSIONS = (
-    "compute.instanceGroupManagers.create",
-    "compute.instanceGroupManagers.delete",
-    "compute.instanceGroupManagers.get",
-    "compute.instanceGroupManagers.list",
-    "compute.instanceGroupManagers.update",
-)
-"""Flex-start: mig_flex.py creates a regional managed instance group per resume, asks it for
-the nodes with a resize request (an update of the group), lists its instances, and
-deletes them or the group at suspend; slurmsync lists the groups."""
-
-
-def controller_permissions(config: SlurmConfig) -> list[str]:
-    """The controller's custom role, from what the scripts call for the nodesets configured."""
-    found = set(ALWAYS_PERMISSIONS)
-    if config.tpu_nodesets:
-        found |= set(TPU_PERMISSIONS)
-    cpu = config.all_cpu_nodesets
-    if cpu:
-        found |= set(CPU_PERMISSIONS)
-    for permissions, needed in (
-        (PUBLIC_IP_PERMISSIONS, any(n.enable_public_ips for n in cpu)),
-        (RESERVATION_PERMISSIONS, any(n.reservation for n in cpu)),
-        (PLACEMENT_PERMISSIONS, any(n.enable_placement for n in cpu)),
-        (FLEX_PERMISSIONS, any(n.flex for n in cpu)),
-    ):
-        if needed:
-            found |= set(permissions)
-    return sorted(found)
-
-
-def controller_role_id(ctx: StackContext) -> str:
-    """IAM custom role ids take letters, digits, '_' and '.' (3 to 64)."""
-    return account_id(ctx, "ctl").replace("-", "_")
 
 
 class SlurmClusterArgs(WiringModel):
@@ -414,7 +324,7 @@ class SlurmCluster(Component):
             self._put(
                 f"partition-{partition.name}",
                 f"partition_configs/{partition.name}.yaml",
-                _dump(partition_document(partition, tpu=config.is_tpu_partition(partition))),
+                _dump(partition_document(config, partition)),
             )
         for group in config.login_groups:
             self._put(
@@ -431,12 +341,8 @@ class SlurmCluster(Component):
                     script_object(f"login-{group.name}", "startup.sh"),
                     group.startup_script,
                 )
-        for kind, job_scripts in (
-            ("prolog", config.prolog_scripts),
-            ("epilog", config.epilog_scripts),
-        ):
-            for script in job_scripts:
-                self._put(f"{kind}-{script.name}", script_object(kind, script.name), script.content)
+        for script in jobscripts.installed(config):
+            self._put(script.resource, f"slurm-{script.kind}-script-{script.name}", script.content)
         registries = (*boot.DEFAULT_REGISTRIES, *(n.registry for n in config.tpu_nodesets))
         self._put(
             "tpu-boot",

@@ -12,14 +12,12 @@ from typing import Any
 import yaml
 
 from components.identity import OS_LOGIN_METADATA
-from components.slurm.config import (
-    CpuNodesetConfig,
-    LoginGroupConfig,
-    NetworkStorage,
-    PartitionConfig,
-    SlurmConfig,
-    TpuNodesetConfig,
-)
+from components.slurm import jobscripts
+from components.slurm.config import UNKILLABLE_PER_MESSAGE, LoginGroupConfig, SlurmConfig
+from components.slurm.fields import NetworkStorage
+from components.slurm.nodesets import CpuNodesetConfig, TpuNodesetConfig
+from components.slurm.partitions import PartitionConfig
+from components.slurm.scripts import MAX_SWITCH_WAIT
 from components.types import reservation_parts
 
 FILES_DIR = "{cluster}-files"
@@ -56,10 +54,10 @@ SlurmctldPort={control_host_port}
 SlurmdPort=6818
 SlurmUser=slurm
 AuthType=auth/{auth_key}
-AuthInfo=cred_expire=120
+AuthInfo=cred_expire=@CRED_EXPIRE@
 AuthAltTypes=auth/jwt
 CredType=cred/{auth_key}
-MessageTimeout=60
+@TIMEOUTS@
 StateSaveLocation={state_save}
 SlurmdSpoolDir=/var/spool/slurmd
 SlurmctldPidFile=/var/run/slurm/slurmctld.pid
@@ -79,10 +77,30 @@ AccountingStorageHost={accounting_storage_host}
 {accounting_storage_backup_host}
 include cloud.conf
 """
-"""slurm.conf; conf.py fills the `{...}` fields and writes the nodes and partitions to
-cloud.conf. `auth/jwt` beside munge is what `scontrol token` and slurmrestd authenticate
-with; slurmctld reads the key setup.py writes to `StateSaveLocation/jwt_hs256.key`, the
-default location (Slurm "JSON Web Tokens"; Toolkit's etc/slurm.conf.tpl does the same)."""
+"""slurm.conf; `slurm_conf_template` fills the `@...@` fields with the cluster's timeouts,
+and conf.py the `{...}` fields, and writes the nodes and partitions to cloud.conf.
+`auth/jwt` beside munge is what `scontrol token` and slurmrestd authenticate with; slurmctld
+reads the key setup.py writes to `StateSaveLocation/jwt_hs256.key`, the default location
+(Slurm "JSON Web Tokens"; Toolkit's etc/slurm.conf.tpl does the same)."""
+
+
+def slurm_conf_template(config: SlurmConfig) -> str:
+    """The slurm.conf template with the cluster's timeouts written in (`timeouts`)."""
+    timeouts = config.timeouts
+    lines = [f"MessageTimeout={timeouts.message_timeout}"]
+    lines += [
+        f"{key}={value}"
+        for key, value in (
+            ("BatchStartTimeout", timeouts.batch_start_timeout),
+            ("PrologEpilogTimeout", timeouts.prolog_epilog_timeout),
+        )
+        if value is not None
+    ]
+    return SLURM_CONF_TEMPLATE.replace("@CRED_EXPIRE@", str(timeouts.credential_expire)).replace(
+        "@TIMEOUTS@", "\n".join(lines)
+    )
+
+
 SLURMDBD_CONF_TEMPLATE = """\
 # Rendered on the controller by Slurm-GCP's conf.py from ai-infra's template.
 {dbd_host_str}
@@ -237,7 +255,7 @@ def cpu_nodeset_document(
     `subnetwork` are self links."""
     return {
         "nodeset_name": nodeset.name,
-        "node_conf": {},
+        "node_conf": nodeset.slurm_node_conf,
         "dws_flex": dws_flex_document(nodeset),
         "instance_template": template,
         "node_count_dynamic_max": nodeset.node_count_dynamic_max,
@@ -260,12 +278,13 @@ def cpu_nodeset_document(
     }
 
 
-def partition_document(partition: PartitionConfig, *, tpu: bool) -> dict[str, Any]:
+def partition_document(config: SlurmConfig, partition: PartitionConfig) -> dict[str, Any]:
     """`partition_configs/<name>.yaml` (the controller's `partitions` variable). A partition
-    holds CPU nodesets or TPU nodesets (`tpu`: `SlurmConfig.is_tpu_partition`)."""
+    holds CPU nodesets or TPU nodesets (`SlurmConfig.is_tpu_partition`)."""
+    tpu = config.is_tpu_partition(partition)
     return {
         "partition_name": partition.name,
-        "partition_conf": partition.conf(tpu=tpu),
+        "partition_conf": config.partition_conf(partition),
         "partition_nodeset": [] if tpu else list(partition.nodesets),
         "partition_nodeset_dyn": [],
         "partition_nodeset_tpu": list(partition.nodesets) if tpu else [],
@@ -293,15 +312,31 @@ def script_object(role: str, filename: str) -> str:
     return f"slurm-{role}-script-{stem}_{extension}"
 
 
+SCHEDULER_PARAMETERS = ("bf_continue", "salloc_wait_nodes", "ignore_prefer_validation")
+"""conf.py's SchedulerParameters when `cloud_parameters` sets none."""
+UNKILLABLE_STEP_TIMEOUT = 300
+"""conf.py's UnkillableStepTimeout when `cloud_parameters` sets none; raised to five times a
+longer MessageTimeout (`config.UNKILLABLE_PER_MESSAGE`)."""
+
+
 def cloud_parameters_document(config: SlurmConfig) -> dict[str, Any]:
     """`cloud_parameters`: the keys the user set, with Toolkit's snake_case names; conf.py
-    keeps its default for any other."""
+    keeps its default for any other. UnkillableStepTimeout follows a long MessageTimeout, and
+    with multi-host TPU nodesets SchedulerParameters also holds `max_switch_wait`, so that a
+    job waits for whole slices (scripts.EDITS)."""
     parameters = config.cloud_parameters
-    return {
+    found = {
         key: value
         for key in sorted(parameters.model_fields_set)
         if (value := getattr(parameters, key)) is not None
     }
+    unkillable = UNKILLABLE_PER_MESSAGE * config.timeouts.message_timeout
+    if "unkillable_step_timeout" not in found and unkillable > UNKILLABLE_STEP_TIMEOUT:
+        found["unkillable_step_timeout"] = unkillable
+    if config.has_multi_host_tpu:
+        given = found.get("scheduler_parameters", list(SCHEDULER_PARAMETERS))
+        found["scheduler_parameters"] = [*given, f"max_switch_wait={MAX_SWITCH_WAIT}"]
+    return found
 
 
 def cluster_document(
@@ -310,6 +345,7 @@ def cluster_document(
     """`config.yaml`, the controller's readiness signal (slurm_files main.tf `config`), with
     only the keys this cluster sets: util.py reads a missing key as empty. `storage` is the
     cluster's `network_storage`, the /home share first."""
+    installed = jobscripts.installed(config)
     document: dict[str, Any] = {
         "slurm_cluster_name": config.cluster_name,
         "project": project,
@@ -318,15 +354,11 @@ def cluster_document(
         "controller_state_disk": {"device_name": state_disk_name(config.cluster_name)},
         "network_storage": storage,
         "cloud_parameters": cloud_parameters_document(config),
-        "prolog_scripts": [
-            script_object("prolog", s.name).removeprefix("slurm-prolog-script-")
-            for s in config.prolog_scripts
-        ],
-        "epilog_scripts": [
-            script_object("epilog", s.name).removeprefix("slurm-epilog-script-")
-            for s in config.epilog_scripts
-        ],
-        "slurm_conf_tpl": SLURM_CONF_TEMPLATE,
+        **{
+            f"{kind}_scripts": [s.name for s in installed if s.kind == kind]
+            for kind in jobscripts.KINDS
+        },
+        "slurm_conf_tpl": slurm_conf_template(config),
         "slurmdbd_conf_tpl": SLURMDBD_CONF_TEMPLATE,
         "cgroup_conf_tpl": CGROUP_CONF_TEMPLATE,
     }

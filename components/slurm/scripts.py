@@ -231,6 +231,66 @@ TPU.__init__ = _ai_infra_init_with_metadata
 names, boot script) and reads no metadata of the nodeset (Toolkit's nodeset_tpu has none), so
 a TPU VM it creates had no `enable-oslogin`: SSH to it went by project and instance keys.
 The nodeset document's `metadata` (files.nodeset_document) now reaches the create request."""
+MAX_SWITCH_WAIT = 2147483647
+"""`SchedulerParameters=max_switch_wait=`, read with atoi (slurmctld/job_mgr.c
+`_max_switch_wait`; default 300): the most a job asking for a leaf switch count waits before
+it takes any nodes. INT_MAX seconds: a TPU job waits for whole switches (slices) however
+long that takes."""
+TPU_WHOLE_SLICES_SUBMIT = """
+        -- Added by ai-infra (components/slurm/scripts.py TPU_WHOLE_SLICES_SUBMIT). A TPU is
+        -- created for the nodes of one leaf switch (slice) only, so the job waits for whole
+        -- switches (max_switch_wait, not its own --switches wait), and cannot choose nodes
+        -- that would span slices (--nodelist, or --contiguous, which skips the topology).
+        if job_desc.contiguous == 1 or job_desc.req_nodes ~= nil then
+            slurm.log_user("Partition " .. part .. " gives whole TPU slices of " .. vmcount ..
+                           " nodes; submit without --nodelist and --contiguous.")
+            return slurm.ERROR
+        end
+        job_desc.wait4switch = NO_VAL
+"""
+TPU_WHOLE_SLICES_MODIFY = """function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+    -- Added by ai-infra (components/slurm/scripts.py TPU_WHOLE_SLICES_MODIFY). A pending job
+    -- of whole TPU slices keeps the node count, switches and partition its submission got.
+    if modify_uid == 0 then
+        return slurm.SUCCESS
+    end
+    local part = job_desc.partition or job_rec.partition
+    if part == nil or get_vmcount(part) <= 1 then
+        return slurm.SUCCESS
+    end
+    if job_desc.partition ~= nil or job_desc.min_nodes ~= NO_VAL or
+        job_desc.max_nodes ~= NO_VAL or job_desc.req_switch ~= NO_VAL or
+        job_desc.wait4switch ~= NO_VAL or job_desc.contiguous == 1 or
+        job_desc.req_nodes ~= nil then
+        slurm.log_user("A job of whole TPU slices keeps its partition, node count and " ..
+                       "switches; cancel it and submit again.")
+        return slurm.ERROR
+    end
+    return slurm.SUCCESS
+end
+"""
+EDITS: dict[str, tuple[tuple[str, str], ...]] = {
+    "job_submit.lua.tpl": (
+        (
+            "        job_desc.req_switch = min_nodes\n",
+            "        job_desc.req_switch = min_nodes\n" + TPU_WHOLE_SLICES_SUBMIT,
+        ),
+        (
+            "function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)\n"
+            "    return slurm.SUCCESS\nend\n",
+            TPU_WHOLE_SLICES_MODIFY,
+        ),
+    ),
+}
+"""path -> (text, replacement) pairs this program makes in a verified file, each text found
+exactly once. job_submit.lua sets a multi-host TPU job's leaf switch count to its slices
+(req_switch = -N); after `max_switch_wait` of waiting, the tree topology places it on any
+nodes (topology/tree eval_nodes_tree.c `_eval_nodes_topo`, `wait4switch`), and a job's
+own `--switches=N@TIME`, `--nodelist` or `--contiguous` (which skips the topology:
+`eval_nodes_tree`) gets it nodes of two slices at once; resume.py then has no whole slice to
+create (tpu.py `create_node` wants `vmcount` nodes), and slurmsync finds a TPU by its
+node's leaf switch (`_find_tpu_node_action`). conf.py formats the file with `str.format`,
+so the text holds no braces."""
 ADDITIONS: dict[str, str] = {
     "util.py": TPU_TREE_TOPOLOGY + TPU_SLICE_ORDER,
     "tpu.py": TPU_RECOVERY + TPU_NODE_METADATA,
@@ -240,8 +300,10 @@ is verified."""
 PATCHED: dict[str, str] = {
     "util.py": "d15b078d70e90cb254979f782761e845622c4f4952daf9516523eb46c743e3e9",
     "tpu.py": "5e75d57d1a11170c02a1565f82ce7cac4af667dd1e5b9fe38edef9af2a2cc811",
+    "job_submit.lua.tpl": "4278c27211103e8c20cb643d4e6a6047d77c422a448f0ed5226e417328cb208e",
 }
-"""path -> sha256 of the pinned file with its addition, checked before it is zipped."""
+"""path -> sha256 of the pinned file with its edits and addition, checked before it is
+zipped."""
 CONTROLLER_ONLY = (
     "load_bq.py",
     "resume_wrapper.sh",
@@ -337,13 +399,25 @@ def fetch_verified(
     return files
 
 
+def changed(path: str, data: bytes) -> bytes:
+    """A script with this program's edits and addition, before any pin is checked."""
+    for old, new in EDITS.get(path, ()):
+        if data.count(old.encode()) != 1:
+            raise ScriptHashError(
+                f"{path} holds {data.count(old.encode())} copies of the text ai-infra edits, "
+                f"not one: {old.splitlines()[0].strip()!r}; the edit needs reading again"
+            )
+        data = data.replace(old.encode(), new.encode())
+    return data + ADDITIONS.get(path, "").encode()
+
+
 def patched(path: str, data: bytes, expected: str | None = None) -> bytes:
-    """A verified script with this program's addition, if it has one, checked against the
-    result's own pin (by default `PATCHED`)."""
-    if path not in ADDITIONS:
+    """A verified script with this program's edits and addition, if it has any, checked
+    against the result's own pin (by default `PATCHED`)."""
+    if path not in ADDITIONS and path not in EDITS:
         return data
     expected = expected or PATCHED[path]
-    result = data + ADDITIONS[path].encode()
+    result = changed(path, data)
     actual = hashlib.sha256(result).hexdigest()
     if actual != expected:
         raise ScriptHashError(

@@ -17,7 +17,8 @@ from components.base import Component
 from components.context import StackContext
 from components.identity import Identity
 from components.network import NetworkHandle, rdma_nics, vpc_with_subnet
-from components.slurm.config import CpuNodesetConfig, SlurmConfig
+from components.slurm.config import SlurmConfig
+from components.slurm.nodesets import CpuNodesetConfig
 from components.slurm.vms import (
     shielded,
     slurm_labels,
@@ -166,10 +167,10 @@ def node_template(
         shielded_instance_config=gcp.compute.InstanceTemplateShieldedInstanceConfigArgs(
             **shielded(config.secure_boot(nodeset, lustre))
         ),
-        # Threads per core 1, as Toolkit's nodeset (advanced_machine_features): one Slurm
-        # CPU per core.
+        # Threads per core 1 by default, as Toolkit's nodeset (advanced_machine_features):
+        # one Slurm CPU per core.
         advanced_machine_features=gcp.compute.InstanceTemplateAdvancedMachineFeaturesArgs(
-            threads_per_core=1
+            threads_per_core=nodeset.threads_per_core
         ),
         metadata=metadata,
         labels=labels,
@@ -221,6 +222,7 @@ def _template_name(
             "local_ssds": ssd.count if ssd else None,
             "flex": nodeset.dws_flex.model_dump() if nodeset.flex and nodeset.dws_flex else None,
             "gpu_networks": nodeset.gpu_network_cidrs(),
+            "threads_per_core": nodeset.threads_per_core if nodeset.threads_per_core != 1 else None,
         }.items()
         if value
     }

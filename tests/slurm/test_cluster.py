@@ -515,7 +515,8 @@ def test_the_docs_slurm_example_builds_and_the_plan_shows_it():
         "--tunnel-through-iap",
         "  nodeset v4: v4-8 in us-central2-b, 1 worker(s) per slice, 0 static + up to 4 "
         "dynamic nodes, runtime tpu-vm-tf-2.14.0",
-        "  partition tpu (default): v4, exclusive",
+        "  partition tpu (default): v4, exclusive, nodes must register within 600 s "
+        "(ResumeTimeout)",
         "  controller ai-slurm-slurm-ctl@my-ml-project.iam.gserviceaccount.com: custom role "
         "with 9 permissions",
     ]
@@ -531,9 +532,12 @@ def test_the_plan_shows_a_multi_host_partition_s_slices_on_their_leaf_switches()
         "dynamic nodes (2 slices), runtime tpu-vm-tf-2.14.0"
     ) in lines
     assert (
-        "  partition tpu: v4x16, exclusive, tree topology: one leaf switch per slice of 2 nodes"
+        "  partition tpu: v4x16, exclusive, tree topology: one leaf switch per slice of 2 nodes, "
+        "jobs wait for whole slices, nodes must register within 1200 s (ResumeTimeout)"
     ) in lines
-    assert "  partition debug (default): debug" in lines
+    assert (
+        "  partition debug (default): debug, nodes must register within 300 s (ResumeTimeout)"
+    ) in lines
 
 
 def test_the_stack_outputs_say_where_to_log_in_and_what_runs():

@@ -11,7 +11,7 @@ import pytest
 
 from catalog import tpu as tpu_catalog
 from components.slurm import describe
-from components.slurm.config import TpuNodesetConfig
+from components.slurm.nodesets import TpuNodesetConfig
 from graph.engine import record_program
 from stacks.loading import parse
 from stacks.messages import ConfigError
@@ -501,12 +501,6 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "at least 1",
     ),
     (
-        "static nodes in an exclusive partition",
-        stack(tpuNodesets=[{**NODESET, "nodeCountStatic": 1}]),
-        "ai-infra:slurm.partitions[0].exclusive",
-        "exclusive: false",
-    ),
-    (
         "a partition of multi-host slices shared between jobs",
         stack(
             debugPartition=True,
@@ -517,14 +511,101 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "two jobs would share a slice",
     ),
     (
-        "static multi-host slices, which exclusivity would power down",
+        "a flex-start partition's own ResumeTimeout, which would cancel jobs waiting for capacity",
+        stack(
+            cpuNodesets=[
+                {
+                    "name": "flex",
+                    "machineType": "a3-megagpu-8g",
+                    "diskType": "pd-ssd",
+                    "dwsFlex": {},
+                }
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4"], "default": True},
+                {"name": "flex", "nodesets": ["flex"], "partitionConf": {"resumetimeout": "300"}},
+            ],
+        ),
+        "ai-infra:slurm.partitions[1].partitionConf.resumetimeout",
+        "65535",
+    ),
+    (
+        "a multi-host partition's ResumeTimeout shorter than its slices take",
         stack(
             debugPartition=True,
-            tpuNodesets=[{**MULTI_HOST, "nodeCountStatic": 4}],
-            partitions=[{"name": "tpu", "nodesets": ["v4x32"]}],
+            tpuNodesets=[MULTI_HOST],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4x32"], "partitionConf": {"ResumeTimeout": "600"}}
+            ],
         ),
-        "ai-infra:slurm.partitions[0].exclusive",
-        "set nodeCountStatic: 0",
+        "ai-infra:slurm.partitions[0].partitionConf.ResumeTimeout",
+        "at least 1200",
+    ),
+    (
+        "a resume rate with multi-host slices, which resume would get in parts",
+        stack(
+            debugPartition=True,
+            tpuNodesets=[MULTI_HOST],
+            partitions=[{"name": "tpu", "nodesets": ["v4x32"]}],
+            cloudParameters={"resumeRate": 20},
+        ),
+        "ai-infra:slurm.cloudParameters.resumeRate",
+        "remove resumeRate",
+    ),
+    (
+        "a max_switch_wait of the user's with multi-host slices",
+        stack(
+            debugPartition=True,
+            tpuNodesets=[MULTI_HOST],
+            partitions=[{"name": "tpu", "nodesets": ["v4x32"]}],
+            cloudParameters={"schedulerParameters": ["bf_continue", "max_switch_wait=60"]},
+        ),
+        "ai-infra:slurm.cloudParameters.schedulerParameters[1]",
+        "whole slices",
+    ),
+    (
+        "a placement policy name past 63 characters once Slurm-GCP prefixes it",
+        stack(
+            clusterName="a" * 20,
+            cpuNodesets=[
+                {
+                    "name": "b" * 15,
+                    "machineType": "c2-standard-60",
+                    "enablePlacement": True,
+                    "nodeCountDynamicMax": 4,
+                }
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4"], "default": True},
+                {"name": "c", "nodesets": ["b" * 15]},
+            ],
+        ),
+        f"{C0}.enablePlacement",
+        "shorten the nodeset's name or clusterName by 1",
+    ),
+    (
+        "two threads per core on a machine of one",
+        cpu(machineType="t2a-standard-8", threadsPerCore=2),
+        f"{C0}.threadsPerCore",
+        "one thread per core",
+    ),
+    (
+        "a node option Slurm-GCP writes itself",
+        cpu(nodeConf={"NodeAddr": "10.0.0.9"}),
+        f"{C0}.nodeConf.NodeAddr",
+        "not a node option a nodeset sets",
+    ),
+    (
+        "node threads the template does not run",
+        cpu(nodeConf={"threadspercore": "2"}),
+        f"{C0}.nodeConf.threadspercore",
+        "set threadsPerCore: 2",
+    ),
+    (
+        "an unlimited CPU count",
+        cpu(nodeConf={"CPUs": "UNLIMITED"}),
+        f"{C0}.nodeConf.CPUs",
+        "not a count",
     ),
     (
         "a partitionConf typo, which stops slurmctld",
@@ -618,6 +699,12 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         partition(partitionConf={"MaxTime": "60", "MAXTIME": "90"}),
         "ai-infra:slurm.partitions[0].partitionConf.MAXTIME",
         "repeats MaxTime",
+    ),
+    (
+        "a partition named default, which Slurm takes for every partition's defaults",
+        partition(name="default"),
+        "ai-infra:slurm.partitions[0].name",
+        "set default: true",
     ),
     (
         "partition name with capitals",
@@ -1133,7 +1220,7 @@ def test_a_minimal_cluster_takes_the_documented_defaults():
         "pd-ssd",
         50,
     )
-    assert config.partitions[0].conf(tpu=True) == {
+    assert config.partition_conf(config.partitions[0]) == {
         "SuspendTime": "300",
         "SuspendTimeout": "240",
         "ResumeTimeout": "600",
@@ -1336,7 +1423,7 @@ def test_partition_options_are_any_slurm_option_in_any_case_written_as_slurm_spe
     ).slurm
     assert config is not None
     [tpu] = config.all_partitions
-    assert tpu.conf(tpu=True) == {
+    assert config.partition_conf(tpu) == {
         "SuspendTime": "600",
         "SuspendTimeout": "240",
         "ResumeTimeout": "600",

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from components.slurm.cluster import CPU_PERMISSIONS, TPU_PERMISSIONS
+from components.slurm.permissions import CPU_PERMISSIONS, TPU_PERMISSIONS
 from graph.engine import Graph
 from plan.diff import Op, diff
 from tests.conftest import build_graph

@@ -321,3 +321,120 @@ def test_the_plan_preflight_and_cost_see_how_each_nodeset_gets_its_capacity():
         2,
     )
     assert vms["slurm.cpuNodesets[1] flex"].capacity == "flex-start"
+
+
+def test_a_flex_start_partition_waits_for_capacity_as_toolkit_forces_it():
+    from components.slurm import describe
+    from stacks.loading import parse
+
+    raw = stack(
+        tpuNodesets=[],
+        cpuNodesets=[
+            {"name": "flex", **A3_MEGA, "dwsFlex": {}},
+            {"name": "resv", **A3_MEGA, "reservation": "a3-block"},
+        ],
+        partitions=[
+            {"name": "flex", "nodesets": ["flex"]},
+            {"name": "resv", "nodesets": ["resv"], "partitionConf": {"ResumeTimeout": "900"}},
+        ],
+    )
+    graph = build_graph(raw)
+    files = objects(graph)
+    flex = yaml.safe_load(content(files["tpu-files/partition_configs/flex.yaml"]))
+    resv = yaml.safe_load(content(files["tpu-files/partition_configs/resv.yaml"]))
+    assert flex["partition_conf"]["ResumeTimeout"] == "65535"
+    assert resv["partition_conf"]["ResumeTimeout"] == "900"
+    config = parse(raw, "test").slurm
+    assert config is not None
+    [(_, lines)] = describe(config, parse(raw, "test").context)
+    assert (
+        "  partition flex: flex, exclusive, nodes waited for until flex-start capacity comes "
+        "(ResumeTimeout 65535)"
+    ) in lines
+
+
+def test_multi_host_tpu_partitions_wait_for_the_slice_create_and_setup():
+    from tests.slurm.test_config import MULTI_HOST
+
+    graph = build_graph(
+        stack(
+            debugPartition=True,
+            tpuNodesets=[MULTI_HOST, {"name": "v4", "nodeType": "v4-8", "nodeCountDynamicMax": 2}],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4x32"]},
+                {"name": "one", "nodesets": ["v4"], "default": True},
+            ],
+        )
+    )
+    files = objects(graph)
+    conf = lambda p: yaml.safe_load(content(files[f"tpu-files/partition_configs/{p}.yaml"]))  # noqa: E731
+    # tpu.py's create wait (900 s) and the setup's scripts (300 s); one TPU VM, Toolkit's 600.
+    assert conf("tpu")["partition_conf"]["ResumeTimeout"] == "1200"
+    assert conf("one")["partition_conf"]["ResumeTimeout"] == "600"
+    assert conf("debug")["partition_conf"]["ResumeTimeout"] == "300"
+
+
+def test_slurm_is_told_to_wait_for_whole_slices_beside_the_user_s_scheduler_options():
+    from tests.slurm.test_config import MULTI_HOST
+
+    def scheduler(**fields: Any) -> list[str] | None:
+        graph = build_graph(stack(debugPartition=True, **fields))
+        document = yaml.safe_load(content(objects(graph)["tpu-files/config.yaml"]))
+        return document["cloud_parameters"].get("scheduler_parameters")
+
+    multi = {"tpuNodesets": [MULTI_HOST], "partitions": [{"name": "tpu", "nodesets": ["v4x32"]}]}
+    # conf.py's own default, kept, with the switch wait after it.
+    assert scheduler(**multi) == [
+        "bf_continue",
+        "salloc_wait_nodes",
+        "ignore_prefer_validation",
+        "max_switch_wait=2147483647",
+    ]
+    assert scheduler(**multi, cloudParameters={"schedulerParameters": ["bf_window=2880"]}) == [
+        "bf_window=2880",
+        "max_switch_wait=2147483647",
+    ]
+    # Single-host slices leave conf.py's default alone.
+    assert scheduler() is None
+
+
+def test_static_nodes_stay_up_in_an_exclusive_partition_and_dynamic_ones_power_down():
+    from tests.slurm.test_config import MULTI_HOST
+
+    graph = build_graph(
+        stack(
+            tpuNodesets=[{**MULTI_HOST, "nodeCountStatic": 4, "nodeCountDynamicMax": 4}],
+            cpuNodesets=[
+                {"name": "mega", **A3_MEGA, "nodeCountStatic": 2, "nodeCountDynamicMax": 0},
+                {"name": "dyn", "machineType": "n2-standard-32"},
+            ],
+            partitions=[
+                {"name": "tpu", "nodesets": ["v4x32"]},
+                {"name": "mega", "nodesets": ["mega"], "default": True},
+                {"name": "dyn", "nodesets": ["dyn"]},
+            ],
+        )
+    )
+    files = objects(graph)
+    doc = lambda p: yaml.safe_load(content(files[f"tpu-files/partition_configs/{p}.yaml"]))  # noqa: E731
+    for name in ("tpu", "mega"):
+        # Jobs keep nodes of their own (conf.py: Oversubscribe=Exclusive), and the static
+        # nodes are not powered down after each (PowerDownOnIdle=NO over conf.py's YES).
+        assert doc(name)["enable_job_exclusive"] is True, name
+        assert doc(name)["partition_conf"]["PowerDownOnIdle"] == "NO", name
+    assert "PowerDownOnIdle" not in doc("dyn")["partition_conf"]
+
+
+def test_threads_per_core_and_node_conf_reach_the_template_and_the_nodeset_file():
+    default = build_graph(cpu_stack(**A3_MEGA))
+    smt = build_graph(
+        cpu_stack(
+            **A3_MEGA, threadsPerCore=2, nodeConf={"coresPerSocket": "52", "ThreadsPerCore": "2"}
+        )
+    )
+    assert template(default)["advancedMachineFeatures"] == {"threadsPerCore": 1}
+    assert template(smt)["advancedMachineFeatures"] == {"threadsPerCore": 2}
+    assert template(smt)["name"] != template(default)["name"]
+    # Written as Slurm spells the options; conf.py puts them over what it derives.
+    assert nodeset_yaml(smt)["node_conf"] == {"CoresPerSocket": "52", "ThreadsPerCore": "2"}
+    assert nodeset_yaml(default)["node_conf"] == {}

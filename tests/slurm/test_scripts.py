@@ -19,7 +19,9 @@ from components.slurm.scripts import (
     ADDITIONS,
     COMPUTE_ZIP,
     CONTROLLER_ZIP,
+    EDITS,
     MANIFEST,
+    PATCHED,
     TOOLKIT_COMMIT,
     ZIPS,
     ScriptHashError,
@@ -31,13 +33,15 @@ from components.slurm.scripts import (
 
 
 def fake_file(path: str) -> bytes:
-    return f"# stand-in for {path}\n".encode()
+    """A stand-in for a pinned script, holding the text each of this program's edits finds."""
+    edited = "".join(old for old, _ in EDITS.get(path, ()))
+    return f"# stand-in for {path}\n{edited}".encode()
 
 
 FAKE_MANIFEST = {path: hashlib.sha256(fake_file(path)).hexdigest() for path in MANIFEST}
 FAKE_PATCHED = {
-    path: hashlib.sha256(fake_file(path) + addition.encode()).hexdigest()
-    for path, addition in ADDITIONS.items()
+    path: hashlib.sha256(slurm_scripts.changed(path, fake_file(path))).hexdigest()
+    for path in PATCHED
 }
 
 
@@ -496,3 +500,22 @@ def test_a_nodeset_without_metadata_keeps_its_client():
     namespace, _ = tpu_with_addition({})
     tpus = namespace["TPU"](nodeset(), None)
     assert isinstance(tpus._client, FakeTpuClient)
+
+
+def test_an_edit_finds_its_text_once_in_the_pinned_file_or_the_deploy_step_stops():
+    path = "job_submit.lua.tpl"
+    [(first, _), (second, _)] = EDITS[path]
+    with pytest.raises(ScriptHashError, match="0 copies"):
+        slurm_scripts.changed(path, b"-- a job_submit.lua.tpl of another release\n")
+    with pytest.raises(ScriptHashError, match="2 copies"):
+        slurm_scripts.changed(path, (first + first + second).encode())
+    edited = slurm_scripts.changed(path, fake_file(path)).decode()
+    assert "job_desc.wait4switch = NO_VAL" in edited
+    assert "function slurm_job_modify" in edited and edited.count("return slurm.SUCCESS") >= 3
+
+
+def test_the_job_submit_edits_survive_conf_py_s_str_format():
+    # conf.py install_jobsubmit_lua renders the template with str.format(scripts_dir=...).
+    edited = slurm_scripts.changed("job_submit.lua.tpl", fake_file("job_submit.lua.tpl"))
+    assert "{" not in edited.decode() and "}" not in edited.decode()
+    assert edited.decode().format(scripts_dir="/slurm/scripts") == edited.decode()

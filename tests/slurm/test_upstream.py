@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.slurm.upstream_check import CASES, RECORDED, SLURM_VERSION, inputs_digest
+from tests.slurm.upstream_check import (
+    CASES,
+    RECORDED,
+    SLURM_VERSION,
+    SUBMITS,
+    inputs_digest,
+    provenance,
+)
 
 RECORDING: dict[str, Any] = json.loads(RECORDED.read_text())
 
@@ -40,9 +47,15 @@ def partition_line(cloud_conf: str, name: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in line.split())
 
 
+def test_the_recording_was_made_with_the_pinned_toolkit_commit_and_scripts():
+    # A re-pin of TOOLKIT_COMMIT, MANIFEST or PATCHED (an addition or an edit) that skipped
+    # re-recording fails here: the recording names what it ran.
+    assert {k: RECORDING[k] for k in provenance()} == provenance()
+    assert RECORDING["slurm_version"] == SLURM_VERSION
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_recording_is_of_what_the_program_writes_today(case: str):
-    assert RECORDING["slurm_version"] == SLURM_VERSION
     assert inputs_digest(case) == RECORDING["cases"][case]["inputs_sha256"], (
         f"{case}: the bucket objects changed since upstream_check.py ran; re-run it"
     )
@@ -81,8 +94,10 @@ def test_each_leaf_switch_of_a_multi_host_nodeset_holds_one_slice_as_resume_crea
 def test_cloud_conf_carries_the_nodesets_partitions_and_knobs():
     conf = run("cpu-and-v4-16")["cloud.conf"]
     lines = conf.splitlines()
-    for expected in ("ResumeRate=10", "TreeWidth=64", "Prolog=/slurm/custom_scripts/prolog.d/*"):
+    for expected in ("TreeWidth=64", "Prolog=/slurm/custom_scripts/prolog.d/*"):
         assert expected in lines, expected
+    # A resume rate is taken where no slice could be handed to resume in parts.
+    assert "ResumeRate=10" in run("toolkit-parity")["cloud.conf"].splitlines()
     [t4] = [x for x in lines if x.startswith("NodeName=aic-t4-[0-1] ")]
     assert "Gres=gpu:1" in t4.split() and "CPUs=4" in t4.split()  # n1-standard-8, SMT off
     assert partition_line(conf, "debug")["Default"] == "YES"
@@ -91,9 +106,10 @@ def test_cloud_conf_carries_the_nodesets_partitions_and_knobs():
     t4 = partition_line(conf, "t4")
     assert (t4["MaxTime"], t4["GraceTime"]) == ("60", "30") and "maxtime" not in t4
     tpu = partition_line(conf, "tpu")
+    # A v4-16 slice: tpu.py's create wait and the setup's scripts (nodesets.SLICE_CREATE_WAIT).
     assert (tpu["Oversubscribe"], tpu["ResumeTimeout"], tpu["DefMemPerCPU"]) == (
         "Exclusive",
-        "600",
+        "1200",
         "100",
     )
 
@@ -341,3 +357,56 @@ def test_a_job_labels_its_nodes_persistent_disks_but_not_their_local_ssds():
 def test_tier_1_and_automatic_updates_ride_on_the_template_resume_creates_from():
     [insert] = job_calls(run(PARITY), "tier1")
     assert insert["body"]["sourceInstanceTemplate"].rsplit("/", 1)[1].startswith("tk-tier1-")
+
+
+NO_VAL = "4294967294"
+
+
+def test_a_multi_host_job_waits_for_whole_slices_however_it_is_submitted():
+    pinned, added = run("cpu-and-v4-16", addition=False), run("cpu-and-v4-16")
+    # The job waits for its -N leaf switches for as long as that takes ...
+    assert (
+        "SchedulerParameters=bf_continue,salloc_wait_nodes,ignore_prefer_validation,"
+        + ("max_switch_wait=2147483647")
+        in added["cloud.conf"].splitlines()
+    )
+    job = added["job_submit tpu submit -N 2"]
+    assert (job["rc"], job["min_nodes"], job["req_switch"], job["wait4switch"]) == (
+        "0",
+        "4",
+        "2",
+        NO_VAL,
+    )
+    # ... whatever wait of its own it asked for, where the pinned script kept it (0 s).
+    assert added["job_submit tpu submit -N 1 --switches=1@0"]["wait4switch"] == NO_VAL
+    assert pinned["job_submit tpu submit -N 1 --switches=1@0"]["wait4switch"] == "0"
+    # Choosing nodes past the topology is refused at submit, and reshaping a pending job
+    # (but by root) at modify; the pinned script took each.
+    for name in (
+        "submit -N 1 --contiguous",
+        "submit -N 1 --nodelist",
+        "modify NumNodes=3",
+        "modify Switches=2@0",
+    ):
+        assert added[f"job_submit tpu {name}"]["rc"] == "-1", name
+        assert added[f"job_submit tpu {name}"]["log"], name
+        assert pinned[f"job_submit tpu {name}"]["rc"] == "0", name
+    for name in ("modify TimeLimit=60 (not a slice's shape)", "modify NumNodes=3 as root"):
+        assert added[f"job_submit tpu {name}"]["rc"] == "0", name
+    submits = {k.split(" ", 2)[2] for k in added if k.startswith("job_submit tpu ")}
+    assert submits == set(SUBMITS)
+
+
+@pytest.mark.parametrize("nodeset", ["v4x16", "v4x32", "v4x64"])
+def test_an_allocation_across_two_slices_would_create_no_tpu(nodeset: str):
+    # Why Slurm is told to wait for whole switches: given one slice's worth of nodes from two
+    # leaf switches, resume cuts them by switch and creates nothing (the job would wait out
+    # ResumeTimeout), where the pinned resume made a TPU whose workers slurmsync then looks
+    # for under the wrong leaf switch.
+    pinned, added = run(SCALE, addition=False), run(SCALE)
+    spanning = added[f"resume {nodeset} spanning"]
+    leaves = leaf_switches(added, nodeset)
+    assert not any(set(spanning["nodes"]) <= set(leaf) for leaf in leaves)
+    assert spanning["creates"] == []
+    assert len(spanning["chunks"]) == 2
+    assert pinned[f"resume {nodeset} spanning"]["creates"] == [spanning["nodes"][0]]

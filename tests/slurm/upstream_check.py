@@ -4,8 +4,9 @@ cloud call faked, and record what they make of it in `upstream_recorded.json`, w
 `test_upstream.py` reads. Tests never run upstream code and fetch nothing; this script does
 not fetch either.
 
-It needs the pinned scripts folder (checked here against `scripts.MANIFEST`) and a Python with
-their requirements (`pip install -r <scripts>/requirements.txt`):
+It needs the pinned scripts folder (checked here against `scripts.MANIFEST`), a Python with
+their requirements (`pip install -r <scripts>/requirements.txt`) and Debian's `lua5.4`; the
+recording names the Toolkit commit and the script hashes it was made with (`provenance`):
 
     git -C <cluster-toolkit clone> archive 079cf8349a96cfd433cb89945bc467af21818424 \\
         community/modules/scheduler/schedmd-slurm-gcp-v6-controller/modules/slurm_files \\
@@ -20,8 +21,9 @@ the scripts' Python on each copy: the config loader (`util._assemble_config`) as
 login and compute node; `conf.generate_configs_slurm_v2505` (slurm.conf, cloud.conf,
 cloud_topology.yaml, job_submit.lua); `setup_network_storage.resolve_network_storage`;
 `get_tpu_vmcount`; `resume.create_instances_request`, `group_nodes_bulk` (every node at
-once, and as the exclusive jobs of a partition) and `tpu.start_tpu` (with the SSH metadata
-of the TPU node it creates); and slurmsync's
+once, as the exclusive jobs of a partition, and as a job on nodes of two leaf switches) and
+`tpu.start_tpu` (with the SSH metadata of the TPU node it creates); the rendered
+job_submit.lua's submit and modify under Lua (`SUBMITS`); and slurmsync's
 `_find_tpu_node_action` with the action it picks, for a preempted static node.
 
 Faked: the metadata server (role, login group), `slurmctld -V` (25.11.4, the Slurm of the
@@ -43,6 +45,11 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+try:
+    from tests.slurm.blueprints import FACTS, translation
+except ImportError:  # the upstream half, run as a script in the scripts' own Python
+    from blueprints import FACTS, translation  # type: ignore[no-redef]
 
 RECORDED = Path(__file__).with_name("upstream_recorded.json")
 COMPUTE = "https://www.googleapis.com/compute/v1"
@@ -68,6 +75,12 @@ MACHINE_TYPES: dict[str, dict[str, Any]] = {
         "memoryMb": 2952192,
         "accelerators": _gpus("nvidia-h200-141gb", 8),
     },
+    "a4-highgpu-8g": {
+        "guestCpus": 224,
+        "memoryMb": 4063232,
+        "accelerators": _gpus("nvidia-b200", 8),
+    },
+    "c2-standard-8": {"guestCpus": 8, "memoryMb": 32768},
 }
 """Compute Engine "General-purpose", "Compute-optimized" and "Accelerator-optimized machine
 family": vCPUs, memory and built-in GPUs."""
@@ -126,7 +139,7 @@ CASES: dict[str, dict[str, Any]] = {
                     "fsType": "nfs",
                 }
             ],
-            "cloudParameters": {"resumeRate": 10, "treeWidth": 64},
+            "cloudParameters": {"treeWidth": 64},
             "prologScripts": [{"name": "check.sh", "content": "#!/bin/bash\ntrue\n"}],
         },
     },
@@ -216,6 +229,7 @@ CASES: dict[str, dict[str, Any]] = {
                     "nodeCountDynamicMax": 4,
                 },
             ],
+            "cloudParameters": {"resumeRate": 10},
             "partitions": [
                 {"name": "cpu", "nodesets": ["tier1", "place", "disks"], "default": True},
                 {"name": "a3", "nodesets": ["resv"]},
@@ -223,6 +237,7 @@ CASES: dict[str, dict[str, Any]] = {
             ],
         },
     },
+    **{f"blueprint-{b}": translation(b) for b in FACTS},
     "seed-v2-8-tf-2-10": {
         "gcp:region": "us-central1",
         "gcp:zone": "us-central1-b",
@@ -310,10 +325,23 @@ def _copy_scripts(source: Path, target: Path, *, patch: bool) -> None:
             (target / path).write_bytes(scripts.patched(path, data))
 
 
+def provenance() -> dict[str, Any]:
+    """What a recording was made with: the Toolkit commit, every pinned script's sha256 and
+    the sha256 of each one this program changes; test_upstream.py holds them to the pins."""
+    from components.slurm import scripts
+
+    return {
+        "toolkit_commit": scripts.TOOLKIT_COMMIT,
+        "manifest": dict(scripts.MANIFEST),
+        "patched": dict(scripts.PATCHED),
+        "slurm_version": SLURM_VERSION,
+    }
+
+
 def record(scripts_dir: Path, python: str) -> dict[str, Any]:
     found: dict[str, Any] = {
         "about": "Written by tests/slurm/upstream_check.py; read by test_upstream.py.",
-        "slurm_version": SLURM_VERSION,
+        **provenance(),
         "cases": {},
     }
     with tempfile.TemporaryDirectory() as scratch:
@@ -333,8 +361,10 @@ def record(scripts_dir: Path, python: str) -> dict[str, Any]:
                     [python, __file__, "--upstream", str(folder), str(root / f"scripts-{patch}")],
                     capture_output=True,
                     text=True,
-                    check=True,
+                    check=False,
                 )
+                if out.returncode:
+                    raise SystemExit(f"{case}: the upstream half failed:\n{out.stderr}")
                 runs["with_addition" if patch else "as_pinned"] = json.loads(out.stdout)
             found["cases"][case] = {"inputs_sha256": inputs_digest(case), **runs}
     return found
@@ -463,7 +493,8 @@ class Upstream:
             self.assemble("login", slurm_login_group=group)
             result[f"login {group} mounts"] = _mounts(self.storage.resolve_network_storage())
         for name, nodeset in sorted(lkp.cfg.nodeset.items()):
-            node = next(iter(self.assemble("compute").nodenames(nodeset)[1]))
+            static, dynamic = self.assemble("compute").nodenames(nodeset)
+            node = next(iter([*static, *dynamic]))
             self.util.Lookup.hostname = property(lambda lkp, n=node: n)
             result[f"compute {name} mounts"] = _mounts(self.storage.resolve_network_storage())
             del self.util.Lookup.hostname
@@ -475,6 +506,8 @@ class Upstream:
         result = {}
         for name, nodeset in sorted(lkp.cfg.nodeset.items()):
             nodes = list(lkp.nodenames(nodeset)[1])[:2]
+            if not nodes:  # static nodes only: slurmsync creates them, not resume
+                continue
             request = self.resume.create_instances_request(nodes, None, None)
             result[f"resume {name}"] = {"method": request.methodId, **request.kwargs}
         return result
@@ -490,6 +523,8 @@ class Upstream:
                 p for p, part in lkp.cfg.partitions.items() if name in part.partition_nodeset
             ]
             nodes = list(lkp.nodenames(nodeset)[1])[:2]
+            if not nodes:
+                continue
             jobs = self.resume.ResumeData(jobs=[self.resume.ResumeJobData(7, partition, nodes)])
             self.compute_calls.clear()
             try:
@@ -528,6 +563,50 @@ class Upstream:
             self.tpu_api.calls.clear()
             self.tpu.start_tpu(next(iter(groups.values())).nodes)
             result[f"resume {name} creates"] = list(self.tpu_api.calls)
+            if workers > 1 and len(nodes) >= 2 * workers:
+                result[f"resume {name} spanning"] = self.spanning(nodes, workers, partition)
+        return result
+
+    def spanning(self, nodes: list[str], workers: int, partition: str) -> dict[str, Any]:
+        """What resume does with a job of one slice's worth of nodes from two leaf switches,
+        the allocation Slurm gives once a job stops waiting for whole switches: the chunks it
+        cuts and the TPU nodes it creates."""
+        lkp = self.util.lookup()
+        job = nodes[1 : 1 + workers]
+        data = self.resume.ResumeData(jobs=[self.resume.ResumeJobData(3, partition, job)])
+        groups = self.resume.group_nodes_bulk(job, data, lkp)
+        self.tpu_api.calls.clear()
+        for chunk in groups.values():
+            self.tpu.start_tpu(chunk.nodes)
+        return {
+            "nodes": job,
+            "chunks": [chunk.nodes for chunk in groups.values()],
+            "creates": [c["create"] for c in self.tpu_api.calls if "create" in c],
+        }
+
+    def job_submits(self) -> dict[str, Any]:
+        """What the rendered job_submit.lua does with each of `SUBMITS` in each multi-host TPU
+        partition: its return code, the description after, and what it tells the user."""
+        script = self.out_dir / "job_submit.lua"
+        if not script.exists():
+            return {}
+        lkp = self.assemble("controller")
+        harness = self.folder / "harness.lua"
+        harness.write_text(LUA_HARNESS)
+        result: dict[str, Any] = {}
+        for part, partition in sorted(lkp.cfg.partitions.items()):
+            if not partition.partition_nodeset_tpu:
+                continue
+            vmcount = self.get_tpu_vmcount.get_vmcount_of_tpu_part(part)
+            if vmcount < 2:
+                continue
+            for name, fields in SUBMITS.items():
+                args = [LUA, str(harness), str(script), part, str(vmcount), name.split()[0]]
+                args += [str(x) for kv in fields.items() for x in kv]
+                out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+                result[f"job_submit {part} {name}"] = dict(
+                    line.split("=", 1) for line in out.splitlines()
+                )
         return result
 
     def tpu_recovery(self) -> dict[str, Any]:
@@ -778,10 +857,57 @@ def template_properties(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+LUA = "lua5.4"
+"""Debian's Lua 5.4 (`apt-get install lua5.4`), which runs the rendered job_submit.lua."""
+SUBMITS: dict[str, dict[str, Any]] = {
+    "submit -N 2": {"min_nodes": 2, "max_nodes": 2},
+    "submit -N 1 --switches=1@0": {"min_nodes": 1, "max_nodes": 1, "wait4switch": 0},
+    "submit -N 1 --contiguous": {"min_nodes": 1, "max_nodes": 1, "contiguous": 1},
+    "submit -N 1 --nodelist": {"min_nodes": 1, "max_nodes": 1, "req_nodes": "n-[2-3]"},
+    "modify NumNodes=3": {"min_nodes": 3},
+    "modify Switches=2@0": {"req_switch": 2, "wait4switch": 0},
+    "modify TimeLimit=60 (not a slice's shape)": {},
+    "modify NumNodes=3 as root": {"min_nodes": 3, "uid": 0},
+}
+"""Jobs as sbatch and scontrol fill a job description (NO_VAL where unset), to the rendered
+job_submit.lua's slurm_job_submit and slurm_job_modify."""
+LUA_HARNESS = """
+NO_VAL = 4294967294
+LOG = ""
+slurm = {SUCCESS = 0, ERROR = -1, FAILURE = -2}
+function slurm.log_user(message) LOG = message end
+dofile(arg[1])
+function get_vmcount(part) return tonumber(arg[3]) end
+local desc = {partition = arg[2], min_nodes = NO_VAL, max_nodes = NO_VAL, req_switch = NO_VAL,
+              wait4switch = NO_VAL, contiguous = 65534}
+local uid = 1000
+for i = 5, #arg, 2 do
+  if arg[i] == "uid" then uid = tonumber(arg[i + 1])
+  elseif arg[i] == "req_nodes" then desc.req_nodes = arg[i + 1]
+  else desc[arg[i]] = tonumber(arg[i + 1]) end
+end
+local rc
+if arg[4] == "submit" then rc = slurm_job_submit(desc, {}, uid)
+else
+  desc.partition = nil
+  rc = slurm_job_modify(desc, {partition = arg[2]}, {}, uid)
+end
+print("rc=" .. rc)
+for _, k in ipairs({"min_nodes", "max_nodes", "req_switch", "wait4switch"}) do
+  print(k .. "=" .. tostring(desc[k]))
+end
+print("log=" .. LOG)
+"""
+"""Slurm's Lua job_submit plugin as the script sees it (job_submit_lua.c): the `slurm` table's
+return codes and log_user, and a job description; get_vmcount answers with the partition's
+vmcount as get_tpu_vmcount.py computes it."""
+
+
 def run_upstream(folder: Path, scripts_dir: Path) -> dict[str, Any]:
     upstream = Upstream(folder, scripts_dir)
     result = {
         **upstream.configs(),
+        **upstream.job_submits(),
         **upstream.mounts(),
         **upstream.cpu_resumes(),
         **upstream.job_resumes(),
