@@ -176,6 +176,9 @@ def test_a_lock_held_past_the_timeout_fails_the_step_and_names_it(tmp_path):
     # The NFS mount needed no package and still ran.
     assert vm.mounted() == [f"{vm.root}/nfs/h"]
     assert vm.signal() == f"{startup.FAILED}gcsfuse a /gcs/a"
+    # The step's retries share one lock timeout: the waits add up to it, not to five of it.
+    waits = result.stderr.count("apt is busy")
+    assert 0 < waits <= APT_LOCK_TIMEOUT_SECONDS // startup.APT_LOCK_POLL_SECONDS, waits
 
 
 def test_the_ops_agent_installer_takes_turns_with_the_mounts_installs(tmp_path):
