@@ -93,8 +93,10 @@ def describe(entries: list[TpuVmConfig], context: StackContext) -> list[tuple[st
         )
         lines.append(
             "    a SUSPENDED (preempted) or FAILED request, or one deleted outside the stack, "
-            "is replaced by the next `pulumi up`; labels, metadata, startupScript, tags and "
-            "dataDisks change on the running TPU VMs in place"
+            "is replaced by the next `pulumi up`; labels, metadata, startupScript, tags, "
+            "dataDisks"
+            + ("" if e.additional_networks else " and enablePublicIps")
+            + " change on the running TPU VMs in place"
         )
         workers = e.shape.hosts * e.node_count
         if e.storage:

@@ -63,7 +63,6 @@ REPLACE_KEYS = (
     "serviceAccount",
     "network",
     "subnetwork",
-    "enableExternalIps",
     "queueCount",
     "additionalNetworks",
     "secureBoot",
@@ -71,17 +70,22 @@ REPLACE_KEYS = (
 )
 """Inputs that reach the TPU VMs and that Cloud TPU cannot change on them: the queued resource
 has no update call, and UpdateNode takes none of these."""
-IN_PLACE_KEYS = ("labels", "metadata", "tags", "dataDisks")
-"""Inputs Cloud TPU changes on running TPU VMs: UpdateNode's update_mask takes labels, metadata
-and tags (tpu_v2 and tpu_v2alpha1 UpdateNodeRequest), and data_disks through v2alpha1, as
-gcloud alpha's `tpu-vm attach-disk` and `detach-disk` send it (gcloud 578.0.0
-surface/compute/tpus/tpu_vm/attach_disk.py: UpdateNode with update_mask 'data_disks'). `update`
-applies them to every TPU VM of the queued resource; nothing is replaced."""
+EXTERNAL_IPS = "enableExternalIps"
+IN_PLACE_KEYS = ("labels", "metadata", "tags", "dataDisks", EXTERNAL_IPS)
+"""Inputs Cloud TPU changes on running TPU VMs: UpdateNode's update_mask takes labels, metadata,
+tags and `network_config.enable_external_ips` (tpu_v2 and tpu_v2alpha1 UpdateNodeRequest,
+google-cloud-tpu 1.28.0), and data_disks through v2alpha1, as gcloud alpha's `tpu-vm
+attach-disk` and `detach-disk` send it (gcloud 578.0.0 surface/compute/tpus/tpu_vm/
+attach_disk.py: UpdateNode with update_mask 'data_disks'). `update` applies them to every TPU
+VM of the queued resource; nothing is replaced. The public IP is the first network's
+`network_config`: with `additionalNetworks` the TPU VMs carry `network_configs` instead, which
+the mask does not reach, so there a change of it replaces them."""
 UPDATE_FIELDS = {
     "labels": "labels",
     "metadata": "metadata",
     "tags": "tags",
     "dataDisks": "data_disks",
+    EXTERNAL_IPS: "network_config.enable_external_ips",
 }
 """Each in-place input's field in UpdateNode's update_mask."""
 NODE_UPDATE_SECONDS = 600.0
@@ -394,6 +398,10 @@ def _node_update(
             for d in _input(news, "dataDisks")
         ]
         node.data_disks = disks
+    if EXTERNAL_IPS in changed:
+        node.network_config = types.NetworkConfig(
+            enable_external_ips=bool(_input(news, EXTERNAL_IPS))
+        )
     return node
 
 
@@ -637,6 +645,10 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
         replaces = [key for key in REPLACE_KEYS if _input(olds, key) != _input(news, key)]
+        if _input(olds, EXTERNAL_IPS) != _input(news, EXTERNAL_IPS) and (
+            _input(olds, "additionalNetworks") or _input(news, "additionalNetworks")
+        ):
+            replaces.append(EXTERNAL_IPS)
         # A preempted (SUSPENDED) or FAILED request never runs again, and one deleted outside
         # the stack is gone: the next `pulumi up` asks again by replacing it.
         state = self.live_state(_id, olds)

@@ -20,7 +20,12 @@ from components.storage import Storage, StorageHandle, gcsfuse_flags
 from components.storage.boot import VolumeMount
 from components.tpu_vms import boot
 from components.tpu_vms.config import TpuVmConfig
-from components.tpu_vms.provider import REPLACE_KEYS, QueuedResource, StartupWait
+from components.tpu_vms.provider import (
+    EXTERNAL_IPS,
+    REPLACE_KEYS,
+    QueuedResource,
+    StartupWait,
+)
 from components.types import reservation_parts
 
 NODE_ROLES: tuple[str, ...] = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
@@ -48,10 +53,12 @@ METADATA_BYTES_MAX = 512 * 1024
 _NESTED_INPUTS = frozenset({"metadata", "labels", "dataDisks", "additionalNetworks", "bootDisk"})
 
 
-def replace_paths() -> list[str]:
+def replace_paths(config: TpuVmConfig) -> list[str]:
     """The queued resource's replacing inputs as `replace_on_changes` paths; a map or list of
-    objects is replaced on any change below it too (`<key>.*`)."""
-    return [f"{key}.*" if key in _NESTED_INPUTS else key for key in REPLACE_KEYS]
+    objects is replaced on any change below it too (`<key>.*`). The public IP changes in place
+    but on TPU VMs with more than one network (`provider.IN_PLACE_KEYS`)."""
+    keys = [*REPLACE_KEYS, *([EXTERNAL_IPS] if config.additional_networks else [])]
+    return [f"{key}.*" if key in _NESTED_INPUTS else key for key in keys]
 
 
 def reservation_name(reservation: str, project: str, zone: str) -> str:
@@ -242,7 +249,7 @@ class TpuVms(Component):
                 # What the provider's diff replaces on, for the offline plan. In `pulumi up`
                 # the provider's own diff decides: it reports no changed keys, so the engine
                 # has none to hold against this list.
-                replace_on_changes=replace_paths(),
+                replace_on_changes=replace_paths(config),
                 protect=ctx.protect,
             ),
         )

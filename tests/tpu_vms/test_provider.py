@@ -625,6 +625,35 @@ def test_labels_metadata_tags_and_disks_change_on_every_tpu_vm_in_place():
     assert result.outs is not None and result.outs["labels"]["team"] == "research"
 
 
+def test_a_public_ip_is_turned_on_and_off_in_place_on_every_tpu_vm():
+    client, p, olds = active()
+    turned_on = {**PROPS, "enableExternalIps": True}
+    assert p.diff(NAME, olds, turned_on).replaces == []
+    created = len(client.created)
+    p.update(NAME, olds, turned_on)
+    assert len(client.created) == created and not client.deleted, "nothing replaced"
+    assert client.updates == [
+        ("maxtext-0", ["network_config.enable_external_ips"]),
+        ("maxtext-1", ["network_config.enable_external_ips"]),
+    ]
+    for name in ("maxtext-0", "maxtext-1"):
+        node = client.nodes[f"{ZONE_NODES}/{name}"]
+        assert node.network_config.enable_external_ips is True
+        # The rest of the network is as created.
+        assert node.network_config.subnetwork == PROPS["subnetwork"]
+    p.update(NAME, turned_on, dict(PROPS))
+    assert client.nodes[f"{ZONE_NODES}/maxtext-0"].network_config.enable_external_ips is False
+
+
+def test_a_public_ip_on_tpu_vms_with_more_networks_replaces_them():
+    """UpdateNode's mask reaches `network_config`, which TPU VMs with `network_configs` lack."""
+    extra = [{"network": "n", "subnetwork": "s", "queueCount": 0}]
+    p = provider(FakeTpuClient([State.ACTIVE], exists=existing(PROPS)))
+    olds = {**PROPS, "additionalNetworks": extra, "state": "ACTIVE"}
+    diff = p.diff(NAME, olds, {**PROPS, "additionalNetworks": extra, "enableExternalIps": True})
+    assert diff.replaces == ["enableExternalIps"]
+
+
 def test_data_disks_go_through_v2alpha1_and_the_rest_through_the_entrys_api():
     apis: list[str] = []
     client = FakeTpuClient([State.ACTIVE])

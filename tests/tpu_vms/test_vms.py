@@ -12,7 +12,6 @@ import yaml
 
 from components import tpu_catalog
 from components.tpu_vms.provider import REPLACE_KEYS
-from components.tpu_vms.vms import replace_paths
 from plan import cli as plan_main
 from plan.diff import Op, diff
 from plan.engine import Graph, record_program
@@ -593,14 +592,30 @@ def _edit(before: dict[str, Any], after: dict[str, Any]) -> tuple[Op, list[str]]
         ({"queueCount": 2}, Op.REPLACE),
         ({"timeoutMinutes": 120}, Op.UPDATE),
         ({"queueing": {"validUntilDuration": "30m"}}, Op.UPDATE),
+        # UpdateNode sets network_config.enable_external_ips on running TPU VMs.
+        ({"enablePublicIps": True}, Op.UPDATE),
     ],
 )
 def test_the_plan_says_which_edits_replace_the_tpu_vms(edit, op):
     also = queued_resource(built(vm()), "exp").replace_on_changes
-    assert also == tuple(replace_paths())
     assert [p.removesuffix(".*") for p in also] == list(REPLACE_KEYS)
     changed_op, paths = _edit(vm(), vm(**edit))
     assert changed_op == op, paths
+
+
+def test_a_public_ip_replaces_tpu_vms_with_more_networks_and_the_plan_says_so():
+    networks = {
+        "additionalNetworks": [
+            {
+                "network": "projects/test-project/global/networks/dcn",
+                "subnetwork": "projects/test-project/regions/us-central2/subnetworks/dcn",
+            }
+        ]
+    }
+    also = queued_resource(built(vm(**networks)), "exp").replace_on_changes
+    assert "enableExternalIps" in also
+    changed_op, paths = _edit(vm(**networks), vm(**networks, enablePublicIps=True))
+    assert changed_op == Op.REPLACE, paths
 
 
 def test_the_offline_plan_tells_how_the_request_waits_is_reached_and_comes_back(tmp_path):
