@@ -70,12 +70,16 @@ def network_tag(base: str) -> str:
 
 LOGIN_VIEWER_PERMISSIONS = (
     "compute.instances.get",
+    "compute.instances.getGuestAttributes",
     "compute.projects.get",
     *RAY_DISCOVERY_PERMISSIONS,
 )
-"""What a login reads: `gcloud compute ssh` gets the instance and the project
-(googlecloudsdk command_lib/compute/ssh_utils.py GetProject, gcloud 528.0.0), `python -m
-hosts` lists the group's instances (`instance-groups managed list-instances`)."""
+"""What a login reads: `gcloud compute ssh` gets the instance, the project and, as the VMs set
+`enable-guest-attributes`, their host keys from guest attributes `hostkeys/` (googlecloudsdk
+surface/compute/ssh.py and command_lib/compute/ssh_utils.py GetProject,
+GetHostKeysFromGuestAttributes, gcloud 528.0.0); `python -m hosts` lists the group's
+instances (`instance-groups managed list-instances`). tests/components/test_logins_gcloud.py
+runs gcloud against exactly these."""
 
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"

@@ -61,6 +61,7 @@ def test_each_member_reaches_this_clusters_vms_and_nothing_else():
         "compute.instanceGroupManagers.get",
         "compute.instanceGroupManagers.list",
         "compute.instances.get",
+        "compute.instances.getGuestAttributes",
         "compute.projects.get",
     ], role.urn
     account = alice["roles/iam.serviceAccountUser"]
