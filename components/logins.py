@@ -104,6 +104,10 @@ def login_problems(logins: Sequence[Login], role_id: str) -> list[Problem]:
 
 INSTANCE = "compute.googleapis.com/Instance"
 GROUP = "compute.googleapis.com/InstanceGroupManager"
+TPU_HOST_PREFIX = "t1v-n-"
+"""How Cloud TPU names a TPU VM's hosts (`t1v-n-<8 hex>-w-<worker>`), the instance name each
+worker's guest attribute `hostname` gives and gcloud hands IAP's tunnel in the project
+(googlecloudsdk command_lib/compute/tpus/tpu_vm/ssh.py, gcloud 528.0.0)."""
 
 
 def instance_condition(
@@ -127,6 +131,29 @@ def instance_condition(
     )
 
 
+def tpu_host_condition(project: str, zone: str) -> gcp.projects.IAMMemberConditionArgs:
+    """OS Login on TPU VM hosts and nothing else of Compute Engine: a Compute Engine instance
+    only when its name is a TPU VM host's in the zone, anything else (a TPU node, the project)
+    as before. Which resource OS Login checks for a TPU VM is documented nowhere; this holds
+    if it is the host instance IAP is told of, or anything but a Compute Engine instance, and
+    is unverified until tried live (docs/tpu-vms.md)."""
+    prefix = f"projects/{project}/zones/{zone}/instances/{TPU_HOST_PREFIX}"
+    return gcp.projects.IAMMemberConditionArgs(
+        title=f"TPU VM hosts in {zone}",
+        description=f"No Compute Engine VM but TPU VM hosts {TPU_HOST_PREFIX}* in {zone}",
+        expression=f'resource.type != "{INSTANCE}" || resource.name.startsWith("{prefix}")',
+    )
+
+
+@dataclass(frozen=True)
+class Role:
+    """A custom role: its id, title and exact permissions."""
+
+    role_id: str
+    title: str
+    permissions: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class LoginGrants:
     """How an entry's members reach its VMs: the OS Login role's condition (None: the
@@ -139,6 +166,9 @@ class LoginGrants:
     viewer_permissions: tuple[str, ...]
     viewer_condition: gcp.projects.IAMMemberConditionArgs | None
     account: str
+    sudo_role: Role | None = None
+    """What only `sudo: true` members get besides, on the project: root on the VMs reached
+    makes it no wider for them (TPU VMs: writing the user's key into the node's metadata)."""
 
 
 def grant_logins(
@@ -166,13 +196,28 @@ def grant_logins(
     )
     made: list[pulumi.Resource] = [viewer]
     viewer_role = f"projects/{project}/roles/{grants.viewer_role_id}"
+    sudo = grants.sudo_role if any(login.sudo for login in logins) else None
+    sudo_role = None
+    if sudo is not None:
+        sudo_role = custom_role(
+            parent,
+            f"{owner}-sudo",
+            project=project,
+            role_id=sudo.role_id,
+            title=sudo.title,
+            description="What only logins with sudo get: they are root on the VMs anyway",
+            permissions=sudo.permissions,
+        )
+        made.append(sudo_role)
     for login in logins:
         scope = slug(login.member)
-        roles = (
+        roles = [
             (login.role, grants.login_condition, depends_on),
             (TUNNEL_ROLE, SSH_ONLY, depends_on),
             (viewer_role, grants.viewer_condition, [viewer]),
-        )
+        ]
+        if sudo is not None and sudo_role is not None and login.sudo:
+            roles.append((f"projects/{project}/roles/{sudo.role_id}", None, [sudo_role]))
         made += [
             project_grant(
                 parent,

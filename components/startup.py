@@ -36,9 +36,10 @@ REPORT_MAX_CHARS = 200
 step name may carry a bucket name (up to 222 characters), so the value is kept short."""
 APT_LOCK_TIMEOUT_SECONDS = 600
 """How long each package install waits, in all and across its retries, for another apt or dpkg
-(unattended-upgrades holds dpkg's lock for minutes after boot): dpkg's locks through apt's `DPkg::Lock::Timeout` (apt 1.9.11 and later;
-Ubuntu 22.04 ships 2.4), the package lists' and archives' locks by retrying, since apt takes
-those without waiting (apt 2.4.13 and 2.7.14 apt-pkg/acquire.cc, pkgAcquire::GetLock)."""
+(unattended-upgrades holds dpkg's lock for minutes after boot): dpkg's locks through apt's
+`DPkg::Lock::Timeout` (apt 1.9.11 and later; Ubuntu 22.04 ships 2.4), the package lists' and
+archives' locks by retrying, since apt takes those without waiting (apt 2.4.13 and 2.7.14
+apt-pkg/acquire.cc, pkgAcquire::GetLock)."""
 APT_LOCK_CONF = "/etc/apt/apt.conf.d/90ai-infra-lock-timeout"
 """apt's configuration, so that apt-get calls of scripts we run (the Ops Agent's repository
 script) wait for dpkg's lock too."""

@@ -45,6 +45,7 @@ def problems(config: StackConfig) -> list[Problem]:
             slurm_bucket=(
                 config.slurm.bucket_name(ctx.project, ctx.prefix) if config.slurm else None
             ),
+            slurm_cluster=config.slurm.cluster_name if config.slurm else None,
         ),
     )
     found += under("buckets", buckets.problems(config.buckets, ctx))
@@ -98,6 +99,7 @@ def problems(config: StackConfig) -> list[Problem]:
                 if config.slurm is not None
                 else []
             ),
+            slurm_cluster=config.slurm.cluster_name if config.slurm else None,
         ),
     )
     found += node_account_problems(config)

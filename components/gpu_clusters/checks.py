@@ -25,7 +25,7 @@ from components.gpu_clusters.config import (
 from components.gpu_clusters.metadata import size_problems
 from components.identity import account_id_problems
 from components.locations import zone_problem
-from components.logins import login_problems, viewer_role_id
+from components.logins import TPU_HOST_PREFIX, login_problems, viewer_role_id
 from components.storage import Storage, mount_problems
 from components.storage.boot import SCRATCH_PATH
 from components.storage.catalog import FILESTORE_TIERS
@@ -66,32 +66,64 @@ def problems(
     buckets: Mapping[str, str],
     storage: Storage,
     slurm_bucket: str | None = None,
+    slurm_cluster: str | None = None,
 ) -> list[Problem]:
     """Checks of `ai-infra:gpuClusters`, each at `[i].<field>`. `buckets` maps the stack's
     `ai-infra:buckets` names to GCS names; `storage` is `ai-infra:storage`, whose volumes
-    each cluster's `storage` list names; `slurm_bucket` is the Slurm cluster's, if any."""
+    each cluster's `storage` list names; `slurm_bucket` and `slurm_cluster` are the Slurm
+    cluster's bucket and name (which starts every name of its VMs), if any."""
     found = duplicate_names([c.name for c in clusters], "gpuClusters")
     for i, config in enumerate(clusters):
         found += [p.under(i) for p in _entry_problems(config, ctx, buckets, storage, slurm_bucket)]
-    found += _login_reach_problems(clusters, ctx)
+    found += _login_reach_problems(clusters, ctx, slurm_cluster)
     return found
 
 
-def _login_reach_problems(clusters: list[GpuClusterConfig], ctx: StackContext) -> list[Problem]:
+FOREIGN_VMS = {
+    "gke-": "GKE's nodes (gke-<cluster>-<pool>-*)",
+    TPU_HOST_PREFIX: "Cloud TPU's TPU VM hosts (t1v-n-*), which tpuVms logins may log in to",
+}
+"""Names other systems give their VMs in the project: a group whose VMs' names nest with
+these would hand its logins theirs, or theirs its VMs."""
+
+
+def _nested(a: str, b: str) -> bool:
+    """Whether one name stem (ending in '-') starts the other: their VMs' names may meet."""
+    return a.startswith(b) or b.startswith(a)
+
+
+def _login_reach_problems(
+    clusters: list[GpuClusterConfig], ctx: StackContext, slurm_cluster: str | None
+) -> list[Problem]:
     """A cluster's login grant reaches the VMs named `<prefix>-<name>-*` in its zone, as the
-    group names them; a cluster named `<name>-<more>` in that zone has VMs under the same
-    prefix, so its logins would reach the other's VMs."""
+    group names them. Another system whose VM names nest with that stem (another cluster in
+    the zone, the Slurm cluster, GKE's nodes, TPU VM hosts) would have its VMs reached by
+    these logins, or reach this cluster's with its own."""
     found = []
     for i, config in enumerate(clusters):
+        stem = f"{group_name(ctx, config.name)}-"
+        foreign = dict(FOREIGN_VMS)
+        if slurm_cluster is not None:
+            foreign[f"{slurm_cluster}-"] = f"the Slurm cluster {slurm_cluster}'s VMs"
+        for other, owner in foreign.items():
+            if _nested(stem, other):
+                found.append(
+                    Problem(
+                        (i, "name"),
+                        f"its VMs are named {stem}xxxx, which nests with {owner}: a login of "
+                        "one would match the other's VMs; choose another name (or stack "
+                        "prefix)",
+                    )
+                )
         if not config.logins:
             continue
         zone = ctx.zone_of(config.zone)
         found += [
             Problem(
                 (i, "logins"),
-                f"these logins reach the VMs named {group_name(ctx, config.name)}-*, which "
-                f"include gpuClusters {other.name}'s in the same zone; rename one of the two "
-                "clusters so neither name starts with the other's followed by '-'",
+                f"these logins reach the VMs named {stem}*, which include gpuClusters "
+                f"{other.name}'s in the same zone; rename one of the two clusters so neither "
+                "name starts with the other's followed by '-'",
             )
             for other in clusters
             if other.name.startswith(f"{config.name}-") and ctx.zone_of(other.zone) == zone

@@ -120,8 +120,17 @@ def describe(entries: list[TpuVmConfig], context: StackContext) -> list[tuple[st
             f"{context.zone_of(e.zone)} --force`"
         )
         lines += describe_logins(
-            e.logins, "and reading TPU nodes on the whole project (Cloud TPU has no per-slice IAM)"
+            e.logins,
+            f"on the TPU VM hosts of {context.zone_of(e.zone)} (t1v-n-*) and no Compute Engine "
+            "VM (a condition unverified until tried live), and reading TPU nodes, on the whole "
+            "project (Cloud TPU has no per-slice IAM)",
         )
+        if any(login.sudo for login in e.logins):
+            lines.append(
+                "    sudo logins also write TPU nodes' metadata on the whole project (gcloud's "
+                "tpu-vm ssh puts their key there): root on every TPU VM of the project; the "
+                "others log in with `python -m hosts` (gcloud's --plain SSH)"
+            )
     return [("TPU VMs (queued resources)", lines)] if lines else []
 
 

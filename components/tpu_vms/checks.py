@@ -17,7 +17,7 @@ from components.buckets import unknown_buckets as unknown_bucket_problems
 from components.context import StackContext, label_problems
 from components.identity import account_id_problems, duplicate_roles, service_account_email
 from components.locations import zone_problem
-from components.logins import login_problems, viewer_role_id
+from components.logins import TPU_HOST_PREFIX, login_problems, viewer_role_id
 from components.startup import HEREDOC
 from components.storage import Storage, mount_problems
 from components.tpu_vms.config import (
@@ -381,13 +381,27 @@ def stack_problems(
     *,
     accounts: Sequence[tuple[tuple[PathPart, ...], str]],
     slurm_nodesets: Sequence[str] = (),
+    slurm_cluster: str | None = None,
 ) -> list[Problem]:
     """Checks against what other systems of the stack own. `accounts`: every service account
     id the program creates, with the config path that claims it. `slurm_nodesets`: the
     `<clusterName>-<nodeset>` prefixes under which Slurm's controller creates TPU VMs
     `<prefix>-<index>` and deletes them when it suspends them (Slurm-GCP names its TPU nodes
-    so; see `components/slurm/config.py` NODESET_NAME)."""
+    so; see `components/slurm/config.py` NODESET_NAME). `slurm_cluster` starts the names of
+    every Slurm VM: logins, whose OS Login holds on instances named like TPU VM hosts
+    (`logins.tpu_host_condition`), must not meet Slurm's VMs there."""
     found = []
+    if slurm_cluster is not None and f"{slurm_cluster}-".startswith(TPU_HOST_PREFIX):
+        found += [
+            Problem(
+                (i, "logins"),
+                f"OS Login for these logins holds on the instances named {TPU_HOST_PREFIX}* "
+                f"(TPU VM hosts), which include the Slurm cluster {slurm_cluster}'s VMs; "
+                "rename the Slurm cluster",
+            )
+            for i, entry in enumerate(entries)
+            if entry.logins
+        ]
     emails = {service_account_email(account, ctx.project): path for path, account in accounts}
     for i, entry in enumerate(entries):
         owner = emails.get(entry.service_account or "")

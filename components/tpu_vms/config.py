@@ -230,10 +230,11 @@ class TpuVmConfig(ConfigModel):
     """`ai-infra:buckets` names -> read | write | admin, for the dedicated account."""
     logins: list[Login] = Field(default_factory=list)
     """Who may log in to these TPU VMs: each member gets OS Login (`roles/compute.osAdminLogin`
-    with `sudo: true`, else `roles/compute.osLogin`), `roles/iam.serviceAccountUser` on the
-    VMs' account only, IAP tunnels to port 22, and reading the TPU nodes (what gcloud's
-    `tpu-vm ssh` and `python -m hosts` read). Cloud TPU has no per-slice IAM, so the OS Login
-    role and reading nodes hold on the project (docs/tpu-vms.md)."""
+    with `sudo: true`, else `roles/compute.osLogin`) on TPU VM hosts and no Compute Engine VM,
+    `roles/iam.serviceAccountUser` on the VMs' account only, IAP tunnels to port 22, and
+    reading TPU nodes (what gcloud's `tpu-vm ssh` and `python -m hosts` read); sudo members
+    also write TPU nodes' metadata, where gcloud's `tpu-vm ssh` puts their key. Cloud TPU has
+    no per-slice IAM, so these hold on the project (docs/tpu-vms.md)."""
     enable_public_ips: bool = False
     """Give each TPU VM an external IP. Off: reach the VMs from inside the VPC (`--internal-ip`)
     and let them egress through the stack's NAT."""

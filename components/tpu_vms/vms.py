@@ -13,7 +13,7 @@ from components.base import Component, WiringModel
 from components.buckets import BucketsHandle, grant_access, grant_named_access
 from components.context import StackContext
 from components.identity import OS_LOGIN_METADATA, service_account
-from components.logins import LoginGrants, grant_logins, viewer_role_id
+from components.logins import LoginGrants, Role, grant_logins, tpu_host_condition, viewer_role_id
 from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, system_tag
 from components.startup import GUEST_ATTRIBUTES_METADATA
 from components.storage import Storage, StorageHandle, gcsfuse_flags
@@ -122,10 +122,18 @@ class TpuVmsArgs(WiringModel):
     config: TpuVmConfig
 
 
-LOGIN_VIEWER_PERMISSIONS = ("tpu.nodes.get", "compute.projects.get")
+LOGIN_VIEWER_PERMISSIONS = ("tpu.nodes.get", "tpu.queuedResources.get", "compute.projects.get")
 """What a login reads: gcloud's `tpu-vm ssh` gets the node and its guest attributes (the
-workers' host names for IAP) and the project (googlecloudsdk command_lib/compute/tpus/tpu_vm/
-ssh.py and util.py GetProject, gcloud 528.0.0); `python -m hosts` reads nothing else."""
+workers' host names for IAP) and the project, `queued-resources ssh` the queued resource first
+(googlecloudsdk command_lib/compute/tpus/tpu_vm/ssh.py PrepareNodeForSSH and util.py
+GetProject, surface/compute/tpus/queued_resources/ssh.py, gcloud 528.0.0)."""
+SUDO_PERMISSIONS = ("tpu.nodes.update", "tpu.operations.get")
+"""What gcloud's `tpu-vm ssh` does next, with or without OS Login: writes the user's key into
+the node's `ssh-keys` metadata and waits for the update (AddSSHKeyIfNeeded, gcloud 528.0.0).
+Updating a node's metadata can set its startup script, root on its VMs, and Cloud TPU has no
+per-node IAM: only `sudo: true` members, root on these VMs anyway, get it; the others reach
+the VMs through `python -m hosts`, which runs gcloud's `--plain` SSH with their OS Login key
+and needs no update (docs/tpu-vms.md)."""
 
 
 class TpuVms(Component):
@@ -291,24 +299,31 @@ class TpuVms(Component):
         )
 
     def _logins(self, name: str, args: TpuVmsArgs, account: list[pulumi.Resource]) -> None:
-        """OS Login and reading the nodes for this entry's `logins`, on the project: IAM
-        Conditions know no Cloud TPU resource ("Resource attributes for IAM Conditions" lists
-        none) and a TPU VM is no Compute Engine instance of the project to grant on (gcloud
-        reaches a worker by the host name its guest attributes give), so no narrower grant
-        works. The account grant and IAP stay as narrow as on GPU clusters."""
-        base = args.context.name(args.config.name)
+        """OS Login for this entry's `logins` on TPU VM hosts only (`tpu_host_condition`, so no
+        other Compute Engine VM of the project), reading TPU nodes, and for sudo members
+        writing a node's metadata, on the project: IAM Conditions know no Cloud TPU resource
+        ("Resource attributes for IAM Conditions" lists none), and a TPU VM's hosts are named
+        by Cloud TPU when it makes them, so nothing narrower can be written ahead. The account
+        grant and IAP stay as narrow as on GPU clusters."""
+        ctx = args.context
+        base = ctx.name(args.config.name)
         grant_logins(
             self,
             f"{name}-login",
-            project=args.context.project,
+            project=ctx.project,
             logins=args.config.logins,
             grants=LoginGrants(
-                login_condition=None,
+                login_condition=tpu_host_condition(ctx.project, ctx.zone_of(args.config.zone)),
                 viewer_role_id=viewer_role_id(base, "tpu"),
                 viewer_title=f"Reach TPU VMs {base}",
                 viewer_permissions=LOGIN_VIEWER_PERMISSIONS,
                 viewer_condition=None,
                 account=self.service_account_email,
+                sudo_role=Role(
+                    f"{base.replace('-', '_')}_tpu_keys",
+                    f"SSH keys of TPU VMs {base}",
+                    SUDO_PERMISSIONS,
+                ),
             ),
             depends_on=account,
         )

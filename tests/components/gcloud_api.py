@@ -58,6 +58,8 @@ for i, a in enumerate(head):
         key = head[i + 1]
     if a.startswith("-i") and len(a) > 2:
         key = a[2:]
+    if a.startswith("-oIdentityFile="):
+        key = a.split("=", 1)[1]
 target = [a for a in head if "@" in a and not a.startswith("-")][-1]
 tunnel = None
 if proxy:
@@ -336,9 +338,9 @@ class FakeGcp:
                 "ERROR: (gcloud.compute.start-iap-tunnel) Error while connecting "
                 "[4033: 'not authorized']."
             )
-        if user != self.username(member) or request.get("key") not in self.profiles.get(
-            member, set()
-        ):
+        offered = (request.get("key") or "").split()[1:2]
+        known = {k.split()[1] for k in self.profiles.get(member, set()) if len(k.split()) > 1}
+        if user != self.username(member) or not offered or offered[0] not in known:
             return refused(f"{user}@{vm.name}: Permission denied (publickey).")
         sudo = command.startswith("sudo ")
         account = Resource(
@@ -470,6 +472,7 @@ def _compute(fake: FakeGcp, check: Any, project: str, rest: str, method: str) ->
             "managedInstances": [
                 {
                     "instance": f"https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}/instances/{n}",
+                    "name": n,
                     "instanceStatus": "RUNNING",
                     "currentAction": "NONE",
                     "id": fake.world.vms[n].id,

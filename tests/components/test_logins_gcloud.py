@@ -68,3 +68,85 @@ def test_a_gpu_login_reaches_its_clusters_vms_with_gcloud_compute_ssh(tmp_path):
         (BOB, mine, 0),
         (BOB, mine, 1),
     ]
+
+
+TPU_LOGINS = [{"member": ALICE, "sudo": True}, {"member": BOB}]
+TPU_STACK = with_config(
+    tpuVms=[{"name": "maxtext", "accelerator": "v5p-16", "nodeCount": 2, "logins": TPU_LOGINS}],
+    gpuClusters=[{"name": "train"}],
+)
+TPU_WHERE = (f"--zone={ZONE}", f"--project={PROJECT}", "--tunnel-through-iap", "--quiet")
+
+
+def tpu_ssh(fake: FakeGcp, home: Path, who: str, node: str, *argv: str):
+    return gcloud(
+        fake, home, who, "alpha", "compute", "tpus", "tpu-vm", "ssh", node, *TPU_WHERE, *argv
+    )
+
+
+def test_a_sudo_tpu_login_uses_gclouds_tpu_vm_ssh_as_it_is(tmp_path):
+    fake = started(TPU_STACK)
+    with fake.running():
+        alice = tpu_ssh(fake, tmp_path, ALICE, "maxtext-1", "--worker=1", "--command=sudo id")
+    assert alice.returncode == 0, (alice.stderr, fake.denied())
+    host = fake.world.nodes["maxtext-1"].workers[1].name
+    assert [(x.vm, x.exit) for x in fake.logins] == [(host, 0)]
+    # gcloud wrote her key into the node's metadata, as it does with OS Login on too.
+    assert "ssh-keys" in fake.world.nodes["maxtext-1"].metadata
+
+
+def test_a_tpu_login_without_sudo_gets_in_with_plain_ssh_and_is_not_root(tmp_path):
+    """gcloud's `tpu-vm ssh` writes the user's key into the node's metadata, which needs
+    tpu.nodes.update: root on every TPU VM of the project, never given without sudo. With its
+    key in the OS Login profile (a dry run puts it there) `--plain` SSH gets in."""
+    fake = started(TPU_STACK)
+    with fake.running():
+        refused = tpu_ssh(fake, tmp_path, BOB, "maxtext-0", "--worker=0", "--command=id")
+        dry = tpu_ssh(fake, tmp_path, BOB, "maxtext-0", "--worker=0", "--dry-run")
+        key = tmp_path / "bob" / ".ssh" / "google_compute_engine"
+        plain = (
+            "--plain", f"--ssh-flag=-oIdentityFile={key}",
+            "--ssh-flag=-oStrictHostKeyChecking=no",
+        )  # fmt: skip
+        bob = tpu_ssh(fake, tmp_path, BOB, "bob_example_com@maxtext-0", "--worker=1", *plain,
+                      "--command=id")  # fmt: skip
+        bob_sudo = tpu_ssh(fake, tmp_path, BOB, "bob_example_com@maxtext-0", "--worker=0",
+                           *plain, "--command=sudo id")  # fmt: skip
+    assert refused.returncode == 1 and "tpu.nodes.update" in refused.stderr
+    assert dry.returncode == 0, (dry.stderr, fake.denied())
+    assert bob.returncode == 0, (bob.stderr, fake.denied())
+    assert bob_sudo.returncode != 0
+    workers = fake.world.nodes["maxtext-0"].workers
+    assert [(x.vm, x.exit) for x in fake.logins] == [(workers[1].name, 0), (workers[0].name, 1)]
+    assert "ssh-keys" not in fake.world.nodes["maxtext-0"].metadata
+
+
+def test_tpu_logins_reach_no_compute_engine_vm_but_tpu_hosts():
+    """OS Login for TPU logins holds on TPU VM hosts, never on another system's VMs: the
+    condition is evaluated as IAM would on each instance the VM end asks about."""
+    fake = started(TPU_STACK)
+    gpu = fake.world.vms[fake.world.groups["ai-test-train"][0]]
+    host = fake.world.nodes["maxtext-0"].workers[0]
+    for member, permission in (
+        (ALICE, "compute.instances.osAdminLogin"),
+        (BOB, "compute.instances.osLogin"),
+    ):
+        assert fake.iam.allows(member, permission, host.resource), member
+        assert not fake.iam.allows(member, permission, gpu.resource), member
+    assert not fake.iam.allows(BOB, "compute.instances.osAdminLogin", host.resource)
+
+
+def test_queued_resources_ssh_reaches_a_slice_but_hides_a_node_it_could_not_prepare(tmp_path):
+    """gcloud 528's GA `queued-resources ssh` does what alpha `tpu-vm ssh` does per node, but
+    a node it fails to prepare is skipped and the command still exits 0: `python -m hosts`
+    keeps `tpu-vm ssh`, whose status is the session's."""
+    fake = started(TPU_STACK)
+    qr = ("compute", "tpus", "queued-resources", "ssh", "maxtext", *TPU_WHERE)
+    with fake.running():
+        alice = gcloud(fake, tmp_path, ALICE, *qr, "--node=1", "--worker=0",
+                       "--command=sudo id")  # fmt: skip
+        bob = gcloud(fake, tmp_path, BOB, *qr, "--node=0", "--worker=0", "--command=id")
+    assert alice.returncode == 0, (alice.stderr, fake.denied())
+    host = fake.world.nodes["maxtext-1"].workers[0].name
+    assert [(x.member, x.vm, x.exit) for x in fake.logins] == [(ALICE, host, 0)]
+    assert bob.returncode == 0 and "Could not prepare all 1 nodes" in bob.stderr
