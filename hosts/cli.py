@@ -1,9 +1,10 @@
 """`uv run python -m hosts <stack> <tpuVms|gpuClusters> <name> [options] -- COMMAND...`
 
 Runs COMMAND on every host of one entry of the stack, through Identity-Aware Proxy and OS Login
-(gcloud's `tpu-vm ssh` and `compute ssh`), at most `--parallel` sessions at a time, each bounded
-by `--timeout`; prints each host's outcome as it ends and writes each host's output to its own
-log under `--logs`. Exits 0 when every host succeeded, 1 when any did not, 2 on bad input.
+(gcloud's `tpu-vm ssh --plain` and `compute ssh`), at most `--parallel` sessions at a time,
+each bounded by `--timeout`, after one dry run that prepares your SSH key; prints each host's
+outcome as it ends and writes each host's output to its own log under `--logs`. Exits 0 when
+every host succeeded, 1 when any did not, 2 on bad input or when gcloud is missing or hangs.
 
   --slice NODE       only this TPU VM (repeatable)       --worker K   only this worker (repeatable)
   --internal-ip      from inside the VPC, without IAP    --list       print the hosts, run nothing
@@ -18,19 +19,27 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from components.gpu_clusters import GpuClusterConfig
 from components.tpu_vms import TpuVmConfig
 from hosts.run import DEFAULT_PARALLEL, MAX_PARALLEL, Outcome, Popen, run_everywhere
 from hosts.targets import (
+    GCLOUD_SECONDS,
+    KEY_FILE,
     Host,
     Runner,
     TargetError,
+    gcloud,
     gpu_hosts,
     gpu_members,
+    gpu_prepare,
     hostfile,
+    os_login_user,
     tpu_hosts,
+    tpu_prepare,
+    tpu_workers,
 )
 from plan.cli import PlanError, load_stack
 from stacks.config import StackConfig
@@ -97,29 +106,61 @@ def _entry(config: StackConfig, system: str, name: str) -> TpuVmConfig | GpuClus
 
 
 def _run_gcloud(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=GCLOUD_SECONDS, check=False)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The hosts a command runs on, and the one dry run of gcloud's SSH that prepares the
+    user's key for all of them (none when there is no host)."""
+
+    entry: TpuVmConfig | GpuClusterConfig
+    hosts: list[Host]
+    members: list[str]
+    """A GPU cluster's running VMs (its hostfile); empty for TPU VMs."""
+    prepare: list[str]
 
 
 def resolve(
-    args: argparse.Namespace, config: StackConfig, run: Runner
-) -> tuple[list[Host], TpuVmConfig | GpuClusterConfig, list[str]]:
-    """The hosts the command runs on, the entry, and (for a GPU cluster) its running VMs."""
+    args: argparse.Namespace, config: StackConfig, run: Runner, *, user: str | None = None
+) -> Targets:
+    """The hosts of the entry. TPU sessions log in as `user` (the OS Login user, read from
+    the profile unless given, and only once the key is prepared: see `main`)."""
     entry = _entry(config, args.system, args.name)
     ctx = config.context
+    iap = not args.internal_ip
     if isinstance(entry, TpuVmConfig):
         if args.hostfile:
             raise UsageError(
                 "--hostfile is for GPU clusters; JAX on TPU VMs finds its peers itself"
             )
-        return (
-            tpu_hosts(entry, ctx, slices=args.slice, workers=args.worker, iap=not args.internal_ip),
-            entry,
-            [],
-        )
+        workers = tpu_workers(entry, slices=args.slice, workers=args.worker)
+        key = KEY_FILE.expanduser()
+        if any(c.isspace() for c in str(key)):
+            raise TargetError(
+                f"gcloud splits SSH flags on spaces, and your key is at {key}; run from an "
+                "account whose home directory has no space in its path"
+            )
+        hosts = tpu_hosts(entry, ctx, workers, user=user or "USER", key=key, iap=iap)
+        return Targets(entry, hosts, [], tpu_prepare(entry, ctx, workers[0], iap))
     if args.slice or args.worker:
         raise UsageError("--slice and --worker are for tpuVms entries")
     members = gpu_members(entry, ctx, run)
-    return gpu_hosts(entry, ctx, members, iap=not args.internal_ip), entry, members
+    hosts = gpu_hosts(entry, ctx, members, iap=iap)
+    return Targets(entry, hosts, members, gpu_prepare(hosts[0]) if hosts else [])
+
+
+def prepared(args: argparse.Namespace, config: StackConfig, run: Runner) -> Targets:
+    """The targets, once gcloud has made the user's key and imported it into their OS Login
+    profile, with one dry run before any session starts: parallel sessions on a new machine
+    would each make a key and overwrite the others'."""
+    targets = resolve(args, config, run)
+    if not targets.prepare:
+        return targets
+    gcloud(targets.prepare, run, "preparing your SSH key (a dry run of gcloud's SSH)")
+    if isinstance(targets.entry, TpuVmConfig):
+        return resolve(args, config, run, user=os_login_user(run))
+    return targets
 
 
 def main(
@@ -132,16 +173,20 @@ def main(
     command = argv[cut + 1 :]
     try:
         stack, config = load_stack(args.stack)
-        hosts, entry, members = resolve(args, config, run)
+        if args.list or args.hostfile or not command:
+            targets = resolve(args, config, run)
+        else:
+            targets = prepared(args, config, run)
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
     except (PlanError, UsageError, TargetError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    hosts = targets.hosts
     if args.hostfile:
-        assert isinstance(entry, GpuClusterConfig)
-        sys.stdout.write(hostfile(entry, members))
+        assert isinstance(targets.entry, GpuClusterConfig)
+        sys.stdout.write(hostfile(targets.entry, targets.members))
         return 0
     if args.list:
         for host in hosts:
