@@ -10,7 +10,7 @@ from components import gpu_catalog
 from components.base import PathPart, Source
 from components.buckets import BucketsHandle
 from components.context import StackContext
-from components.gpu_clusters.checks import account_id, group_name, problems
+from components.gpu_clusters.checks import account_id, group_name, problems, warnings
 from components.gpu_clusters.cluster import GpuCluster, GpuClusterArgs, network_tag
 from components.gpu_clusters.config import GpuClusterConfig
 from components.logins import describe_logins
@@ -123,4 +123,5 @@ def describe(
             ready = "  startup: not waited for (startupTimeoutMinutes: 0)"
         lines.append(f"  {ready}")
         lines += describe_logins(c.logins, f"on its VMs {group_name(context, c.name)}-* only")
+        lines += [f"    warning: {warning}" for warning in warnings(c)]
     return [("GPU clusters", lines or ["  none"])]

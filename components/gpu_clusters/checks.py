@@ -178,7 +178,33 @@ def _entry_problems(
     )
     found += _mount_problems(config, ctx, buckets, storage, slurm_bucket)
     found += login_problems(config.logins, viewer_role_id(group_name(ctx, config.name), "gpu"))
+    found += _ssh_problems(config)
     return found
+
+
+FORGED_HOST_KEY = (
+    "host-based SSH trusts each VM's host keys as its guest attributes publish them, which "
+    "any process on that VM can rewrite (the metadata server takes guest attribute writes "
+    "from any local user): a login without sudo could publish a key of its own and log in to "
+    "the other VMs as any other user, sudo members included"
+)
+
+
+def _ssh_problems(config: GpuClusterConfig) -> list[Problem]:
+    """`sshAmongVms` is for clusters whose every member is root already: only then can no
+    member gain by forging a host key."""
+    plain = [login.member for login in config.logins if not login.sudo]
+    if not config.ssh_among_vms or not plain:
+        return []
+    return [
+        Problem(
+            ("sshAmongVms",),
+            f"{FORGED_HOST_KEY} ({', '.join(plain)} {'has' if len(plain) == 1 else 'have'} "
+            "no sudo); give every login sudo: true, or turn sshAmongVms off and let each user "
+            "copy a key of their own (ssh-keygen on a VM, then `gcloud compute os-login "
+            "ssh-keys add` from a machine logged in as them)",
+        )
+    ]
 
 
 def _machine_problems(config: GpuClusterConfig) -> list[Problem]:
@@ -541,8 +567,14 @@ def _mount_problems(
 
 
 def warnings(config: GpuClusterConfig) -> list[str]:
-    """What is allowed but ill-advised, for `pulumi up` to print."""
+    """What is allowed but ill-advised, for `pulumi up` and the plan to print."""
     found = []
+    if config.ssh_among_vms and not config.logins:
+        found.append(
+            f"sshAmongVms: {FORGED_HOST_KEY}; this cluster lists no logins, so who may log in "
+            "is granted outside the stack: keep it to principals with sudo "
+            "(roles/compute.osAdminLogin), or turn sshAmongVms off"
+        )
     family = config.resolved_image_family
     if family in END_OF_LIFE_FAMILIES:
         found.append(END_OF_LIFE_FAMILIES[family])

@@ -241,7 +241,9 @@ class GpuClusterConfig(ConfigModel):
     """Passwordless SSH from any of the cluster's VMs to the others (torchrun, `mpirun`), off
     by default as in Cluster Toolkit. Host-based authentication among the group's running
     members only, as each user's own OS Login identity: no shared key. Each VM keeps the
-    members' host keys and the MPI hostfile `/etc/ai-infra/hostfile` fresh every minute."""
+    members' host keys and the MPI hostfile `/etc/ai-infra/hostfile` fresh every minute. Any
+    process on a VM can rewrite the host keys it publishes, so every `logins` member must
+    have `sudo: true`."""
     logins: list[Login] = Field(default_factory=list)
     """Who may log in to this cluster's VMs and nothing else: each member gets OS Login
     (`roles/compute.osAdminLogin` with `sudo: true`, else `roles/compute.osLogin`) on the
