@@ -1,13 +1,14 @@
 """Who may log in to a GPU cluster's or a TPU VM entry's VMs: the `logins` of an entry, each a
 user, group or service account with or without sudo, and the grants that let them reach the
-VMs the way `python -m hosts` and gcloud's `ssh` commands do. Not a project-wide access model:
-roles an organization grants elsewhere are left alone.
+VMs the way `python -m hosts` and gcloud's `ssh` commands do, and what would let one login act
+as another (a machine's account as a member, mounts every user can write over the homes). Not
+a project-wide access model: roles an organization grants elsewhere are left alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -39,6 +40,9 @@ conditions on destination.port)."""
 
 MAX_ROLE_ID = 64
 """Custom role ids are 3 to 64 characters (IAM projects.roles.create)."""
+MAX_LOGINS = 1500
+"""An allow policy holds at most 1,500 principals (IAM "Quotas and limits"), and each login is
+one in the project's."""
 _PERSON = re.compile(r"(user|group|serviceAccount):.+")
 
 
@@ -100,6 +104,46 @@ def login_problems(logins: Sequence[Login], role_id: str) -> list[Problem]:
                 )
             )
     return found
+
+
+def machine_account_problems(logins: Sequence[Login], accounts: Mapping[str, str]) -> list[Problem]:
+    """A `logins[i].member` problem for a service account that machines or pods run as:
+    `accounts` maps such emails (lower case) to whose they are. Anything running there gets
+    the account's token from the metadata server, so every program on those machines could
+    log in as it (and be root, with sudo)."""
+    found = []
+    for i, login in enumerate(logins):
+        kind, _, email = login.member.partition(":")
+        owner = accounts.get(email.lower()) if kind == "serviceAccount" else None
+        if owner is None:
+            continue
+        found.append(
+            Problem(
+                ("logins", i, "member"),
+                f"{login.member} is {owner}: every process running as it gets its token from "
+                "the metadata server, so any program there could log in to these VMs"
+                + (" as root" if login.sudo else " as that account")
+                + "; list the people or groups who log in, never a machine's account",
+            )
+        )
+    return found
+
+
+OPEN_TO_ALL = ("/home",)
+"""Where a mount every user can write hands each user the others' files: their homes (their
+`~/.bashrc`, `~/.ssh`), so anyone could act as anyone, root through a sudo member."""
+
+
+def open_home_problem(path: str, what: str) -> str | None:
+    """Why `what`, writable by every user, may not be mounted at `path`; None when it may."""
+    top = "/" + path.split("/")[1]
+    if top not in OPEN_TO_ALL:
+        return None
+    return (
+        f"{what} is writable by every user, and at '{path}' every user could write the others' "
+        f"home directories (their shell start-up files, ~/.ssh) and so act as them, root "
+        "through a member with sudo; mount it under /data, /gcs or /mnt, or read-only"
+    )
 
 
 INSTANCE = "compute.googleapis.com/Instance"

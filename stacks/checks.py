@@ -46,6 +46,7 @@ def problems(config: StackConfig) -> list[Problem]:
                 config.slurm.bucket_name(ctx.project, ctx.prefix) if config.slurm else None
             ),
             slurm_cluster=config.slurm.cluster_name if config.slurm else None,
+            accounts=account_claims(config),
         ),
     )
     found += under("buckets", buckets.problems(config.buckets, ctx))

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, Field
 
 from components import gpu_catalog
 from components.base import ConfigModel
-from components.logins import Login
+from components.logins import MAX_LOGINS, Login
 from components.network import consecutive_ranges
 from components.storage.config import StorageMount
 from components.types import (
@@ -70,9 +70,13 @@ DEFAULT_NICS = 5
 MAX_RUN_HOURS = 168
 """Flex-start VMs run for 10 minutes to 7 days (Compute Engine, "About resize requests in a
 MIG": requestedRunDuration)."""
-IMAGE_DIRS = ("/opt",)
-"""Where Deep Learning VM images keep conda, beside the OS's (`types.SYSTEM_DIRS`): no mount
+IMAGE_DIRS = ("/opt", "/snap")
+"""Where Deep Learning VM images keep conda, and Ubuntu images gcloud, both on the PATH of the
+program's root services (`boot.SERVICE_PATH`), beside the OS's (`types.SYSTEM_DIRS`): no mount
 at or under these."""
+MAX_MOUNTS = 64
+"""A guard, not an API limit, on each list of mounts (`gcsMounts`, `nfsShares`, `storage`):
+each is a step of the startup script, run one after another; raise it deliberately."""
 BUCKET_NAME = re.compile(r"[a-z0-9][-_.a-z0-9]{1,220}[a-z0-9]")
 
 
@@ -181,11 +185,11 @@ class GpuClusterConfig(ConfigModel):
     `aiinfra-cluster=<name>`)."""
     startup_command: Annotated[str, AfterValidator(_no_control_characters)] = ""
     """Shell command run last on every boot, as root, after mounts and Ray."""
-    gcs_mounts: list[GcsMount] = Field(default_factory=list)
+    gcs_mounts: list[GcsMount] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """Buckets mounted with gcsfuse (`implicit_dirs`) on every VM."""
-    nfs_shares: list[NfsShare] = Field(default_factory=list)
+    nfs_shares: list[NfsShare] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """A Filestore instance per entry, mounted on every VM."""
-    storage: list[StorageMount] = Field(default_factory=list)
+    storage: list[StorageMount] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """Volumes of `ai-infra:storage` mounted on every VM, by name: buckets through gcsfuse
     with the volume's profile (and its file cache on local SSD scratch where there is one),
     Filestore over NFS, Managed Lustre with its client."""
@@ -244,7 +248,7 @@ class GpuClusterConfig(ConfigModel):
     members' host keys and the MPI hostfile `/etc/ai-infra/hostfile` fresh every minute. Any
     process on a VM can rewrite the host keys it publishes, so every `logins` member must
     have `sudo: true`."""
-    logins: list[Login] = Field(default_factory=list)
+    logins: list[Login] = Field(default_factory=list, max_length=MAX_LOGINS)
     """Who may log in to this cluster's VMs and nothing else: each member gets OS Login
     (`roles/compute.osAdminLogin` with `sudo: true`, else `roles/compute.osLogin`) on the
     cluster's VMs only, `roles/iam.serviceAccountUser` on their service account only, IAP
