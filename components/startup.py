@@ -17,6 +17,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 GUEST_NAMESPACE = "ai-infra"
 READY_KEY = "startup"
@@ -49,6 +52,22 @@ time instead of failing on each other's lists lock."""
 APT_LOCK_POLL_SECONDS = 5
 HEREDOC = "AI_INFRA_EOF"
 METADATA_URL = "http://metadata.google.internal/computeMetadata/v1"
+
+
+def _printable(value: str) -> str:
+    for offset, char in enumerate(value):
+        if (ord(char) < 32 and char not in "\t\n") or 0x7F <= ord(char) < 0xA0:
+            raise ValueError(
+                f"has the control character U+{ord(char):04X} at offset {offset}; only tab and "
+                "newline may appear (a terminal escape would hide lines from whoever reviews "
+                "the plan, and a carriage return breaks bash): remove it"
+            )
+    return value
+
+
+ScriptText = Annotated[str, AfterValidator(_printable)]
+"""User text that becomes part of a VM's startup script or metadata: no control characters
+(C0 but tab and newline, DEL, C1), so what the plan prints is what runs."""
 
 
 @dataclass(frozen=True)

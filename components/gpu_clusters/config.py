@@ -6,14 +6,15 @@ AI infra cluster provisioning tool made by default.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from components import gpu_catalog
 from components.base import ConfigModel
 from components.logins import MAX_LOGINS, Login
 from components.network import consecutive_ranges
+from components.startup import ScriptText
 from components.storage.config import StorageMount
 from components.types import (
     Cidr,
@@ -78,12 +79,6 @@ MAX_MOUNTS = 64
 """A guard, not an API limit, on each list of mounts (`gcsMounts`, `nfsShares`, `storage`):
 each is a step of the startup script, run one after another; raise it deliberately."""
 BUCKET_NAME = re.compile(r"[a-z0-9][-_.a-z0-9]{1,220}[a-z0-9]")
-
-
-def _no_control_characters(value: str) -> str:
-    if any(ord(c) < 32 and c not in "\t\n" for c in value) or "\x7f" in value:
-        raise ValueError("must not contain control characters")
-    return value
 
 
 class GcsMount(ConfigModel):
@@ -175,15 +170,13 @@ class GpuClusterConfig(ConfigModel):
     Google's GPUDirect-TCPX / TCPXO receive daemon and NCCL plugin (the image must be one
     prepared for them, not a Deep Learning VM image), on a3-ultragpu-8g and a4-highgpu-8g the
     NCCL gIB plugin for RDMA."""
-    metadata: dict[MetadataKey, Annotated[str, AfterValidator(_no_control_characters)]] = Field(
-        default_factory=dict
-    )
+    metadata: dict[MetadataKey, ScriptText] = Field(default_factory=dict)
     """Extra instance metadata; cannot override enable-oslogin, startup-script and the other
     keys the program sets."""
     labels: Labels = Field(default_factory=dict)
     """Extra labels on the VMs, disks and Filestore instances (beside the stack's and
     `aiinfra-cluster=<name>`)."""
-    startup_command: Annotated[str, AfterValidator(_no_control_characters)] = ""
+    startup_command: ScriptText = ""
     """Shell command run last on every boot, as root, after mounts and Ray."""
     gcs_mounts: list[GcsMount] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """Buckets mounted with gcsfuse (`implicit_dirs`) on every VM."""

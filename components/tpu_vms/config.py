@@ -15,6 +15,7 @@ from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
 from components.logins import MAX_LOGINS, Login
 from components.network import MAX_NODE_NETWORKS
+from components.startup import ScriptText
 from components.storage.config import StorageMount
 from components.tpu_vms.provider import V2, V2ALPHA1, node_names
 from components.types import (
@@ -256,12 +257,12 @@ class TpuVmConfig(ConfigModel):
     boot_disk: BootDisk | None = None
     """Boot disk encryption and Confidential mode; setting it sends the request through the
     v2alpha1 API."""
-    metadata: dict[MetadataKey, str] = Field(default_factory=dict)
+    metadata: dict[MetadataKey, ScriptText] = Field(default_factory=dict)
     """Metadata on every TPU VM; at most 512 KiB with `startupScript`. The program sets
     `enable-oslogin` and `block-project-ssh-keys` to TRUE, so SSH goes through OS Login;
     those keys, `ssh-keys`, `sshKeys`, `serial-port-enable` and `startup-script` (use
     `startupScript`) are refused here."""
-    startup_script: str | None = None
+    startup_script: ScriptText | None = None
     """Run as root at every boot of every TPU VM, as a step of the startup script the program
     renders (metadata `startup-script`); it keeps its own `#!` line, and runs under bash
     without one. Its failure fails `pulumi up` (`startupTimeoutMinutes`)."""

