@@ -17,7 +17,7 @@ from components.logins import MAX_LOGINS, Login
 from components.network import MAX_NODE_NETWORKS
 from components.startup import ScriptText
 from components.storage.config import StorageMount
-from components.tpu_vms.provider import V2, V2ALPHA1, node_names
+from components.tpu_vms.request import V2, V2ALPHA1, node_names
 from components.types import (
     GCE_NAME,
     PROJECT_ID,

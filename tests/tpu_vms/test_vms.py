@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from components import tpu_catalog
-from components.tpu_vms.provider import REPLACE_KEYS
+from components.tpu_vms.request import REPLACE_KEYS
 from plan import cli as plan_main
 from plan.diff import Op, diff
 from plan.engine import Graph, record_program
