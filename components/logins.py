@@ -40,6 +40,7 @@ conditions on destination.port)."""
 
 MAX_ROLE_ID = 64
 """Custom role ids are 3 to 64 characters (IAM projects.roles.create)."""
+VIEWER_DESCRIPTION = "What gcloud's ssh and python -m hosts read to reach the VMs"
 MAX_LOGINS = 1500
 """An allow policy holds at most 1,500 principals (IAM "Quotas and limits"), and each login is
 one in the project's."""
@@ -191,23 +192,36 @@ def tpu_host_condition(project: str, zone: str) -> gcp.projects.IAMMemberConditi
 
 @dataclass(frozen=True)
 class Role:
-    """A custom role: its id, title and exact permissions."""
+    """A custom role of exactly `permissions`, made once per entry."""
 
     role_id: str
     title: str
+    description: str
     permissions: tuple[str, ...]
+
+    def make(self, parent: Component, resource_name: str, project: str) -> pulumi.Resource:
+        return custom_role(
+            parent,
+            resource_name,
+            project=project,
+            role_id=self.role_id,
+            title=self.title,
+            description=self.description,
+            permissions=self.permissions,
+        )
+
+    def name(self, project: str) -> str:
+        return f"projects/{project}/roles/{self.role_id}"
 
 
 @dataclass(frozen=True)
 class LoginGrants:
     """How an entry's members reach its VMs: the OS Login role's condition (None: the
-    project, where the VMs' service allows nothing narrower), the read-only permissions gcloud
-    and `python -m hosts` use, with their condition, and the VMs' account."""
+    project, where the VMs' service allows nothing narrower), the read-only role gcloud and
+    `python -m hosts` use, with its condition, and the VMs' account."""
 
     login_condition: gcp.projects.IAMMemberConditionArgs | None
-    viewer_role_id: str
-    viewer_title: str
-    viewer_permissions: tuple[str, ...]
+    viewer: Role
     viewer_condition: gcp.projects.IAMMemberConditionArgs | None
     account: str
     sudo_role: Role | None = None
@@ -225,43 +239,26 @@ def grant_logins(
     depends_on: Sequence[pulumi.Resource] = (),
 ) -> list[pulumi.Resource]:
     """Per member: its OS Login role, the IAP tunnel role to port 22, the entry's viewer role
-    and `roles/iam.serviceAccountUser` on the entry's VM account alone; one custom viewer role
-    for the entry. Nothing when `logins` is empty."""
+    (and, with sudo, the entry's sudo role) and `roles/iam.serviceAccountUser` on the entry's
+    VM account alone; one custom viewer role for the entry, and a sudo role where a member has
+    sudo. Nothing when `logins` is empty."""
     if not logins:
         return []
-    viewer = custom_role(
-        parent,
-        f"{owner}-viewer",
-        project=project,
-        role_id=grants.viewer_role_id,
-        title=grants.viewer_title,
-        description="What gcloud's ssh and python -m hosts read to reach the VMs",
-        permissions=grants.viewer_permissions,
-    )
+    viewer = grants.viewer.make(parent, f"{owner}-viewer", project)
     made: list[pulumi.Resource] = [viewer]
-    viewer_role = f"projects/{project}/roles/{grants.viewer_role_id}"
-    sudo = grants.sudo_role if any(login.sudo for login in logins) else None
-    sudo_role = None
-    if sudo is not None:
-        sudo_role = custom_role(
-            parent,
-            f"{owner}-sudo",
-            project=project,
-            role_id=sudo.role_id,
-            title=sudo.title,
-            description="What only logins with sudo get: they are root on the VMs anyway",
-            permissions=sudo.permissions,
-        )
-        made.append(sudo_role)
+    sudo: tuple[Role, pulumi.Resource] | None = None
+    if grants.sudo_role is not None and any(login.sudo for login in logins):
+        sudo = (grants.sudo_role, grants.sudo_role.make(parent, f"{owner}-sudo", project))
+        made.append(sudo[1])
     for login in logins:
         scope = slug(login.member)
         roles = [
             (login.role, grants.login_condition, depends_on),
             (TUNNEL_ROLE, SSH_ONLY, depends_on),
-            (viewer_role, grants.viewer_condition, [viewer]),
+            (grants.viewer.name(project), grants.viewer_condition, [viewer]),
         ]
-        if sudo is not None and sudo_role is not None and login.sudo:
-            roles.append((f"projects/{project}/roles/{sudo.role_id}", None, [sudo_role]))
+        if sudo is not None and login.sudo:
+            roles.append((sudo[0].name(project), None, [sudo[1]]))
         made += [
             project_grant(
                 parent,

@@ -21,7 +21,14 @@ from components.gpu_clusters.config import CLUSTER_LABEL, GpuClusterConfig
 from components.gpu_clusters.networks import network_tag
 from components.gpu_clusters.provider import FlexCapacity, StartupWait
 from components.identity import Identity, custom_role_grant, service_account
-from components.logins import LoginGrants, grant_logins, instance_condition, viewer_role_id
+from components.logins import (
+    VIEWER_DESCRIPTION,
+    LoginGrants,
+    Role,
+    grant_logins,
+    instance_condition,
+    viewer_role_id,
+)
 from components.network import NetworkHandle
 from components.storage import StorageHandle
 
@@ -308,9 +315,12 @@ class GpuCluster(Component):
             logins=args.config.logins,
             grants=LoginGrants(
                 login_condition=instance_condition(vms, f"VMs of GPU cluster {base}"),
-                viewer_role_id=viewer_role_id(base, "gpu"),
-                viewer_title=f"Reach GPU cluster {base}",
-                viewer_permissions=LOGIN_VIEWER_PERMISSIONS,
+                viewer=Role(
+                    viewer_role_id(base, "gpu"),
+                    f"Reach GPU cluster {base}",
+                    VIEWER_DESCRIPTION,
+                    LOGIN_VIEWER_PERMISSIONS,
+                ),
                 viewer_condition=instance_condition(
                     vms,
                     f"GPU cluster {base}, its group and project",

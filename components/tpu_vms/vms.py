@@ -15,7 +15,14 @@ from components.base import Component, WiringModel
 from components.buckets import BucketsHandle, grant_access, grant_named_access
 from components.context import StackContext
 from components.identity import OS_LOGIN_METADATA, service_account
-from components.logins import LoginGrants, Role, grant_logins, tpu_host_condition, viewer_role_id
+from components.logins import (
+    VIEWER_DESCRIPTION,
+    LoginGrants,
+    Role,
+    grant_logins,
+    tpu_host_condition,
+    viewer_role_id,
+)
 from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, system_tag
 from components.startup import GUEST_ATTRIBUTES_METADATA
 from components.storage import Storage, StorageHandle, gcsfuse_flags
@@ -329,14 +336,18 @@ class TpuVms(Component):
             logins=args.config.logins,
             grants=LoginGrants(
                 login_condition=tpu_host_condition(ctx.project, ctx.zone_of(args.config.zone)),
-                viewer_role_id=viewer_role_id(base, "tpu"),
-                viewer_title=f"Reach TPU VMs {base}",
-                viewer_permissions=LOGIN_VIEWER_PERMISSIONS,
+                viewer=Role(
+                    viewer_role_id(base, "tpu"),
+                    f"Reach TPU VMs {base}",
+                    VIEWER_DESCRIPTION,
+                    LOGIN_VIEWER_PERMISSIONS,
+                ),
                 viewer_condition=None,
                 account=self.service_account_email,
                 sudo_role=Role(
                     f"{base.replace('-', '_')}_tpu_keys",
                     f"SSH keys of TPU VMs {base}",
+                    "What only logins with sudo get: they are root on the VMs anyway",
                     SUDO_PERMISSIONS,
                 ),
             ),

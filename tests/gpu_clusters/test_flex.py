@@ -15,16 +15,8 @@ from google.api_core import exceptions as api_exceptions
 
 from components.gpu_clusters.provider import CapacityError, FlexCapacityProvider
 from tests.gpu_clusters.fakes import Clock, FakeCompute
+from tests.gpu_clusters.test_provider import FLEX
 
-FLEX: dict[str, Any] = {
-    "project": "p-123456",
-    "zone": "us-central1-b",
-    "group": "ai-dev-train",
-    "size": 4,
-    "runSeconds": 86400,
-    "requestPrefix": "ai-dev-train-request",
-    "description": "flex-start VMs of GPU cluster train",
-}
 Action = tuple[str, ...]
 
 
