@@ -22,9 +22,9 @@ from components.types import service_account_project
 OS_LOGIN_METADATA = {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
 """SSH through OS Login only, on every VM the program makes or has made (GPU clusters, TPU
 VMs, Slurm's controller, login and nodes): with OS Login on, Compute Engine accepts no keys
-from metadata (compute/docs/instances/managing-instance-access), and gcloud's `tpu-vm ssh`
-imports the user's key to their OS Login profile instead of writing it into the node's
-`ssh-keys` (googlecloudsdk command_lib/compute/tpus/tpu_vm/ssh.py)."""
+from metadata (compute/docs/instances/managing-instance-access). gcloud's `tpu-vm ssh` imports
+the user's key to their OS Login profile, and writes it into the node's `ssh-keys` too, where
+OS Login ignores it (googlecloudsdk command_lib/compute/tpus/tpu_vm/ssh.py, gcloud 528.0.0)."""
 
 _ACCOUNT_ID = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")
 

@@ -1,13 +1,14 @@
 """Who may log in to a GPU cluster's or a TPU VM entry's VMs: the `logins` of an entry, each a
 user, group or service account with or without sudo, and the grants that let them reach the
-VMs the way `python -m hosts` and gcloud's `ssh` commands do. Not a project-wide access model:
-roles an organization grants elsewhere are left alone.
+VMs the way `python -m hosts` and gcloud's `ssh` commands do, and what would let one login act
+as another (a machine's account as a member, mounts every user can write over the homes). Not
+a project-wide access model: roles an organization grants elsewhere are left alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -39,6 +40,10 @@ conditions on destination.port)."""
 
 MAX_ROLE_ID = 64
 """Custom role ids are 3 to 64 characters (IAM projects.roles.create)."""
+VIEWER_DESCRIPTION = "What gcloud's ssh and python -m hosts read to reach the VMs"
+MAX_LOGINS = 1500
+"""An allow policy holds at most 1,500 principals (IAM "Quotas and limits"), and each login is
+one in the project's."""
 _PERSON = re.compile(r"(user|group|serviceAccount):.+")
 
 
@@ -102,8 +107,52 @@ def login_problems(logins: Sequence[Login], role_id: str) -> list[Problem]:
     return found
 
 
+def machine_account_problems(logins: Sequence[Login], accounts: Mapping[str, str]) -> list[Problem]:
+    """A `logins[i].member` problem for a service account that machines or pods run as:
+    `accounts` maps such emails (lower case) to whose they are. Anything running there gets
+    the account's token from the metadata server, so every program on those machines could
+    log in as it (and be root, with sudo)."""
+    found = []
+    for i, login in enumerate(logins):
+        kind, _, email = login.member.partition(":")
+        owner = accounts.get(email.lower()) if kind == "serviceAccount" else None
+        if owner is None:
+            continue
+        found.append(
+            Problem(
+                ("logins", i, "member"),
+                f"{login.member} is {owner}: every process running as it gets its token from "
+                "the metadata server, so any program there could log in to these VMs"
+                + (" as root" if login.sudo else " as that account")
+                + "; list the people or groups who log in, never a machine's account",
+            )
+        )
+    return found
+
+
+OPEN_TO_ALL = ("/home",)
+"""Where a mount every user can write hands each user the others' files: their homes (their
+`~/.bashrc`, `~/.ssh`), so anyone could act as anyone, root through a sudo member."""
+
+
+def open_home_problem(path: str, what: str) -> str | None:
+    """Why `what`, writable by every user, may not be mounted at `path`; None when it may."""
+    top = "/" + path.split("/")[1]
+    if top not in OPEN_TO_ALL:
+        return None
+    return (
+        f"{what} is writable by every user, and at '{path}' every user could write the others' "
+        f"home directories (their shell start-up files, ~/.ssh) and so act as them, root "
+        "through a member with sudo; mount it under /data, /gcs or /mnt, or read-only"
+    )
+
+
 INSTANCE = "compute.googleapis.com/Instance"
 GROUP = "compute.googleapis.com/InstanceGroupManager"
+TPU_HOST_PREFIX = "t1v-n-"
+"""How Cloud TPU names a TPU VM's hosts (`t1v-n-<8 hex>-w-<worker>`), the instance name each
+worker's guest attribute `hostname` gives and gcloud hands IAP's tunnel in the project
+(googlecloudsdk command_lib/compute/tpus/tpu_vm/ssh.py, gcloud 528.0.0)."""
 
 
 def instance_condition(
@@ -127,18 +176,57 @@ def instance_condition(
     )
 
 
+def tpu_host_condition(project: str, zone: str) -> gcp.projects.IAMMemberConditionArgs:
+    """OS Login on TPU VM hosts and nothing else of Compute Engine: a Compute Engine instance
+    only when its name is a TPU VM host's in the zone, anything else (a TPU node, the project)
+    as before. Which resource OS Login checks for a TPU VM is documented nowhere; this holds
+    if it is the host instance IAP is told of, or anything but a Compute Engine instance, and
+    is unverified until tried live (docs/tpu-vms.md)."""
+    prefix = f"projects/{project}/zones/{zone}/instances/{TPU_HOST_PREFIX}"
+    return gcp.projects.IAMMemberConditionArgs(
+        title=f"TPU VM hosts in {zone}",
+        description=f"No Compute Engine VM but TPU VM hosts {TPU_HOST_PREFIX}* in {zone}",
+        expression=f'resource.type != "{INSTANCE}" || resource.name.startsWith("{prefix}")',
+    )
+
+
+@dataclass(frozen=True)
+class Role:
+    """A custom role of exactly `permissions`, made once per entry."""
+
+    role_id: str
+    title: str
+    description: str
+    permissions: tuple[str, ...]
+
+    def make(self, parent: Component, resource_name: str, project: str) -> pulumi.Resource:
+        return custom_role(
+            parent,
+            resource_name,
+            project=project,
+            role_id=self.role_id,
+            title=self.title,
+            description=self.description,
+            permissions=self.permissions,
+        )
+
+    def name(self, project: str) -> str:
+        return f"projects/{project}/roles/{self.role_id}"
+
+
 @dataclass(frozen=True)
 class LoginGrants:
     """How an entry's members reach its VMs: the OS Login role's condition (None: the
-    project, where the VMs' service allows nothing narrower), the read-only permissions gcloud
-    and `python -m hosts` use, with their condition, and the VMs' account."""
+    project, where the VMs' service allows nothing narrower), the read-only role gcloud and
+    `python -m hosts` use, with its condition, and the VMs' account."""
 
     login_condition: gcp.projects.IAMMemberConditionArgs | None
-    viewer_role_id: str
-    viewer_title: str
-    viewer_permissions: tuple[str, ...]
+    viewer: Role
     viewer_condition: gcp.projects.IAMMemberConditionArgs | None
     account: str
+    sudo_role: Role | None = None
+    """What only `sudo: true` members get besides, on the project: root on the VMs reached
+    makes it no wider for them (TPU VMs: writing the user's key into the node's metadata)."""
 
 
 def grant_logins(
@@ -151,28 +239,26 @@ def grant_logins(
     depends_on: Sequence[pulumi.Resource] = (),
 ) -> list[pulumi.Resource]:
     """Per member: its OS Login role, the IAP tunnel role to port 22, the entry's viewer role
-    and `roles/iam.serviceAccountUser` on the entry's VM account alone; one custom viewer role
-    for the entry. Nothing when `logins` is empty."""
+    (and, with sudo, the entry's sudo role) and `roles/iam.serviceAccountUser` on the entry's
+    VM account alone; one custom viewer role for the entry, and a sudo role where a member has
+    sudo. Nothing when `logins` is empty."""
     if not logins:
         return []
-    viewer = custom_role(
-        parent,
-        f"{owner}-viewer",
-        project=project,
-        role_id=grants.viewer_role_id,
-        title=grants.viewer_title,
-        description="What gcloud's ssh and python -m hosts read to reach the VMs",
-        permissions=grants.viewer_permissions,
-    )
+    viewer = grants.viewer.make(parent, f"{owner}-viewer", project)
     made: list[pulumi.Resource] = [viewer]
-    viewer_role = f"projects/{project}/roles/{grants.viewer_role_id}"
+    sudo: tuple[Role, pulumi.Resource] | None = None
+    if grants.sudo_role is not None and any(login.sudo for login in logins):
+        sudo = (grants.sudo_role, grants.sudo_role.make(parent, f"{owner}-sudo", project))
+        made.append(sudo[1])
     for login in logins:
         scope = slug(login.member)
-        roles = (
+        roles = [
             (login.role, grants.login_condition, depends_on),
             (TUNNEL_ROLE, SSH_ONLY, depends_on),
-            (viewer_role, grants.viewer_condition, [viewer]),
-        )
+            (grants.viewer.name(project), grants.viewer_condition, [viewer]),
+        ]
+        if sudo is not None and login.sudo:
+            roles.append((sudo[0].name(project), None, [sudo[1]]))
         made += [
             project_grant(
                 parent,

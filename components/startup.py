@@ -17,6 +17,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 GUEST_NAMESPACE = "ai-infra"
 READY_KEY = "startup"
@@ -35,10 +38,11 @@ REPORT_MAX_CHARS = 200
 """The signal names the first failing step and how many more failed; the log has them all. A
 step name may carry a bucket name (up to 222 characters), so the value is kept short."""
 APT_LOCK_TIMEOUT_SECONDS = 600
-"""How long every apt-get waits for another apt or dpkg (unattended-upgrades holds dpkg's lock
-for minutes after boot): dpkg's locks through apt's `DPkg::Lock::Timeout` (apt 1.9.11 and later;
-Ubuntu 22.04 ships 2.4), the package lists' and archives' locks by retrying, since apt takes
-those without waiting (apt 2.4.13 and 2.7.14 apt-pkg/acquire.cc, pkgAcquire::GetLock)."""
+"""How long each package install waits, in all and across its retries, for another apt or dpkg
+(unattended-upgrades holds dpkg's lock for minutes after boot): dpkg's locks through apt's
+`DPkg::Lock::Timeout` (apt 1.9.11 and later; Ubuntu 22.04 ships 2.4), the package lists' and
+archives' locks by retrying, since apt takes those without waiting (apt 2.4.13 and 2.7.14
+apt-pkg/acquire.cc, pkgAcquire::GetLock)."""
 APT_LOCK_CONF = "/etc/apt/apt.conf.d/90ai-infra-lock-timeout"
 """apt's configuration, so that apt-get calls of scripts we run (the Ops Agent's repository
 script) wait for dpkg's lock too."""
@@ -48,6 +52,22 @@ time instead of failing on each other's lists lock."""
 APT_LOCK_POLL_SECONDS = 5
 HEREDOC = "AI_INFRA_EOF"
 METADATA_URL = "http://metadata.google.internal/computeMetadata/v1"
+
+
+def _printable(value: str) -> str:
+    for offset, char in enumerate(value):
+        if (ord(char) < 32 and char not in "\t\n") or 0x7F <= ord(char) < 0xA0:
+            raise ValueError(
+                f"has the control character U+{ord(char):04X} at offset {offset}; only tab and "
+                "newline may appear (a terminal escape would hide lines from whoever reviews "
+                "the plan, and a carriage return breaks bash): remove it"
+            )
+    return value
+
+
+ScriptText = Annotated[str, AfterValidator(_printable)]
+"""User text that becomes part of a VM's startup script or metadata: no control characters
+(C0 but tab and newline, DEL, C1), so what the plan prints is what runs."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +90,7 @@ ROOT=${{AI_INFRA_ROOT:-}}
 STEP=prelude
 failed=()
 apt_fresh=0
+apt_left={lock_timeout}
 
 log() {{ echo "ai-infra-startup: $*" >&2; }}
 
@@ -130,32 +151,38 @@ serially() {{
   mkdir -p "$(dirname "$ROOT{serial_lock}")" && flock "$ROOT{serial_lock}" "$@"
 }}
 
-# apt_get ARGS...: waits up to {lock_timeout} s for apt's locks. dpkg's wait through
-# DPkg::Lock::Timeout; the lists' and archives' locks, which apt takes without waiting, by
-# trying again while apt says a lock is held.
+# apt_get ARGS...: waits for apt's locks out of apt_left, the seconds left of the running
+# install's {lock_timeout}: dpkg's through DPkg::Lock::Timeout (what the call took is counted);
+# the lists' and archives' locks, which apt takes without waiting, by trying again while apt
+# says a lock is held. Retries of a failed call draw on the same seconds, so an install waits
+# {lock_timeout} s for locks in all, however often it is tried.
 apt_get() {{
-  local waited=0 status err
+  local status err started
   err=$(mktemp) || return 1
   while :; do
-    serially apt-get -o DPkg::Lock::Timeout={lock_timeout} "$@" 2>"$err"
+    started=$SECONDS
+    serially apt-get -o DPkg::Lock::Timeout="$apt_left" "$@" 2>"$err"
     status=$?
+    apt_left=$((apt_left - (SECONDS - started)))
     cat "$err" >&2
     if ((status == 0)) || ! grep -qE 'Could not get lock|Unable to lock' "$err" ||
-      ((waited >= {lock_timeout})); then
+      ((apt_left <= 0)); then
+      ((apt_left > 0)) || apt_left=0
       rm -f "$err"
       return "$status"
     fi
     log "apt is busy (another apt or dpkg holds a lock): waiting"
     sleep {lock_poll}
-    waited=$((waited + {lock_poll}))
+    apt_left=$((apt_left - {lock_poll}))
   done
 }}
 write_file {lock_conf} 0644 <<<'DPkg::Lock::Timeout "{lock_timeout}";' ||
   log "could not write {lock_conf}"
 
 # apt_install PACKAGE...: refreshes the package lists first (once, and again after a source
-# list changes), then installs.
+# list changes), then installs; {lock_timeout} s for apt's locks in all.
 apt_install() {{
+  apt_left={lock_timeout}
   if ((apt_fresh == 0)); then
     retry 5 32 apt_get update || return 1
     apt_fresh=1

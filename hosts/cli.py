@@ -1,9 +1,10 @@
 """`uv run python -m hosts <stack> <tpuVms|gpuClusters> <name> [options] -- COMMAND...`
 
 Runs COMMAND on every host of one entry of the stack, through Identity-Aware Proxy and OS Login
-(gcloud's `tpu-vm ssh` and `compute ssh`), at most `--parallel` sessions at a time, each bounded
-by `--timeout`; prints each host's outcome as it ends and writes each host's output to its own
-log under `--logs`. Exits 0 when every host succeeded, 1 when any did not, 2 on bad input.
+(gcloud's `tpu-vm ssh --plain` and `compute ssh`), at most `--parallel` sessions at a time,
+each bounded by `--timeout`, after one dry run that prepares your SSH key; prints each host's
+outcome as it ends and writes each host's output to its own log under `--logs`. Exits 0 when
+every host succeeded, 1 when any did not, 2 on bad input or when gcloud is missing or hangs.
 
   --slice NODE       only this TPU VM (repeatable)       --worker K   only this worker (repeatable)
   --internal-ip      from inside the VPC, without IAP    --list       print the hosts, run nothing
@@ -24,7 +25,16 @@ from typing import Any
 from components.system import System
 from graph.stack import StackError, open_stack
 from hosts.run import DEFAULT_PARALLEL, MAX_PARALLEL, Outcome, Popen, run_everywhere
-from hosts.targets import LISTERS, Ask, Found, Runner, TargetError
+from hosts.targets import (
+    GCLOUD_SECONDS,
+    LISTERS,
+    Ask,
+    Found,
+    Runner,
+    TargetError,
+    gcloud,
+    os_login_user,
+)
 from stacks import registry
 from stacks.config import StackConfig
 from stacks.messages import ConfigError
@@ -92,14 +102,30 @@ def _entry(config: StackConfig, key: str, name: str) -> Any:
 
 
 def _run_gcloud(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=GCLOUD_SECONDS, check=False)
 
 
-def resolve(args: argparse.Namespace, config: StackConfig, run: Runner) -> Found:
-    """The hosts the command runs on, and what `--hostfile` prints."""
+def resolve(
+    args: argparse.Namespace, config: StackConfig, run: Runner, *, user: str | None = None
+) -> Found:
+    """The hosts the command runs on, and what `--hostfile` prints. TPU sessions log in as
+    `user` (the OS Login user, read from the profile once the key is prepared: `prepared`)."""
     entry = _entry(config, args.system, args.name)
-    ask = Ask(args.slice, args.worker, iap=not args.internal_ip, hostfile=args.hostfile)
+    ask = Ask(args.slice, args.worker, not args.internal_ip, args.hostfile, user)
     return LISTERS[_systems()[args.system].name].find(entry, config.context, ask, run)
+
+
+def prepared(args: argparse.Namespace, config: StackConfig, run: Runner) -> Found:
+    """The targets, once gcloud has made the user's key and imported it into their OS Login
+    profile, with one dry run before any session starts: parallel sessions on a new machine
+    would each make a key and overwrite the others'."""
+    found = resolve(args, config, run)
+    if not found.prepare:
+        return found
+    gcloud(found.prepare, run, "preparing your SSH key (a dry run of gcloud's SSH)")
+    if found.needs_user:
+        return resolve(args, config, run, user=os_login_user(run))
+    return found
 
 
 def main(
@@ -112,7 +138,11 @@ def main(
     command = argv[cut + 1 :]
     try:
         opened = open_stack(args.stack, build=False)
-        stack, found = opened.name, resolve(args, opened.config, run)
+        stack, config = opened.name, opened.config
+        if args.list or args.hostfile or not command:
+            found = resolve(args, config, run)
+        else:
+            found = prepared(args, config, run)
     except ConfigError as error:
         print(error, file=sys.stderr)
         return 2

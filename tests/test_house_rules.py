@@ -17,15 +17,11 @@ KNOWN_FILES = {
     "components/gke/checks.py": 35,
     "components/gke/config.py": 35,
     "components/network.py": 35,
-    "components/gpu_clusters/cluster.py": 36,
-    "components/tpu_vms/provider.py": 36,
 }
 """File -> the issue whose owner splits it."""
 KNOWN_FUNCTIONS = {
     "components/gke/admission.py::_pod_security": 35,
     "components/gke/tpu_slices.py::TpuSlice.__init__": 35,
-    "components/gpu_clusters/cluster.py::GpuCluster.__init__": 36,
-    "components/tpu_vms/vms.py::TpuVms.__init__": 36,
 }
 """`file::function` -> the issue whose owner cuts it at its seams."""
 

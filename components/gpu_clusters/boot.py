@@ -145,12 +145,18 @@ class HostSsh:
     logs in. Cluster Toolkit's `configure_ssh_host_patterns` (v1.95.0 modules/scripts/
     startup-script/files/configure-ssh.yml, setup-ssh-keys.yml) instead gives each user a key
     on a shared /home and turns StrictHostKeyChecking off; these VMs have no shared /home.
-    Refreshed by a timer, with the MPI hostfile."""
+    Refreshed by a timer, with the MPI hostfile. Guest attributes take writes from any local
+    process, so a user could publish a forged key: the checks allow this step only where
+    every login has sudo (`checks.FORGED_HOST_KEY`)."""
 
     group: str
     zone: str
     gpus_per_vm: int
     refresh_seconds: int = 60
+    list_attempts: int = 8
+    list_backoff_seconds: int = 32
+    """The first list at boot is tried this often, a random 1 to 2, 4, ... 32 s apart (at
+    most 2 + 4 + 8 + 16 + 32 x 3 = 126 s of waiting), inside the startup wait's bound."""
 
 
 Step = (
@@ -630,7 +636,10 @@ def _block(step: Step) -> Block:
                     *heredoc(f"write_file {HOSTS_SCRIPT} 0755", hosts_script(step)),
                     *heredoc(f"write_file /etc/systemd/system/{HOSTS_UNIT} 0644", service),
                     *heredoc(f"write_file /etc/systemd/system/{HOSTS_TIMER} 0644", timer),
-                    f'"$ROOT{HOSTS_SCRIPT}" || fail "the host list"',
+                    # IAM grants reach a new VM's account a minute or two after it boots
+                    # (IAM "Access change propagation"): a refused list is tried again.
+                    line("retry", step.list_attempts, step.list_backoff_seconds)
+                    + f' "$ROOT{HOSTS_SCRIPT}" || fail "the host list"',
                     f"start_unit {HOSTS_TIMER} || fail 'the refresh timer'",
                 ),
             )

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from catalog import gpu as gpu_catalog
 from catalog.storage import FILESTORE_TIERS
-from components.base import Problem, duplicate_names, under
+from components.base import Problem, duplicate_names, relative_path, under
 from components.context import StackContext, label_problems
 from components.gpu_clusters.config import (
     BUCKET_NAME,
@@ -24,9 +24,15 @@ from components.gpu_clusters.config import (
     GpuClusterConfig,
 )
 from components.gpu_clusters.metadata import size_problems
-from components.identity import account_id_problems
+from components.identity import Claim, account_id_problems, service_account_email
 from components.locations import zone_problem
-from components.logins import login_problems, viewer_role_id
+from components.logins import (
+    TPU_HOST_PREFIX,
+    login_problems,
+    machine_account_problems,
+    open_home_problem,
+    viewer_role_id,
+)
 from components.storage import SCRATCH_PATH, Storage, mount_problems
 from components.types import shadowed_dir
 
@@ -65,32 +71,78 @@ def problems(
     buckets: Mapping[str, str],
     storage: Storage,
     slurm_bucket: str | None = None,
+    slurm_cluster: str | None = None,
+    accounts: Sequence[Claim] = (),
 ) -> list[Problem]:
     """Checks of `ai-infra:gpuClusters`, each at `[i].<field>`. `buckets` maps the stack's
     `ai-infra:buckets` names to GCS names; `storage` is `ai-infra:storage`, whose volumes
-    each cluster's `storage` list names; `slurm_bucket` is the Slurm cluster's, if any."""
+    each cluster's `storage` list names; `slurm_bucket` and `slurm_cluster` are the Slurm
+    cluster's bucket and name (which starts every name of its VMs), if any; `accounts` every
+    service account id the program creates, with the config path that claims it (machines
+    and pods run as them: none may log in)."""
     found = duplicate_names([c.name for c in clusters], "gpuClusters")
+    machines = {
+        service_account_email(account, ctx.project): f"the service account of ai-infra:"
+        f"{relative_path(path)}"
+        for path, account in [*account_claims_of(clusters, ctx), *accounts]
+    }
     for i, config in enumerate(clusters):
         found += [p.under(i) for p in _entry_problems(config, ctx, buckets, storage, slurm_bucket)]
-    found += _login_reach_problems(clusters, ctx)
+        found += [p.under(i) for p in machine_account_problems(config.logins, machines)]
+    found += _login_reach_problems(clusters, ctx, slurm_cluster)
     return found
 
 
-def _login_reach_problems(clusters: list[GpuClusterConfig], ctx: StackContext) -> list[Problem]:
+def account_claims_of(clusters: list[GpuClusterConfig], ctx: StackContext) -> list[Claim]:
+    """The VM account each cluster creates, with its config path."""
+    return [(("gpuClusters", i), account_id(ctx, c.name)) for i, c in enumerate(clusters)]
+
+
+FOREIGN_VMS = {
+    "gke-": "GKE's nodes (gke-<cluster>-<pool>-*)",
+    TPU_HOST_PREFIX: "Cloud TPU's TPU VM hosts (t1v-n-*), which tpuVms logins may log in to",
+}
+"""Names other systems give their VMs in the project: a group whose VMs' names nest with
+these would hand its logins theirs, or theirs its VMs."""
+
+
+def _nested(a: str, b: str) -> bool:
+    """Whether one name stem (ending in '-') starts the other: their VMs' names may meet."""
+    return a.startswith(b) or b.startswith(a)
+
+
+def _login_reach_problems(
+    clusters: list[GpuClusterConfig], ctx: StackContext, slurm_cluster: str | None
+) -> list[Problem]:
     """A cluster's login grant reaches the VMs named `<prefix>-<name>-*` in its zone, as the
-    group names them; a cluster named `<name>-<more>` in that zone has VMs under the same
-    prefix, so its logins would reach the other's VMs."""
+    group names them. Another system whose VM names nest with that stem (another cluster in
+    the zone, the Slurm cluster, GKE's nodes, TPU VM hosts) would have its VMs reached by
+    these logins, or reach this cluster's with its own."""
     found = []
     for i, config in enumerate(clusters):
+        stem = f"{group_name(ctx, config.name)}-"
+        foreign = dict(FOREIGN_VMS)
+        if slurm_cluster is not None:
+            foreign[f"{slurm_cluster}-"] = f"the Slurm cluster {slurm_cluster}'s VMs"
+        for other, owner in foreign.items():
+            if _nested(stem, other):
+                found.append(
+                    Problem(
+                        (i, "name"),
+                        f"its VMs are named {stem}xxxx, which nests with {owner}: a login of "
+                        "one would match the other's VMs; choose another name (or stack "
+                        "prefix)",
+                    )
+                )
         if not config.logins:
             continue
         zone = ctx.zone_of(config.zone)
         found += [
             Problem(
                 (i, "logins"),
-                f"these logins reach the VMs named {group_name(ctx, config.name)}-*, which "
-                f"include gpuClusters {other.name}'s in the same zone; rename one of the two "
-                "clusters so neither name starts with the other's followed by '-'",
+                f"these logins reach the VMs named {stem}*, which include gpuClusters "
+                f"{other.name}'s in the same zone; rename one of the two clusters so neither "
+                "name starts with the other's followed by '-'",
             )
             for other in clusters
             if other.name.startswith(f"{config.name}-") and ctx.zone_of(other.zone) == zone
@@ -145,7 +197,33 @@ def _entry_problems(
     )
     found += _mount_problems(config, ctx, buckets, storage, slurm_bucket)
     found += login_problems(config.logins, viewer_role_id(group_name(ctx, config.name), "gpu"))
+    found += _ssh_problems(config)
     return found
+
+
+FORGED_HOST_KEY = (
+    "host-based SSH trusts each VM's host keys as its guest attributes publish them, which "
+    "any process on that VM can rewrite (the metadata server takes guest attribute writes "
+    "from any local user): a login without sudo could publish a key of its own and log in to "
+    "the other VMs as any other user, sudo members included"
+)
+
+
+def _ssh_problems(config: GpuClusterConfig) -> list[Problem]:
+    """`sshAmongVms` is for clusters whose every member is root already: only then can no
+    member gain by forging a host key."""
+    plain = [login.member for login in config.logins if not login.sudo]
+    if not config.ssh_among_vms or not plain:
+        return []
+    return [
+        Problem(
+            ("sshAmongVms",),
+            f"{FORGED_HOST_KEY} ({', '.join(plain)} {'has' if len(plain) == 1 else 'have'} "
+            "no sudo); give every login sudo: true, or turn sshAmongVms off and let each user "
+            "copy a key of their own (ssh-keygen on a VM, then `gcloud compute os-login "
+            "ssh-keys add` from a machine logged in as them)",
+        )
+    ]
 
 
 def _machine_problems(config: GpuClusterConfig) -> list[Problem]:
@@ -433,6 +511,34 @@ def _slurm_bucket(gcs: str, ctx: StackContext, slurm_bucket: str | None) -> bool
     return gcs == slurm_bucket or bool(re.fullmatch(rf"{re.escape(ctx.project)}-.+-slurm-.+", gcs))
 
 
+class Paths:
+    """Mount paths taken so far, for a nesting check that is linear in their number: each path
+    and every directory above one are kept in sets, so a new path is looked up, never compared
+    with each."""
+
+    def __init__(self) -> None:
+        self.taken: dict[str, str] = {}
+        self.above: dict[str, str] = {}
+
+    def clash(self, path: str) -> tuple[str, str] | None:
+        """(the other path, where it is written) of a mount `path` equals or nests with."""
+        parts = path.split("/")
+        for k in range(2, len(parts) + 1):
+            ancestor = "/".join(parts[:k])
+            if ancestor in self.taken:
+                return ancestor, self.taken[ancestor]
+        if path in self.above:
+            other = self.above[path]
+            return other, self.taken[other]
+        return None
+
+    def add(self, path: str, where: str) -> None:
+        self.taken[path] = where
+        parts = path.split("/")
+        for k in range(2, len(parts)):
+            self.above.setdefault("/".join(parts[:k]), path)
+
+
 def _mount_problems(
     config: GpuClusterConfig,
     ctx: StackContext,
@@ -441,38 +547,56 @@ def _mount_problems(
     slurm_bucket: str | None,
 ) -> list[Problem]:
     found = []
-    paths: dict[str, str] = {}
+    paths = Paths()
     if config.scratch_disks:
-        paths[SCRATCH_PATH] = f"the local SSD scratch of {config.machine_type}"
-    entries: list[tuple[tuple[str | int, ...], str]] = []
+        paths.add(SCRATCH_PATH, f"the local SSD scratch of {config.machine_type}")
+    entries: list[tuple[tuple[str | int, ...], str, str | None]] = []
     if config.data_disk is not None:
-        entries.append((("dataDisk",), config.data_disk.mount_path))
-    entries += [(("gcsMounts", i), m.mount_path) for i, m in enumerate(config.gcs_mounts)]
-    entries += [(("nfsShares", i), s.mount_path) for i, s in enumerate(config.nfs_shares)]
-    for where, path in entries:
+        entries.append((("dataDisk",), config.data_disk.mount_path, "the data disk"))
+    entries += [
+        (("gcsMounts", i), m.mount_path, None if m.read_only else f"bucket {m.bucket}")
+        for i, m in enumerate(config.gcs_mounts)
+    ]
+    entries += [(("nfsShares", i), s.mount_path, None) for i, s in enumerate(config.nfs_shares)]
+    for where, path, open_to_all in entries:
         bad = _mount_path_problem(path)
+        if bad is None and open_to_all is not None:
+            bad = open_home_problem(path, open_to_all)
         if bad:
             found.append(Problem((*where, "mountPath"), bad))
             continue
-        for other, label in paths.items():
-            if path == other or path.startswith(other + "/") or other.startswith(path + "/"):
-                found.append(
-                    Problem(
-                        (*where, "mountPath"),
-                        f"'{path}' overlaps {label} '{other}'; every mount "
-                        "needs its own, unnested path",
-                    )
+        if clash := paths.clash(path):
+            found.append(
+                Problem(
+                    (*where, "mountPath"),
+                    f"'{path}' overlaps {clash[1]} '{clash[0]}'; every mount needs its own, "
+                    "unnested path",
                 )
-                break
+            )
         else:
             key = "".join(f"[{p}]" if isinstance(p, int) else p for p in where)
-            paths[path] = f"{key}.mountPath"
+            paths.add(path, f"{key}.mountPath")
     found += under(
-        "storage", mount_problems(config.storage, storage, taken=paths, reserved=IMAGE_DIRS)
+        "storage",
+        mount_problems(config.storage, storage, taken=paths.taken, reserved=IMAGE_DIRS),
     )
+    found += _storage_kind_problems(config, storage)
+    found += _bucket_problems(config, ctx, buckets, slurm_bucket)
+    for i, share in enumerate(config.nfs_shares):
+        if problem := FILESTORE_TIERS[share.tier].capacity_problem(share.size_gb):
+            found.append(Problem(("nfsShares", i, "sizeGb"), f"{problem}, or pick another tier"))
+    return found
+
+
+def _storage_kind_problems(config: GpuClusterConfig, storage: Storage) -> list[Problem]:
+    """Volumes of the `storage` list the cluster's network reaches, and buckets every user can
+    write kept out of the homes."""
+    found = []
     for i, mount in enumerate(config.storage):
         volume = storage.volumes.get(mount.volume)
-        if volume is not None and volume.kind != "gcs" and config.network != "default":
+        if volume is None:
+            continue
+        if volume.kind != "gcs" and config.network != "default":
             found.append(
                 Problem(
                     ("storage", i, "volume"),
@@ -481,6 +605,22 @@ def _mount_problems(
                     "network: default, or mount a bucket",
                 )
             )
+        if (
+            volume.kind == "gcs"
+            and not mount.read_only
+            and (bad := open_home_problem(mount.mount_path, f"bucket volume {mount.volume}"))
+        ):
+            found.append(Problem(("storage", i, "mountPath"), bad))
+    return found
+
+
+def _bucket_problems(
+    config: GpuClusterConfig,
+    ctx: StackContext,
+    buckets: Mapping[str, str],
+    slurm_bucket: str | None,
+) -> list[Problem]:
+    found = []
     for i, mount in enumerate(config.gcs_mounts):
         if mount.bucket not in buckets and not BUCKET_NAME.fullmatch(mount.bucket):
             found.append(
@@ -501,15 +641,18 @@ def _mount_problems(
                     "runs as root: VMs that can write it own that cluster; set readOnly: true",
                 )
             )
-    for i, share in enumerate(config.nfs_shares):
-        if problem := FILESTORE_TIERS[share.tier].capacity_problem(share.size_gb):
-            found.append(Problem(("nfsShares", i, "sizeGb"), f"{problem}, or pick another tier"))
     return found
 
 
 def warnings(config: GpuClusterConfig) -> list[str]:
-    """What is allowed but ill-advised, for `pulumi up` to print."""
+    """What is allowed but ill-advised, for `pulumi up` and the plan to print."""
     found = []
+    if config.ssh_among_vms and not config.logins:
+        found.append(
+            f"sshAmongVms: {FORGED_HOST_KEY}; this cluster lists no logins, so who may log in "
+            "is granted outside the stack: keep it to principals with sudo "
+            "(roles/compute.osAdminLogin), or turn sshAmongVms off"
+        )
     family = config.resolved_image_family
     if family in END_OF_LIFE_FAMILIES:
         found.append(END_OF_LIFE_FAMILIES[family])

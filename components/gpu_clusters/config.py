@@ -6,14 +6,15 @@ AI infra cluster provisioning tool made by default.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from catalog import gpu as gpu_catalog
 from components.base import ConfigModel
-from components.logins import Login
+from components.logins import MAX_LOGINS, Login
 from components.network import consecutive_ranges
+from components.startup import ScriptText
 from components.storage import StorageMount
 from components.types import (
     Cidr,
@@ -70,16 +71,14 @@ DEFAULT_NICS = 5
 MAX_RUN_HOURS = 168
 """Flex-start VMs run for 10 minutes to 7 days (Compute Engine, "About resize requests in a
 MIG": requestedRunDuration)."""
-IMAGE_DIRS = ("/opt",)
-"""Where Deep Learning VM images keep conda, beside the OS's (`types.SYSTEM_DIRS`): no mount
+IMAGE_DIRS = ("/opt", "/snap")
+"""Where Deep Learning VM images keep conda, and Ubuntu images gcloud, both on the PATH of the
+program's root services (`boot.SERVICE_PATH`), beside the OS's (`types.SYSTEM_DIRS`): no mount
 at or under these."""
+MAX_MOUNTS = 64
+"""A guard, not an API limit, on each list of mounts (`gcsMounts`, `nfsShares`, `storage`):
+each is a step of the startup script, run one after another; raise it deliberately."""
 BUCKET_NAME = re.compile(r"[a-z0-9][-_.a-z0-9]{1,220}[a-z0-9]")
-
-
-def _no_control_characters(value: str) -> str:
-    if any(ord(c) < 32 and c not in "\t\n" for c in value) or "\x7f" in value:
-        raise ValueError("must not contain control characters")
-    return value
 
 
 class GcsMount(ConfigModel):
@@ -171,21 +170,19 @@ class GpuClusterConfig(ConfigModel):
     Google's GPUDirect-TCPX / TCPXO receive daemon and NCCL plugin (the image must be one
     prepared for them, not a Deep Learning VM image), on a3-ultragpu-8g and a4-highgpu-8g the
     NCCL gIB plugin for RDMA."""
-    metadata: dict[MetadataKey, Annotated[str, AfterValidator(_no_control_characters)]] = Field(
-        default_factory=dict
-    )
+    metadata: dict[MetadataKey, ScriptText] = Field(default_factory=dict)
     """Extra instance metadata; cannot override enable-oslogin, startup-script and the other
     keys the program sets."""
     labels: Labels = Field(default_factory=dict)
     """Extra labels on the VMs, disks and Filestore instances (beside the stack's and
     `aiinfra-cluster=<name>`)."""
-    startup_command: Annotated[str, AfterValidator(_no_control_characters)] = ""
+    startup_command: ScriptText = ""
     """Shell command run last on every boot, as root, after mounts and Ray."""
-    gcs_mounts: list[GcsMount] = Field(default_factory=list)
+    gcs_mounts: list[GcsMount] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """Buckets mounted with gcsfuse (`implicit_dirs`) on every VM."""
-    nfs_shares: list[NfsShare] = Field(default_factory=list)
+    nfs_shares: list[NfsShare] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """A Filestore instance per entry, mounted on every VM."""
-    storage: list[StorageMount] = Field(default_factory=list)
+    storage: list[StorageMount] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """Volumes of `ai-infra:storage` mounted on every VM, by name: buckets through gcsfuse
     with the volume's profile (and its file cache on local SSD scratch where there is one),
     Filestore over NFS, Managed Lustre with its client."""
@@ -241,8 +238,10 @@ class GpuClusterConfig(ConfigModel):
     """Passwordless SSH from any of the cluster's VMs to the others (torchrun, `mpirun`), off
     by default as in Cluster Toolkit. Host-based authentication among the group's running
     members only, as each user's own OS Login identity: no shared key. Each VM keeps the
-    members' host keys and the MPI hostfile `/etc/ai-infra/hostfile` fresh every minute."""
-    logins: list[Login] = Field(default_factory=list)
+    members' host keys and the MPI hostfile `/etc/ai-infra/hostfile` fresh every minute. Any
+    process on a VM can rewrite the host keys it publishes, so every `logins` member must
+    have `sudo: true`."""
+    logins: list[Login] = Field(default_factory=list, max_length=MAX_LOGINS)
     """Who may log in to this cluster's VMs and nothing else: each member gets OS Login
     (`roles/compute.osAdminLogin` with `sudo: true`, else `roles/compute.osLogin`) on the
     cluster's VMs only, `roles/iam.serviceAccountUser` on their service account only, IAP

@@ -13,7 +13,7 @@ from catalog import gpu as gpu_catalog
 from components.base import PathPart, Problem, Source, under
 from components.buckets import BucketsHandle
 from components.context import StackContext
-from components.gpu_clusters.checks import account_id, group_name
+from components.gpu_clusters.checks import account_id, group_name, warnings
 from components.gpu_clusters.checks import problems as entry_problems
 from components.gpu_clusters.cluster import GpuCluster, GpuClusterArgs, network_tag
 from components.gpu_clusters.config import GpuClusterConfig
@@ -120,6 +120,7 @@ def describe(
             ready = "  startup: not waited for (startupTimeoutMinutes: 0)"
         lines.append(f"  {ready}")
         lines += describe_logins(c.logins, f"on its VMs {group_name(context, c.name)}-* only")
+        lines += [f"    warning: {warning}" for warning in warnings(c)]
     return [("GPU clusters", lines or ["  none"])]
 
 
@@ -134,6 +135,8 @@ def problems(view: StackView) -> list[Problem]:
             buckets=config.bucket_names(),
             storage=config.resolved_storage,
             slurm_bucket=slurm_bucket,
+            slurm_cluster=config.slurm.cluster_name if config.slurm else None,
+            accounts=[(c.path, c.value) for c in view.claimed(ClaimKind.ACCOUNT)],
         ),
     )
 

@@ -17,7 +17,13 @@ from components.buckets import unknown_buckets as unknown_bucket_problems
 from components.context import StackContext, label_problems
 from components.identity import account_id_problems, duplicate_roles, service_account_email
 from components.locations import zone_problem
-from components.logins import login_problems, viewer_role_id
+from components.logins import (
+    TPU_HOST_PREFIX,
+    login_problems,
+    machine_account_problems,
+    open_home_problem,
+    viewer_role_id,
+)
 from components.startup import HEREDOC
 from components.storage import Storage, mount_problems
 from components.tpu_vms.config import (
@@ -302,10 +308,16 @@ def _overlapping_prefixes(entries: list[TpuVmConfig]) -> list[Problem]:
     return found
 
 
+IMAGE_DIRS = ("/opt", "/snap")
+"""Where TPU VM images keep software on root's PATH (Ubuntu keeps gcloud in /snap), beside the
+OS's (`types.SYSTEM_DIRS`): no mount at or under these."""
+
+
 def _storage_problems(config: TpuVmConfig, storage: Storage) -> list[Problem]:
     """The `storage` list: known volumes at paths of their own, outside the system's
-    directories, and buckets only (shares and Lustre are not mounted on TPU VMs yet)."""
-    found = under("storage", mount_problems(config.storage, storage))
+    directories, buckets only (shares and Lustre are not mounted on TPU VMs yet), and none
+    that every user can write over the homes."""
+    found = under("storage", mount_problems(config.storage, storage, reserved=IMAGE_DIRS))
     for i, mount in enumerate(config.storage):
         volume = storage.volumes.get(mount.volume)
         if volume is not None and volume.kind != "gcs":
@@ -316,6 +328,12 @@ def _storage_problems(config: TpuVmConfig, storage: Storage) -> list[Problem]:
                     "ai-infra:storage only so far: mount it from startupScript",
                 )
             )
+        elif (
+            volume is not None
+            and not mount.read_only
+            and (bad := open_home_problem(mount.mount_path, f"bucket volume {mount.volume}"))
+        ):
+            found.append(Problem(("storage", i, "mountPath"), bad))
     return found
 
 
@@ -381,13 +399,37 @@ def stack_problems(
     *,
     accounts: Sequence[tuple[tuple[PathPart, ...], str]],
     slurm_nodesets: Sequence[str] = (),
+    slurm_cluster: str | None = None,
 ) -> list[Problem]:
     """Checks against what other systems of the stack own. `accounts`: every service account
     id the program creates, with the config path that claims it. `slurm_nodesets`: the
     `<clusterName>-<nodeset>` prefixes under which Slurm's controller creates TPU VMs
     `<prefix>-<index>` and deletes them when it suspends them (Slurm-GCP names its TPU nodes
-    so; see `components/slurm/config.py` NODESET_NAME)."""
+    so; see `components/slurm/config.py` NODESET_NAME). `slurm_cluster` starts the names of
+    every Slurm VM: logins, whose OS Login holds on instances named like TPU VM hosts
+    (`logins.tpu_host_condition`), must not meet Slurm's VMs there."""
     found = []
+    machines = {
+        service_account_email(account, ctx.project): f"the service account of ai-infra:"
+        f"{relative_path(path)}"
+        for path, account in accounts
+    }
+    for i, entry in enumerate(entries):
+        own = dict(machines)
+        if entry.service_account is not None:
+            own[entry.service_account.lower()] = "the TPU VMs' own service account"
+        found += [p.under(i) for p in machine_account_problems(entry.logins, own)]
+    if slurm_cluster is not None and f"{slurm_cluster}-".startswith(TPU_HOST_PREFIX):
+        found += [
+            Problem(
+                (i, "logins"),
+                f"OS Login for these logins holds on the instances named {TPU_HOST_PREFIX}* "
+                f"(TPU VM hosts), which include the Slurm cluster {slurm_cluster}'s VMs; "
+                "rename the Slurm cluster",
+            )
+            for i, entry in enumerate(entries)
+            if entry.logins
+        ]
     emails = {service_account_email(account, ctx.project): path for path, account in accounts}
     for i, entry in enumerate(entries):
         owner = emails.get(entry.service_account or "")

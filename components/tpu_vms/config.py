@@ -13,10 +13,11 @@ from pydantic import AfterValidator, Field
 from catalog import tpu as tpu_catalog
 from components.base import ConfigModel, anchored, described, matching
 from components.buckets import BucketAccess
-from components.logins import Login
+from components.logins import MAX_LOGINS, Login
 from components.network import MAX_NODE_NETWORKS
+from components.startup import ScriptText
 from components.storage import StorageMount
-from components.tpu_vms.provider import V2, V2ALPHA1, node_names
+from components.tpu_vms.request import V2, V2ALPHA1, node_names
 from components.types import (
     GCE_NAME,
     PROJECT_ID,
@@ -32,6 +33,18 @@ from components.types import (
     Zone,
 )
 
+MAX_ROLES = 64
+"""A guard, not an API limit, on `roles`: an account holding more is no longer least
+privilege; raise it deliberately."""
+MAX_TAGS = 63
+"""A VM takes at most 64 network tags (Compute Engine, "Add network tags"), one of which is the
+program's own."""
+MAX_DATA_DISKS = 127
+"""A VM attaches at most 128 disks, its boot disk among them (Compute Engine, "About
+Persistent Disk": per-VM disk limits)."""
+MAX_MOUNTS = 64
+"""A guard, not an API limit, on `storage`: each mount is a step of the startup script, run
+one after another; raise it deliberately."""
 MAX_NODE_COUNT = 64
 """A guard against a typo ordering a fleet, not an API limit; raise it deliberately."""
 DEFAULT_TIMEOUT_MINUTES = 60
@@ -224,16 +237,17 @@ class TpuVmConfig(ConfigModel):
     """Email of an existing account for the TPU VMs. Unset: a dedicated account
     `<prefix>-<name>` with only log and metric writing, plus `roles` and `buckets`. The default
     compute service account is refused."""
-    roles: list[IamRole] = Field(default_factory=list)
+    roles: list[IamRole] = Field(default_factory=list, max_length=MAX_ROLES)
     """Extra project roles for the dedicated account; basic roles are refused."""
     buckets: dict[str, BucketAccess] = Field(default_factory=dict)
     """`ai-infra:buckets` names -> read | write | admin, for the dedicated account."""
-    logins: list[Login] = Field(default_factory=list)
+    logins: list[Login] = Field(default_factory=list, max_length=MAX_LOGINS)
     """Who may log in to these TPU VMs: each member gets OS Login (`roles/compute.osAdminLogin`
-    with `sudo: true`, else `roles/compute.osLogin`), `roles/iam.serviceAccountUser` on the
-    VMs' account only, IAP tunnels to port 22, and reading the TPU nodes (what gcloud's
-    `tpu-vm ssh` and `python -m hosts` read). Cloud TPU has no per-slice IAM, so the OS Login
-    role and reading nodes hold on the project (docs/tpu-vms.md)."""
+    with `sudo: true`, else `roles/compute.osLogin`) on TPU VM hosts and no Compute Engine VM,
+    `roles/iam.serviceAccountUser` on the VMs' account only, IAP tunnels to port 22, and
+    reading TPU nodes (what gcloud's `tpu-vm ssh` and `python -m hosts` read); sudo members
+    also write TPU nodes' metadata, where gcloud's `tpu-vm ssh` puts their key. Cloud TPU has
+    no per-slice IAM, so these hold on the project (docs/tpu-vms.md)."""
     enable_public_ips: bool = False
     """Give each TPU VM an external IP. Off: reach the VMs from inside the VPC (`--internal-ip`)
     and let them egress through the stack's NAT."""
@@ -243,16 +257,16 @@ class TpuVmConfig(ConfigModel):
     boot_disk: BootDisk | None = None
     """Boot disk encryption and Confidential mode; setting it sends the request through the
     v2alpha1 API."""
-    metadata: dict[MetadataKey, str] = Field(default_factory=dict)
+    metadata: dict[MetadataKey, ScriptText] = Field(default_factory=dict)
     """Metadata on every TPU VM; at most 512 KiB with `startupScript`. The program sets
     `enable-oslogin` and `block-project-ssh-keys` to TRUE, so SSH goes through OS Login;
     those keys, `ssh-keys`, `sshKeys`, `serial-port-enable` and `startup-script` (use
     `startupScript`) are refused here."""
-    startup_script: str | None = None
+    startup_script: ScriptText | None = None
     """Run as root at every boot of every TPU VM, as a step of the startup script the program
     renders (metadata `startup-script`); it keeps its own `#!` line, and runs under bash
     without one. Its failure fails `pulumi up` (`startupTimeoutMinutes`)."""
-    storage: list[StorageMount] = Field(default_factory=list)
+    storage: list[StorageMount] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """Buckets of `ai-infra:storage` mounted on every TPU VM by name, through gcsfuse with the
     volume's profile, before `startupScript` runs (the dedicated account gets objectViewer, or
     objectUser where the mount writes, unless `buckets` grants that bucket already), so it
@@ -260,9 +274,9 @@ class TpuVmConfig(ConfigModel):
     mounted on TPU VMs yet."""
     labels: Labels = Field(default_factory=dict)
     """Labels on the TPU VMs, beside `ai-infra:labels`, `managed-by` and `ai-infra-stack`."""
-    tags: list[NetworkTag] = Field(default_factory=list)
+    tags: list[NetworkTag] = Field(default_factory=list, max_length=MAX_TAGS)
     """Network tags, for firewall rules that target them."""
-    data_disks: list[DataDisk] = Field(default_factory=list)
+    data_disks: list[DataDisk] = Field(default_factory=list, max_length=MAX_DATA_DISKS)
     """Existing disks to attach to every TPU VM."""
     timeout_minutes: int = Field(default=DEFAULT_TIMEOUT_MINUTES, ge=1, le=24 * 60)
     """How long `pulumi up` waits for ACTIVE, and, unless `queueing` says otherwise, when the

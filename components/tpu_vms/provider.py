@@ -5,7 +5,8 @@ accelerator and network per node spec: no multislice node count or prefix, no sp
 best-effort tier, no reservation, and no node service account, labels, metadata or data disks.
 Requests go to the GA `tpu_v2` API, which has all of those but two; `tpu_v2alpha1` is used only
 for what v2 lacks: the best-effort tier and the boot disk config (google-cloud-tpu 1.28.0). The
-API has no update call for a queued resource: every input that reaches it replaces it.
+API has no update call for a queued resource: an input that reaches it replaces it, but what
+UpdateNode changes on the running TPU VMs (`request.IN_PLACE_KEYS`).
 
 Nothing that bills is left unrecorded. Every call has a deadline (the client sets none) and is
 retried with back-off on transient errors. After the create request is sent, any failure
@@ -14,20 +15,20 @@ says how to, before the error is raised, because Pulumi records nothing of a fai
 If the provider is killed before it can clean up, the next `pulumi up` meets the queued
 resource (409) and adopts it when it carries this entry's stack labels and node spec.
 
-This module's path is in every stack's state (Pulumi pickles the provider by reference): keep
-it at `components/tpu_vms/provider.py`. `components/tpu_vm_provider.py` stays for states
-written before the move.
+The messages it sends are built in `request.py`. This module's path is in every stack's state
+(Pulumi pickles the provider by reference, with `_default_client` and `_utcnow`): keep it at
+`components/tpu_vms/provider.py`. `components/tpu_vm_provider.py` stays for states written
+before the move.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import pulumi
 import pulumi.dynamic
@@ -39,67 +40,33 @@ from google.protobuf import field_mask_pb2
 from components.api_calls import RetryingCalls, describe_error, utcnow
 from components.startup import READY_PATH
 from components.startup_wait import StartupWaitBase
-
-CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-V2 = "v2"
-V2ALPHA1 = "v2alpha1"
-DEAD_STATES = frozenset({"FAILED", "SUSPENDING", "SUSPENDED"})
-"""A queued resource in these states never becomes ACTIVE again; it stays until deleted
-(tpu/docs/queued-resources: a SUSPENDED request "is no longer eligible for further
-allocation"; a FAILED one "remains in the queue until it is explicitly deleted")."""
-GONE = "GONE"
-"""The state `diff` reports for a queued resource the API no longer has."""
-CAPACITY = ("on-demand", "reserved", "spot", "best-effort")
-REPLACE_KEYS = (
-    "project",
-    "zone",
-    "queuedResourceId",
-    "acceleratorType",
-    "runtimeVersion",
-    "nodeCount",
-    "nodePrefix",
-    "capacity",
-    "reservationName",
-    "serviceAccount",
-    "network",
-    "subnetwork",
-    "enableExternalIps",
-    "queueCount",
-    "additionalNetworks",
-    "secureBoot",
-    "bootDisk",
+from components.tpu_vms.request import (
+    DEAD_STATES,
+    EXTERNAL_IPS,
+    GONE,
+    IN_PLACE_KEYS,
+    REPLACE_KEYS,
+    UPDATE_FIELDS,
+    UPDATE_KEYS,
+    V2,
+    V2ALPHA1,
+    QueuedResourceError,
+    QueuedResourceMessage,
+    build_request,
+    create_time,
+    delete_command,
+    echoed_nodes,
+    failure_reason,
+    node_names,
+    node_update,
+    prop,
+    qualified_name,
+    state_of,
+    why_foreign,
 )
-"""Inputs that reach the TPU VMs and that Cloud TPU cannot change on them: the queued resource
-has no update call, and UpdateNode takes none of these."""
-IN_PLACE_KEYS = ("labels", "metadata", "tags", "dataDisks")
-"""Inputs Cloud TPU changes on running TPU VMs: UpdateNode's update_mask takes labels, metadata
-and tags (tpu_v2 and tpu_v2alpha1 UpdateNodeRequest), and data_disks through v2alpha1, as
-gcloud alpha's `tpu-vm attach-disk` and `detach-disk` send it (gcloud 578.0.0
-surface/compute/tpus/tpu_vm/attach_disk.py: UpdateNode with update_mask 'data_disks'). `update`
-applies them to every TPU VM of the queued resource; nothing is replaced."""
-UPDATE_FIELDS = {
-    "labels": "labels",
-    "metadata": "metadata",
-    "tags": "tags",
-    "dataDisks": "data_disks",
-}
-"""Each in-place input's field in UpdateNode's update_mask."""
+
 NODE_UPDATE_SECONDS = 600.0
 """How long one TPU VM's update operation is waited for."""
-UPDATE_KEYS = ("timeoutSeconds", "queueingPolicy", "apiVersion")
-"""Inputs that shape only how a request waits, or which API surface serves it: a change is
-recorded without touching the ACTIVE queued resource, and applies to its next request."""
-INPUT_DEFAULTS: dict[str, Any] = {
-    "queueCount": 0,
-    "additionalNetworks": [],
-    "bootDisk": {},
-    "queueingPolicy": {},
-    # States written before the GA surface was used were created through v2alpha1.
-    "apiVersion": V2ALPHA1,
-}
-"""Inputs added since the first release, as a state written before them reads: the same
-request, so that upgrading the program replaces nothing on their account."""
-
 ACCEPT_SECONDS = 600.0
 """How long to wait for the create operation, which ends when the request is accepted into the
 queue (Google's python-docs-samples read the queueing policy from `operation.result()`)."""
@@ -107,8 +74,6 @@ DELETE_SECONDS = 30 * 60.0
 """How long a forced delete is waited for. No Cloud TPU doc bounds it; gcloud's `queued-resources
 delete` waits at most 30 minutes (googlecloudsdk api_lib/util/waiter.py max_wait_ms=1800000),
 where api-core's operation default would give up after 900 s."""
-
-QueuedResourceMessage = tpu_v2.QueuedResource | tpu_v2alpha1.QueuedResource
 
 
 class TpuClient(Protocol):
@@ -134,11 +99,6 @@ class TpuClient(Protocol):
     ) -> api_operation.Operation: ...
 
 
-class QueuedResourceError(Exception):
-    """A queued resource that did not become ACTIVE or go away; the message says why and what
-    to do."""
-
-
 class ForeignQueuedResource(QueuedResourceError):
     """A queued resource by this entry's id that this entry did not create."""
 
@@ -150,283 +110,6 @@ def _default_client(api: str = V2ALPHA1) -> TpuClient:
 
 _utcnow = utcnow
 """Kept by this name: states pickled before the move name it as the provider's `_now`."""
-
-
-def _input(props: Mapping[str, Any], key: str) -> Any:
-    return props.get(key, INPUT_DEFAULTS.get(key))
-
-
-def qualified_name(props: Mapping[str, Any]) -> str:
-    return (
-        f"projects/{props['project']}/locations/{props['zone']}"
-        f"/queuedResources/{props['queuedResourceId']}"
-    )
-
-
-def delete_command(props: Mapping[str, Any]) -> str:
-    return (
-        f"gcloud compute tpus queued-resources delete {props['queuedResourceId']} "
-        f"--zone={props['zone']} --project={props['project']} --force"
-    )
-
-
-def node_names(prefix: str, node_count: int) -> list[str]:
-    """The TPU VMs a queued resource creates: one node named `prefix`, or for a multislice
-    request `prefix-0` ... `prefix-(n-1)` (MultisliceParams.node_id_prefix in the v2 API).
-    MaxText's multihost_runner.py finds exactly these with `--TPU_PREFIX=<prefix>`."""
-    if node_count == 1:
-        return [prefix]
-    return [f"{prefix}-{i}" for i in range(node_count)]
-
-
-def _queueing_policy(
-    policy: Mapping[str, Any], now: datetime.datetime, wait_seconds: float
-) -> tpu_v2.QueuedResource.QueueingPolicy:
-    """The request's queueing policy. Its bounds are one oneof (QueueingPolicy.
-    start_timing_constraints), so an earliest and a latest start together become a
-    `valid_interval`, as gcloud builds it. Without a latest start the request expires when
-    `pulumi up` stops waiting for it, so a request whose `pulumi up` was killed cannot start
-    billing later."""
-    after = _instant(policy, "validAfter", now)
-    until = _instant(policy, "validUntil", now) or now + datetime.timedelta(seconds=wait_seconds)
-    qp = tpu_v2.QueuedResource.QueueingPolicy
-    if after is None:
-        if "validUntilTime" in policy:
-            return qp(valid_until_time=until)
-        return qp(valid_until_duration=until - now)
-    if after >= until:
-        raise QueuedResourceError(
-            f"the request may start from {after.isoformat()} but must start by "
-            f"{until.isoformat()}; move validAfter earlier, or raise timeoutMinutes"
-        )
-    # google.type.Interval; proto-plus takes datetimes for its Timestamp fields.
-    return qp(valid_interval={"start_time": after, "end_time": until})
-
-
-def _instant(
-    policy: Mapping[str, Any], bound: str, now: datetime.datetime
-) -> datetime.datetime | None:
-    if f"{bound}Seconds" in policy:
-        return now + datetime.timedelta(seconds=int(policy[f"{bound}Seconds"]))
-    if f"{bound}Time" in policy:
-        return datetime.datetime.fromisoformat(policy[f"{bound}Time"])
-    return None
-
-
-def build_request(
-    props: Mapping[str, Any], now: datetime.datetime | None = None
-) -> QueuedResourceMessage:
-    """The QueuedResource for the provider's inputs, of the API surface `apiVersion` names."""
-    project, zone = props["project"], props["zone"]
-    primary = tpu_v2.NetworkConfig(
-        network=props["network"],
-        subnetwork=props["subnetwork"],
-        enable_external_ips=bool(props["enableExternalIps"]),
-        queue_count=int(_input(props, "queueCount")),
-    )
-    node = tpu_v2.Node(
-        accelerator_type=props["acceleratorType"],
-        runtime_version=props["runtimeVersion"],
-        service_account=tpu_v2.ServiceAccount(
-            email=props["serviceAccount"], scope=[CLOUD_PLATFORM_SCOPE]
-        ),
-        shielded_instance_config=tpu_v2.ShieldedInstanceConfig(
-            enable_secure_boot=bool(props["secureBoot"])
-        ),
-        labels=dict(props["labels"]),
-        metadata=dict(props["metadata"]),
-        tags=list(props["tags"]),
-        data_disks=[
-            tpu_v2.AttachedDisk(source_disk=d["sourceDisk"], mode=d["mode"])
-            for d in props["dataDisks"]
-        ],
-    )
-    extra = [
-        tpu_v2.NetworkConfig(
-            network=n["network"], subnetwork=n["subnetwork"], queue_count=int(n["queueCount"])
-        )
-        for n in _input(props, "additionalNetworks")
-    ]
-    # Node: "network_config and network_configs are mutually exclusive".
-    if extra:
-        node.network_configs = [primary, *extra]
-    else:
-        node.network_config = primary
-    spec = tpu_v2.QueuedResource.Tpu.NodeSpec(
-        parent=f"projects/{project}/locations/{zone}", node=node
-    )
-    count = int(props["nodeCount"])
-    if count == 1:
-        spec.node_id = props["nodePrefix"]
-    else:
-        # MultisliceParams: "node_count ... must be greater than 1"; one oneof with node_id.
-        spec.multislice_params = tpu_v2.QueuedResource.Tpu.NodeSpec.MultisliceParams(
-            node_count=count, node_id_prefix=props["nodePrefix"]
-        )
-    request = tpu_v2.QueuedResource(
-        tpu=tpu_v2.QueuedResource.Tpu(node_spec=[spec]),
-        queueing_policy=_queueing_policy(
-            _input(props, "queueingPolicy"), now or _utcnow(), float(props["timeoutSeconds"])
-        ),
-    )
-    capacity = props["capacity"]
-    if capacity not in CAPACITY:
-        raise ValueError(f"capacity '{capacity}' is not one of {', '.join(CAPACITY)}")
-    if capacity == "reserved":
-        # gcloud's GA `--reserved` asks for any matching reservation in the zone this way
-        # (command_lib/compute/tpus/queued_resources/util.py).
-        request.reservation_name = (
-            props["reservationName"] or f"projects/{project}/locations/{zone}/reservations/-"
-        )
-    elif capacity == "spot":
-        request.spot = tpu_v2.QueuedResource.Spot()
-    if _input(props, "apiVersion") == V2:
-        if capacity == "best-effort" or _input(props, "bootDisk"):
-            raise ValueError("best-effort capacity and bootDisk need apiVersion v2alpha1")
-        return request
-    return _v2alpha1(request, props)
-
-
-def _v2alpha1(request: tpu_v2.QueuedResource, props: Mapping[str, Any]) -> QueuedResourceMessage:
-    """The same request on the v2alpha1 surface, plus what only it has."""
-    # Through JSON, which carries the well-known types (the interval's timestamps) as the API
-    # does; the two surfaces name the multislice parameters differently.
-    data = json.loads(
-        tpu_v2.QueuedResource.to_json(
-            request, preserving_proto_field_name=True, always_print_fields_with_no_presence=False
-        )
-    )
-    for spec in data["tpu"]["node_spec"]:
-        if "multislice_params" in spec:
-            spec["multi_node_params"] = spec.pop("multislice_params")
-    alpha = cast(
-        tpu_v2alpha1.QueuedResource, tpu_v2alpha1.QueuedResource.from_json(json.dumps(data))
-    )
-    if props["capacity"] == "reserved":
-        # gcloud alpha's `--reserved` is Guaranteed.reserved, with the reservation if named.
-        alpha.guaranteed = tpu_v2alpha1.QueuedResource.Guaranteed(reserved=True)
-        alpha.reservation_name = props["reservationName"]
-    elif props["capacity"] == "best-effort":
-        alpha.best_effort = tpu_v2alpha1.QueuedResource.BestEffort()
-    boot = _input(props, "bootDisk")
-    if boot:
-        config = tpu_v2alpha1.BootDiskConfig(
-            enable_confidential_compute=bool(boot.get("confidentialCompute", False))
-        )
-        if boot.get("kmsKeyName"):
-            config.customer_encryption_key = tpu_v2alpha1.CustomerEncryptionKey(
-                kms_key_name=boot["kmsKeyName"]
-            )
-        alpha.tpu.node_spec[0].node.boot_disk_config = config
-    return alpha
-
-
-def _state(resource: QueuedResourceMessage) -> str:
-    return tpu_v2.QueuedResourceState.State(resource.state.state).name
-
-
-def _failure_reason(resource: QueuedResourceMessage) -> str:
-    state = resource.state
-    error = state.failed_data.error if "failed_data" in state else None
-    if error is not None and error.message:
-        return error.message
-    initiator = tpu_v2.QueuedResourceState.StateInitiator(state.state_initiator).name
-    if initiator == "SERVICE":
-        return "the Cloud TPU service ended it (for spot or best-effort capacity: preemption)"
-    if initiator == "USER":
-        return "a user ended it"
-    return "no reason given"
-
-
-def _echoed_nodes(resource: QueuedResourceMessage) -> list[str]:
-    """The TPU VM names a queued resource holds: GET lists one node spec per node with its
-    `node_id` (what gcloud's `queued-resources ssh` iterates), or the multislice parameters."""
-    names: list[str] = []
-    for spec in resource.tpu.node_spec:
-        params = (
-            spec.multislice_params
-            if isinstance(spec, tpu_v2.QueuedResource.Tpu.NodeSpec)
-            else spec.multi_node_params
-        )
-        if spec.node_id:
-            names.append(spec.node_id)
-        elif params.node_count:
-            names += node_names(params.node_id_prefix, params.node_count)
-    return sorted(names)
-
-
-def _merged(current: Mapping[str, str], old: Mapping[str, str], new: Mapping[str, str]):
-    """`current` with what this entry set before (`old`) replaced by what it sets now."""
-    return {**{k: v for k, v in current.items() if k not in old}, **new}
-
-
-def _node_update(
-    api: str,
-    path: str,
-    current: Any,
-    olds: Mapping[str, Any],
-    news: Mapping[str, Any],
-    changed: list[str],
-) -> Any:
-    """The Node message UpdateNode takes for `changed`, on the API surface `api`: each field
-    as the TPU VM has it now, less what the entry set before, plus what it sets now."""
-    types: Any = tpu_v2 if api == V2 else tpu_v2alpha1
-    node = types.Node(name=path)
-    if "labels" in changed:
-        node.labels = _merged(current.labels, _input(olds, "labels"), _input(news, "labels"))
-    if "metadata" in changed:
-        node.metadata = _merged(
-            current.metadata, _input(olds, "metadata"), _input(news, "metadata")
-        )
-    if "tags" in changed:
-        old_tags = set(_input(olds, "tags"))
-        kept = [t for t in current.tags if t not in old_tags]
-        node.tags = list(dict.fromkeys([*kept, *_input(news, "tags")]))
-    if "dataDisks" in changed:
-        old_disks = {d["sourceDisk"] for d in _input(olds, "dataDisks")}
-        disks = [
-            types.AttachedDisk(source_disk=d.source_disk, mode=d.mode)
-            for d in current.data_disks
-            if d.source_disk not in old_disks
-        ]
-        disks += [
-            types.AttachedDisk(source_disk=d["sourceDisk"], mode=d["mode"])
-            for d in _input(news, "dataDisks")
-        ]
-        node.data_disks = disks
-    return node
-
-
-def _create_time(resource: QueuedResourceMessage) -> str:
-    # proto-plus gives a Timestamp field as a datetime, or None while unset.
-    created: Any = resource.create_time
-    return created.isoformat() if created else ""
-
-
-def why_foreign(resource: QueuedResourceMessage, props: Mapping[str, Any]) -> str | None:
-    """Why an existing queued resource by this entry's id is not the one this entry asks for,
-    or None when it is: the same TPU VMs, accelerator, software and account, carrying every
-    label the entry sets (the stack's `ai-infra-stack` among them)."""
-    specs = list(resource.tpu.node_spec)
-    if not specs:
-        return "it holds no TPU node spec"
-    node = specs[0].node
-    wanted = {
-        "accelerator type": (node.accelerator_type, props["acceleratorType"]),
-        "software version": (node.runtime_version, props["runtimeVersion"]),
-        "service account": (node.service_account.email, props["serviceAccount"]),
-        "TPU VMs": (
-            ", ".join(_echoed_nodes(resource)),
-            ", ".join(sorted(node_names(props["nodePrefix"], int(props["nodeCount"])))),
-        ),
-    }
-    for what, (got, want) in wanted.items():
-        if got != want:
-            return f"its {what} is '{got}', this entry's '{want}'"
-    missing = sorted(k for k, v in props["labels"].items() if node.labels.get(k) != v)
-    if missing:
-        return f"it lacks this entry's labels {', '.join(missing)}"
-    return None
 
 
 def _describe(error: BaseException) -> str:
@@ -461,7 +144,7 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
         self._now = now
 
     def _client(self, props: Mapping[str, Any]) -> TpuClient:
-        return self._client_factory(_input(props, "apiVersion"))
+        return self._client_factory(prop(props, "apiVersion"))
 
     def _get(self, client: TpuClient, name: str) -> QueuedResourceMessage | None:
         try:
@@ -501,7 +184,7 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
         for _ in range(2):
             request_type = (
                 tpu_v2.CreateQueuedResourceRequest
-                if _input(props, "apiVersion") == V2
+                if prop(props, "apiVersion") == V2
                 else tpu_v2alpha1.CreateQueuedResourceRequest
             )
             request = request_type(
@@ -526,7 +209,7 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
                         f"queued resource {name} already exists and is not this entry's ({why}); "
                         f"delete it (`{delete_command(props)}`) or rename the tpuVms entry"
                     ) from None
-                state = _state(existing)
+                state = state_of(existing)
                 if state in DEAD_STATES or state == "DELETING":
                     self._delete(client, props)
                     continue
@@ -569,12 +252,12 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
                 raise QueuedResourceError(
                     f"queued resource {name} disappeared while `pulumi up` waited for it"
                 )
-            state = _state(resource)
+            state = state_of(resource)
             if state == "ACTIVE":
                 return resource
             if state in DEAD_STATES or state == "DELETING":
                 raise QueuedResourceError(
-                    f"queued resource {name} is {state}: {_failure_reason(resource)}; for "
+                    f"queued resource {name} is {state}: {failure_reason(resource)}; for "
                     "capacity that is not taken back, use provisioning: reserved"
                 )
             # CREATING, ACCEPTED, WAITING_FOR_RESOURCES (which tpu/docs/queued-resources says
@@ -631,19 +314,23 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
             return GONE
         except Exception:  # a diff must not fail on a lookup it can do without
             return olds.get("state")
-        return _state(resource)
+        return state_of(resource)
 
     def diff(
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
-        replaces = [key for key in REPLACE_KEYS if _input(olds, key) != _input(news, key)]
+        replaces = [key for key in REPLACE_KEYS if prop(olds, key) != prop(news, key)]
+        if prop(olds, EXTERNAL_IPS) != prop(news, EXTERNAL_IPS) and (
+            prop(olds, "additionalNetworks") or prop(news, "additionalNetworks")
+        ):
+            replaces.append(EXTERNAL_IPS)
         # A preempted (SUSPENDED) or FAILED request never runs again, and one deleted outside
         # the stack is gone: the next `pulumi up` asks again by replacing it.
         state = self.live_state(_id, olds)
         if state in DEAD_STATES or state == GONE:
             replaces.append("state")
         changed = bool(replaces) or any(
-            _input(olds, key) != _input(news, key) for key in (*IN_PLACE_KEYS, *UPDATE_KEYS)
+            prop(olds, key) != prop(news, key) for key in (*IN_PLACE_KEYS, *UPDATE_KEYS)
         )
         # The id is fixed by config, so the old queued resource must go first or the new one
         # would meet a 409.
@@ -656,7 +343,7 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
     ) -> pulumi.dynamic.UpdateResult:
         # Only IN_PLACE_KEYS and UPDATE_KEYS reach here; diff replaces for the rest. The
         # queued resource itself is untouched, so what was read of it stays.
-        changed = [key for key in IN_PLACE_KEYS if _input(olds, key) != _input(news, key)]
+        changed = [key for key in IN_PLACE_KEYS if prop(olds, key) != prop(news, key)]
         if changed:
             self._update_nodes(olds, news, changed)
         kept = ("name", "state", "nodeNames", "adopted", "created")
@@ -673,13 +360,13 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
         a failed update, so the next `pulumi up` applies the whole change again, which changes
         nothing on the VMs that have it."""
         # Only v2alpha1 updates data disks; it takes the other fields too.
-        api = V2ALPHA1 if "dataDisks" in changed else _input(news, "apiVersion")
+        api = V2ALPHA1 if "dataDisks" in changed else prop(news, "apiVersion")
         client = self._client_factory(api)
         name = qualified_name(news)
         resource = self._get(client, name)
-        state = _state(resource) if resource is not None else GONE
+        state = state_of(resource) if resource is not None else GONE
         if state != "ACTIVE":
-            why = f": {_failure_reason(resource)}" if resource is not None else ""
+            why = f": {failure_reason(resource)}" if resource is not None else ""
             raise QueuedResourceError(
                 f"queued resource {name} is {state}{why}, so its TPU VMs cannot take the new "
                 f"{', '.join(changed)}; nothing was changed. Run `pulumi up` again: it sees the "
@@ -693,7 +380,7 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
             path = f"{parent}/{node}"
             try:
                 current = self._call(lambda t, path=path: client.get_node(name=path, timeout=t))
-                wanted = _node_update(api, path, current, olds, news, changed)
+                wanted = node_update(api, path, current, olds, news, changed)
                 operation = self._call(
                     lambda t, wanted=wanted: client.update_node(
                         node=wanted, update_mask=mask, timeout=t
@@ -723,7 +410,7 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
         name = qualified_name(props)
         request_type = (
             tpu_v2.DeleteQueuedResourceRequest
-            if _input(props, "apiVersion") == V2
+            if prop(props, "apiVersion") == V2
             else tpu_v2alpha1.DeleteQueuedResourceRequest
         )
         request = request_type(name=name, force=True, request_id=str(uuid.uuid4()))
@@ -740,7 +427,7 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
             existing = self._get(client, name)
             if existing is None:
                 return
-            if _state(existing) != "DELETING":
+            if state_of(existing) != "DELETING":
                 raise
         else:
             # Past this, the poll below says what is still deleting.
@@ -748,9 +435,9 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
                 operation.result(timeout=self._delete_seconds)
         while (existing := self._get(client, name)) is not None:
             if self._clock() >= deadline:
-                nodes = ", ".join(_echoed_nodes(existing)) or "none listed"
+                nodes = ", ".join(echoed_nodes(existing)) or "none listed"
                 raise QueuedResourceError(
-                    f"queued resource {name} is still {_state(existing)} (TPU VMs: {nodes}) "
+                    f"queued resource {name} is still {state_of(existing)} (TPU VMs: {nodes}) "
                     f"after {self._delete_seconds / 60:.0f} minutes of a forced delete. It is "
                     "going away; see `gcloud compute tpus queued-resources describe "
                     f"{props['queuedResourceId']} --zone={props['zone']} --project="
@@ -765,11 +452,11 @@ class QueuedResourceProvider(RetryingCalls, pulumi.dynamic.ResourceProvider):
         return {
             **props,
             "name": resource.name,
-            "state": _state(resource),
+            "state": state_of(resource),
             "nodeNames": node_names(props["nodePrefix"], int(props["nodeCount"])),
             "adopted": adopted,
             # Tells a new request from the one it replaced: the startup wait waits again.
-            "created": _create_time(resource),
+            "created": create_time(resource),
         }
 
 
@@ -819,7 +506,7 @@ class StartupWaitProvider(StartupWaitBase):
         return f"{props['queuedResourceId']}-startup"
 
     def signals(self, props: Mapping[str, Any]) -> tuple[dict[str, str | None], int]:
-        client = self._client_factory(_input(props, "apiVersion"))
+        client = self._client_factory(prop(props, "apiVersion"))
         parent = f"projects/{props['project']}/locations/{props['zone']}/nodes"
         workers = int(props["workers"])
         found: dict[str, str | None] = {}

@@ -89,8 +89,10 @@ def describe(entries: list[TpuVmConfig], context: StackContext) -> list[tuple[st
         )
         lines.append(
             "    a SUSPENDED (preempted) or FAILED request, or one deleted outside the stack, "
-            "is replaced by the next `pulumi up`; labels, metadata, startupScript, tags and "
-            "dataDisks change on the running TPU VMs in place"
+            "is replaced by the next `pulumi up`; labels, metadata, startupScript, tags, "
+            "dataDisks"
+            + ("" if e.additional_networks else " and enablePublicIps")
+            + " change on the running TPU VMs in place"
         )
         workers = e.shape.hosts * e.node_count
         if e.storage:
@@ -114,8 +116,17 @@ def describe(entries: list[TpuVmConfig], context: StackContext) -> list[tuple[st
             f"{context.zone_of(e.zone)} --force`"
         )
         lines += describe_logins(
-            e.logins, "and reading TPU nodes on the whole project (Cloud TPU has no per-slice IAM)"
+            e.logins,
+            f"on the TPU VM hosts of {context.zone_of(e.zone)} (t1v-n-*) and no Compute Engine "
+            "VM (a condition unverified until tried live), and reading TPU nodes, on the whole "
+            "project (Cloud TPU has no per-slice IAM)",
         )
+        if any(login.sudo for login in e.logins):
+            lines.append(
+                "    sudo logins also write TPU nodes' metadata on the whole project (gcloud's "
+                "tpu-vm ssh puts their key there): root on every TPU VM of the project; the "
+                "others log in with `python -m hosts` (gcloud's --plain SSH)"
+            )
     return [("TPU VMs (queued resources)", lines)] if lines else []
 
 
@@ -151,7 +162,11 @@ def problems(view: StackView) -> list[Problem]:
         ),
     )
     accounts = [(c.path, c.value) for c in view.claimed(ClaimKind.ACCOUNT)]
-    found = own + under("tpuVms", stack_problems(config.tpu_vms, ctx, accounts=accounts))
+    slurm_cluster = config.slurm.cluster_name if config.slurm else None
+    found = own + under(
+        "tpuVms",
+        stack_problems(config.tpu_vms, ctx, accounts=accounts, slurm_cluster=slurm_cluster),
+    )
     if own or not view.valid("tpuSlices", "gpuPools", "network"):
         return found
     gke_nodes = gke.max_nodes(gke.countable(config.gke, view.found))

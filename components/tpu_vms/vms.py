@@ -6,6 +6,8 @@ GKE slices are `tpuSlices`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 from pydantic import InstanceOf
 
@@ -13,13 +15,21 @@ from components.base import Component, WiringModel
 from components.buckets import BucketsHandle, grant_access, grant_named_access
 from components.context import StackContext
 from components.identity import OS_LOGIN_METADATA, service_account
-from components.logins import LoginGrants, grant_logins, viewer_role_id
+from components.logins import (
+    VIEWER_DESCRIPTION,
+    LoginGrants,
+    Role,
+    grant_logins,
+    tpu_host_condition,
+    viewer_role_id,
+)
 from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, system_tag
 from components.startup import GUEST_ATTRIBUTES_METADATA
 from components.storage import Storage, StorageHandle, VolumeMount, gcsfuse_flags
 from components.tpu_vms import boot
 from components.tpu_vms.config import TpuVmConfig
-from components.tpu_vms.provider import REPLACE_KEYS, QueuedResource, StartupWait
+from components.tpu_vms.provider import QueuedResource, StartupWait
+from components.tpu_vms.request import EXTERNAL_IPS, REPLACE_KEYS
 from components.types import reservation_parts
 
 NODE_ROLES: tuple[str, ...] = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
@@ -47,10 +57,12 @@ METADATA_BYTES_MAX = 512 * 1024
 _NESTED_INPUTS = frozenset({"metadata", "labels", "dataDisks", "additionalNetworks", "bootDisk"})
 
 
-def replace_paths() -> list[str]:
+def replace_paths(config: TpuVmConfig) -> list[str]:
     """The queued resource's replacing inputs as `replace_on_changes` paths; a map or list of
-    objects is replaced on any change below it too (`<key>.*`)."""
-    return [f"{key}.*" if key in _NESTED_INPUTS else key for key in REPLACE_KEYS]
+    objects is replaced on any change below it too (`<key>.*`). The public IP changes in place
+    but on TPU VMs with more than one network (`provider.IN_PLACE_KEYS`)."""
+    keys = [*REPLACE_KEYS, *([EXTERNAL_IPS] if config.additional_networks else [])]
+    return [f"{key}.*" if key in _NESTED_INPUTS else key for key in keys]
 
 
 def reservation_name(reservation: str, project: str, zone: str) -> str:
@@ -114,10 +126,59 @@ class TpuVmsArgs(WiringModel):
     config: TpuVmConfig
 
 
-LOGIN_VIEWER_PERMISSIONS = ("tpu.nodes.get", "compute.projects.get")
+def queued_resource_props(args: TpuVmsArgs, account: str) -> dict[str, Any]:
+    """The queued resource's inputs, as the provider takes them."""
+    ctx = args.context
+    config = args.config
+    zone = ctx.zone_of(config.zone)
+    shape = config.shape
+    return {
+        "project": ctx.project,
+        "zone": zone,
+        "queuedResourceId": config.name,
+        "acceleratorType": shape.accelerator,
+        "runtimeVersion": config.runtime,
+        "nodeCount": config.node_count,
+        "nodePrefix": config.prefix,
+        "capacity": config.provisioning,
+        "reservationName": (
+            reservation_name(config.reservation, ctx.project, zone) if config.reservation else ""
+        ),
+        "serviceAccount": account,
+        "network": config.network.network if config.network else args.network.self_link,
+        "subnetwork": (
+            config.network.subnetwork if config.network else args.network.subnet_self_link
+        ),
+        "enableExternalIps": config.enable_public_ips,
+        "queueCount": config.queue_count or 0,
+        "additionalNetworks": [
+            {"network": n.network, "subnetwork": n.subnetwork, "queueCount": n.queue_count or 0}
+            for n in config.additional_networks
+        ],
+        "secureBoot": config.secure_boot,
+        "bootDisk": config.boot_disk_config,
+        "metadata": node_metadata(config, args.storage.storage),
+        "labels": {**ctx.labels, **config.labels},
+        "tags": list(dict.fromkeys([*config.tags, network_tag(ctx, config)])),
+        "dataDisks": [{"sourceDisk": d.source_disk, "mode": d.mode} for d in config.data_disks],
+        "timeoutSeconds": config.timeout_minutes * 60,
+        "queueingPolicy": config.queueing_policy,
+        "apiVersion": config.api_version,
+    }
+
+
+LOGIN_VIEWER_PERMISSIONS = ("tpu.nodes.get", "tpu.queuedResources.get", "compute.projects.get")
 """What a login reads: gcloud's `tpu-vm ssh` gets the node and its guest attributes (the
-workers' host names for IAP) and the project (googlecloudsdk command_lib/compute/tpus/tpu_vm/
-ssh.py and util.py GetProject, gcloud 528.0.0); `python -m hosts` reads nothing else."""
+workers' host names for IAP) and the project, `queued-resources ssh` the queued resource first
+(googlecloudsdk command_lib/compute/tpus/tpu_vm/ssh.py PrepareNodeForSSH and util.py
+GetProject, surface/compute/tpus/queued_resources/ssh.py, gcloud 528.0.0)."""
+SUDO_PERMISSIONS = ("tpu.nodes.update", "tpu.operations.get")
+"""What gcloud's `tpu-vm ssh` does next, with or without OS Login: writes the user's key into
+the node's `ssh-keys` metadata and waits for the update (AddSSHKeyIfNeeded, gcloud 528.0.0).
+Updating a node's metadata can set its startup script, root on its VMs, and Cloud TPU has no
+per-node IAM: only `sudo: true` members, root on these VMs anyway, get it; the others reach
+the VMs through `python -m hosts`, which runs gcloud's `--plain` SSH with their OS Login key
+and needs no update (docs/tpu-vms.md)."""
 
 
 class TpuVms(Component):
@@ -138,100 +199,11 @@ class TpuVms(Component):
         ctx = args.context
         zone = ctx.zone_of(args.config.zone)
         config = args.config
-        shape = config.shape
-        waits_for: list[pulumi.Resource] = []
-        account: list[pulumi.Resource] = []
-        if config.service_account is None:
-            identity = service_account(
-                self,
-                name,
-                project=ctx.project,
-                account_id=ctx.name(config.name),
-                display_name=f"TPU VMs {config.name}",
-                roles=(*NODE_ROLES, *config.roles),
-            )
-            grants = grant_access(
-                self,
-                name,
-                args.buckets,
-                config.buckets,
-                member=identity.member,
-                depends_on=[identity.account],
-            )
-            grants += [
-                grant_named_access(
-                    self,
-                    name,
-                    args.buckets,
-                    bucket,
-                    role=role,
-                    member=identity.member,
-                    depends_on=[identity.account],
-                )
-                for bucket, role in sorted(args.storage.bucket_roles(config.storage).items())
-                # A bucket `buckets` grants keeps the access given there.
-                if bucket not in config.buckets
-            ]
-            self.service_account_email = identity.email
-            account = [identity.account]
-            # The VMs log from their first boot, and startup scripts may read buckets at once.
-            waits_for = [*identity.ready, *grants]
-        else:
-            self.service_account_email = config.service_account
+        account, waits_for = self._identity(name, args)
         self._logins(name, args, account)
-
-        props = {
-            "project": ctx.project,
-            "zone": zone,
-            "queuedResourceId": config.name,
-            "acceleratorType": shape.accelerator,
-            "runtimeVersion": config.runtime,
-            "nodeCount": config.node_count,
-            "nodePrefix": config.prefix,
-            "capacity": config.provisioning,
-            "reservationName": (
-                reservation_name(config.reservation, ctx.project, zone)
-                if config.reservation
-                else ""
-            ),
-            "serviceAccount": self.service_account_email,
-            "network": config.network.network if config.network else args.network.self_link,
-            "subnetwork": (
-                config.network.subnetwork if config.network else args.network.subnet_self_link
-            ),
-            "enableExternalIps": config.enable_public_ips,
-            "queueCount": config.queue_count or 0,
-            "additionalNetworks": [
-                {"network": n.network, "subnetwork": n.subnetwork, "queueCount": n.queue_count or 0}
-                for n in config.additional_networks
-            ],
-            "secureBoot": config.secure_boot,
-            "bootDisk": config.boot_disk_config,
-            "metadata": node_metadata(config, args.storage.storage),
-            "labels": {**ctx.labels, **config.labels},
-            "tags": list(dict.fromkeys([*config.tags, network_tag(ctx, config)])),
-            "dataDisks": [{"sourceDisk": d.source_disk, "mode": d.mode} for d in config.data_disks],
-            "timeoutSeconds": config.timeout_minutes * 60,
-            "queueingPolicy": config.queueing_policy,
-            "apiVersion": config.api_version,
-        }
+        props = queued_resource_props(args, self.service_account_email)
         if config.network is None:
-            # The slices' hosts talk to each other (JAX's coordinator, multislice over DCN);
-            # an entry on a network of its own brings its own rules.
-            tag = network_tag(ctx, config)
-            waits_for.append(
-                firewall_rule(
-                    self,
-                    f"{name}-internal",
-                    project=ctx.project,
-                    network=args.network.name,
-                    name=f"{tag}-internal",
-                    description=f"TPU VMs {config.name}: its slices' hosts to each other",
-                    source_tags=[tag],
-                    target_tags=[tag],
-                    allows=ALL_INTERNAL,
-                )
-            )
+            waits_for.append(self._internal_rule(name, args))
         self.queued_resource = QueuedResource(
             f"{name}-qr",
             props,
@@ -241,27 +213,13 @@ class TpuVms(Component):
                 # What the provider's diff replaces on, for the offline plan. In `pulumi up`
                 # the provider's own diff decides: it reports no changed keys, so the engine
                 # has none to hold against this list.
-                replace_on_changes=replace_paths(),
+                replace_on_changes=replace_paths(config),
                 protect=ctx.protect,
             ),
         )
         self.node_names = config.node_names
         if config.startup_timeout_minutes:
-            StartupWait(
-                f"{name}-startup",
-                {
-                    "project": ctx.project,
-                    "zone": zone,
-                    "queuedResourceId": config.name,
-                    "nodes": self.node_names,
-                    "workers": shape.hosts,
-                    "apiVersion": config.api_version,
-                    # A replacement (after a preemption, say) has new VMs to wait for.
-                    "requestedAt": self.queued_resource.created,
-                    "timeoutSeconds": config.startup_timeout_minutes * 60,
-                },
-                self.child_opts(depends_on=[self.queued_resource]),
-            )
+            self._startup_wait(name, args, zone)
         internal = "" if config.enable_public_ips else " --internal-ip"
         where = f"--zone={zone} --project={ctx.project} --worker=0"
         self.ssh_commands = {
@@ -274,7 +232,7 @@ class TpuVms(Component):
         }
         self.register_outputs(
             {
-                "accelerator": shape.accelerator,
+                "accelerator": config.shape.accelerator,
                 "chips": config.chips,
                 "nodeNames": self.node_names,
                 "sshCommands": self.ssh_commands,
@@ -282,25 +240,115 @@ class TpuVms(Component):
             }
         )
 
+    def _identity(
+        self, name: str, args: TpuVmsArgs
+    ) -> tuple[list[pulumi.Resource], list[pulumi.Resource]]:
+        """The VMs' account, dedicated unless the entry names one, with its roles and bucket
+        grants: the account resource (none for an existing one), and what the VMs wait for
+        (they log from their first boot, and startup scripts may read buckets at once)."""
+        ctx = args.context
+        config = args.config
+        if config.service_account is not None:
+            self.service_account_email = config.service_account
+            return [], []
+        identity = service_account(
+            self,
+            name,
+            project=ctx.project,
+            account_id=ctx.name(config.name),
+            display_name=f"TPU VMs {config.name}",
+            roles=(*NODE_ROLES, *config.roles),
+        )
+        grants = grant_access(
+            self,
+            name,
+            args.buckets,
+            config.buckets,
+            member=identity.member,
+            depends_on=[identity.account],
+        )
+        grants += [
+            grant_named_access(
+                self,
+                name,
+                args.buckets,
+                bucket,
+                role=role,
+                member=identity.member,
+                depends_on=[identity.account],
+            )
+            for bucket, role in sorted(args.storage.bucket_roles(config.storage).items())
+            # A bucket `buckets` grants keeps the access given there.
+            if bucket not in config.buckets
+        ]
+        self.service_account_email = identity.email
+        return [identity.account], [*identity.ready, *grants]
+
+    def _internal_rule(self, name: str, args: TpuVmsArgs) -> pulumi.Resource:
+        """The slices' hosts talk to each other (JAX's coordinator, multislice over DCN); an
+        entry on a network of its own brings its own rules."""
+        ctx = args.context
+        tag = network_tag(ctx, args.config)
+        return firewall_rule(
+            self,
+            f"{name}-internal",
+            project=ctx.project,
+            network=args.network.name,
+            name=f"{tag}-internal",
+            description=f"TPU VMs {args.config.name}: its slices' hosts to each other",
+            source_tags=[tag],
+            target_tags=[tag],
+            allows=ALL_INTERNAL,
+        )
+
+    def _startup_wait(self, name: str, args: TpuVmsArgs, zone: str) -> None:
+        config = args.config
+        StartupWait(
+            f"{name}-startup",
+            {
+                "project": args.context.project,
+                "zone": zone,
+                "queuedResourceId": config.name,
+                "nodes": self.node_names,
+                "workers": config.shape.hosts,
+                "apiVersion": config.api_version,
+                # A replacement (after a preemption, say) has new VMs to wait for.
+                "requestedAt": self.queued_resource.created,
+                "timeoutSeconds": config.startup_timeout_minutes * 60,
+            },
+            self.child_opts(depends_on=[self.queued_resource]),
+        )
+
     def _logins(self, name: str, args: TpuVmsArgs, account: list[pulumi.Resource]) -> None:
-        """OS Login and reading the nodes for this entry's `logins`, on the project: IAM
-        Conditions know no Cloud TPU resource ("Resource attributes for IAM Conditions" lists
-        none) and a TPU VM is no Compute Engine instance of the project to grant on (gcloud
-        reaches a worker by the host name its guest attributes give), so no narrower grant
-        works. The account grant and IAP stay as narrow as on GPU clusters."""
-        base = args.context.name(args.config.name)
+        """OS Login for this entry's `logins` on TPU VM hosts only (`tpu_host_condition`, so no
+        other Compute Engine VM of the project), reading TPU nodes, and for sudo members
+        writing a node's metadata, on the project: IAM Conditions know no Cloud TPU resource
+        ("Resource attributes for IAM Conditions" lists none), and a TPU VM's hosts are named
+        by Cloud TPU when it makes them, so nothing narrower can be written ahead. The account
+        grant and IAP stay as narrow as on GPU clusters."""
+        ctx = args.context
+        base = ctx.name(args.config.name)
         grant_logins(
             self,
             f"{name}-login",
-            project=args.context.project,
+            project=ctx.project,
             logins=args.config.logins,
             grants=LoginGrants(
-                login_condition=None,
-                viewer_role_id=viewer_role_id(base, "tpu"),
-                viewer_title=f"Reach TPU VMs {base}",
-                viewer_permissions=LOGIN_VIEWER_PERMISSIONS,
+                login_condition=tpu_host_condition(ctx.project, ctx.zone_of(args.config.zone)),
+                viewer=Role(
+                    viewer_role_id(base, "tpu"),
+                    f"Reach TPU VMs {base}",
+                    VIEWER_DESCRIPTION,
+                    LOGIN_VIEWER_PERMISSIONS,
+                ),
                 viewer_condition=None,
                 account=self.service_account_email,
+                sudo_role=Role(
+                    f"{base.replace('-', '_')}_tpu_keys",
+                    f"SSH keys of TPU VMs {base}",
+                    "What only logins with sudo get: they are root on the VMs anyway",
+                    SUDO_PERMISSIONS,
+                ),
             ),
             depends_on=account,
         )

@@ -61,6 +61,7 @@ def test_each_member_reaches_this_clusters_vms_and_nothing_else():
         "compute.instanceGroupManagers.get",
         "compute.instanceGroupManagers.list",
         "compute.instances.get",
+        "compute.instances.getGuestAttributes",
         "compute.projects.get",
     ], role.urn
     account = alice["roles/iam.serviceAccountUser"]
@@ -133,3 +134,28 @@ def test_logins_that_would_reach_another_clusters_vms_are_refused():
     )
     message = rendered["ai-infra:gpuClusters[0].logins"]
     assert "train-big" in message and "rename" in message, message
+
+
+SLURM = {
+    "clusterName": "ai",
+    "partitions": [{"name": "cpu", "nodesets": ["cpu"], "default": True}],
+    "cpuNodesets": [{"name": "cpu", "machineType": "n2-standard-4", "nodeCountDynamicMax": 1}],
+}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "owner"),
+    [
+        # Slurm names its VMs <clusterName>-*: ai-test-x-* would be ai-* ones too.
+        ({"slurm": SLURM}, "the Slurm cluster ai's VMs"),
+        ({"prefix": "gke"}, "GKE's nodes"),
+        ({"prefix": "t1v", "gpuClusters": [{"name": "n"}]}, "TPU VM hosts"),
+    ],
+)
+def test_a_cluster_whose_vm_names_nest_with_another_systems_is_refused(overrides, owner):
+    config = with_config(**{"gpuClusters": [{"name": "x", "logins": LOGINS[:1]}], **overrides})
+    with pytest.raises(ConfigError) as error:
+        parse(config, "test")
+    rendered = dict(error.value.rendered)
+    message = rendered.get("ai-infra:gpuClusters[0].name", "")
+    assert owner in message and "choose another name" in message, rendered

@@ -115,7 +115,7 @@ def test_new_run_hours_re_ask_a_waiting_request_and_leave_running_vms_alone():
 
 
 def test_a_preview_without_credentials_shows_no_change():
-    compute = FakeCompute(errors={"get_group": [api_exceptions.Unauthenticated("no ADC")]})
+    compute = FakeCompute(errors={"list_instances": [api_exceptions.Unauthenticated("no ADC")]})
     assert flex(compute).diff("x", dict(FLEX), dict(FLEX)).changes is False
 
 

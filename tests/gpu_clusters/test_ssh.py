@@ -4,16 +4,20 @@ their guest attributes hold them, their IPs as the VPC's DNS resolves them."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from components import startup
 from components.gpu_clusters import boot, metadata
 from components.gpu_clusters.boot import HostSsh
 from components.gpu_clusters.config import GpuClusterConfig
+from plan import cli as plan_main
 from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.components import startup_vm
@@ -29,6 +33,12 @@ KEY_B = "AAAAC3NzaC1lZDI1NTE5AAAAIBbbbb"
 GCLOUD = """#!/bin/bash
 echo "gcloud $*" >> "$STUB_LOG"
 if [[ $4 == list-instances ]]; then
+  refusals=$(cat "$STUB_STATE/refusals" 2>/dev/null || echo 0)
+  if ((refusals > 0)); then
+    echo $((refusals - 1)) > "$STUB_STATE/refusals"
+    echo "ERROR: (gcloud) PERMISSION_DENIED: Required 'compute.instanceGroupManagers.list'" >&2
+    exit 1
+  fi
   cat "$STUB_STATE/group-$5" 2>/dev/null
   exit "${STUB_GCLOUD_EXIT:-0}"
 fi
@@ -172,11 +182,24 @@ def test_a_member_without_well_formed_host_keys_is_left_out_until_it_has_them(tm
 def test_a_group_the_vm_cannot_list_fails_the_step_and_keeps_the_last_list(tmp_path):
     vm = Vm(tmp_path)
     vm.run([SSH])
-    result, _ = vm.run([SSH], STUB_GCLOUD_EXIT="1")
+    result, calls = vm.run([SSH], STUB_GCLOUD_EXIT="1")
     assert result.returncode == 1
     assert "cannot list the group ai-test-demo" in result.stderr
     assert vm.signal() == f"{startup.FAILED}ssh among VMs"
     assert "FAILED: ssh among VMs (the host list)" in result.stderr
+    assert vm.file(boot.HOSTFILE) == "ai-test-demo-a slots=8\nai-test-demo-b slots=8\n"
+    # Tried as often as the step's bound allows, and no more.
+    assert len([c for c in calls if " list-instances " in c]) == SSH.list_attempts
+
+
+def test_a_refusal_while_iam_propagates_on_first_boot_is_tried_again(tmp_path):
+    """The VMs' account gets its role as the VM boots; IAM may refuse it for a minute."""
+    vm = Vm(tmp_path)
+    (vm.state / "refusals").write_text("3")
+    result, calls = vm.run([SSH])
+    assert result.returncode == 0, result.stderr
+    assert vm.signal() == startup.DONE
+    assert len([c for c in calls if " list-instances " in c]) == 4
     assert vm.file(boot.HOSTFILE) == "ai-test-demo-a slots=8\nai-test-demo-b slots=8\n"
 
 
@@ -258,3 +281,32 @@ def test_a_switch_that_is_not_a_boolean_is_refused_at_its_path(value):
     with pytest.raises(ConfigError) as error:
         parse(config, "test")
     assert "ai-infra:gpuClusters[0].sshAmongVms" in dict(error.value.rendered)
+
+
+def test_a_member_without_sudo_could_forge_a_host_key_so_the_mix_is_refused():
+    """Any process on a VM can rewrite its guest attributes, host keys included: a member
+    without sudo could publish its own key and log in elsewhere as anyone."""
+    logins = [{"member": "user:root@x.io", "sudo": True}, {"member": "group:ml@x.io"}]
+    config = with_config(gpuClusters=[{"name": "demo", "sshAmongVms": True, "logins": logins}])
+    with pytest.raises(ConfigError) as error:
+        parse(config, "test")
+    message = dict(error.value.rendered)["ai-infra:gpuClusters[0].sshAmongVms"]
+    assert "group:ml@x.io has no sudo" in message and "sudo: true" in message, message
+    # Every member root already: nobody gains by forging a key.
+    logins[1]["sudo"] = True
+    assert build_graph(
+        with_config(gpuClusters=[{"name": "demo", "sshAmongVms": True, "logins": logins}])
+    )
+
+
+def test_a_cluster_whose_logins_are_granted_elsewhere_is_warned_in_the_plan(tmp_path):
+    path = tmp_path / "Pulumi.ssh.yaml"
+    path.write_text(
+        yaml.safe_dump({"config": with_config(gpuClusters=[{"name": "demo", "sshAmongVms": True}])})
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert plan_main.main([str(path)]) == 0
+    section = out.getvalue()[out.getvalue().index("GPU clusters:") :].split("\n\n")[0]
+    assert "warning: sshAmongVms: host-based SSH trusts each VM's host keys" in section
+    assert "this cluster lists no logins" in section

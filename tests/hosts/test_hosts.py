@@ -9,6 +9,7 @@ import contextlib
 import io
 import os
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -23,13 +24,18 @@ FAKE_GCLOUD = r"""#!/bin/bash
 # --worker=K, or VM name) and does what $FAKE_<behaviour> says for it.
 echo "$*" >> "$FAKE_DIR/calls"
 if [[ " $* " == *" list-instances "* ]]; then printf '%b' "$FAKE_MEMBERS"; exit 0; fi
+if [[ " $* " == *" describe-profile "* ]]; then
+  echo '{"posixAccounts": [{"username": "other"}, {"username": "me_x_io", "primary": true}]}'
+  exit 0
+fi
+if [[ " $* " == *" --dry-run "* ]]; then echo "ssh -t me_x_io@10.0.0.2"; exit 0; fi
 host=""
 for arg in "$@"; do
   case $arg in
     --worker=*) host="$host/${arg#--worker=}";;
     --command=*) command=${arg#--command=};;
     --*) ;;
-    *) case $prev in ssh) host=$arg;; esac;;
+    *) case $prev in ssh) host=${arg#*@};; esac;;
   esac
   prev=$arg
 done
@@ -138,19 +144,31 @@ def test_each_session_is_gclouds_documented_iap_ssh_with_os_login(fake):
     code, _, _ = run(stack_file(fake, STACK), "tpuVms", "maxtext", "--", "hostname")
     assert code == 0
     calls = (fake / "calls").read_text().splitlines()
-    assert sorted(calls)[0] == (
-        "alpha compute tpus tpu-vm ssh maxtext-0 --zone=us-central2-b --project=my-ml-project "
-        "--worker=0 --tunnel-through-iap --quiet --command=hostname"
+    key = Path("~/.ssh/google_compute_engine").expanduser()
+    plain = (
+        f"--plain --ssh-flag=-oIdentityFile={key} --ssh-flag=-oIdentitiesOnly=yes "
+        "--ssh-flag=-oStrictHostKeyChecking=no --ssh-flag=-oUserKnownHostsFile=/dev/null"
     )
-    assert len(calls) == 4
+    # One dry run prepares the key and the OS Login profile, then the sessions fan out.
+    assert calls[:2] == [
+        "alpha compute tpus tpu-vm ssh maxtext-0 --zone=us-central2-b --project=my-ml-project "
+        "--worker=0 --tunnel-through-iap --quiet --dry-run",
+        "compute os-login describe-profile --format=json",
+    ]
+    assert sorted(calls[2:])[0] == (
+        "alpha compute tpus tpu-vm ssh me_x_io@maxtext-0 --zone=us-central2-b "
+        f"--project=my-ml-project --worker=0 --tunnel-through-iap --quiet {plain} "
+        "--command=hostname"
+    )
+    assert len(calls) == 2 + 4
     code, _, _ = run(
         stack_file(fake, STACK), "tpuVms", "maxtext", "--internal-ip", "--slice", "maxtext-1",
         "--worker", "1", "--", "hostname",
     )  # fmt: skip
     assert code == 0
     assert (fake / "calls").read_text().splitlines()[-1] == (
-        "compute tpus tpu-vm ssh maxtext-1 --zone=us-central2-b --project=my-ml-project "
-        "--worker=1 --internal-ip --quiet --command=hostname"
+        "compute tpus tpu-vm ssh me_x_io@maxtext-1 --zone=us-central2-b "
+        f"--project=my-ml-project --worker=1 --internal-ip --quiet {plain} --command=hostname"
     )
 
 
@@ -198,3 +216,57 @@ def test_bad_input_is_refused_before_anything_runs(fake, argv, message):
     code, _, err = run(stack_file(fake, STACK), *argv)
     assert code == 2 and message in err, err
     assert not (fake / "calls").exists()
+
+
+def test_a_missing_gcloud_says_what_to_install(fake, monkeypatch, capsys):
+    (fake / "bin" / "gcloud").unlink()
+    monkeypatch.setenv("PATH", str(fake / "bin"))
+    for config, system, name in ((GPU_STACK, "gpuClusters", "train"), (STACK, "tpuVms", "maxtext")):
+        code, _, err = run(stack_file(fake, config), system, name, "--", "true")
+        assert code == 2, err
+        assert "gcloud is not installed here: install the Google Cloud CLI" in err, err
+        assert "Traceback" not in err
+
+
+def test_a_hanging_gcloud_is_cut_off_and_named(fake, monkeypatch):
+    gcloud = fake / "bin" / "gcloud"
+    gcloud.write_text("#!/bin/bash\nexec sleep 60\n")
+
+    def impatient(argv):
+        return subprocess.run(argv, capture_output=True, text=True, timeout=0.5, check=False)
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(
+            [stack_file(fake, GPU_STACK), "gpuClusters", "train", "--", "true"], run=impatient
+        )
+    assert code == 2
+    message = err.getvalue()
+    assert "listing the VMs of ai-test-train: `gcloud compute instance-groups managed " in message
+    assert "did not finish within 0 s" in message or "did not finish within 1 s" in message
+    assert "Traceback" not in message
+
+
+def test_the_key_is_prepared_once_before_the_sessions_and_a_refusal_stops_them(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_MEMBERS", "".join(f"ai-train-{i}\tRUNNING\tNONE\n" for i in range(8)))
+    stack = stack_file(fake, GPU_STACK)
+    code, out, _ = run(stack, "gpuClusters", "train", "--parallel", "8", "--", "true")
+    assert code == 0 and "8 of 8 host(s) succeeded" in out
+    calls = (fake / "calls").read_text().splitlines()
+    prepares = [i for i, c in enumerate(calls) if "--dry-run" in c]
+    sessions = [i for i, c in enumerate(calls) if "--command=true" in c]
+    assert len(prepares) == 1 and len(sessions) == 8
+    assert prepares[0] < min(sessions)
+    # A dry run that fails (gcloud cannot reach the VM, or the profile) runs nothing.
+    gcloud = fake / "bin" / "gcloud"
+    gcloud.write_text(
+        FAKE_GCLOUD.replace(
+            'echo "ssh -t me_x_io@10.0.0.2"; exit 0',
+            'echo "ERROR: permission denied" >&2; exit 1',
+        )
+    )
+    (fake / "calls").unlink()
+    code, _, err = run(stack, "gpuClusters", "train", "--", "true")
+    assert code == 2
+    assert "preparing your SSH key (a dry run of gcloud's SSH): ERROR: permission denied" in err
+    assert not [c for c in (fake / "calls").read_text().splitlines() if "--command=" in c]

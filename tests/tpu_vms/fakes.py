@@ -214,6 +214,12 @@ class FakeTpuClient:
                     {"source_disk": d.source_disk, "mode": type(d).DiskMode(d.mode).name}
                     for d in node.data_disks
                 ]
+            elif path == "network_config.enable_external_ips":
+                if stored.network_configs:
+                    raise api_exceptions.InvalidArgument(
+                        "network_config is unset on a TPU VM with network_configs"
+                    )
+                stored.network_config.enable_external_ips = node.network_config.enable_external_ips
             else:
                 raise api_exceptions.InvalidArgument(f"update_mask {path} is not supported")
         return done_operation()

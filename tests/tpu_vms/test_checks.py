@@ -419,6 +419,94 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "tpuVms[0].additionalNetworks",
         "at most 7",
     ),
+    # Root through logins: a machine's account holds its token on every process there.
+    (
+        "the VMs' own dedicated account logs in with sudo",
+        {
+            "tpuVms": [
+                vm(
+                    logins=[
+                        {"member": f"serviceAccount:{own_account('ai-test-exp')}", "sudo": True}
+                    ]
+                )
+            ]
+        },
+        "tpuVms[0].logins[0].member",
+        "as root",
+    ),
+    (
+        "the VMs' own existing account logs in",
+        {
+            "tpuVms": [
+                vm(
+                    serviceAccount=OTHER_PROJECT_SA,
+                    logins=[{"member": f"serviceAccount:{OTHER_PROJECT_SA}"}],
+                )
+            ]
+        },
+        "tpuVms[0].logins[0].member",
+        "the TPU VMs' own service account",
+    ),
+    (
+        "another system's VM account logs in",
+        {
+            "gpuClusters": [GPU_CLUSTER],
+            "tpuVms": [vm(logins=[{"member": f"serviceAccount:{own_account('ai-test-a3-vm')}"}])],
+        },
+        "tpuVms[0].logins[0].member",
+        "ai-infra:gpuClusters[0]",
+    ),
+    # Mounts over what every user owns, or root's PATH.
+    (
+        "a bucket every user writes over the homes",
+        {
+            "storage": {"volumes": [{"name": "d", "bucket": "data-bucket-x"}]},
+            "tpuVms": [vm(storage=[{"volume": "d", "mountPath": "/home"}])],
+        },
+        "tpuVms[0].storage[0].mountPath",
+        "home directories",
+    ),
+    (
+        "a bucket under root's PATH",
+        {
+            "storage": {"volumes": [{"name": "d", "bucket": "data-bucket-x"}]},
+            "tpuVms": [vm(storage=[{"volume": "d", "mountPath": "/snap/bin", "readOnly": True}])],
+        },
+        "tpuVms[0].storage[0].mountPath",
+        "/snap",
+    ),
+    # What the plan prints is what runs: no terminal escapes, no C1 controls.
+    (
+        "an escape in the startup script",
+        {"tpuVms": [vm(startupScript="#!/bin/bash\necho hi\x1b]0;x\x07")]},
+        "tpuVms[0].startupScript",
+        "U+001B",
+    ),
+    (
+        "a C1 control in metadata",
+        {"tpuVms": [vm(metadata={"note": "a\x9bb"})]},
+        "tpuVms[0].metadata.note",
+        "U+009B",
+    ),
+    # Every list is bounded at its path.
+    (
+        "too many tags",
+        {"tpuVms": [vm(tags=[f"t{i}" for i in range(64)])]},
+        "tpuVms[0].tags",
+        "at most 63",
+    ),
+    (
+        "too many roles",
+        {"tpuVms": [vm(roles=[f"roles/r{i}.x" for i in range(65)])]},
+        "tpuVms[0].roles",
+        "at most 64",
+    ),
+    (
+        "too many logins",
+        {"tpuVms": [vm(logins=[{"member": f"user:u{i}@x.io"} for i in range(1501)])]},
+        "tpuVms[0].logins",
+        "at most 1500",
+    ),
 ]
 
 
@@ -446,10 +534,15 @@ def test_hostile_input_is_refused_at_its_path_with_the_fix(overrides, path, fix)
         vm(queueing={"validUntilTime": "2026-12-01T00:00:00.5+02:00"}),
         vm(queueCount=16, additionalNetworks=[{**EXTRA_NET, "queueCount": 8}]),
         vm(bootDisk={"kmsKey": KEY, "confidentialCompute": True}),
+        vm(logins=[{"member": f"serviceAccount:{OTHER_PROJECT_SA}", "sudo": True}]),
+        vm(storage=[{"volume": "d", "mountPath": "/home/shared", "readOnly": True}]),
+        vm(storage=[{"volume": "d", "mountPath": "/data/home"}]),
     ],
 )
 def test_near_misses_are_accepted(entry):
-    graph = built(entry, slurm=SLURM)
+    graph = built(
+        entry, slurm=SLURM, storage={"volumes": [{"name": "d", "bucket": "data-bucket-x"}]}
+    )
     assert queued_resource(graph, entry["name"]).inputs["queuedResourceId"] == entry["name"]
 
 

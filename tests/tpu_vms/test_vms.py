@@ -11,8 +11,7 @@ import pytest
 import yaml
 
 from catalog import tpu as tpu_catalog
-from components.tpu_vms.provider import REPLACE_KEYS
-from components.tpu_vms.vms import replace_paths
+from components.tpu_vms.request import REPLACE_KEYS
 from graph.engine import Graph, record_program
 from plan import cli as plan_main
 from plan.diff import Op, diff
@@ -593,14 +592,30 @@ def _edit(before: dict[str, Any], after: dict[str, Any]) -> tuple[Op, list[str]]
         ({"queueCount": 2}, Op.REPLACE),
         ({"timeoutMinutes": 120}, Op.UPDATE),
         ({"queueing": {"validUntilDuration": "30m"}}, Op.UPDATE),
+        # UpdateNode sets network_config.enable_external_ips on running TPU VMs.
+        ({"enablePublicIps": True}, Op.UPDATE),
     ],
 )
 def test_the_plan_says_which_edits_replace_the_tpu_vms(edit, op):
     also = queued_resource(built(vm()), "exp").replace_on_changes
-    assert also == tuple(replace_paths())
     assert [p.removesuffix(".*") for p in also] == list(REPLACE_KEYS)
     changed_op, paths = _edit(vm(), vm(**edit))
     assert changed_op == op, paths
+
+
+def test_a_public_ip_replaces_tpu_vms_with_more_networks_and_the_plan_says_so():
+    networks = {
+        "additionalNetworks": [
+            {
+                "network": "projects/test-project/global/networks/dcn",
+                "subnetwork": "projects/test-project/regions/us-central2/subnetworks/dcn",
+            }
+        ]
+    }
+    also = queued_resource(built(vm(**networks)), "exp").replace_on_changes
+    assert "enableExternalIps" in also
+    changed_op, paths = _edit(vm(**networks), vm(**networks, enablePublicIps=True))
+    assert changed_op == Op.REPLACE, paths
 
 
 def test_the_offline_plan_tells_how_the_request_waits_is_reached_and_comes_back(tmp_path):
@@ -636,80 +651,3 @@ def test_the_offline_plan_tells_how_the_request_waits_is_reached_and_comes_back(
     )
     assert "networks: the stack's VPC, projects/test-project/global/networks/dcn" in section
     assert section.count("a SUSPENDED (preempted) or FAILED request") == 2
-
-
-def test_logins_reach_the_vms_through_the_narrowest_grants_cloud_tpu_allows():
-    graph = built(
-        vm(logins=[{"member": "user:alice@example.com", "sudo": True}, {"member": "group:ml@x.io"}])
-    )
-    grants = {
-        (r.inputs["role"], r.inputs["member"]): r
-        for r in graph
-        if r.name.startswith("tpuvm-exp-login-") and "member" in r.inputs
-    }
-    alice = {role: r for (role, member), r in grants.items() if member.startswith("user:")}
-    assert set(alice) == {
-        "roles/compute.osAdminLogin",
-        "roles/iap.tunnelResourceAccessor",
-        "projects/test-project/roles/ai_test_exp_tpu_login",
-        "roles/iam.serviceAccountUser",
-    }
-    assert ("roles/compute.osLogin", "group:ml@x.io") in grants
-    # IAM Conditions know no Cloud TPU resource: the OS Login role holds on the project.
-    assert not alice["roles/compute.osAdminLogin"].inputs.get("condition")
-    tunnel = alice["roles/iap.tunnelResourceAccessor"]
-    assert tunnel.inputs["condition"]["expression"] == "destination.port == 22", tunnel.urn
-    account = alice["roles/iam.serviceAccountUser"]
-    assert account.inputs["serviceAccountId"].endswith(
-        "/serviceAccounts/ai-test-exp@test-project.iam.gserviceaccount.com"
-    ), account.urn
-    (role,) = [
-        r for r in graph.of_type(CUSTOM_ROLE) if r.inputs["roleId"] == "ai_test_exp_tpu_login"
-    ]
-    assert sorted(role.inputs["permissions"]) == ["compute.projects.get", "tpu.nodes.get"]
-
-
-def test_logins_on_an_existing_account_grant_account_use_on_that_account():
-    account = "trainer@other-proj.iam.gserviceaccount.com"
-    graph = built(vm(serviceAccount=account, logins=[{"member": "user:a@example.com"}]))
-    (grant,) = graph.of_type("gcp:serviceaccount/iAMMember:IAMMember")
-    assert grant.inputs["serviceAccountId"] == f"projects/other-proj/serviceAccounts/{account}"
-
-
-@pytest.mark.parametrize(
-    ("logins", "path", "fix"),
-    [
-        ([{"member": "domain:x.io"}], "logins[0].member", "user:, group: or serviceAccount:"),
-        ([{"member": "user:nobody"}], "logins[0].member", "not an IAM member"),
-        ([{"member": "user:a@x.io", "sudo": "yes"}], "logins[0].sudo", "without quotes"),
-        ([{"member": "user:a@x.io"}, {"member": "user:a@x.io"}], "logins[1].member", "logins[0]"),
-    ],
-)
-def test_bad_logins_are_refused_at_their_path(logins, path, fix):
-    found = rejected(stack(tpuVms=[vm(logins=logins)]))
-    key = f"ai-infra:tpuVms[0].{path}"
-    assert key in found, found
-    assert fix in found[key], found[key]
-
-
-def test_the_plan_says_tpu_logins_hold_on_the_project(tmp_path):
-    path = tmp_path / "Pulumi.vms.yaml"
-    entry = {**SEED, "logins": [{"member": "user:alice@example.com", "sudo": True}]}
-    path.write_text(yaml.safe_dump({"config": stack(tpuVms=[entry])}))
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert plan_main.main([str(path)]) == 0
-    text = out.getvalue()
-    assert "logins: user:alice@example.com (sudo); OS Login and reading TPU nodes on" in text
-    assert "Cloud TPU has no per-slice IAM" in text
-    assert "roles/iap.tunnelResourceAccessor -> user:alice@example.com only: IAP" in text
-
-
-def test_logins_of_an_entry_whose_role_id_would_be_too_long_are_refused():
-    entry = vm(
-        name="e" * 50,
-        serviceAccount="trainer@other-proj.iam.gserviceaccount.com",
-        logins=[{"member": "user:a@x.io"}],
-    )
-    found = rejected(stack(tpuVms=[entry]))
-    assert "64" in found.get("ai-infra:tpuVms[0].logins", ""), found
