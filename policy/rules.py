@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.ranges import covers_internet, ingress_sources, within
 from graph import types
 from plan import reachability
-from plan.netpol import network
 
 BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
 AUTHORITATIVE_IAM = ("iAMBinding:", "iAMPolicy:")
@@ -28,8 +28,10 @@ PROTECTED_IN_PROD = (
 )
 """What holds state or costs most to rebuild (`ai-infra:protect`, docs/stack.md)."""
 SYSTEMS = ("Slurm ", "GPU cluster ", "TPU VMs ")
-OPT_IN = "network.allow "
-"""How an opening's firewall rule describes itself (components/network.py)."""
+DEFAULT_ACCOUNT = "default"
+"""What GKE and Compute Engine read as the project's default compute account when a node
+pool or VM names it (GKE API `NodeConfig.serviceAccount`: "If not specified, the 'default'
+service account is used")."""
 
 
 @dataclass(frozen=True)
@@ -89,12 +91,30 @@ def buckets_are_private(resources: Sequence[Resource]) -> list[Violation]:
 
 
 def private_nodes(resources: Sequence[Resource]) -> list[Violation]:
-    return [
-        Violation(r.urn, "nodes must be private (privateClusterConfig.enablePrivateNodes)")
-        for r in resources
-        if r.type == types.CLUSTER
-        and (r.inputs.get("privateClusterConfig") or {}).get("enablePrivateNodes") is not True
-    ]
+    """The cluster makes its nodes private, and no node pool, registered apart or inline,
+    overrides that (GKE API `NodeNetworkConfig.enablePrivateNodes` on a pool wins over the
+    cluster's setting)."""
+    found = []
+    for r in resources:
+        if r.type == types.CLUSTER:
+            private = (r.inputs.get("privateClusterConfig") or {}).get("enablePrivateNodes")
+            if private is not True:
+                found.append(
+                    Violation(
+                        r.urn, "nodes must be private (privateClusterConfig.enablePrivateNodes)"
+                    )
+                )
+            pools = r.inputs.get("nodePools") or []
+        elif r.type == types.NODE_POOL:
+            pools = [r.inputs]
+        else:
+            continue
+        for pool in pools:
+            if (pool.get("networkConfig") or {}).get("enablePrivateNodes") is False:
+                found.append(
+                    Violation(r.urn, "a node pool turns private nodes off (networkConfig)")
+                )
+    return found
 
 
 def metadata_server_everywhere(resources: Sequence[Resource]) -> list[Violation]:
@@ -119,38 +139,65 @@ def _accounts(r: Resource) -> list[str | None]:
     return []
 
 
+def _default_account(account: object) -> bool:
+    """Whether an account as written is the project's default compute account: none, the
+    word `default` in any case, or its email."""
+    text = str(account or "").strip().lower()
+    return text in ("", DEFAULT_ACCOUNT) or text.endswith(DEFAULT_COMPUTE_ACCOUNT)
+
+
 def no_default_compute_account(resources: Sequence[Resource]) -> list[Violation]:
     return [
         Violation(r.urn, "runs as the default compute account (or none); give it its own")
         for r in resources
         for account in _accounts(r)
-        if not account or str(account).endswith(DEFAULT_COMPUTE_ACCOUNT)
+        if _default_account(account)
     ]
 
 
 def no_internet_ingress(resources: Sequence[Resource]) -> list[Violation]:
+    """No enabled ingress rule that allows anything admits every internet address: judged on
+    the union of its sources, and a rule without any source admits them all."""
     found = []
     for r in resources:
-        if r.type != reachability.FIREWALL or r.inputs.get("direction") == "EGRESS":
+        i = r.inputs
+        if r.type != reachability.FIREWALL or i.get("direction") == "EGRESS":
             continue
-        if not r.inputs.get("allows"):
+        if not i.get("allows") or i.get("disabled") is True:
             continue
-        for cidr in r.inputs.get("sourceRanges") or []:
-            source = network(cidr)
-            if source is not None and source.prefixlen == 0:
-                found.append(Violation(r.urn, f"admits {cidr}: the whole internet"))
+        sources = ingress_sources(
+            i.get("sourceRanges"), i.get("sourceTags"), i.get("sourceServiceAccounts")
+        )
+        if covers_internet(sources):
+            shown = ", ".join(str(s) for s in sources)
+            found.append(Violation(r.urn, f"admits {shown}: together, the whole internet"))
     return found
 
 
+def _opening_ports(rule: Resource, pods: object) -> reachability.Ports:
+    """What an enabled ingress rule opens to the pods range by naming it: a source range
+    inside the pods range (a wider range that happens to hold it names no pod), and ports
+    listed for every protocol. Anything else opens nothing on purpose."""
+    i = rule.inputs
+    if i.get("direction") == "EGRESS" or i.get("disabled") is True:
+        return reachability.Ports()
+    if not any(within(s, pods) for s in i.get("sourceRanges") or []):
+        return reachability.Ports()
+    opened = reachability.Ports()
+    for allow in i.get("allows") or []:
+        if allow.get("protocol") not in ("tcp", "udp", "sctp") or not allow.get("ports"):
+            return reachability.Ports()
+        opened = opened | reachability.Ports.of(allow["protocol"], allow["ports"])
+    return opened
+
+
 def pods_reach_systems_only_where_opted_in(resources: Sequence[Resource]) -> list[Violation]:
-    """No pod reaches a Slurm, GPU cluster or TPU VM port that no `network.allow` rule
-    opened for that system's VMs."""
+    """No pod reaches a Slurm, GPU cluster or TPU VM port but through a rule that opens it to
+    the pods range on purpose, as `network.allow` writes one: a source range inside the pods
+    range and the ports listed (`_opening_ports`). A rule's name or description is not read:
+    a rule that admits a wider range, or every port, opens nothing on purpose."""
     graph = Resources(resources)
-    openings = [
-        r
-        for r in graph.of_type(reachability.FIREWALL)
-        if str(r.inputs.get("description", "")).startswith(OPT_IN)
-    ]
+    rules = graph.of_type(reachability.FIREWALL)
     found = []
     named = {p.name: p for p in reachability.principals(graph)}
     for (source, target), ports in reachability.matrix(graph).items():
@@ -158,10 +205,9 @@ def pods_reach_systems_only_where_opted_in(resources: Sequence[Resource]) -> lis
             continue
         tags = named[target].tags
         opened = reachability.Ports()
-        for rule in openings:
+        for rule in rules:
             if set(rule.inputs.get("targetTags") or ()) & tags:
-                for allow in rule.inputs.get("allows") or []:
-                    opened = opened | reachability.Ports.of(allow["protocol"], allow.get("ports"))
+                opened = opened | _opening_ports(rule, named[source].cidr)
         extra = ports - opened
         if extra:
             found.append(
@@ -264,7 +310,11 @@ RULES: tuple[Rule, ...] = (
         "No node or VM runs as the default compute service account.",
         no_default_compute_account,
     ),
-    Rule("no-internet-ingress", "No firewall rule admits 0.0.0.0/0.", no_internet_ingress),
+    Rule(
+        "no-internet-ingress",
+        "No firewall rule admits every internet address, by one range or several.",
+        no_internet_ingress,
+    ),
     Rule(
         "pods-reach-systems-only-where-opted-in",
         "No pod reaches Slurm, GPU cluster or TPU VM ports that network.allow did not open.",

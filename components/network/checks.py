@@ -15,6 +15,7 @@ from components.base import (
 )
 from components.network.config import MAX_NODE_NETWORKS, PODS, NetworkConfig
 from components.network.firewall import SystemTags
+from components.ranges import covers_internet
 
 
 def pods_per_node_prefix(max_pods_per_node: int) -> int:
@@ -42,15 +43,7 @@ def problems(config: NetworkConfig) -> list[Problem]:
         "masterCidr": config.master_cidr,
     }
     found = []
-    for i, network in enumerate(config.authorized_networks):
-        if ipaddress.IPv4Network(network.cidr).prefixlen == 0:
-            found.append(
-                Problem(
-                    ("authorizedNetworks", i, "cidr"),
-                    "0.0.0.0/0 opens the control plane to the whole internet; list the ranges "
-                    "`pulumi up` and kubectl run from",
-                )
-            )
+    found += _authorized_problems(config)
     for key, (widest, narrowest) in PREFIX_LIMITS.items():
         prefix = ipaddress.IPv4Network(ranges[key]).prefixlen
         if not widest <= prefix <= narrowest:
@@ -85,6 +78,30 @@ def problems(config: NetworkConfig) -> list[Problem]:
             )
         )
     return found + _node_network_problems(config, ranges)
+
+
+def _authorized_problems(config: NetworkConfig) -> list[Problem]:
+    """The control plane's authorized networks, judged as GKE admits them: by the union of
+    the ranges, so halves of the address space are as open as 0.0.0.0/0."""
+    networks = config.authorized_networks
+    alone = [
+        Problem(
+            ("authorizedNetworks", i, "cidr"),
+            f"{n.cidr} admits every internet address, which opens the control plane to the "
+            "whole internet; list the ranges `pulumi up` and kubectl run from",
+        )
+        for i, n in enumerate(networks)
+        if covers_internet([n.cidr])
+    ]
+    if alone or not covers_internet(n.cidr for n in networks):
+        return alone
+    return [
+        Problem(
+            ("authorizedNetworks",),
+            "these ranges together admit every internet address, which opens the control "
+            "plane to the whole internet; list the ranges `pulumi up` and kubectl run from",
+        )
+    ]
 
 
 def _node_network_problems(config: NetworkConfig, ranges: dict[str, str]) -> list[Problem]:
@@ -226,7 +243,7 @@ def capacity_problems(
 
 def allow_problems(config: NetworkConfig, tags: SystemTags, *, gke: bool) -> list[Problem]:
     """`allow[i]` problems: a name used twice, a system the stack has no VMs of on its
-    network, `pods` without a GKE cluster."""
+    network, sources that together admit the internet, `pods` without a GKE cluster."""
     found = [p.under("allow") for p in duplicate_names([a.name for a in config.allow], "allow")]
     for i, opening in enumerate(config.allow):
         if not tags.get(opening.to):
@@ -235,6 +252,15 @@ def allow_problems(config: NetworkConfig, tags: SystemTags, *, gke: bool) -> lis
                     ("allow", i, "to"),
                     f"the stack has no {opening.to} VMs on its network to open; remove the "
                     "entry or add the system",
+                )
+            )
+        if covers_internet(s for s in opening.sources if s != PODS):
+            found.append(
+                Problem(
+                    ("allow", i, "sources"),
+                    "these ranges together admit every internet address (a firewall rule "
+                    f"admits the union of its sources), opening {opening.to} to the whole "
+                    "internet; name the ranges that need it",
                 )
             )
         if PODS in opening.sources and not gke:

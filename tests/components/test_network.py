@@ -253,3 +253,21 @@ def test_port_openings_group_ports_by_protocol():
         ("tcp", ["8265", "6379"]),
         ("udp", ["5000-5100"]),
     ]
+
+
+def test_ranges_that_together_admit_the_internet_are_refused_where_they_are_written():
+    halves = [{"cidr": "0.0.0.0/1", "name": "a"}, {"cidr": "128.0.0.0/1", "name": "b"}]
+    found = network.problems(NetworkConfig.model_validate({"authorizedNetworks": halves}))
+    assert [(p.path, "together" in p.message) for p in found] == [(("authorizedNetworks",), True)]
+    one = [{"cidr": "0.0.0.0/0", "name": "all"}] + halves
+    found = network.problems(NetworkConfig.model_validate({"authorizedNetworks": one}))
+    assert [p.path for p in found] == [("authorizedNetworks", 0, "cidr")]
+    assert network.problems(NetworkConfig.model_validate({"authorizedNetworks": halves[:1]})) == []
+    opening = {"name": "ssh", "to": "tpuVms", "ports": ["tcp:22"]}
+    config = NetworkConfig.model_validate(
+        {"allow": [opening | {"sources": ["pods", "0.0.0.0/1", "128.0.0.0/1"]}]}
+    )
+    found = network.allow_problems(config, {"tpuVms": ["vm"]}, gke=True)
+    assert [p.path for p in found] == [("allow", 0, "sources")]
+    narrow = NetworkConfig.model_validate({"allow": [opening | {"sources": ["0.0.0.0/1"]}]})
+    assert network.allow_problems(narrow, {"tpuVms": ["vm"]}, gke=True) == []
