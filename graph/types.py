@@ -43,6 +43,7 @@ PROJECT_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
 CUSTOM_ROLE = "gcp:projects/iAMCustomRole:IAMCustomRole"
 SERVICE_ACCOUNT = "gcp:serviceaccount/account:Account"
 SERVICE_ACCOUNT_IAM_MEMBER = "gcp:serviceaccount/iAMMember:IAMMember"
+REPOSITORY_IAM_MEMBER = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
 
 # Dynamic providers (components/tpu_vms/provider.py, components/gpu_clusters/provider.py,
 # components/slurm/cleanup.py, scripts.py)

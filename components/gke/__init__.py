@@ -37,6 +37,7 @@ from components.gke.config import (
     TpuSliceConfig,
     WorkloadIdentityConfig,
 )
+from components.gke.dcn import DcnRules, DcnRulesArgs
 from components.gke.gpu_direct import (
     INSTALLERS_COMMIT,
     INSTALLERS_REPOSITORY,
@@ -148,6 +149,18 @@ def build(
     )
     on_cluster = pulumi.ResourceOptions(providers=[kubernetes])
     identities = _identities(config, buckets, after_cluster, source)
+    groups = config.dcn_groups()
+    if groups:
+        DcnRules(
+            source("dcn", "network", "additionalNodeNetworks"),
+            DcnRulesArgs(
+                project=config.context.project,
+                prefix=config.context.prefix,
+                groups=groups,
+                networks=dict(network.node_networks),
+            ),
+            services,
+        )
     used = set(config.node_network_users())
     if used:
         PodNetworks(
@@ -235,6 +248,7 @@ def _accelerator_pools(
                 node_networks=[
                     network.node_networks[n.name] for n in config.slice_node_networks(entry)
                 ],
+                network_tags=config.slice_dcn_tags(entry),
             ),
             services,
         )
@@ -352,6 +366,8 @@ def account_claims(config: GkeConfig) -> Claims:
         (("tpuProvisioner",), config.provisioner_account_id),
     ]
     claims += [(("teams", i), ctx.name(t.name)) for i, t in enumerate(config.teams)]
+    owned = {s.team: i for i, s in reversed(list(enumerate(config.tpu_slices))) if s.team}
+    claims += [(("tpuSlices", i), config.team_node_account_id(t)) for t, i in owned.items()]
     claims += [
         (("workloadIdentities", i), ctx.name(w.name))
         for i, w in enumerate(config.workload_identities)

@@ -6,6 +6,7 @@ location, deletion protection, the provisioner's zone and node account, the Kueu
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -27,11 +28,13 @@ from components.gke.quota import (
     allocate,
     derive_flavors,
     host_quota,
+    tpu_flavor_name,
 )
 from components.gpu_catalog import GpuNicLayout
 from components.identity import service_account_email
 from components.network import MAX_NODE_NETWORKS, NetworkConfig, NodeNetwork
 from components.types import (
+    ArtifactRepository,
     Cidr,
     DiskImage,
     DnsLabel,
@@ -44,6 +47,7 @@ from components.types import (
     Reservation,
     ServiceAccountEmail,
     Zone,
+    artifact_repository,
 )
 
 MAX_NODES_PER_POOL = 1000
@@ -250,6 +254,11 @@ class ClusterConfig(ConfigModel):
     rbac_security_group: SecurityGroup | None = None
     """`gke-security-groups@<domain>`: enables Google Groups for RBAC. Required when teams
     list `groups`, which must be members of it."""
+    image_repositories: list[ArtifactRepository] = Field(default_factory=list, max_length=100)
+    """Artifact Registry repositories (`LOCATION-docker.pkg.dev/PROJECT/REPOSITORY`) whose
+    private images every team may run, e.g. a platform base image. The nodes' account reads
+    these and the teams' own `imageRepositories`, no other repository of the project; public
+    images (Docker Hub, registry.k8s.io, Google's public repositories) need no entry."""
 
 
 # ai-infra:tpuSlices
@@ -306,6 +315,12 @@ class TpuSliceConfig(ConfigModel):
     """`network.additionalNodeNetworks` names whose NIC every host of the slice gets, in NIC
     order (eth1, eth2, ...); v6e and tpu7x only. Unset: all of them for v6e and tpu7x, none
     for other families; `[]` opts the slice out. A change replaces the slice's pools."""
+    team: DnsLabel | None = None
+    """The one team (an `ai-infra:teams` name) whose slices these are: their node pools run
+    as that team's own node account, carry a taint only its jobs tolerate, and make a Kueue
+    flavor of their own that no other team's queue lists, so the team gets all their chips
+    and lends none. Required for the team's host-network pods (`tpuHostNetwork`). A change
+    replaces the slice's pools."""
     host_maintenance_interval: HostMaintenanceInterval = "AS_NEEDED"
     """When Compute Engine maintains the hosts: `AS_NEEDED` as updates become available, or
     `PERIODIC`, batched and announced ahead, on a reservation made with a PERIODIC
@@ -666,6 +681,34 @@ def _pod_security(value: Any) -> str:
 
 
 PodSecurityLevel = Annotated[str, BeforeValidator(_pod_security)]
+DiskStorageClass = Literal["standard", "standard-rwo", "premium-rwo"]
+"""The Persistent Disk StorageClasses GKE creates in every cluster (GKE "Using the Compute
+Engine persistent disk CSI Driver": standard-rwo is balanced PD, premium-rwo SSD PD, standard
+standard PD). Filestore and Lustre come from `ai-infra:storage`, never from a team's claim."""
+
+
+class TeamLimits(ConfigModel):
+    """`teams[].limits`: what the team may take outside Kueue, in its namespace's
+    ResourceQuotas. Services (Deployments, StatefulSets) run under the PriorityClass
+    `ai-infra-services`, which a quota scoped to it bounds; Kueue bounds the Jobs and
+    JobSets."""
+
+    cpu: Quantity = "8"
+    """CPU its services' pods request, in total."""
+    memory: Quantity = "32Gi"
+    """Memory its services' pods request, in total."""
+    pods: int = Field(default=20, ge=0, le=10_000)
+    """Pods of its services at once."""
+    storage: dict[DiskStorageClass, Quantity] = Field(
+        default_factory=lambda: {"standard-rwo": "500Gi"}
+    )
+    """StorageClass -> what the team's own claims of it request in total; a claim of a
+    class not listed is refused. Claims of `ai-infra:storage` volumes take no class and are
+    not counted."""
+    claims: int = Field(default=20, ge=0, le=10_000)
+    """Claims of each listed class."""
+    objects: int = Field(default=200, ge=1, le=10_000)
+    """ConfigMaps, Secrets, Deployments, StatefulSets and CronJobs, each."""
 
 
 class TeamConfig(ConfigModel):
@@ -703,10 +746,24 @@ class TeamConfig(ConfigModel):
     hostPID or host ports) or `restricted` (also non-root, no privilege escalation, all
     capabilities dropped); `privileged` is refused."""
     tpu_host_network: bool = False
-    """Let the team's Kueue-managed pods pinned to a TPU slice use the host network, as GKE's
-    multislice JobSets do; every other baseline check still holds (an admission policy
-    enforces them instead of Pod Security Admission, which cannot make that exception).
-    Not with `podSecurity: restricted`."""
+    """Let the team's Kueue-managed pods on its own slices (`tpuSlices[].team`, selected by
+    the `ai-infra/dedicated` node label) use the host network, as GKE's multislice JobSets
+    do. Such a pod is outside every NetworkPolicy and acts as its node's account, so it runs
+    only on nodes that no other team's pod lands on and whose account reads only the team's
+    images. Every other baseline check still holds (an admission policy enforces them instead
+    of Pod Security Admission, which cannot make that exception). Not with
+    `podSecurity: restricted`."""
+    priority_classes: list[DnsLabel] | None = None
+    """The `kueue.priorityClasses` its jobs may name (`kueue.x-k8s.io/priority-class`); unset,
+    every one. A job naming another, or a pod naming a PriorityClass (system ones included),
+    is refused."""
+    image_repositories: list[ArtifactRepository] = Field(default_factory=list, max_length=100)
+    """Artifact Registry repositories holding the team's private images
+    (`LOCATION-docker.pkg.dev/PROJECT/REPOSITORY`): the nodes' account reads them, and no other
+    team's pod may name an image of them."""
+    limits: TeamLimits = Field(default_factory=TeamLimits)
+    """What the team may take outside Kueue: its services' CPU, memory and pods, its claims'
+    storage per class, and its objects; no LoadBalancer or NodePort Services."""
     gpu_direct_pods: bool = False
     """Let the team's Kueue-managed pods on a GPU pool built on its fast path (A3, A3 Mega,
     A3 Ultra, A4 with GPU NICs) mount the host paths of GKE's GPUDirect/RDMA manifests and give
@@ -731,6 +788,38 @@ PROVISIONER_ACCOUNT = "tpu-prov"
 PROVISIONER_SOURCE = "tpuProvisioner."
 """Prefix of a provisioner shape's capacity as a quota source (`tpuProvisioner.v5p-32`); a
 slice or pool name (a DNS label) cannot contain the '.'."""
+
+
+DCN_GROUP_MAX = 17
+"""Keeps `<prefix>-<network>-dcn-<group>`, the rule of a group on a node network, within
+Compute Engine's 63 characters (prefix and network name take 20 each)."""
+PROVISIONED_DCN_GROUP = "provisioned"
+
+
+def dcn_group_id(name: str) -> str:
+    """A short stable id of a DCN group (a flavor's name, or `provisioned`): the name itself
+    when it fits, else its head and a hash of the whole."""
+    if len(name) <= DCN_GROUP_MAX:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: DCN_GROUP_MAX - 9].rstrip('-')}-{digest}"
+
+
+@dataclass(frozen=True)
+class DcnGroup:
+    """Hosts that may talk over the additional node networks: the slices of one Kueue flavor
+    (a multislice job spans slices of one flavor), or every pool the TPU provisioner creates
+    (it gives them all the same tags). A rule per network admits the group's tag from itself
+    only."""
+
+    id: str
+    tag: str
+    networks: tuple[str, ...]
+    """Node network names some member attaches to, in the stack's order."""
+    members: tuple[str, ...]
+    """Who: slice entry names, or the provisioner's pools."""
+    team: str | None = None
+    """The team whose own slices these are, if any."""
 
 
 @dataclass(frozen=True)
@@ -786,6 +875,40 @@ class GkeConfig:
     @property
     def node_service_account(self) -> str:
         return service_account_email(self.node_account_id, self.context.project)
+
+    def team_node_account_id(self, team: str) -> str:
+        """The node account of the slices dedicated to `team` (`tpuSlices[].team`)."""
+        return self.context.name(team, "nodes")
+
+    @property
+    def dedicated_teams(self) -> list[str]:
+        """Teams that own slices of their own, in the order their first slice is listed."""
+        return list(dict.fromkeys(s.team for s in self.tpu_slices if s.team is not None))
+
+    def slice_node_account(self, entry: TpuSliceConfig) -> str:
+        """The account a slice's nodes run as: its team's own, or the cluster's."""
+        if entry.team is None:
+            return self.node_service_account
+        return service_account_email(self.team_node_account_id(entry.team), self.context.project)
+
+    def image_repositories(self, team: str | None = None) -> list[str]:
+        """The Artifact Registry repositories nodes pull from: with `team`, those its own
+        nodes need (`cluster.imageRepositories` and the team's); else every one the stack
+        names, the TPU provisioner's image's included (the system pool pulls it)."""
+        repositories = list(self.cluster.image_repositories)
+        for entry in self.teams:
+            if team is None or entry.name == team:
+                repositories += entry.image_repositories
+        if team is None and self.tpu_provisioner.enabled and self.tpu_provisioner.image:
+            own = artifact_repository(self.tpu_provisioner.image)
+            repositories += [own] if own else []
+        return list(dict.fromkeys(repositories))
+
+    def priority_classes(self, team: TeamConfig) -> list[str]:
+        """The WorkloadPriorityClasses a team's jobs may name."""
+        if team.priority_classes is None:
+            return list(self.kueue.priority_classes)
+        return list(team.priority_classes)
 
     @property
     def provisioner_account_id(self) -> str:
@@ -858,6 +981,43 @@ class GkeConfig:
             or any(self.slice_node_networks(s) for s in self.tpu_slices)
             or any(g.fast_path for g in self.gpu_pools)
         )
+
+    def dcn_tag(self, group: str) -> str:
+        """The network tag of a DCN group's hosts."""
+        return self.context.name("dcn", dcn_group_id(group))
+
+    def slice_dcn_tags(self, entry: TpuSliceConfig) -> list[str]:
+        """A slice's DCN group tag, when its hosts attach to node networks."""
+        if not self.slice_node_networks(entry):
+            return []
+        return [self.dcn_tag(tpu_flavor_name(entry))]
+
+    def dcn_groups(self) -> list[DcnGroup]:
+        """The DCN groups, each with the node networks its members attach to; for a valid
+        config."""
+        order = [n.name for n in self.network.additional_node_networks]
+        groups: dict[str, tuple[set[str], list[str], str | None]] = {}
+        for entry in self.tpu_slices:
+            attached = {n.name for n in self.slice_node_networks(entry)}
+            if attached:
+                networks, members, _ = groups.setdefault(
+                    tpu_flavor_name(entry), (set(), [], entry.team)
+                )
+                networks |= attached
+                members.append(entry.name)
+        provisioned = {n.name for n in self.provisioner_node_networks}
+        if provisioned:
+            groups[PROVISIONED_DCN_GROUP] = (provisioned, ["the TPU provisioner's pools"], None)
+        return [
+            DcnGroup(
+                id=dcn_group_id(name),
+                tag=self.dcn_tag(name),
+                networks=tuple(n for n in order if n in networks),
+                members=tuple(members),
+                team=team,
+            )
+            for name, (networks, members, team) in groups.items()
+        ]
 
     def node_network_users(self) -> dict[str, list[tuple[str, int]]]:
         """Network name -> (who, most nodes) of every pool that attaches to it, for sizing the

@@ -23,7 +23,7 @@ from components.gke.node_pools import (
     node_config,
     pool_sizing,
 )
-from components.gke.quota import CAPACITY_LABEL
+from components.gke.quota import CAPACITY_LABEL, DEDICATED_KEY
 from components.network import NodeNetworkHandle
 from components.placement import workload_policy
 
@@ -34,6 +34,8 @@ class TpuSliceArgs(WiringModel):
     config: TpuSliceConfig
     node_networks: list[InstanceOf[NodeNetworkHandle]] = Field(default_factory=list)
     """The additional node networks the slice's hosts attach to, in NIC order."""
+    network_tags: list[str] = Field(default_factory=list)
+    """Network tags beyond the cluster's: the tag its node networks' rules admit by."""
 
 
 class TpuSlice(Component):
@@ -100,12 +102,27 @@ class TpuSlice(Component):
                     for n in args.node_networks
                 ]
             )
+        # A team's own slice: its account, a label its flavor selects and a taint only that
+        # flavor tolerates (quota.py). Both the account and the taints are ForceNew on a pool
+        # (terraform-provider-google node_config.go), so setting `team` replaces the slice.
+        account = cluster.node_service_account
+        taints = None
+        after: list[pulumi.Resource] = []
+        if config.team is not None:
+            identity = cluster.team_node_identities[config.team]
+            account, after = identity.email, identity.ready
+            taints = [
+                gcp.container.NodePoolNodeConfigTaintArgs(
+                    key=DEDICATED_KEY, value=config.team, effect="NO_SCHEDULE"
+                )
+            ]
         self.node_pools = []
         for resource_name, pool_name, nodes in pools:
             labels = {
                 "ai-infra/pool": pool_name,
                 "ai-infra/slice": config.name,
                 CAPACITY_LABEL: config.provisioning,
+                **({DEDICATED_KEY: config.team} if config.team is not None else {}),
             }
             # Dynamic Workload Scheduler creates flex-start nodes when a ProvisioningRequest
             # asks for them; such a pool rests at zero and must not be auto-repaired. Its bound
@@ -132,13 +149,14 @@ class TpuSlice(Component):
                     maintenance_policies=hold_upgrades(cluster.auto_upgrade),
                     max_pods_per_node=config.max_pods_per_node,
                     node_config=node_config(
-                        service_account=cluster.node_service_account,
+                        service_account=account,
                         machine_type=shape.machine_type,
                         disk_size_gb=100,
                         disk_type=shape.family.boot_disk_type,
                         labels=labels,
                         resource_labels=cluster.resource_labels,
-                        tags=cluster.node_tags,
+                        tags=[*cluster.node_tags, *args.network_tags],
+                        taints=taints,
                         image_streaming=cluster.image_streaming,
                         provisioning=config.provisioning,
                         reservation=config.reservation,
@@ -153,9 +171,10 @@ class TpuSlice(Component):
                     queued_provisioning=sizing.queued_provisioning,
                     # A shared single-host pool keeps its name too, so what the provider
                     # replaces it on (its NICs, its host maintenance) must delete first.
-                    opts=self.child_opts(**replace_whole_slice)
+                    opts=self.child_opts(depends_on=after, **replace_whole_slice)
                     if shape.multi_host
                     else self.child_opts(
+                        depends_on=after,
                         replace_on_changes=[*HOLD_REPLACES],
                         delete_before_replace=True,
                         ignore_changes=hold_kept(cluster.auto_upgrade),

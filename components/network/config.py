@@ -29,7 +29,8 @@ MAX_NODE_NETWORKS = 7
 """A VM has at most 8 NICs, the default one included, and GKE multi-networking has the same
 limit ("About multi-network support for Pods")."""
 NODE_NETWORK_NAME_MAX = 20
-"""Keeps `<prefix>-<name>-allow-dcn`, the longest name derived from it, within 63 characters."""
+"""Keeps `<prefix>-<name>-dcn-<group>`, the longest name derived from it (a DCN group's rule,
+components/gke/config.py DCN_GROUP_MAX), within 63 characters."""
 
 
 @described(f"MTU in bytes, {MIN_MTU} to {JUMBO_MTU}", {"minimum": MIN_MTU, "maximum": JUMBO_MTU})
@@ -179,8 +180,10 @@ class NetworkConfig(ConfigModel):
     running VM keeps the MTU it booted with until it is stopped and started. Not with
     `existingVpc`, whose MTU is its own."""
     additional_node_networks: list[NodeNetworkConfig] = Field(default_factory=list)
-    """VPCs for a second (third, ...) NIC on TPU hosts, at most 7: each gets a subnet and a
-    firewall rule for traffic inside it, and the cluster multi-networking. v6e and tpu7x
+    """VPCs for a second (third, ...) NIC on TPU hosts, at most 7: each gets a subnet, a
+    firewall rule per group of slices that may talk (the slices of one Kueue flavor, or the
+    TPU provisioner's pools) admitting that group from itself only, and the cluster
+    multi-networking. v6e and tpu7x
     slices attach to every one unless they list their own, and so do the TPU provisioner's
     pools when every shape of its quota is v6e or tpu7x (unless it names its own)."""
     allow: list[PortOpening] = Field(default_factory=list)

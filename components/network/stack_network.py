@@ -26,7 +26,7 @@ from components.network.firewall import (
     iap_ssh_rule,
     port_allows,
 )
-from components.network.vpc import cloud_nat, subnet_name, vpc_with_subnet
+from components.network.vpc import cloud_nat, custom_vpc, subnet_in, subnet_name
 
 WEBHOOK_PORTS = ("443", "8082", "8443", "9443")
 """Pod ports the GKE control plane must reach: the Kueue and JobSet webhooks serve on 9443 and
@@ -233,18 +233,24 @@ class Network(Component):
     def _node_network(
         self, name: str, ctx: StackContext, config: NetworkConfig, network: NodeNetwork
     ) -> NodeNetworkHandle:
-        """A VPC and subnet for one additional NIC of TPU hosts, at the stack's MTU, and a rule
-        that admits traffic from inside the subnet only. No NAT, no route out: a node's default
-        route stays on its first NIC (Cluster Toolkit's multivpc module makes the same)."""
-        vpc, subnet = vpc_with_subnet(
+        """A VPC and subnet for one additional NIC of TPU hosts, at the stack's MTU. No NAT, no
+        route out: a node's default route stays on its first NIC (Cluster Toolkit's multivpc
+        module makes the same). No rule here either: the GKE system admits each group of
+        slices that may talk (`components/gke/dcn.py`), so the network is not flat."""
+        vpc = custom_vpc(
             self,
+            f"{name}-{network.name}-vpc",
+            project=ctx.project,
+            name=network.vpc,
+            mtu=config.node_network_mtu,
+        )
+        subnet = subnet_in(
+            self,
+            f"{name}-{network.name}-subnet",
             project=ctx.project,
             region=ctx.region,
+            name=network.subnet,
+            network=vpc,
             cidr=network.cidr,
-            mtu=config.node_network_mtu,
-            description=f"TPU hosts' traffic on the additional node network {network.name}",
-            vpc=(f"{name}-{network.name}-vpc", network.vpc),
-            subnet=(f"{name}-{network.name}-subnet", network.subnet),
-            firewall=(f"{name}-{network.name}-allow-dcn", f"{ctx.prefix}-{network.name}-allow-dcn"),
         )
         return NodeNetworkHandle(network=network, vpc_name=vpc.name, subnet_name=subnet.name)

@@ -36,7 +36,7 @@ def registered(graph: Graph) -> list[tuple[dict[str, Any], dict[str, Any]]]:
 def documents() -> list[tuple[dict[str, Any], dict[str, Any]]]:
     graph = build_graph(
         with_config(
-            tpuSlices=[SLICE],
+            tpuSlices=[SLICE, {"name": "own", "accelerator": "v5p-16", "team": "speech"}],
             teams=[{"name": "vision"}, {"name": "speech", "tpuHostNetwork": True}],
         )
     )

@@ -139,10 +139,11 @@ def test_attaching_slices_to_a_node_network_replaces_exactly_their_pools():
         ("enableMultiNetworking", True)
     ]
     created = {r.resource.name for r in changes if r.op is Op.CREATE and not r.is_component}
+    # The rule admits the slices of the one flavor that attaches, from themselves only.
     assert created == {
         "network-dcn-1-vpc",
         "network-dcn-1-subnet",
-        "network-dcn-1-allow-dcn",
+        "dcn-dcn-1-v6e-16",
         "pod-networks-dcn-1-params",
         "pod-networks-dcn-1",
     }

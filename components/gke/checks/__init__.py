@@ -42,6 +42,7 @@ from components.gke.checks.teams import (
     share_warnings,
     team_problems,
 )
+from components.gke.checks.tenancy import tenancy_problems
 from components.gke.config import (
     CPU_POOL,
     PROVISIONER_MAX_PODS_PER_NODE,
@@ -119,6 +120,7 @@ def problems(
             network.node_network_capacity_problems(network_config, config.node_network_users()),
         )
     found += under("teams", team_problems(config, buckets=buckets))
+    found += tenancy_problems(config)
     found += flavor_problems(config.flavors)
     return found
 
