@@ -48,6 +48,9 @@ def problems(config: StackConfig) -> list[Problem]:
         ),
     )
     found += under("buckets", buckets.problems(config.buckets, ctx))
+    found += buckets.write_problems(
+        config.buckets, bucket_writers(config), [t.name for t in config.teams]
+    )
     vm_problems = under(
         "tpuVms",
         tpu_vms.problems(
@@ -112,6 +115,33 @@ def problems(config: StackConfig) -> list[Problem]:
                 gke_nodes=gke.max_nodes(gke.countable(config.gke, gke_problems)),
             ),
         )
+    return found
+
+
+def bucket_writers(config: StackConfig) -> list[buckets.Writer]:
+    """Every way a team writes a stack bucket: its own `buckets` and the storage volumes on
+    the bucket that grant it write, for the bucket's owner rule."""
+    found = [
+        buckets.Writer(("teams", i, "buckets", key), team.name, key)
+        for i, team in enumerate(config.teams)
+        for key, access in team.buckets.items()
+        if access != "read"
+    ]
+    for j, volume in enumerate(config.resolved_storage.config.volumes):
+        resolved = config.resolved_storage.volumes.get(volume.name)
+        if resolved is None or resolved.bucket_key is None:
+            continue
+        found += [
+            buckets.Writer(
+                ("storage", "volumes", j, "teams", team),
+                team,
+                resolved.bucket_key,
+                volume_owner=volume.owner,
+                shared=volume.shared_write,
+            )
+            for team, access in volume.teams.items()
+            if access == "write"
+        ]
     return found
 
 
