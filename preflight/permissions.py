@@ -185,6 +185,9 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
     types.CONFIG_MAP: ("container.configMaps.create",),
     types.DEPLOYMENT: ("container.deployments.create",),
     types.NETWORK_POLICY: ("container.networkPolicies.create",),
+    types.RESOURCE_QUOTA: ("container.resourceQuotas.create",),
+    types.LIMIT_RANGE: ("container.limitRanges.create",),
+    types.PRIORITY_CLASS: ("container.priorityClasses.create",),
     types.CLUSTER_ROLE: (
         "container.clusterRoles.create",
         "container.clusterRoles.escalate",

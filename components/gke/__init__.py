@@ -72,7 +72,6 @@ from components.gke.workload_identity import (
     WorkloadIdentityArgs,
 )
 from components.network import PODS, NetworkConfig, NetworkHandle
-from components.tpu_catalog import ACCELERATOR_LABEL
 
 __all__ = [
     "ClusterConfig",
@@ -309,11 +308,11 @@ def _teams(
     tenancy = Tenancy(
         source("tenancy", "teams"),
         TenancyArgs(
-            tpu_accelerators=[
-                f.node_labels[ACCELERATOR_LABEL]
-                for f in config.flavors
-                if ACCELERATOR_LABEL in f.node_labels
-            ],
+            image_repositories={
+                team.name: list(team.image_repositories)
+                for team in config.teams
+                if team.image_repositories
+            },
             gpu_direct_pools=[p.name for p in config.gpu_pools if p.fast_path],
         ),
         on_cluster,
@@ -339,6 +338,7 @@ def _teams(
                     for o in config.network.allow
                     if PODS in o.sources
                 ],
+                priority_classes=config.priority_classes(team),
             ),
             # The team's cloud resources reach the project services through the cluster.
             on_cluster,

@@ -262,5 +262,5 @@ def test_an_rdma_job_takes_the_mrdma_nics_from_eth2_and_leaves_the_second_gvnic(
     if gpu_direct_pods:
         assert policies.startswith("ok"), policies
     else:
-        assert policies.startswith("FAIL") and "hostPath volumes are not allowed" in policies
+        assert policies.startswith("FAIL") and "hostPath only for GKE's GPUDirect paths" in policies
     assert "not submitted: a check failed" in err

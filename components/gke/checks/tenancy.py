@@ -15,11 +15,29 @@ def tenancy_problems(config: GkeConfig) -> list[Problem]:
     """Every problem of slices a team owns, host networking, image repositories and
     priority classes."""
     return (
-        dedication_problems(config)
+        enforcement_problems(config)
+        + dedication_problems(config)
         + host_network_problems(config)
         + image_repository_problems(config)
         + priority_class_problems(config)
     )
+
+
+def enforcement_problems(config: GkeConfig) -> list[Problem]:
+    """Teams are kept apart on the network by NetworkPolicies, which this cluster enforces only
+    with Dataplane V2 (GKE "About network policies": without it and without Calico's network
+    policy enforcement, which the program does not turn on, policies are stored and ignored).
+    A stack that would show teams isolated while nothing isolates them is refused."""
+    if not config.teams or config.cluster.dataplane_v2:
+        return []
+    return [
+        Problem(
+            ("cluster", "dataplaneV2"),
+            "teams are kept apart by NetworkPolicies, which nothing enforces without Dataplane "
+            "V2: every pod would reach every team's pods on any port; set dataplaneV2: true "
+            "(this replaces the cluster) or run no teams on it",
+        )
+    ]
 
 
 def dedication_problems(config: GkeConfig) -> list[Problem]:
