@@ -248,6 +248,68 @@ def team_namespaces_enforce_pod_security(resources: Sequence[Resource]) -> list[
     return found
 
 
+def _team_namespaces(resources: Sequence[Resource]) -> list[tuple[Resource, str]]:
+    found = []
+    for r in resources:
+        if r.type != types.NAMESPACE:
+            continue
+        metadata = r.inputs.get("metadata") or {}
+        if "ai-infra/team" in (metadata.get("labels") or {}):
+            found.append((r, str(metadata.get("name"))))
+    return found
+
+
+def network_policies_enforced(resources: Sequence[Resource]) -> list[Violation]:
+    """Team namespaces are kept apart by NetworkPolicies, which GKE enforces with Dataplane
+    V2 (`datapathProvider: ADVANCED_DATAPATH`) or with Calico's network policy enforcement
+    (`networkPolicy.enabled`); without either, they are stored and ignored."""
+    if not _team_namespaces(resources):
+        return []
+    found = []
+    for r in resources:
+        if r.type != types.CLUSTER:
+            continue
+        dataplane_v2 = r.inputs.get("datapathProvider") == "ADVANCED_DATAPATH"
+        calico = (r.inputs.get("networkPolicy") or {}).get("enabled") is True
+        if not (dataplane_v2 or calico):
+            found.append(
+                Violation(r.urn, "enforces no NetworkPolicy, and team namespaces rely on them")
+            )
+    return found
+
+
+def team_namespaces_bounded(resources: Sequence[Resource]) -> list[Violation]:
+    """A team namespace has a ResourceQuota that admits no LoadBalancer or NodePort Service,
+    and one scoped to the services PriorityClass that bounds its pods outside Kueue."""
+    quotas: dict[str, list[Mapping[str, Any]]] = {}
+    for r in resources:
+        if r.type == types.RESOURCE_QUOTA:
+            metadata = r.inputs.get("metadata") or {}
+            quotas.setdefault(str(metadata.get("namespace")), []).append(r.inputs.get("spec") or {})
+    found = []
+    for r, name in _team_namespaces(resources):
+        specs = quotas.get(name, [])
+        hard = [s.get("hard") or {} for s in specs]
+        exposed = not any(
+            h.get("services.loadbalancers") == "0" and h.get("services.nodeports") == "0"
+            for h in hard
+        )
+        scoped = any(
+            "pods" in (s.get("hard") or {}) and "requests.cpu" in (s.get("hard") or {})
+            for s in specs
+            if s.get("scopeSelector")
+        )
+        if exposed or not scoped:
+            found.append(
+                Violation(
+                    r.urn,
+                    "has no quota that refuses LoadBalancer and NodePort Services and bounds "
+                    "its pods outside Kueue",
+                )
+            )
+    return found
+
+
 def protected_in_prod(resources: Sequence[Resource]) -> list[Violation]:
     """In a stack named `prod`, what holds state is protected, and the cluster's deletion
     protection is on."""
@@ -324,6 +386,16 @@ RULES: tuple[Rule, ...] = (
         "team-namespaces-enforce-pod-security",
         "Every team namespace enforces baseline Pod Security or stricter.",
         team_namespaces_enforce_pod_security,
+    ),
+    Rule(
+        "network-policies-enforced",
+        "A cluster with team namespaces enforces their NetworkPolicies.",
+        network_policies_enforced,
+    ),
+    Rule(
+        "team-namespaces-bounded",
+        "Every team namespace's quota refuses external Services and bounds pods outside Kueue.",
+        team_namespaces_bounded,
     ),
     Rule(
         "protected-in-prod",

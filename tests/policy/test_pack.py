@@ -222,6 +222,18 @@ SEEDED: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         _set(["deletionProtection"], False),
         "prod",
     ),
+    (
+        "network-policies-enforced",
+        "gcp:container/cluster:Cluster",
+        _set(["datapathProvider"], "LEGACY_DATAPATH"),
+        "dev",
+    ),
+    (
+        "team-namespaces-bounded",
+        "kubernetes:core/v1:ResourceQuota",
+        _set(["spec", "scopeSelector"], None),
+        "dev",
+    ),
 ]
 
 
@@ -267,6 +279,24 @@ def test_an_ingress_rule_without_any_source_admits_the_internet():
     assert run(tagged)["no-internet-ingress"] == []
     rule.props = {k: v for k, v in rule.props.items() if k != "sourceTags"} | {"disabled": True}
     assert run(tagged)["no-internet-ingress"] == []
+
+
+def test_a_quota_that_admits_a_node_port_leaves_the_namespace_unbounded():
+    def open_ports(props: dict[str, Any]) -> None:
+        if "services.nodeports" in props["spec"]["hard"]:
+            props["spec"]["hard"]["services.nodeports"] = "1"
+
+    resources = policy_resources(graph_of("dev"))
+    for r in resources:
+        if r.resource_type == "kubernetes:core/v1:ResourceQuota":
+            props = copy.deepcopy(dict(r.props))
+            open_ports(props)
+            r.props = props
+    found = run(resources)["team-namespaces-bounded"]
+    assert {urn.rsplit("::", 1)[1] for _, urn in found} == {
+        "team-research-namespace",
+        "team-applied-namespace",
+    }
 
 
 def test_an_inline_node_pool_that_turns_private_nodes_off_fails():
