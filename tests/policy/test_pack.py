@@ -293,7 +293,7 @@ def test_a_quota_that_admits_a_node_port_leaves_the_namespace_unbounded():
             open_ports(props)
             r.props = props
     found = run(resources)["team-namespaces-bounded"]
-    assert {urn.rsplit("::", 1)[1] for _, urn in found} == {
+    assert {str(urn).rsplit("::", 1)[1] for _, urn in found} == {
         "team-research-namespace",
         "team-applied-namespace",
     }
