@@ -70,10 +70,17 @@ MEMBER_RULES = [
     # delete, exec into and forward to them.
     _rule(
         "",
-        ["pods", "pods/log", "events", "serviceaccounts", "endpoints", "resourcequotas"],
+        [
+            "pods",
+            "pods/log",
+            "events",
+            "serviceaccounts",
+            "endpoints",
+            "resourcequotas",
+            "limitranges",
+        ],
         READ,
     ),
-    _rule("", ["limitranges"], READ),
     _rule("", ["pods"], ["delete"]),
     _rule("", ["pods/exec", "pods/attach", "pods/portforward"], ["create", "get"]),
     _rule("", ["services", "configmaps", "secrets", "persistentvolumeclaims"], WRITE),

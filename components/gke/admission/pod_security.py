@@ -281,12 +281,36 @@ def _profile_checks() -> tuple[Check, ...]:
     )
 
 
+def _in_order() -> tuple[Check, ...]:
+    """The checks in the order the policy has listed them since before the volume check
+    took hostPath's place, so an update of the registered policy shows what changed."""
+    host_network, host_namespaces, host_port = _host_checks()
+    privileged, capabilities, proc_mount, sysctls, probes = _container_checks()
+    seccomp, apparmor, selinux, windows, annotations = _profile_checks()
+    return (
+        host_network,
+        host_namespaces,
+        _volume_check(),
+        privileged,
+        host_port,
+        capabilities,
+        proc_mount,
+        seccomp,
+        sysctls,
+        apparmor,
+        selinux,
+        windows,
+        annotations,
+        probes,
+    )
+
+
 def pod_security(gpu_direct_pools: Sequence[str]) -> Policy:
     """The baseline level's checks (Pod Security Standards), hostNetwork, the GPU fast path
     and inline volumes as the module says."""
     return Policy(
         "ai-infra-team-pod-security",
         (*WORKLOADS, EPHEMERAL_CONTAINERS),
-        (*_host_checks(), _volume_check(), *_container_checks(), *_profile_checks()),
+        _in_order(),
         (*POD_VARIABLES, ("gpuDirect", _gpu_direct(gpu_direct_pools))),
     )

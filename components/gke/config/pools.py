@@ -11,7 +11,6 @@ from pydantic import AfterValidator, Field
 
 from components import tpu_catalog
 from components.base import ConfigModel, described
-
 from components.gke.config.cluster import (
     GPU_MAX_PODS_PER_NODE,
     MAX_NODES_PER_POOL,

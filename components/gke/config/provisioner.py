@@ -23,7 +23,6 @@ from components.types import (
     Zone,
 )
 
-
 _LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 KubernetesLabelKey = Annotated[
     str,
