@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from components.gke.admission import SERVICES_PRIORITY_CLASS, refusals
+from components.gke.admission.offline import RESOURCES as ADMITTED
 from components.gke.checks.teams import quantity as parse_quantity
 from components.gke.kueue import JOBSET_CONTROLLER
 from components.gke.quota import DEDICATED_KEY
@@ -125,17 +126,7 @@ class Path:
     check: Callable[[], bool]
 
 
-RESOURCES = {
-    "Pod": ("", "pods"),
-    "Job": ("batch", "jobs"),
-    "JobSet": ("jobset.x-k8s.io", "jobsets"),
-    "CronJob": ("batch", "cronjobs"),
-    "Deployment": ("apps", "deployments"),
-    "StatefulSet": ("apps", "statefulsets"),
-    "Service": ("", "services"),
-    "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
-    "ConfigMap": ("", "configmaps"),
-}
+RESOURCES = {**ADMITTED, "ConfigMap": ("", "configmaps")}
 CONTROLLERS = {"Pod"}
 """Kinds members do not create themselves: a controller does, which RBAC lets."""
 

@@ -17,7 +17,7 @@ class Refusal:
     message: str
 
 
-_RESOURCES = {
+RESOURCES: dict[str, tuple[str, str]] = {
     "Pod": ("", "pods"),
     "Job": ("batch", "jobs"),
     "JobSet": ("jobset.x-k8s.io", "jobsets"),
@@ -28,6 +28,7 @@ _RESOURCES = {
     "Service": ("", "services"),
     "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
 }
+"""Kind -> (API group, resource) of every object the policies judge."""
 
 
 @cache
@@ -88,7 +89,7 @@ def refusals(
         raise ValueError("a write through a subresource is an update: pass `old`")
     request = {"operation": "CREATE" if old is None else "UPDATE", "userInfo": {"username": user}}
     kind = obj.get("kind", "")
-    resource = _RESOURCES.get(kind)
+    resource = RESOURCES.get(kind)
     labels = (namespace.get("metadata") or {}).get("labels") or {}
     found = []
     for policy, binding in documents:
