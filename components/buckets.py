@@ -7,7 +7,7 @@ through a `BucketsHandle`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -18,10 +18,12 @@ from pydantic import AfterValidator, Field, InstanceOf
 from components.base import (
     Component,
     ConfigModel,
+    PathPart,
     Problem,
     WiringModel,
     described,
     duplicate_names,
+    relative_path,
     slug,
 )
 from components.context import StackContext
@@ -93,6 +95,12 @@ class BucketConfig(ConfigModel):
     """Folders with atomic renames, which checkpointing libraries benefit from."""
     members: list[BucketMember] = Field(default_factory=list)
     """Extra per-member grants, e.g. a data team's group as objectViewer."""
+    owner: DnsLabel | None = None
+    """The team whose data it holds (an `ai-infra:teams` name): only it may write it, through
+    `teams[].buckets` or a storage volume, unless `sharedWrite`."""
+    shared_write: bool = False
+    """Let teams other than `owner` write it, or, without an owner, more than one team: said
+    explicitly, since one team's job can then overwrite or delete another's checkpoints."""
 
     def bucket_name(self, project: str, prefix: str) -> str:
         return f"{project}-{prefix}-{self.name}"
@@ -163,6 +171,80 @@ def member_problems(members: list[BucketMember]) -> list[Problem]:
                 )
             )
         seen.setdefault(key, i)
+    return found
+
+
+@dataclass(frozen=True)
+class Writer:
+    """A team that writes a stack bucket, and where the config says so."""
+
+    path: tuple[PathPart, ...]
+    team: str
+    bucket: str
+    volume_owner: str | None = None
+    """The owner a storage volume on the bucket names, when the write comes through one."""
+    shared: bool = False
+    """Whether that volume says `sharedWrite`."""
+
+
+def write_problems(
+    buckets: Sequence[BucketConfig], writers: Sequence[Writer], teams: Sequence[str]
+) -> list[Problem]:
+    """One team writes a bucket, its owner, unless the bucket says `sharedWrite`: judged on
+    every way a team gets write (`teams[].buckets` and each storage volume on the bucket),
+    since one grant is as good as another to GCS. Without an owner, a second writing team
+    needs `sharedWrite` too; a volume naming another owner than the bucket's is refused."""
+    found = []
+    by_bucket: dict[str, list[Writer]] = {}
+    for writer in writers:
+        by_bucket.setdefault(writer.bucket, []).append(writer)
+    for i, bucket in enumerate(buckets):
+        if bucket.owner is not None and bucket.owner not in teams:
+            found.append(
+                Problem(
+                    ("buckets", i, "owner"),
+                    f"no team named '{bucket.owner}' in ai-infra:teams (known: "
+                    f"{', '.join(teams) or 'none'}); name one, or onboard the team first",
+                )
+            )
+        found += _bucket_writer_problems(i, bucket, by_bucket.get(bucket.name, []))
+    return found
+
+
+def _bucket_writer_problems(i: int, bucket: BucketConfig, writers: list[Writer]) -> list[Problem]:
+    found = [
+        Problem(
+            ("buckets", i, "owner"),
+            f"{relative_path(w.path)} writes it as team {w.volume_owner}'s volume; name one "
+            "owner for the bucket and its volumes",
+        )
+        for w in writers
+        if bucket.owner is not None and w.volume_owner not in (None, bucket.owner)
+    ]
+    if bucket.shared_write:
+        return found
+    teams = list(dict.fromkeys(w.team for w in writers))
+    owner = bucket.owner
+    for writer in writers:
+        if writer.shared or (owner is None and len(teams) < 2) or writer.team == owner:
+            continue
+        if owner is None and writer.volume_owner not in (None, writer.team):
+            continue  # the volume's own owner rule refuses it (storage/checks.py)
+        if owner is not None:
+            message = (
+                f"write access to team {owner}'s bucket '{bucket.name}': another team could "
+                "overwrite or delete its data (checkpoints); grant read, or set "
+                f"buckets[{i}].sharedWrite: true to say it is meant"
+            )
+        else:
+            others = ", ".join(t for t in teams if t != writer.team)
+            message = (
+                f"bucket '{bucket.name}' is written by team {others} too, and one team's job "
+                "could overwrite or delete another's data; name its owner "
+                f"(buckets[{i}].owner, the others read), or set buckets[{i}].sharedWrite: true "
+                "to say it is shared"
+            )
+        found.append(Problem(writer.path, message))
     return found
 
 

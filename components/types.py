@@ -401,3 +401,36 @@ def is_digest_pinned(image: str) -> bool:
 def image_has_tag_or_digest(image: str) -> bool:
     match = _IMAGE.fullmatch(image)
     return bool(match and (match["tag"] or match["digest"]))
+
+
+ARTIFACT_REPOSITORY = re.compile(
+    r"(?P<location>[a-z]+(?:-[a-z]+[0-9]{1,2})?)-docker\.pkg\.dev/"
+    rf"(?P<project>{PROJECT_ID})/(?P<repository>[a-z](?:[-a-z0-9]{{0,61}}[a-z0-9])?)"
+)
+"""A Docker repository of Artifact Registry as images name it: `LOCATION-docker.pkg.dev/
+PROJECT/REPOSITORY`, LOCATION a region or multi-region (Artifact Registry "Repository and
+image names"; repository ids are lowercase letters, digits and '-', starting with a letter)."""
+ArtifactRepository = Annotated[
+    str,
+    matching(
+        ARTIFACT_REPOSITORY,
+        "is not an Artifact Registry Docker repository; write it as images name it, "
+        "LOCATION-docker.pkg.dev/PROJECT/REPOSITORY, e.g. us-docker.pkg.dev/my-project/vision",
+    ),
+]
+
+
+def artifact_repository(image: str) -> str | None:
+    """The `ArtifactRepository` an image of Artifact Registry lives in, or None for an image
+    of any other registry."""
+    match = ARTIFACT_REPOSITORY.match(image)
+    if match is None or image[match.end() : match.end() + 1] != "/":
+        return None
+    return match[0]
+
+
+def repository_parts(repository: str) -> tuple[str, str, str]:
+    """(location, project, repository id) of a valid `ArtifactRepository`."""
+    match = ARTIFACT_REPOSITORY.fullmatch(repository)
+    assert match is not None, repository
+    return match["location"], match["project"], match["repository"]

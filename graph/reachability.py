@@ -239,9 +239,11 @@ def principals(graph: Graph) -> list[Principal]:
             labels = (r.inputs.get("metadata") or {}).get("labels") or {}
             if TEAM_LABEL in labels:
                 team = labels[TEAM_LABEL]
-                found.append(
-                    Principal(f"team {team} pods", "pods", stack.vpc, stack.pods, namespace=team)
-                )
+                # Host-network pods are outside every NetworkPolicy: they reach as nodes do.
+                hosted = labels.get("ai-infra/tpu-host-network") == "true"
+                name = f"team {team} pods"
+                name += " (host-network ones: as GKE nodes)" if hosted else ""
+                found.append(Principal(name, "pods", stack.vpc, stack.pods, namespace=team))
         found.append(
             Principal(
                 "kube-dns",

@@ -43,6 +43,7 @@ PROJECT_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
 CUSTOM_ROLE = "gcp:projects/iAMCustomRole:IAMCustomRole"
 SERVICE_ACCOUNT = "gcp:serviceaccount/account:Account"
 SERVICE_ACCOUNT_IAM_MEMBER = "gcp:serviceaccount/iAMMember:IAMMember"
+REPOSITORY_IAM_MEMBER = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
 
 # Dynamic providers (components/tpu_vms/provider.py, components/gpu_clusters/provider.py,
 # components/slurm/cleanup.py, scripts.py)
@@ -65,6 +66,9 @@ CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 KUBERNETES_SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
+PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
 ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
 ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"

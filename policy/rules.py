@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.ranges import covers_internet, ingress_sources, within
 from graph import reachability, types
-from graph.netpol import network
 
 BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
 AUTHORITATIVE_IAM = ("iAMBinding:", "iAMPolicy:")
@@ -26,8 +26,11 @@ PROTECTED_IN_PROD = (
     types.QUEUED_RESOURCE,
 )
 """What holds state or costs most to rebuild (`ai-infra:protect`, docs/stack.md)."""
-OPT_IN = "network.allow "
-"""How an opening's firewall rule describes itself (components/network.py)."""
+SYSTEMS = ("Slurm ", "GPU cluster ", "TPU VMs ")
+DEFAULT_ACCOUNT = "default"
+"""What GKE and Compute Engine read as the project's default compute account when a node
+pool or VM names it (GKE API `NodeConfig.serviceAccount`: "If not specified, the 'default'
+service account is used")."""
 
 
 @dataclass(frozen=True)
@@ -87,12 +90,30 @@ def buckets_are_private(resources: Sequence[Resource]) -> list[Violation]:
 
 
 def private_nodes(resources: Sequence[Resource]) -> list[Violation]:
-    return [
-        Violation(r.urn, "nodes must be private (privateClusterConfig.enablePrivateNodes)")
-        for r in resources
-        if r.type == types.CLUSTER
-        and (r.inputs.get("privateClusterConfig") or {}).get("enablePrivateNodes") is not True
-    ]
+    """The cluster makes its nodes private, and no node pool, registered apart or inline,
+    overrides that (GKE API `NodeNetworkConfig.enablePrivateNodes` on a pool wins over the
+    cluster's setting)."""
+    found = []
+    for r in resources:
+        if r.type == types.CLUSTER:
+            private = (r.inputs.get("privateClusterConfig") or {}).get("enablePrivateNodes")
+            if private is not True:
+                found.append(
+                    Violation(
+                        r.urn, "nodes must be private (privateClusterConfig.enablePrivateNodes)"
+                    )
+                )
+            pools = r.inputs.get("nodePools") or []
+        elif r.type == types.NODE_POOL:
+            pools = [r.inputs]
+        else:
+            continue
+        for pool in pools:
+            if (pool.get("networkConfig") or {}).get("enablePrivateNodes") is False:
+                found.append(
+                    Violation(r.urn, "a node pool turns private nodes off (networkConfig)")
+                )
+    return found
 
 
 def metadata_server_everywhere(resources: Sequence[Resource]) -> list[Violation]:
@@ -117,38 +138,65 @@ def _accounts(r: Resource) -> list[str | None]:
     return []
 
 
+def _default_account(account: object) -> bool:
+    """Whether an account as written is the project's default compute account: none, the
+    word `default` in any case, or its email."""
+    text = str(account or "").strip().lower()
+    return text in ("", DEFAULT_ACCOUNT) or text.endswith(DEFAULT_COMPUTE_ACCOUNT)
+
+
 def no_default_compute_account(resources: Sequence[Resource]) -> list[Violation]:
     return [
         Violation(r.urn, "runs as the default compute account (or none); give it its own")
         for r in resources
         for account in _accounts(r)
-        if not account or str(account).endswith(DEFAULT_COMPUTE_ACCOUNT)
+        if _default_account(account)
     ]
 
 
 def no_internet_ingress(resources: Sequence[Resource]) -> list[Violation]:
+    """No enabled ingress rule that allows anything admits every internet address: judged on
+    the union of its sources, and a rule without any source admits them all."""
     found = []
     for r in resources:
-        if r.type != reachability.FIREWALL or r.inputs.get("direction") == "EGRESS":
+        i = r.inputs
+        if r.type != reachability.FIREWALL or i.get("direction") == "EGRESS":
             continue
-        if not r.inputs.get("allows"):
+        if not i.get("allows") or i.get("disabled") is True:
             continue
-        for cidr in r.inputs.get("sourceRanges") or []:
-            source = network(cidr)
-            if source is not None and source.prefixlen == 0:
-                found.append(Violation(r.urn, f"admits {cidr}: the whole internet"))
+        sources = ingress_sources(
+            i.get("sourceRanges"), i.get("sourceTags"), i.get("sourceServiceAccounts")
+        )
+        if covers_internet(sources):
+            shown = ", ".join(str(s) for s in sources)
+            found.append(Violation(r.urn, f"admits {shown}: together, the whole internet"))
     return found
 
 
+def _opening_ports(rule: Resource, pods: object) -> reachability.Ports:
+    """What an enabled ingress rule opens to the pods range by naming it: a source range
+    inside the pods range (a wider range that happens to hold it names no pod), and ports
+    listed for every protocol. Anything else opens nothing on purpose."""
+    i = rule.inputs
+    if i.get("direction") == "EGRESS" or i.get("disabled") is True:
+        return reachability.Ports()
+    if not any(within(s, pods) for s in i.get("sourceRanges") or []):
+        return reachability.Ports()
+    opened = reachability.Ports()
+    for allow in i.get("allows") or []:
+        if allow.get("protocol") not in ("tcp", "udp", "sctp") or not allow.get("ports"):
+            return reachability.Ports()
+        opened = opened | reachability.Ports.of(allow["protocol"], allow["ports"])
+    return opened
+
+
 def pods_reach_systems_only_where_opted_in(resources: Sequence[Resource]) -> list[Violation]:
-    """No pod reaches a Slurm, GPU cluster or TPU VM port that no `network.allow` rule
-    opened for that system's VMs."""
+    """No pod reaches a Slurm, GPU cluster or TPU VM port but through a rule that opens it to
+    the pods range on purpose, as `network.allow` writes one: a source range inside the pods
+    range and the ports listed (`_opening_ports`). A rule's name or description is not read:
+    a rule that admits a wider range, or every port, opens nothing on purpose."""
     graph = Resources(resources)
-    openings = [
-        r
-        for r in graph.of_type(reachability.FIREWALL)
-        if str(r.inputs.get("description", "")).startswith(OPT_IN)
-    ]
+    rules = graph.of_type(reachability.FIREWALL)
     found = []
     named = {p.name: p for p in reachability.principals(graph)}
     for (source, target), ports in reachability.matrix(graph).items():
@@ -156,10 +204,9 @@ def pods_reach_systems_only_where_opted_in(resources: Sequence[Resource]) -> lis
             continue
         tags = named[target].tags
         opened = reachability.Ports()
-        for rule in openings:
+        for rule in rules:
             if set(rule.inputs.get("targetTags") or ()) & tags:
-                for allow in rule.inputs.get("allows") or []:
-                    opened = opened | reachability.Ports.of(allow["protocol"], allow.get("ports"))
+                opened = opened | _opening_ports(rule, named[source].cidr)
         extra = ports - opened
         if extra:
             found.append(
@@ -197,6 +244,68 @@ def team_namespaces_enforce_pod_security(resources: Sequence[Resource]) -> list[
         if opted_in and "ai-infra-team-pod-security" in policies:
             continue
         found.append(Violation(r.urn, f"enforces pod security level {enforced!r}, not baseline"))
+    return found
+
+
+def _team_namespaces(resources: Sequence[Resource]) -> list[tuple[Resource, str]]:
+    found = []
+    for r in resources:
+        if r.type != types.NAMESPACE:
+            continue
+        metadata = r.inputs.get("metadata") or {}
+        if "ai-infra/team" in (metadata.get("labels") or {}):
+            found.append((r, str(metadata.get("name"))))
+    return found
+
+
+def network_policies_enforced(resources: Sequence[Resource]) -> list[Violation]:
+    """Team namespaces are kept apart by NetworkPolicies, which GKE enforces with Dataplane
+    V2 (`datapathProvider: ADVANCED_DATAPATH`) or with Calico's network policy enforcement
+    (`networkPolicy.enabled`); without either, they are stored and ignored."""
+    if not _team_namespaces(resources):
+        return []
+    found = []
+    for r in resources:
+        if r.type != types.CLUSTER:
+            continue
+        dataplane_v2 = r.inputs.get("datapathProvider") == "ADVANCED_DATAPATH"
+        calico = (r.inputs.get("networkPolicy") or {}).get("enabled") is True
+        if not (dataplane_v2 or calico):
+            found.append(
+                Violation(r.urn, "enforces no NetworkPolicy, and team namespaces rely on them")
+            )
+    return found
+
+
+def team_namespaces_bounded(resources: Sequence[Resource]) -> list[Violation]:
+    """A team namespace has a ResourceQuota that admits no LoadBalancer or NodePort Service,
+    and one scoped to the services PriorityClass that bounds its pods outside Kueue."""
+    quotas: dict[str, list[Mapping[str, Any]]] = {}
+    for r in resources:
+        if r.type == types.RESOURCE_QUOTA:
+            metadata = r.inputs.get("metadata") or {}
+            quotas.setdefault(str(metadata.get("namespace")), []).append(r.inputs.get("spec") or {})
+    found = []
+    for r, name in _team_namespaces(resources):
+        specs = quotas.get(name, [])
+        hard = [s.get("hard") or {} for s in specs]
+        exposed = not any(
+            h.get("services.loadbalancers") == "0" and h.get("services.nodeports") == "0"
+            for h in hard
+        )
+        scoped = any(
+            "pods" in (s.get("hard") or {}) and "requests.cpu" in (s.get("hard") or {})
+            for s in specs
+            if s.get("scopeSelector")
+        )
+        if exposed or not scoped:
+            found.append(
+                Violation(
+                    r.urn,
+                    "has no quota that refuses LoadBalancer and NodePort Services and bounds "
+                    "its pods outside Kueue",
+                )
+            )
     return found
 
 
@@ -262,7 +371,11 @@ RULES: tuple[Rule, ...] = (
         "No node or VM runs as the default compute service account.",
         no_default_compute_account,
     ),
-    Rule("no-internet-ingress", "No firewall rule admits 0.0.0.0/0.", no_internet_ingress),
+    Rule(
+        "no-internet-ingress",
+        "No firewall rule admits every internet address, by one range or several.",
+        no_internet_ingress,
+    ),
     Rule(
         "pods-reach-systems-only-where-opted-in",
         "No pod reaches Slurm, GPU cluster or TPU VM ports that network.allow did not open.",
@@ -272,6 +385,16 @@ RULES: tuple[Rule, ...] = (
         "team-namespaces-enforce-pod-security",
         "Every team namespace enforces baseline Pod Security or stricter.",
         team_namespaces_enforce_pod_security,
+    ),
+    Rule(
+        "network-policies-enforced",
+        "A cluster with team namespaces enforces their NetworkPolicies.",
+        network_policies_enforced,
+    ),
+    Rule(
+        "team-namespaces-bounded",
+        "Every team namespace's quota refuses external Services and bounds pods outside Kueue.",
+        team_namespaces_bounded,
     ),
     Rule(
         "protected-in-prod",

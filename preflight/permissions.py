@@ -137,6 +137,12 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
         "resourcemanager.projects.getIamPolicy",
         "resourcemanager.projects.setIamPolicy",
     ),
+    # Per-repository image reads of the nodes' accounts (components/gke/cluster.py); asked on
+    # the stack's project, where a repository of another project holds its own policy.
+    types.REPOSITORY_IAM_MEMBER: (
+        "artifactregistry.repositories.getIamPolicy",
+        "artifactregistry.repositories.setIamPolicy",
+    ),
     # The provider undeletes a custom role of the same id instead of failing on it
     # (terraform-provider-google resource_google_project_iam_custom_role.go).
     types.CUSTOM_ROLE: (
@@ -179,6 +185,9 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
     types.CONFIG_MAP: ("container.configMaps.create",),
     types.DEPLOYMENT: ("container.deployments.create",),
     types.NETWORK_POLICY: ("container.networkPolicies.create",),
+    types.RESOURCE_QUOTA: ("container.resourceQuotas.create",),
+    types.LIMIT_RANGE: ("container.limitRanges.create",),
+    types.PRIORITY_CLASS: ("container.priorityClasses.create",),
     types.CLUSTER_ROLE: (
         "container.clusterRoles.create",
         "container.clusterRoles.escalate",
@@ -235,6 +244,7 @@ LENIENT = frozenset(
 """Permissions whose absence on the project is a warning: the darkbitio dataset shows
 `roles/owner` without the storage ones, and actAs is often granted on the account instead."""
 ROLES: dict[str, str] = {
+    "artifactregistry": "roles/artifactregistry.admin",
     "compute": "roles/compute.admin",
     "container": "roles/container.admin",
     "file": "roles/file.editor",

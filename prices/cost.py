@@ -68,6 +68,7 @@ FREE_TYPES = frozenset(
         types.SERVICE_ACCOUNT,
         types.SERVICE_ACCOUNT_IAM_MEMBER,
         types.BUCKET_IAM_MEMBER,
+        types.REPOSITORY_IAM_MEMBER,
         types.BUCKET_OBJECT,
         types.SLURM_TPU_CLEANUP,
         types.SLURM_COMPUTE_CLEANUP,

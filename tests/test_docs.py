@@ -49,10 +49,12 @@ def examples() -> dict[str, Example]:
 # says it is. A change to an example, or to what the program makes of it, shows here.
 COMMON = {
     "gcp:compute/firewall:Firewall": 3,
-    # The team namespaces' admission policies and member role (components/gke/admission.py).
-    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": 4,
-    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": 4,
+    # The team namespaces' admission policies, member role and the PriorityClass of the teams'
+    # pods outside Kueue (components/gke/admission/, teams.py).
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy": 9,
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": 9,
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,
+    "kubernetes:scheduling.k8s.io/v1:PriorityClass": 1,
     "gcp:compute/network:Network": 1,
     "gcp:compute/router:Router": 1,
     "gcp:compute/routerNat:RouterNat": 1,
@@ -72,7 +74,7 @@ TPU_VMS = COMMON | {
     # Its hosts' rule, and the stack's deny of them to GKE nodes.
     "gcp:compute/firewall:Firewall": 5,
     "gcp:container/nodePool:NodePool": 2,
-    "gcp:projects/iAMMember:IAMMember": 5,
+    "gcp:projects/iAMMember:IAMMember": 4,
     "gcp:serviceaccount/account:Account": 2,
     "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
     "pulumi-python:dynamic/tpu:QueuedResource": 1,
@@ -88,7 +90,7 @@ SLURM_SINGLE_HOST = COMMON | {
     "gcp:container/nodePool:NodePool": 2,
     "gcp:filestore/instance:Instance": 1,
     "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
-    "gcp:projects/iAMMember:IAMMember": 10,
+    "gcp:projects/iAMMember:IAMMember": 9,
     "gcp:serviceaccount/account:Account": 4,
     "gcp:serviceaccount/iAMMember:IAMMember": 1,
     "gcp:storage/bucket:Bucket": 1,
@@ -105,18 +107,20 @@ INVENTORY: dict[str, dict[str, int]] = {
     "minimal": COMMON
     | {
         "gcp:container/nodePool:NodePool": 3,
-        "gcp:projects/iAMMember:IAMMember": 3,
+        "gcp:projects/iAMMember:IAMMember": 2,
         "gcp:serviceaccount/account:Account": 1,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
     },
     "storage": COMMON
     | {
+        "kubernetes:core/v1:ResourceQuota": 4,
+        "kubernetes:core/v1:LimitRange": 2,
         "gcp:compute/firewall:Firewall": 6,
         "gcp:compute/globalAddress:GlobalAddress": 1,
         "gcp:container/nodePool:NodePool": 2,
         "gcp:filestore/instance:Instance": 1,
         "gcp:lustre/instance:Instance": 1,
-        "gcp:projects/iAMMember:IAMMember": 3,
+        "gcp:projects/iAMMember:IAMMember": 2,
         "gcp:projects/service:Service": 14,
         "gcp:serviceaccount/account:Account": 3,
         "gcp:serviceaccount/iAMMember:IAMMember": 2,
@@ -134,8 +138,10 @@ INVENTORY: dict[str, dict[str, int]] = {
     },
     "gke-teams": COMMON
     | {
+        "kubernetes:core/v1:ResourceQuota": 4,
+        "kubernetes:core/v1:LimitRange": 2,
         "gcp:container/nodePool:NodePool": 4,
-        "gcp:projects/iAMMember:IAMMember": 4,
+        "gcp:projects/iAMMember:IAMMember": 3,
         "gcp:serviceaccount/account:Account": 3,
         "gcp:serviceaccount/iAMMember:IAMMember": 2,
         "gcp:storage/bucket:Bucket": 1,
@@ -150,9 +156,12 @@ INVENTORY: dict[str, dict[str, int]] = {
     },
     "provisioner": COMMON
     | {
+        "kubernetes:core/v1:ResourceQuota": 4,
+        "kubernetes:core/v1:LimitRange": 2,
+        "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember": 1,
         "gcp:container/nodePool:NodePool": 3,
         "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
-        "gcp:projects/iAMMember:IAMMember": 5,
+        "gcp:projects/iAMMember:IAMMember": 4,
         "gcp:serviceaccount/account:Account": 4,
         "gcp:serviceaccount/iAMMember:IAMMember": 4,
         "kubernetes:apps/v1:Deployment": 1,
@@ -176,7 +185,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:compute/network:Network": 2,
         "gcp:compute/subnetwork:Subnetwork": 2,
         "gcp:container/nodePool:NodePool": 4,
-        "gcp:projects/iAMMember:IAMMember": 3,
+        "gcp:projects/iAMMember:IAMMember": 2,
         "gcp:serviceaccount/account:Account": 1,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
         "kubernetes:networking.gke.io/v1:GKENetworkParamSet": 1,
@@ -186,11 +195,13 @@ INVENTORY: dict[str, dict[str, int]] = {
     # network objects for each, and the TCPXO installer with its NRI device injector.
     "gke-gpu-fast-path": COMMON
     | {
+        "kubernetes:core/v1:ResourceQuota": 2,
+        "kubernetes:core/v1:LimitRange": 1,
         "gcp:compute/firewall:Firewall": 11,
         "gcp:compute/network:Network": 9,
         "gcp:compute/subnetwork:Subnetwork": 9,
         "gcp:container/nodePool:NodePool": 3,
-        "gcp:projects/iAMMember:IAMMember": 4,
+        "gcp:projects/iAMMember:IAMMember": 3,
         "gcp:serviceaccount/account:Account": 2,
         "gcp:serviceaccount/iAMMember:IAMMember": 1,
         "kubernetes:core/v1:Namespace": 3,
@@ -211,7 +222,7 @@ INVENTORY: dict[str, dict[str, int]] = {
     # account use on the VMs' account.
     "tpu-vms-spot": TPU_VMS
     | {
-        "gcp:projects/iAMMember:IAMMember": 8,
+        "gcp:projects/iAMMember:IAMMember": 7,
         "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
         "gcp:serviceaccount/iAMMember:IAMMember": 1,
     },
@@ -223,7 +234,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:compute/instanceTemplate:InstanceTemplate": 1,
         "gcp:monitoring/dashboard:Dashboard": 1,
         "gcp:container/nodePool:NodePool": 2,
-        "gcp:projects/iAMMember:IAMMember": 5,
+        "gcp:projects/iAMMember:IAMMember": 4,
         "gcp:serviceaccount/account:Account": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
         "pulumi-python:dynamic/compute:StartupWait": 1,
@@ -241,7 +252,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         # Ray's discovery role and the logins' viewer role; three project grants and
         # account use per login.
         "gcp:projects/iAMCustomRole:IAMCustomRole": 2,
-        "gcp:projects/iAMMember:IAMMember": 12,
+        "gcp:projects/iAMMember:IAMMember": 11,
         "gcp:serviceaccount/account:Account": 2,
         "gcp:serviceaccount/iAMMember:IAMMember": 2,
         "gcp:storage/bucket:Bucket": 1,
@@ -264,7 +275,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:compute/resourcePolicy:ResourcePolicy": 1,
         "gcp:container/nodePool:NodePool": 2,
         "gcp:monitoring/dashboard:Dashboard": 1,
-        "gcp:projects/iAMMember:IAMMember": 5,
+        "gcp:projects/iAMMember:IAMMember": 4,
         "gcp:serviceaccount/account:Account": 2,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 1,
     },
@@ -278,7 +289,7 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:container/nodePool:NodePool": 2,
         "gcp:filestore/instance:Instance": 1,
         "gcp:projects/iAMCustomRole:IAMCustomRole": 1,
-        "gcp:projects/iAMMember:IAMMember": 12,
+        "gcp:projects/iAMMember:IAMMember": 11,
         "gcp:serviceaccount/account:Account": 5,
         "gcp:serviceaccount/iAMMember:IAMMember": 2,
         "gcp:storage/bucket:Bucket": 1,

@@ -12,17 +12,9 @@ from graph.files import REPO_ROOT
 MAX_FILE_LINES = 700
 MAX_FUNCTION_LINES = 120
 
-KNOWN_FILES = {
-    "components/gke/admission.py": 35,
-    "components/gke/checks.py": 35,
-    "components/gke/config.py": 35,
-    "components/network.py": 35,
-}
+KNOWN_FILES: dict[str, int] = {}
 """File -> the issue whose owner splits it."""
-KNOWN_FUNCTIONS = {
-    "components/gke/admission.py::_pod_security": 35,
-    "components/gke/tpu_slices.py::TpuSlice.__init__": 35,
-}
+KNOWN_FUNCTIONS: dict[str, int] = {}
 """`file::function` -> the issue whose owner cuts it at its seams."""
 
 

@@ -5,6 +5,7 @@ Accelerator pools are `tpu_slices.py` and `gpu_pools.py`; every pool shares `nod
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -12,21 +13,23 @@ import pulumi_gcp as gcp
 import yaml
 from pydantic import InstanceOf
 
-from components.base import Component, WiringModel
+from components.base import Component, WiringModel, slug
 from components.gke.admission import SYSTEM_TAINT
 from components.gke.config import CPU_POOL, SYSTEM_MAX_PODS_PER_NODE, SYSTEM_POOL, GkeConfig
 from components.gke.node_pools import CLOUD_PLATFORM_SCOPE, node_config, pool_sizing
-from components.identity import Identity, service_account
+from components.identity import Identity, grant_name, grant_opts, service_account
 from components.network import NetworkConfig, NetworkHandle, gke_node_tag
+from components.types import repository_parts
 
 NODE_SA_ROLES: tuple[str, ...] = (
     # GKE's minimum for a custom node service account: logs, metrics, autoscaling metrics
     # ("Configure GKE node service accounts"). It replaces the four legacy roles.
     "roles/container.defaultNodeServiceAccount",
-    # Not in the role above: pulling images from Artifact Registry.
-    "roles/artifactregistry.reader",
 )
-"""What a GKE node needs. Nothing else."""
+"""What a GKE node needs on the project. Pulling private images is `IMAGE_READER` on each
+repository the stack names (`image_reads`), never on the whole project: a host-network pod
+acts as its node's account."""
+IMAGE_READER = "roles/artifactregistry.reader"
 IMAGE_STREAMING_ROLE = "roles/serviceusage.serviceUsageConsumer"
 """Image streaming with a custom node service account needs it on the project that hosts the
 images ("Use Image streaming", requirements)."""
@@ -34,6 +37,57 @@ images ("Use Image streaming", requirements)."""
 
 def node_roles(image_streaming: bool) -> tuple[str, ...]:
     return (*NODE_SA_ROLES, IMAGE_STREAMING_ROLE) if image_streaming else NODE_SA_ROLES
+
+
+def image_reads(
+    parent: Component,
+    owner: str,
+    repositories: Sequence[str],
+    *,
+    member: str,
+    depends_on: Sequence[pulumi.Resource] = (),
+) -> list[gcp.artifactregistry.RepositoryIamMember]:
+    """Artifact Registry reader for `member` on each repository (`ArtifactRepository`), one
+    grant each, named `<owner>-repo-<repository>-artifactregistry.reader`."""
+    grants = []
+    for repository in repositories:
+        location, project, repository_id = repository_parts(repository)
+        grants.append(
+            gcp.artifactregistry.RepositoryIamMember(
+                grant_name(owner, IMAGE_READER, f"repo-{slug(repository)}"),
+                # The full id carries project and location (the provider parses them from
+                # it), so no region-like `location` input reads as a place resources live.
+                repository=f"projects/{project}/locations/{location}/repositories/{repository_id}",
+                role=IMAGE_READER,
+                member=member,
+                opts=grant_opts(parent, depends_on),
+            )
+        )
+    return grants
+
+
+def node_identity(
+    parent: Component,
+    owner: str,
+    config: GkeConfig,
+    *,
+    account_id: str,
+    display_name: str,
+    repositories: Sequence[str],
+) -> Identity:
+    """A node account: GKE's node roles on the project and image reads on `repositories`."""
+    identity = service_account(
+        parent,
+        owner,
+        project=config.context.project,
+        account_id=account_id,
+        display_name=display_name,
+        roles=node_roles(config.cluster.image_streaming),
+    )
+    identity.grants += image_reads(
+        parent, owner, repositories, member=identity.member, depends_on=[identity.account]
+    )
+    return identity
 
 
 @dataclass(frozen=True)
@@ -59,6 +113,8 @@ class ClusterHandle:
     system_pool: gcp.container.NodePool
     """The pool controllers run on; the Kubernetes provider and the charts wait for it."""
     node_identity: Identity
+    team_node_identities: dict[str, Identity]
+    """The node account of each team's own slices (`tpuSlices[].team`), by team."""
     kubeconfig: pulumi.Output[str]
 
 
@@ -77,14 +133,27 @@ class GkeCluster(Component):
         super().__init__("ai-infra:gke:GkeCluster", name, opts)
         config = args.config
         ctx = config.context
-        nodes = service_account(
+        nodes = node_identity(
             self,
             f"{name}-nodes",
-            project=ctx.project,
+            config,
             account_id=config.node_account_id,
             display_name=f"GKE nodes of {config.cluster_name}",
-            roles=node_roles(config.cluster.image_streaming),
+            repositories=config.image_repositories(),
         )
+        # The nodes of a team's own slices run as an account of their own, which reads only
+        # the images that team may run: its host-network pods act as it.
+        team_nodes = {
+            team: node_identity(
+                self,
+                f"{name}-nodes-{team}",
+                config,
+                account_id=config.team_node_account_id(team),
+                display_name=f"GKE nodes of team {team}'s slices",
+                repositories=config.image_repositories(team),
+            )
+            for team in config.dedicated_teams
+        }
         cluster = gcp.container.Cluster(
             f"{name}-cluster",
             cluster_args(config, args.network_config, args.network, nodes.email),
@@ -116,6 +185,7 @@ class GkeCluster(Component):
             cpu_pool=cpu_pool,
             system_pool=system_pool,
             node_identity=nodes,
+            team_node_identities=team_nodes,
             kubeconfig=kubeconfig,
         )
         self.register_outputs(

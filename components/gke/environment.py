@@ -10,13 +10,13 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from catalog.tpu import ACCELERATOR_LABEL
 from components.base import Source
 from components.buckets import BucketsHandle
 from components.gke.cluster import ClusterHandle, GkeCluster, GkeClusterArgs
 from components.gke.config import (
     GkeConfig,
 )
+from components.gke.dcn import DcnRules, DcnRulesArgs
 from components.gke.gpu_direct import (
     GpuDirect,
     GpuDirectArgs,
@@ -99,6 +99,18 @@ def build(
     )
     on_cluster = pulumi.ResourceOptions(providers=[kubernetes])
     identities = _identities(config, buckets, after_cluster, source)
+    groups = config.dcn_groups()
+    if groups:
+        DcnRules(
+            source("dcn", "network", "additionalNodeNetworks"),
+            DcnRulesArgs(
+                project=config.context.project,
+                prefix=config.context.prefix,
+                groups=groups,
+                networks=dict(network.node_networks),
+            ),
+            services,
+        )
     used = set(config.node_network_users())
     if used:
         PodNetworks(
@@ -186,6 +198,7 @@ def _accelerator_pools(
                 node_networks=[
                     network.node_networks[n.name] for n in config.slice_node_networks(entry)
                 ],
+                network_tags=config.slice_dcn_tags(entry),
             ),
             services,
         )
@@ -246,11 +259,11 @@ def _teams(
     tenancy = Tenancy(
         source("tenancy", "teams"),
         TenancyArgs(
-            tpu_accelerators=[
-                f.node_labels[ACCELERATOR_LABEL]
-                for f in config.flavors
-                if ACCELERATOR_LABEL in f.node_labels
-            ],
+            image_repositories={
+                team.name: list(team.image_repositories)
+                for team in config.teams
+                if team.image_repositories
+            },
             gpu_direct_pools=[p.name for p in config.gpu_pools if p.fast_path],
         ),
         on_cluster,
@@ -276,6 +289,7 @@ def _teams(
                     for o in config.network.allow
                     if PODS in o.sources
                 ],
+                priority_classes=config.priority_classes(team),
             ),
             # The team's cloud resources reach the project services through the cluster.
             on_cluster,

@@ -1,6 +1,6 @@
 """GKE GPU pools on their machine's fast path: A3 High with GPUDirect-TCPX, A3 Mega with
 GPUDirect-TCPXO, A3 Ultra and A4 with RDMA over RoCE. Each such pool's nodes take the GPU NICs
-of the machine's layout (components/gpu_catalog.py) as additional node networks; each of those
+of the machine's layout (catalog/gpu.py) as additional node networks; each of those
 networks gets GKE's `GKENetworkParamSet` and `Network`, which pods name to take the NIC; and
 GKE's NCCL plugin installer for the transport runs on the pools' nodes.
 

@@ -221,7 +221,10 @@ def resource_flavor(flavor: Flavor) -> dict[str, Any]:
 def resource_groups(
     flavors: list[Flavor], quotas: dict[str, int], cpu: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:
-    """ClusterQueue/Cohort resource groups: cpu+memory (if given), TPU chips, then GPUs."""
+    """ClusterQueue/Cohort resource groups: cpu+memory (if given), TPU chips, then GPUs. A
+    team's own flavor (`Flavor.team`) lends nothing: `lendingLimit: 0` (ClusterQueue
+    `ResourceQuota.lendingLimit`, kueue v0.19.2 apis/kueue/v1beta2), though no other queue
+    lists it either."""
     groups = []
     if cpu is not None:
         groups.append(
@@ -246,7 +249,13 @@ def resource_groups(
                 "flavors": [
                     {
                         "name": f.name,
-                        "resources": [{"name": resource, "nominalQuota": quotas[f.name]}],
+                        "resources": [
+                            {
+                                "name": resource,
+                                "nominalQuota": quotas[f.name],
+                                **({"lendingLimit": 0} if f.team is not None else {}),
+                            }
+                        ],
                     }
                     for f in members
                 ],
@@ -289,8 +298,9 @@ def cluster_queue_spec(
     flex_start_checks: list[str],
 ) -> dict[str, Any]:
     """A team's ClusterQueue: its quota per flavor in the shared cohort, admitting workloads
-    from its own namespace only; provisioner flavors are in `provisioned_queue_spec`."""
-    flavors = [f for f in flavors if not f.provisioned]
+    from its own namespace only; provisioner flavors are in `provisioned_queue_spec`, and
+    another team's own slices' flavor is in no queue but that team's."""
+    flavors = [f for f in flavors if not f.provisioned and f.team in (None, namespace)]
     spec: dict[str, Any] = {
         "cohortName": cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
@@ -358,7 +368,7 @@ class Queues(Component):
         # only nominalQuotas.
         cpu = args.cohort_cpu
         groups = resource_groups(
-            [f for f in args.flavors if not f.provisioned],
+            [f for f in args.flavors if not f.provisioned and f.team is None],
             args.allocation.cohort,
             cpu=cpu.quantities,
         )

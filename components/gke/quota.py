@@ -36,6 +36,10 @@ claim nodes of the same shape that are not flex-start, and provisioner flavors c
 `provisioned`, which the provisioner copies from the pod's selector onto the pool it creates
 (gke.go nodePoolForPod copies every selector outside cloud.google.com/ and google.com/)."""
 PROVISIONED = "provisioned"
+DEDICATED_KEY = "ai-infra/dedicated"
+"""Node label and taint (NoSchedule, value the team) of the slices one team owns
+(`tpuSlices[].team`): only that team's flavor selects the label and tolerates the taint, and
+the admission policies let no other team's pod tolerate it."""
 MAX_FLAVORS_PER_GROUP = 64
 """Kueue's limit of flavors in one ClusterQueue resource group."""
 
@@ -117,10 +121,14 @@ class Flavor:
     provisioned: bool = False
     """Capacity the TPU provisioner creates per JobSet: never borrowed, never lent (teams
     reach it through ClusterQueues outside the cohort)."""
+    team: str | None = None
+    """The one team whose slices these are (`tpuSlices[].team`): only its ClusterQueue lists
+    the flavor, with all of its chips."""
 
 
 def tpu_flavor_name(slice_: TpuSliceConfig) -> str:
-    return shape_flavor_name(slice_.shape, flex_start=slice_.provisioning == "flex-start")
+    name = shape_flavor_name(slice_.shape, flex_start=slice_.provisioning == "flex-start")
+    return f"{name}-team-{slice_.team}" if slice_.team is not None else name
 
 
 def shape_flavor_name(
@@ -153,9 +161,16 @@ def derive_flavors(
     flavors: dict[str, Flavor] = {}
 
     def add(
-        shape: tpu_catalog.TpuShape, source: Source, flex_start: bool, provisioned: bool = False
+        shape: tpu_catalog.TpuShape,
+        source: Source,
+        flex_start: bool,
+        provisioned: bool = False,
+        team: str | None = None,
     ) -> None:
         name = shape_flavor_name(shape, flex_start=flex_start, provisioned=provisioned)
+        if team is not None:
+            # No other flavor's name has "-team-": shapes, flex-start and provisioned don't.
+            name += f"-team-{team}"
         if name not in flavors:
             tolerations = [
                 {"key": tpu_catalog.TPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
@@ -168,6 +183,16 @@ def derive_flavors(
                 node_labels[CAPACITY_LABEL] = "flex-start"
             if provisioned:
                 node_labels[CAPACITY_LABEL] = PROVISIONED
+            if team is not None:
+                node_labels[DEDICATED_KEY] = team
+                tolerations.append(
+                    {
+                        "key": DEDICATED_KEY,
+                        "operator": "Equal",
+                        "value": team,
+                        "effect": "NoSchedule",
+                    }
+                )
             flavors[name] = Flavor(
                 name=name,
                 resource=tpu_catalog.TPU_RESOURCE,
@@ -176,6 +201,7 @@ def derive_flavors(
                 flex_start=flex_start,
                 node=tpu_node(shape),
                 provisioned=provisioned,
+                team=team,
             )
         flavors[name].sources.append(source)
 
@@ -184,6 +210,7 @@ def derive_flavors(
             slice_.shape,
             Source(slice_.name, slice_.chips, slice_.shape.chips),
             flex_start=slice_.provisioning == "flex-start",
+            team=slice_.team,
         )
     for source_name, (shape, chips) in (provisioned or {}).items():
         add(shape, Source(source_name, chips, shape.chips), flex_start=False, provisioned=True)
@@ -239,13 +266,17 @@ class Allocation:
 def allocate(flavors: Sequence[Flavor], shares: Mapping[str, Mapping[str, Share]]) -> Allocation:
     """Split every source's units among teams (`shares`: team -> source -> share): explicit
     shares as given, the rest in equal whole slices to the teams without one, and what is left
-    over to the cohort.
+    over to the cohort. A team's own flavor's units are all its own.
 
     Callers validate that explicit shares fit; here they are assumed to.
     """
     teams = {team: {f.name: 0 for f in flavors} for team in shares}
     cohort = {f.name: 0 for f in flavors}
     for flavor in flavors:
+        if flavor.team is not None:
+            if flavor.team in teams:
+                teams[flavor.team][flavor.name] = sum(s.units for s in flavor.sources)
+            continue
         for source in flavor.sources:
             explicit = {
                 team: explicit_units(team_shares[source.name], source.units)

@@ -1,29 +1,21 @@
-"""How the offline plan shows the GKE keys: the slices with their chips and NICs, the GPU pools,
-the teams with their quota and identity, and the TPU provisioner's reach and billing bound.
-"""
+"""The plan's sections for the GKE keys: the slices with their chips and NICs, the GPU pools,
+the teams with their quota, identity and bounds, and the TPU provisioner."""
 
 from __future__ import annotations
 
 from catalog import gpu as gpu_catalog
 from components.gke import gpu_direct
+from components.gke.admission import SERVICES_PRIORITY_CLASS
 from components.gke.config import (
     PROVISIONER_MAX_PODS_PER_NODE,
     GkeConfig,
     TeamConfig,
     TpuSliceConfig,
 )
-from components.gke.gpu_direct import (
-    INSTALLERS_COMMIT,
-    INSTALLERS_REPOSITORY,
-)
-from components.gke.kueue import (
-    BATCH_USER_ROLE,
-    PODS_READY_TIMEOUT_MINUTES,
-    provisioned_queue,
-)
-from components.gke.teams import (
-    MEMBER_ROLE,
-)
+from components.gke.gpu_direct import INSTALLERS_COMMIT, INSTALLERS_REPOSITORY
+from components.gke.kueue import BATCH_USER_ROLE, PODS_READY_TIMEOUT_MINUTES, provisioned_queue
+from components.gke.quota import DEDICATED_KEY, tpu_flavor_name
+from components.gke.teams import MEMBER_ROLE
 from components.gke.tpu_provisioner import custom_role_id
 
 
@@ -59,6 +51,7 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
             f"{shape.chips} chips per slice, {s.chips} chips, {s.provisioning}"
         )
         slices.append(f"    {_slice_network(config, s)}")
+        slices += [f"    {line}" for line in _slice_tenancy(config, s)]
     if not slices:
         slices.append("  none")
     slices.append(f"  total: {config.tpu_chips} TPU chips")
@@ -66,12 +59,13 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
         slices.append(f"  upgrades: {_upgrade_policy(config)}")
     resources = {f.name: f.resource for f in config.flavors}
     provisioned = {f.name for f in config.provisioned_flavors}
-    teams = []
+    owned = {f.name: f.team for f in config.flavors if f.team is not None}
+    teams = [f"  {_enforcement(config)}"] if config.teams else []
     for team in sorted(config.teams, key=lambda t: t.name):
         quotas = [
             f"{flavor}={quota} {resources[flavor]}"
             for flavor, quota in config.allocation.teams[team.name].items()
-            if flavor not in provisioned
+            if flavor not in provisioned and owned.get(flavor, team.name) == team.name
         ]
         email = f"{config.context.name(team.name)}@{config.context.project}.iam.gserviceaccount.com"
         teams.append(f"  {team.name}/{team.name}: {', '.join(quotas) or 'no accelerator quota'}")
@@ -80,7 +74,11 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
             teams.append(f"    {_provisioned_line(config, team)}")
         teams.append(f"    runs as {team.name}/{team.service_account} -> {email}")
         exceptions = [
-            *(["hostNetwork for Kueue-managed TPU pods"] if team.tpu_host_network else []),
+            *(
+                ["hostNetwork for Kueue-managed TPU pods on its own slices"]
+                if team.tpu_host_network
+                else []
+            ),
             *(
                 ["GPUDirect host paths for Kueue-managed fast-path GPU pods"]
                 if team.gpu_direct_pods
@@ -93,6 +91,13 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
             else f"{team.pod_security} (Pod Security Admission) and the admission policies"
         )
         teams.append(f"    pods: {security}; members: {MEMBER_ROLE} + {BATCH_USER_ROLE}")
+        teams += [f"    {line}" for line in _team_bounds(config, team)]
+    if config.teams:
+        repositories = ", ".join(config.image_repositories()) or "none"
+        teams.append(
+            f"  private images: nodes read {repositories}, no other repository of the project; "
+            "a team's pod may name no other team's"
+        )
     held = [
         f"{flavor}={quota} {resources[flavor]}"
         for flavor, quota in config.allocation.cohort.items()
@@ -110,6 +115,53 @@ def describe(config: GkeConfig) -> list[tuple[str, list[str]]]:
     if config.tpu_provisioner.enabled:
         sections.append(("TPU provisioner", _provisioner_lines(config)))
     return sections
+
+
+def _enforcement(config: GkeConfig) -> str:
+    """Who enforces what keeps the teams apart: a stack with teams has Dataplane V2 (checks
+    refuse one without), and a host-network pod is outside every NetworkPolicy."""
+    hosted = [t.name for t in config.teams if t.tpu_host_network]
+    where = (
+        f"; host-network pods ({', '.join(hosted)}) are outside them, on their team's own "
+        "slices only"
+        if hosted
+        else ""
+    )
+    return f"network policies: enforced by Dataplane V2{where}"
+
+
+def _slice_tenancy(config: GkeConfig, entry: TpuSliceConfig) -> list[str]:
+    """Whose a slice is, the account its nodes run as, and whom its hosts reach over the
+    additional node networks."""
+    lines = []
+    if entry.team is not None:
+        lines.append(
+            f"team {entry.team}'s own: nodes run as {config.slice_node_account(entry)}, "
+            f"tainted {DEDICATED_KEY}={entry.team}, flavor {tpu_flavor_name(entry)} in its "
+            "queue only (lends nothing)"
+        )
+    tags = config.slice_dcn_tags(entry)
+    if tags:
+        (group,) = [g for g in config.dcn_groups() if g.tag == tags[0]]
+        lines.append(
+            f"dcn: group {group.id} ({', '.join(group.members)}) reaches only its own hosts on "
+            f"{', '.join(group.networks)}"
+        )
+    return lines
+
+
+def _team_bounds(config: GkeConfig, team: TeamConfig) -> list[str]:
+    """What the team may take and name outside Kueue, as its quotas and policies say."""
+    limits = team.limits
+    storage = ", ".join(f"{c} {size}" for c, size in limits.storage.items()) or "none"
+    images = ", ".join(team.image_repositories) or "none of its own"
+    return [
+        f"outside Kueue: {limits.pods} pods, {limits.cpu} CPU, {limits.memory} requested "
+        f"(PriorityClass {SERVICES_PRIORITY_CLASS}); claims {storage}, {limits.claims} per "
+        f"class; {limits.objects} each of ConfigMaps, Secrets, Deployments, StatefulSets, "
+        "CronJobs; Services ClusterIP only",
+        f"priorities: {', '.join(config.priority_classes(team)) or 'none'}; images: {images}",
+    ]
 
 
 def _gpu_pool_lines(config: GkeConfig) -> list[str]:

@@ -29,6 +29,8 @@ def account_claims(config: GkeConfig) -> Claims:
         (("tpuProvisioner",), config.provisioner_account_id),
     ]
     claims += [(("teams", i), ctx.name(t.name)) for i, t in enumerate(config.teams)]
+    owned = {s.team: i for i, s in reversed(list(enumerate(config.tpu_slices))) if s.team}
+    claims += [(("tpuSlices", i), config.team_node_account_id(t)) for t, i in owned.items()]
     claims += [
         (("workloadIdentities", i), ctx.name(w.name))
         for i, w in enumerate(config.workload_identities)

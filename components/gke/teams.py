@@ -2,10 +2,12 @@
 its own Google service account through Workload Identity, a ClusterQueue in the shared cohort
 with its quota, LocalQueues `<team>` and `default` (for jobs that name no queue), a Pod
 Security level, the member role (`MEMBER_RULES`, narrower than `edit`) and Kueue's batch-user
-role for its Google groups, a default-deny NetworkPolicy with what jobs need, and access to
-the buckets it names. Everything a team owns is a child of its `Team` component, so adding or
+role for its Google groups, a default-deny NetworkPolicy with what jobs need, ResourceQuotas
+and a LimitRange bounding what does not go through Kueue, and access to the buckets it
+names. Everything a team owns is a child of its `Team` component, so adding or
 removing a team touches nothing else (other teams' quotas aside); `Tenancy` holds what every
-team namespace shares: the member role and the admission policies (`admission.py`).
+team namespace shares: the member role, the services PriorityClass and the admission policies
+(`admission/`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,16 @@ from components.base import Component, WiringModel, slug
 from components.buckets import BucketsHandle
 from components.context import StackContext
 from components.gke import admission
-from components.gke.admission import GPU_DIRECT_LABEL, HOST_NETWORK_LABEL, TEAM_LABEL
-from components.gke.config import TeamConfig
+from components.gke.admission import (
+    GPU_DIRECT_LABEL,
+    HOST_NETWORK_LABEL,
+    PRIORITY_CLASSES_ANNOTATION,
+    SERVICES_PRIORITY_CLASS,
+    STORAGE_CLASSES_ANNOTATION,
+    TEAM_LABEL,
+    listed,
+)
+from components.gke.config import TeamConfig, TeamLimits
 from components.gke.kueue import (
     BATCH_USER_ROLE,
     DEFAULT_LOCAL_QUEUE,
@@ -58,7 +68,19 @@ MEMBER_RULES = [
     # Pods come from Jobs and JobSets (Kueue's), never straight from a member: a bare pod
     # could claim a Job as its owner and pass for Kueue-managed (admission.py). Members read,
     # delete, exec into and forward to them.
-    _rule("", ["pods", "pods/log", "events", "serviceaccounts", "endpoints"], READ),
+    _rule(
+        "",
+        [
+            "pods",
+            "pods/log",
+            "events",
+            "serviceaccounts",
+            "endpoints",
+            "resourcequotas",
+            "limitranges",
+        ],
+        READ,
+    ),
     _rule("", ["pods"], ["delete"]),
     _rule("", ["pods/exec", "pods/attach", "pods/portforward"], ["create", "get"]),
     _rule("", ["services", "configmaps", "secrets", "persistentvolumeclaims"], WRITE),
@@ -74,6 +96,47 @@ MEMBER_RULES = [
 """What `edit` grants that a member keeps (Kubernetes' default roles, "User-facing roles"),
 without creating pods, ServiceAccounts, DaemonSets or NetworkPolicies, and without RoleBindings
 (`edit` has none either). JobSets and queues come from Kueue's batch-user role."""
+
+
+DEFAULT_REQUEST = {"cpu": "100m", "memory": "128Mi"}
+"""What a container that requests nothing is given (LimitRange `defaultRequest`), so that the
+services quota, which needs every pod in its scope to request CPU and memory, can count it. No
+default limit: it would cap a TPU job's container that sets none."""
+QUOTA_SCOPE = k8s.core.v1.ScopeSelectorArgs(
+    match_expressions=[
+        k8s.core.v1.ScopedResourceSelectorRequirementArgs(
+            scope_name="PriorityClass", operator="In", values=[SERVICES_PRIORITY_CLASS]
+        )
+    ]
+)
+"""The team's pods outside Kueue: the admission policies give every such pod, and no other,
+the PriorityClass `ai-infra-services` (ResourceQuota scopes, "Quota by PriorityClass")."""
+
+
+def services_quota(limits: TeamLimits) -> dict[str, str]:
+    """The quota of the team's pods outside Kueue (`QUOTA_SCOPE`)."""
+    return {"pods": str(limits.pods), "requests.cpu": limits.cpu, "requests.memory": limits.memory}
+
+
+def objects_quota(limits: TeamLimits) -> dict[str, str]:
+    """The quota of the team's objects: no LoadBalancer or NodePort Service, its claims'
+    storage per class (a claim's class is `<class>.storageclass.storage.k8s.io/...`;
+    claims of `ai-infra:storage` volumes take no class and count under none), and how many
+    ConfigMaps, Secrets, Deployments, StatefulSets and CronJobs (etcd's room is everyone's)."""
+    hard = {"services.loadbalancers": "0", "services.nodeports": "0"}
+    for resource in (
+        "configmaps",
+        "secrets",
+        "count/deployments.apps",
+        "count/statefulsets.apps",
+        "count/cronjobs.batch",
+    ):
+        hard[resource] = str(limits.objects)
+    for storage_class, size in limits.storage.items():
+        prefix = f"{storage_class}.storageclass.storage.k8s.io"
+        hard[f"{prefix}/requests.storage"] = size
+        hard[f"{prefix}/persistentvolumeclaims"] = str(limits.claims)
+    return hard
 
 
 def namespace_labels(team: TeamConfig) -> dict[str, str]:
@@ -98,6 +161,15 @@ def namespace_labels(team: TeamConfig) -> dict[str, str]:
     else:
         labels["pod-security.kubernetes.io/enforce"] = team.pod_security
     return labels
+
+
+def namespace_annotations(team: TeamConfig, priority_classes: list[str]) -> dict[str, str]:
+    """What the team's config allows it, where the shared admission policies read it: its
+    WorkloadPriorityClasses and its claims' StorageClasses."""
+    return {
+        PRIORITY_CLASSES_ANNOTATION: listed(priority_classes),
+        STORAGE_CLASSES_ANNOTATION: listed(list(team.limits.storage)),
+    }
 
 
 ANY_POD = k8s.meta.v1.LabelSelectorArgs(match_labels={})
@@ -206,6 +278,8 @@ class TeamArgs(WiringModel):
     """The member role and admission policies, in place before the namespace takes pods."""
     openings: list[tuple[str, list[str]]] = Field(default_factory=list)
     """(range, ports) that `network.allow` opened to the pods range, for the egress policy."""
+    priority_classes: list[str] = Field(default_factory=list)
+    """The WorkloadPriorityClasses its jobs may name (`GkeConfig.priority_classes`)."""
 
 
 class Team(Component):
@@ -221,7 +295,11 @@ class Team(Component):
         team = args.config
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=team.name, labels=namespace_labels(team)),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=team.name,
+                labels=namespace_labels(team),
+                annotations=namespace_annotations(team, args.priority_classes),
+            ),
             opts=self.child_opts(depends_on=[args.tenancy]),
         )
         self.identity = WorkloadIdentity(
@@ -264,6 +342,7 @@ class Team(Component):
                         depends_on=[self.namespace, args.kueue_release, args.tenancy]
                     ),
                 )
+        self._bounds(name, team)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-network-policy",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NETWORK_POLICY, namespace=team.name),
@@ -307,6 +386,42 @@ class Team(Component):
             {"namespace": team.name, "queue": team.name, "serviceAccount": self.identity.email}
         )
 
+    def _bounds(self, name: str, team: TeamConfig) -> None:
+        """What the team takes outside Kueue: two ResourceQuotas (its services' pods by their
+        PriorityClass; its objects and claims) and the LimitRange that gives a container that
+        requests nothing a request the services quota can count."""
+        after = self.child_opts(depends_on=[self.namespace])
+
+        def metadata(object_name: str) -> k8s.meta.v1.ObjectMetaArgs:
+            return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=team.name)
+
+        k8s.core.v1.ResourceQuota(
+            f"{name}-services-quota",
+            metadata=metadata("ai-infra-team-services"),
+            spec=k8s.core.v1.ResourceQuotaSpecArgs(
+                hard=services_quota(team.limits), scope_selector=QUOTA_SCOPE
+            ),
+            opts=after,
+        )
+        k8s.core.v1.ResourceQuota(
+            f"{name}-objects-quota",
+            metadata=metadata("ai-infra-team-objects"),
+            spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=objects_quota(team.limits)),
+            opts=after,
+        )
+        k8s.core.v1.LimitRange(
+            f"{name}-limit-range",
+            metadata=metadata("ai-infra-team"),
+            spec=k8s.core.v1.LimitRangeSpecArgs(
+                limits=[
+                    k8s.core.v1.LimitRangeItemArgs(
+                        type="Container", default_request=DEFAULT_REQUEST
+                    )
+                ]
+            ),
+            opts=after,
+        )
+
     def _provisioned_queues(self, name: str, args: TeamArgs) -> None:
         """The ClusterQueue and LocalQueue `<team>-provisioned` for what the TPU provisioner
         creates (`kueue.provisioned_queue_spec`)."""
@@ -337,17 +452,17 @@ class Team(Component):
 
 
 class TenancyArgs(WiringModel):
-    tpu_accelerators: list[str]
-    """Accelerator label values of the stack's TPU flavors, where hostNetwork may run."""
+    image_repositories: dict[str, list[str]] = Field(default_factory=dict)
+    """Team -> its own image repositories, which no other team's pod may name."""
     gpu_direct_pools: list[str] = Field(default_factory=list)
     """GPU pools built on their fast path, where gpuDirectPods teams' pods may take GKE's
     GPUDirect host paths and NET_ADMIN."""
 
 
 class Tenancy(Component):
-    """What every team namespace shares: the member role and the admission policies bound
-    to namespaces labelled `ai-infra/team`, so a team added later is held from its first
-    pod."""
+    """What every team namespace shares: the member role, the PriorityClass of the teams'
+    pods outside Kueue, and the admission policies bound to namespaces labelled
+    `ai-infra/team`, so a team added later is held from its first pod."""
 
     def __init__(self, name: str, args: TenancyArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("ai-infra:gke:Tenancy", name, opts)
@@ -357,9 +472,22 @@ class Tenancy(Component):
             rules=MEMBER_RULES,
             opts=self.child_opts(),
         )
-        for policy in admission.policies(args.tpu_accelerators, args.gpu_direct_pools):
+        # Value 0, as a pod of no class has, and it preempts nothing: it only marks the pods
+        # a team's services quota counts.
+        k8s.scheduling.v1.PriorityClass(
+            f"{name}-services-priority",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=SERVICES_PRIORITY_CLASS),
+            value=0,
+            global_default=False,
+            preemption_policy="Never",
+            description="Team pods outside Kueue (Deployments, StatefulSets), which each team "
+            "namespace's ResourceQuota bounds",
+            opts=self.child_opts(),
+        )
+        found = admission.policies(args.image_repositories, args.gpu_direct_pools)
+        for policy in found:
             admission.register(name, policy, self.child_opts())
-        self.register_outputs({"policies": [p.name for p in admission.policies([])]})
+        self.register_outputs({"policies": [p.name for p in found]})
 
 
 class GroupAccessArgs(WiringModel):

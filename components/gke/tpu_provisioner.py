@@ -22,8 +22,9 @@ from pydantic import InstanceOf, SkipValidation
 
 from catalog import tpu as tpu_catalog
 from components.base import Component, WiringModel
-from components.gke.cluster import ClusterHandle, node_roles
+from components.gke.cluster import ClusterHandle, image_reads, node_roles
 from components.gke.config import (
+    PROVISIONED_DCN_GROUP,
     PROVISIONER_KSA,
     PROVISIONER_NAMESPACE,
     WORKLOAD_POLICY_PREFIX,
@@ -224,7 +225,11 @@ class TpuProvisioner(Component):
             cluster_location=args.cluster.location,
             zone=gke.provisioner_zone,
             node_service_account=gke.provisioner_node_service_account,
-            node_tags=args.cluster.node_tags,
+            # Its pools on the stack's node networks are a DCN group of their own (dcn.py).
+            node_tags=[
+                *args.cluster.node_tags,
+                *([gke.dcn_tag(PROVISIONED_DCN_GROUP)] if gke.provisioner_node_networks else []),
+            ],
             additional_networks=gke.provisioner_additional_networks,
         )
         config_map = k8s.core.v1.ConfigMap(
@@ -291,18 +296,24 @@ class TpuProvisioner(Component):
             ],
         )
         # A node account of the user's own gets what the cluster's node account has.
-        node_grants = [
-            project_grant(
+        node_grants: list[pulumi.Resource] = []
+        if config.node_service_account:
+            node_grants += [
+                project_grant(
+                    self,
+                    f"{name}-nodes",
+                    project=ctx.project,
+                    role=role_name,
+                    member=f"serviceAccount:{node_account}",
+                )
+                for role_name in node_roles(cluster.image_streaming)
+            ]
+            node_grants += image_reads(
                 self,
                 f"{name}-nodes",
-                project=ctx.project,
-                role=role_name,
+                gke.image_repositories(),
                 member=f"serviceAccount:{node_account}",
             )
-            for role_name in (
-                node_roles(cluster.image_streaming) if config.node_service_account else ()
-            )
-        ]
         policies = [
             workload_policy(
                 self,

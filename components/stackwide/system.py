@@ -58,7 +58,37 @@ def problems(view: StackView) -> list[Problem]:
         + network.name_problems(config.network, config.prefix)
         + network.allow_problems(config.network, view.system_tags(), gke=config.cluster.enabled),
     )
-    return found + under("buckets", buckets.problems(config.buckets, config.context))
+    found += under("buckets", buckets.problems(config.buckets, config.context))
+    return found + buckets.write_problems(
+        config.buckets, bucket_writers(config), [t.name for t in config.teams]
+    )
+
+
+def bucket_writers(config: StackConfig) -> list[buckets.Writer]:
+    """Every way a team writes a stack bucket: its own `buckets` and the storage volumes on
+    the bucket that grant it write, for the bucket's owner rule."""
+    found = [
+        buckets.Writer(("teams", i, "buckets", key), team.name, key)
+        for i, team in enumerate(config.teams)
+        for key, access in team.buckets.items()
+        if access != "read"
+    ]
+    for j, volume in enumerate(config.resolved_storage.config.volumes):
+        resolved = config.resolved_storage.volumes.get(volume.name)
+        if resolved is None or resolved.bucket_key is None:
+            continue
+        found += [
+            buckets.Writer(
+                ("storage", "volumes", j, "teams", team),
+                team,
+                resolved.bucket_key,
+                volume_owner=volume.owner,
+                shared=volume.shared_write,
+            )
+            for team, access in volume.teams.items()
+            if access == "write"
+        ]
+    return found
 
 
 def claims(config: StackConfig) -> list[Claim]:

@@ -116,7 +116,7 @@ def test_an_existing_vpc_keeps_its_own_mtu_and_refuses_one_from_here(build):
     assert "gcloud compute networks update" in found["mtu"]
 
 
-def test_each_additional_node_network_is_a_vpc_subnet_and_inside_only_rule(build):
+def test_each_additional_node_network_is_a_vpc_and_subnet_with_no_rule_of_its_own(build):
     graph = build(
         network={
             "additionalNodeNetworks": [
@@ -135,11 +135,13 @@ def test_each_additional_node_network_is_a_vpc_subnet_and_inside_only_rule(build
         # Device mode: nodes take addresses of the primary range only, pods none here.
         assert "secondaryIpRanges" not in subnet.inputs
         assert vpc.urn in subnet.dependencies
-        rule = graph.named(f"network-{name}-allow-dcn").inputs
-        assert rule["name"] == f"ai-test-{name}-allow-dcn"
-        assert rule["network"] == f"ai-test-{name}-vpc"
-        assert rule["sourceRanges"] == [cidr]
-        assert rule["direction"] == "INGRESS"
+    # Nothing attaches here, so nothing is admitted: each group of slices that attaches gets a
+    # rule of its own (tests/gke/test_dcn.py), never one for the whole subnet.
+    assert not [
+        r
+        for r in graph.of_type("gcp:compute/firewall:Firewall")
+        if r.inputs["network"] in ("ai-test-dcn-1-vpc", "ai-test-dcn-2-vpc")
+    ]
     # No route out of the extra NICs: one router and NAT, on the stack's own VPC.
     (router,) = graph.of_type("gcp:compute/router:Router")
     assert router.inputs["network"].endswith("/ai-test-vpc")
@@ -253,3 +255,21 @@ def test_port_openings_group_ports_by_protocol():
         ("tcp", ["8265", "6379"]),
         ("udp", ["5000-5100"]),
     ]
+
+
+def test_ranges_that_together_admit_the_internet_are_refused_where_they_are_written():
+    halves = [{"cidr": "0.0.0.0/1", "name": "a"}, {"cidr": "128.0.0.0/1", "name": "b"}]
+    found = network.problems(NetworkConfig.model_validate({"authorizedNetworks": halves}))
+    assert [(p.path, "together" in p.message) for p in found] == [(("authorizedNetworks",), True)]
+    one = [{"cidr": "0.0.0.0/0", "name": "all"}, *halves]
+    found = network.problems(NetworkConfig.model_validate({"authorizedNetworks": one}))
+    assert [p.path for p in found] == [("authorizedNetworks", 0, "cidr")]
+    assert network.problems(NetworkConfig.model_validate({"authorizedNetworks": halves[:1]})) == []
+    opening = {"name": "ssh", "to": "tpuVms", "ports": ["tcp:22"]}
+    config = NetworkConfig.model_validate(
+        {"allow": [opening | {"sources": ["pods", "0.0.0.0/1", "128.0.0.0/1"]}]}
+    )
+    found = network.allow_problems(config, {"tpuVms": ["vm"]}, gke=True)
+    assert [p.path for p in found] == [("allow", 0, "sources")]
+    narrow = NetworkConfig.model_validate({"allow": [opening | {"sources": ["0.0.0.0/1"]}]})
+    assert network.allow_problems(narrow, {"tpuVms": ["vm"]}, gke=True) == []

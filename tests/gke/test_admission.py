@@ -13,8 +13,14 @@ import yaml
 
 from catalog.tpu import ACCELERATOR_LABEL, TPU_TAINT_KEY
 from components.gke import admission
-from components.gke.admission import HOST_NETWORK_LABEL, TEAM_LABEL, refusals
+from components.gke.admission import (
+    HOST_NETWORK_LABEL,
+    SERVICES_PRIORITY_CLASS,
+    TEAM_LABEL,
+    refusals,
+)
 from components.gke.kueue import JOBSET_CONTROLLER
+from components.gke.quota import DEDICATED_KEY
 from graph.engine import REPO_ROOT, Graph, load_stack_config
 from tests.conftest import build_graph, with_config, with_mega_pool
 
@@ -22,6 +28,9 @@ VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 SLICE = {"name": "s", "accelerator": "v5p-16"}
 TPU_SELECTOR = {ACCELERATOR_LABEL: "tpu-v5p-slice", "cloud.google.com/gke-tpu-topology": "2x2x2"}
+OWN_SELECTOR = {**TPU_SELECTOR, DEDICATED_KEY: "speech"}
+"""speech's own slices (tpuSlices[].team), where its host-network pods may run."""
+OWN_TOLERATION = {"key": DEDICATED_KEY, "operator": "Equal", "value": "speech"}
 JOB_OWNER = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}]
 KUEUE_TOLERATION = {"key": TPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 
@@ -36,7 +45,7 @@ def registered(graph: Graph) -> list[tuple[dict[str, Any], dict[str, Any]]]:
 def documents() -> list[tuple[dict[str, Any], dict[str, Any]]]:
     graph = build_graph(
         with_config(
-            tpuSlices=[SLICE],
+            tpuSlices=[SLICE, {"name": "own", "accelerator": "v5p-16", "team": "speech"}],
             teams=[{"name": "vision"}, {"name": "speech", "tpuHostNetwork": True}],
         )
     )
@@ -51,13 +60,14 @@ def namespace(name: str, *, host_network: bool = False) -> dict[str, Any]:
 
 
 def pod(**spec: Any) -> dict[str, Any]:
+    """A pod as a controller makes it: a Job's (Kueue's) when its metadata names a Job as its
+    controller, else a Deployment's, under the services PriorityClass every such pod gets."""
     metadata = spec.pop("metadata", {"name": "p", "namespace": "vision"})
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec},
-    }
+    kueue = any(o.get("kind") == "Job" for o in metadata.get("ownerReferences", []))
+    defaults: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}]}
+    if not kueue:
+        defaults["priorityClassName"] = SERVICES_PRIORITY_CLASS
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": {**defaults, **spec}}
 
 
 def container(**fields: Any) -> dict[str, Any]:
@@ -277,8 +287,8 @@ def test_an_update_is_judged_only_when_it_changes_what_the_policies_read(documen
     # Admission lets a pod update through that leaves the spec alone.
     admitted = pod(
         hostNetwork=True,
-        nodeSelector=TPU_SELECTOR,
-        tolerations=[KUEUE_TOLERATION],
+        nodeSelector=OWN_SELECTOR,
+        tolerations=[KUEUE_TOLERATION, OWN_TOLERATION],
         containers=[container(resources={"limits": {"google.com/tpu": "4"}})],
         metadata={
             "name": "p",
@@ -337,7 +347,9 @@ def child_job(owner: str = "train") -> dict[str, Any]:
                 }
             ],
         },
-        "spec": {"template": {"spec": pod(tolerations=[KUEUE_TOLERATION])["spec"]}},
+        "spec": {
+            "template": {"spec": {"containers": [container()], "tolerations": [KUEUE_TOLERATION]}}
+        },
     }
 
 
@@ -346,7 +358,7 @@ def test_only_the_jobset_controller_makes_a_jobsets_jobs(documents):
     # claims an admitted JobSet would take free TPU hosts outside the queue.
     forged = child_job()
     found = refusals(forged, namespace("vision"), documents)
-    assert [r.policy for r in found] == ["ai-infra-team-scheduling"]
+    assert [r.policy for r in found] == ["ai-infra-team-owners"]
     assert "JobSet controller" in found[0].message
     assert refusals(forged, namespace("vision"), documents, user=JOBSET_CONTROLLER) == []
     # ... nor may a member's own Job be given such an owner afterwards.
@@ -369,14 +381,17 @@ def test_no_job_claims_another_job(documents):
     forged["metadata"]["ownerReferences"][0].update(
         {"apiVersion": "batch/v1", "kind": "Job", "uid": "admitted-job-uid"}
     )
-    found = refusals(forged, namespace("vision"), documents)
-    assert [r.policy for r in found] == ["ai-infra-team-scheduling"]
-    assert "no Job is another Job's" in found[0].message
-    assert refusals(forged, namespace("vision"), documents, user=JOBSET_CONTROLLER) == []
+    for user in ("member@example.com", JOBSET_CONTROLLER):
+        found = refusals(forged, namespace("vision"), documents, user=user)
+        assert [r.policy for r in found] == ["ai-infra-team-owners"], user
     # A CronJob's Jobs are Kueue's own top-level Jobs (CronJob is no integration).
     scheduled = copy.deepcopy(forged)
     scheduled["metadata"]["ownerReferences"][0].update({"kind": "CronJob"})
     assert refusals(scheduled, namespace("vision"), documents) == []
+    # A reference that is not the controller is no parent to Kueue (GetControllerOf).
+    mentioned = copy.deepcopy(forged)
+    mentioned["metadata"]["ownerReferences"][0]["controller"] = False
+    assert refusals(mentioned, namespace("vision"), documents) == []
 
 
 def test_a_kueue_pod_on_accelerator_hosts_requests_their_chips(documents):
@@ -410,25 +425,35 @@ def test_a_plain_pod_and_another_namespace_are_left_alone(documents):
     assert refusals(pod(hostNetwork=True, hostPID=True), outside, documents) == []
 
 
-def test_host_network_only_for_kueue_pods_on_tpu_slices_of_an_opted_in_team(documents):
+def test_host_network_only_for_kueue_pods_on_the_teams_own_slices(documents):
     kueue_tpu_pod = pod(
         hostNetwork=True,
         dnsPolicy="ClusterFirstWithHostNet",
-        nodeSelector=TPU_SELECTOR,
-        tolerations=[KUEUE_TOLERATION],
+        nodeSelector=OWN_SELECTOR,
+        tolerations=[KUEUE_TOLERATION, OWN_TOLERATION],
         containers=[container(resources={"limits": {"google.com/tpu": "4"}})],
         metadata={"name": "p", "namespace": "speech", "ownerReferences": JOB_OWNER},
     )
     assert refusals(kueue_tpu_pod, namespace("speech", host_network=True), documents) == []
-    # The same pod in a team that did not opt in, on a CPU node, or of a slice the stack has
-    # not, is refused.
+    # The same pod in a team that did not opt in, on a CPU node, or on slices shared with
+    # other teams (a shared node, a shared node account), is refused.
     assert refusals(kueue_tpu_pod, namespace("vision"), documents)
     cpu = copy.deepcopy(kueue_tpu_pod)
     del cpu["spec"]["nodeSelector"]
     assert refusals(cpu, namespace("speech", host_network=True), documents)
+    shared = copy.deepcopy(kueue_tpu_pod)
+    del shared["spec"]["nodeSelector"][DEDICATED_KEY]
+    assert refusals(shared, namespace("speech", host_network=True), documents)
+    # ... or on another team's own slices, which its toleration may not name either.
     other = copy.deepcopy(kueue_tpu_pod)
-    other["spec"]["nodeSelector"][ACCELERATOR_LABEL] = "tpu-v6e-slice"
-    assert refusals(other, namespace("speech", host_network=True), documents)
+    other["spec"]["nodeSelector"][DEDICATED_KEY] = "vision"
+    other["spec"]["tolerations"][1]["value"] = "vision"
+    assert {
+        r.policy for r in refusals(other, namespace("speech", host_network=True), documents)
+    } == {
+        "ai-infra-team-pod-security",
+        "ai-infra-team-scheduling",
+    }
     # Every other baseline check still holds there.
     privileged = copy.deepcopy(kueue_tpu_pod)
     privileged["spec"]["containers"][0]["securityContext"] = {"privileged": True}
@@ -489,7 +514,7 @@ def test_the_registered_policies_are_the_manifests_the_offline_check_uses(docume
     def shown(document: dict[str, Any]) -> dict[str, Any]:
         return {"metadata": document["metadata"], "spec": document["spec"]}
 
-    offline = admission.stack_documents(["tpu-v5p-slice"])
+    offline = admission.stack_documents()
     assert [(shown(p), shown(b)) for p, b in documents] == offline
 
 
@@ -559,18 +584,20 @@ def test_gpu_direct_pods_only_on_fast_path_pools_of_an_opted_in_team(gpu_documen
     assert {
         r.message.split(" (")[0] for r in refusals(tcpxo_pod("speech"), speech, gpu_documents)
     } == {
-        "hostPath volumes are not allowed",
+        "volumes may be configMap, csi, downwardAPI, emptyDir, ephemeral, image, "
+        "persistentVolumeClaim, projected, secret",
         "capabilities beyond the baseline set are not allowed",
     }
     plain = tcpxo_pod("vision", nodeSelector={"cloud.google.com/gke-nodepool": "plain"})
     assert len(refusals(plain, vision, gpu_documents)) == 2
     orphan = tcpxo_pod("vision")
     del orphan["metadata"]["ownerReferences"]
-    assert len(refusals(orphan, vision, gpu_documents)) == 2
+    found = refusals(orphan, vision, gpu_documents)
+    assert len([r for r in found if r.policy == "ai-infra-team-pod-security"]) == 2
     # Only GKE's paths and NET_ADMIN: the node's root or another capability stays refused.
     root = tcpxo_pod("vision", volumes=[{"name": "root", "hostPath": {"path": "/"}}])
     assert [r.message for r in refusals(root, vision, gpu_documents)] == [
-        next(c.message for c in admission.policies([])[0].checks if "hostPath" in c.message)
+        next(c.message for c in admission.policies()[0].checks if "hostPath" in c.message)
     ]
     sys_admin = tcpxo_pod(
         "vision",

@@ -27,10 +27,11 @@ def test_node_service_account_has_exactly_the_least_privilege_roles(build):
         == {*NODE_SA_ROLES, "roles/serviceusage.serviceUsageConsumer"}
         == {
             "roles/container.defaultNodeServiceAccount",
-            "roles/artifactregistry.reader",
             "roles/serviceusage.serviceUsageConsumer",
         }
     )
+    # No project-wide image read: a host-network pod acts as its node's account.
+    assert not graph.of_type("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
     cluster = graph.named("gke-cluster")
     for grant in graph.of_type("gcp:projects/iAMMember:IAMMember"):
         if grant.inputs["member"] == member:

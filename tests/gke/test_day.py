@@ -65,6 +65,14 @@ def _chips(pod: dict[str, Any]) -> int:
     )
 
 
+NODE_EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+    "NO_EXECUTE": "NoExecute",
+}
+"""GKE API `NodeTaint.effect` -> the node taint's effect (GKE "Node taints")."""
+
+
 def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, str]) -> bool:
     return any(
         t.get("key") == taint["key"]
@@ -145,7 +153,11 @@ def tpu_pools(graph: Graph, slice_name: str) -> list[dict[str, Any]]:
         node_config = r.inputs["nodeConfig"]
         if node_config.get("labels", {}).get("ai-infra/slice") != slice_name:
             continue
-        taints = [GKE_TPU_TAINT, *node_config.get("taints", [])]
+        # GKE writes a pool's taints on its nodes in Kubernetes' spelling of the effect.
+        taints = [
+            GKE_TPU_TAINT,
+            *({**t, "effect": NODE_EFFECTS[t["effect"]]} for t in node_config.get("taints", [])),
+        ]
         if r.inputs.get("queuedProvisioning", {}).get("enabled"):
             taints.append(GKE_QUEUED_TAINT)
         pools.append(
@@ -196,7 +208,8 @@ def test_pretrain_runs_the_multislice_example_on_its_own_quota(prod: Graph):
     jobset = yaml.safe_load((REPO_ROOT / "examples" / "multislice-jobset.yaml").read_text())
     day = Day(prod, {"ml-pretrain@example.com"}, jobset)
     queue, flavor, pod = submit(day)
-    assert (queue, flavor["name"]) == ("pretrain", "v5p-512")
+    # v5p-train is pretrain's own (tpuSlices[].team): a flavor no other queue lists.
+    assert (queue, flavor["name"]) == ("pretrain", "v5p-512-team-pretrain")
     ((_, replicas, per_replica),) = _pods(jobset)
     shape = resolve("v5p-512")
     # Whole slices: the queue's own quota is two v5p-512 slices, the job asks for two.

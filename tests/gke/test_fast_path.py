@@ -139,10 +139,11 @@ def test_attaching_slices_to_a_node_network_replaces_exactly_their_pools():
         ("enableMultiNetworking", True)
     ]
     created = {r.resource.name for r in changes if r.op is Op.CREATE and not r.is_component}
+    # The rule admits the slices of the one flavor that attaches, from themselves only.
     assert created == {
         "network-dcn-1-vpc",
         "network-dcn-1-subnet",
-        "network-dcn-1-allow-dcn",
+        "dcn-dcn-1-v6e-16",
         "pod-networks-dcn-1-params",
         "pod-networks-dcn-1",
     }
@@ -394,8 +395,19 @@ def test_the_plan_shows_each_slices_nics_mtus_and_host_maintenance(capsys):
     assert "  ai-prod-dcn-1-vpc: mtu 8896; subnet 10.11.0.0/22 (additional node network dcn-1)" in (
         lines
     )
-    section = lines[lines.index("TPU slices:") :]
-    nics = {section[i].split(":")[0].strip(): section[i + 1].strip() for i in (1, 3, 5)}
+    section = lines[
+        lines.index("TPU slices:") + 1 : lines.index(
+            "Teams (namespace/queue, nominal quota, Google service account):"
+        )
+    ]
+    entries = [
+        i for i, line in enumerate(section) if line.startswith("  ") and not line.startswith("    ")
+    ]
+    nics = {
+        section[i].split(":")[0].strip(): section[i + 1].strip()
+        for i in entries
+        if section[i + 1].strip().startswith("nics:")
+    }
     v6e = (
         "nics: eth0 ai-prod-vpc mtu 8896, eth1 ai-prod-dcn-1-vpc mtu 8896, "
         "eth2 ai-prod-dcn-2-vpc mtu 8896; DCN 100 Gb/s per chip; host maintenance AS_NEEDED"
@@ -407,6 +419,12 @@ def test_the_plan_shows_each_slices_nics_mtus_and_host_maintenance(capsys):
         "v6e-flex": v6e,
     }
     pools = {line.split()[2]: line for line in lines if " NodePool " in line}
+    # Each slice says which DCN group its hosts talk in, and whose own it is.
+    assert "    dcn: group v6e-256 (v6e-tune) reaches only its own hosts on dcn-1, dcn-2" in lines
+    assert any(
+        line.startswith("    team pretrain's own: nodes run as ai-prod-pretrain-nodes@")
+        for line in lines
+    )
     assert pools["tpu-v6e-tune-0"].endswith(
         "extraNics=ai-prod-dcn-1-vpc,ai-prod-dcn-2-vpc hostMaintenance=AS_NEEDED"
     )

@@ -20,7 +20,7 @@ from tests.test_docs import examples
 FLOOR = "1.30"
 BUILT_IN = re.compile(
     r"kubernetes:(core|apps|rbac\.authorization\.k8s\.io|networking\.k8s\.io|"
-    r"admissionregistration\.k8s\.io)/v1:\w+"
+    r"admissionregistration\.k8s\.io|scheduling\.k8s\.io)/v1:\w+"
 )
 ALL = [*list_stacks(), *sorted(examples())]
 

@@ -52,7 +52,7 @@ def test_team_namespace_is_labelled_for_kueue(graph):
 def test_a_host_network_team_enforces_baseline_by_policy_not_by_pod_security_admission():
     graph = build_graph(
         with_config(
-            tpuSlices=[{"name": "s", "accelerator": "v5p-16"}],
+            tpuSlices=[{"name": "s", "accelerator": "v5p-16", "team": "mega"}],
             teams=[{"name": "mega", "tpuHostNetwork": True}],
         )
     )

@@ -366,13 +366,21 @@ def test_config_map_follows_every_setting(build):
     }
     assert node_roles == {
         "roles/container.defaultNodeServiceAccount",
-        "roles/artifactregistry.reader",
         "roles/serviceusage.serviceUsageConsumer",
     }
     for grant_name in node_roles:
         key = grant_name.removeprefix("roles/")
         urn = graph.named(f"tpu-provisioner-nodes-{key}").urn
         assert urn in graph.named("tpu-provisioner-deployment").dependencies
+    # Images: a read on each repository the stack names, never on the project.
+    reads = [
+        r
+        for r in graph.of_type("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
+        if r.inputs["member"] == "serviceAccount:tpu-nodes@other-project.iam.gserviceaccount.com"
+    ]
+    assert reads
+    for read in reads:
+        assert read.urn in graph.named("tpu-provisioner-deployment").dependencies
     # tpu7x pools are placed by the workload policy the controller names after the topology.
     (policy,) = graph.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
     assert policy.inputs["name"] == "tpu-provisioner-4x4x4"
@@ -806,6 +814,8 @@ def test_enabling_the_provisioner_adds_only_its_own_resources():
         "tpu-provisioner-leader-election-role",
         "tpu-provisioner-leader-election-rolebinding",
         "tpu-provisioner-deployment",
+        # The system pool's nodes pull the controller's image from its repository.
+        "gke-nodes-repo-us-docker.pkg.dev-test-project-images-artifactregistry.reader",
     }
 
 

@@ -53,8 +53,8 @@ def test_children_in_registration_order_and_components_with_their_config_key(cap
     assert main(["staging"]) == 0
     lines = capsys.readouterr().out.splitlines()
     start = lines.index("# Network network  (network)")
-    # The order components/network.py constructs them in (not by type, not by name).
-    assert [line.split()[2] for line in lines[start + 1 : start + 11]] == [
+    # The order components/network/ constructs them in (not by type, not by name).
+    assert [line.split()[2] for line in lines[start + 1 : start + 10]] == [
         "network-vpc",
         "network-subnet",
         "network-router",
@@ -64,11 +64,10 @@ def test_children_in_registration_order_and_components_with_their_config_key(cap
         "network-allow-iap-ssh",
         "network-dcn-1-vpc",
         "network-dcn-1-subnet",
-        "network-dcn-1-allow-dcn",
     ]
     # The network and buckets every system shares come first; the systems follow.
-    assert lines[start + 11].startswith("# Bucket bucket-checkpoints  (buckets[0])")
-    assert lines[start + 13].startswith("# GkeCluster gke  (cluster)")
+    assert lines[start + 10].startswith("# Bucket bucket-checkpoints  (buckets[0])")
+    assert lines[start + 12].startswith("# GkeCluster gke  (cluster)")
     assert "# TpuSlice tpu-v6e-eval  (tpuSlices[2])" in lines
     assert "# GpuPool gpu-l4-eval  (gpuPools[0])" in lines
     assert any(re.fullmatch(r"# \w+ services  \(gcp:project\)", line) for line in lines)
@@ -260,7 +259,7 @@ def test_the_plan_json_carries_the_numbers(capsys):
     numbers = document["summary"]
     assert numbers["tpuChips"] == {"total": 1664, "byKind": {"v5p": 512, "v6e": 1152}}
     assert document["tpuChips"] == 1664
-    assert numbers["quotas"]["pretrain"]["v5p-512 google.com/tpu"] == 512
+    assert numbers["quotas"]["pretrain"]["v5p-512-team-pretrain google.com/tpu"] == 512
     assert numbers["outputs"]["kubeconfig"] == "[secret]"
 
 

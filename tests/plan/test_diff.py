@@ -442,25 +442,25 @@ def test_slurm_files_change_in_place_as_text(tmp_path: Path):
 
 def test_team_quotas_are_shown_by_flavor_before_and_after(tmp_path: Path):
     prod = (REPO_ROOT / "Pulumi.prod.yaml").read_text()
-    assert "v5p-train: 100%" in prod
+    assert "        v6e-tune: 25%" in prod
     base = tmp_path / "base" / "Pulumi.prod.yaml"
     base.parent.mkdir()
     base.write_text(prod)
     now = tmp_path / "Pulumi.prod.yaml"
-    now.write_text(prod.replace("v5p-train: 100%", "v5p-train: 50%"))
+    now.write_text(prod.replace("        v6e-tune: 25%", "        v6e-tune: 0"))
     text = run(str(now), str(base), as_json=False)
-    # Two v5p-512 slices are 512 chips: the half pretrain gives up is one whole slice, which
-    # goes to the cohort (borrowable by every team), not to teams that name no share of it.
-    assert "  quota pretrain: v5p-512 google.com/tpu 512 → 256" in text
-    assert "  quota cohort ai-infra: v5p-512 google.com/tpu 0 → 256" in text
-    assert "quota finetune" not in text and "quota research" not in text
+    # The v6e-256 slice pretrain gives up goes, whole, to the one team that names no share
+    # of v6e-tune (research); finetune keeps its explicit 75%.
+    assert "  quota pretrain: v6e-256 google.com/tpu 256 → 0" in text
+    assert "  quota research: v6e-256 google.com/tpu 0 → 256" in text
+    assert "quota finetune" not in text and "quota cohort" not in text
     # And on the queue itself, by flavor, not by list index; the CPU and memory of the
     # slice's hosts go with it.
     pretrain = text.split("~ ClusterQueue team-pretrain-cluster-queue  (teams[0])\n")[1]
     assert pretrain.startswith(
-        '    quota cpu cpu: "38035" → "24760"\n'
-        '    quota cpu memory: "100038Gi" → "72379Gi"\n'
-        "    quota v5p-512 google.com/tpu: 512 → 256\n"
+        '    quota cpu cpu: "38035" → "26548"\n'
+        '    quota cpu memory: "100038Gi" → "55319Gi"\n'
+        "    quota v6e-256 google.com/tpu: 256 → 0\n"
     )
 
 

@@ -190,6 +190,24 @@ SEEDED: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
     ),
     ("no-internet-ingress", "gcp:compute/firewall:Firewall", _open, "dev"),
     (
+        "private-nodes",
+        "gcp:container/nodePool:NodePool",
+        _set(["networkConfig", "enablePrivateNodes"], False),
+        "dev",
+    ),
+    (
+        "no-default-compute-account",
+        "gcp:container/nodePool:NodePool",
+        _set(["nodeConfig", "serviceAccount"], "default"),
+        "dev",
+    ),
+    (
+        "no-default-compute-account",
+        "gcp:container/cluster:Cluster",
+        _set(["nodeConfig", "serviceAccount"], " Default "),
+        "dev",
+    ),
+    (
         "team-namespaces-enforce-pod-security",
         "kubernetes:core/v1:Namespace",
         _set(
@@ -204,6 +222,18 @@ SEEDED: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         _set(["deletionProtection"], False),
         "prod",
     ),
+    (
+        "network-policies-enforced",
+        "gcp:container/cluster:Cluster",
+        _set(["datapathProvider"], "LEGACY_DATAPATH"),
+        "dev",
+    ),
+    (
+        "team-namespaces-bounded",
+        "kubernetes:core/v1:ResourceQuota",
+        _set(["spec", "scopeSelector"], None),
+        "dev",
+    ),
 ]
 
 
@@ -214,14 +244,67 @@ def test_a_seeded_violation_fails_its_policy(rule, type_, change, stack):
     assert rule in MANDATORY
 
 
-@pytest.mark.parametrize("internet", ["0.0.0.0/0", "10.1.2.3/0", "::/0"])
-def test_the_whole_internet_fails_however_it_is_written(internet: str):
+@pytest.mark.parametrize(
+    "internet",
+    [
+        ["0.0.0.0/0"],
+        ["10.1.2.3/0"],
+        ["::/0"],
+        ["0.0.0.0/1", "128.0.0.0/1"],
+        ["2000::/4", "3000::/4"],
+    ],
+)
+def test_the_whole_internet_fails_however_it_is_written(internet: list[str]):
     def change(props: dict[str, Any]) -> None:
         _open(props)
-        props["sourceRanges"] = ["10.0.0.0/8", internet]
+        props["sourceRanges"] = ["10.0.0.0/8", *internet]
 
     found = run(_edit("gcp:compute/firewall:Firewall", change, graph_of("dev")))
     assert found["no-internet-ingress"], internet
+
+
+def test_an_ingress_rule_without_any_source_admits_the_internet():
+    # The Compute API reads an ingress rule with no source range, tag or account as 0.0.0.0/0.
+    def change(props: dict[str, Any]) -> None:
+        _open(props)
+        for key in ("sourceRanges", "sourceTags", "sourceServiceAccounts"):
+            props.pop(key, None)
+
+    found = run(_edit("gcp:compute/firewall:Firewall", change, graph_of("dev")))
+    assert found["no-internet-ingress"]
+    # A source tag alone admits no address range; a disabled rule admits nothing.
+    tagged = _edit("gcp:compute/firewall:Firewall", change, graph_of("dev"))
+    rule = next(r for r in tagged if r.resource_type == "gcp:compute/firewall:Firewall")
+    rule.props = {**rule.props, "sourceTags": ["x"]}
+    assert run(tagged)["no-internet-ingress"] == []
+    rule.props = {k: v for k, v in rule.props.items() if k != "sourceTags"} | {"disabled": True}
+    assert run(tagged)["no-internet-ingress"] == []
+
+
+def test_a_quota_that_admits_a_node_port_leaves_the_namespace_unbounded():
+    def open_ports(props: dict[str, Any]) -> None:
+        if "services.nodeports" in props["spec"]["hard"]:
+            props["spec"]["hard"]["services.nodeports"] = "1"
+
+    resources = policy_resources(graph_of("dev"))
+    for r in resources:
+        if r.resource_type == "kubernetes:core/v1:ResourceQuota":
+            props = copy.deepcopy(dict(r.props))
+            open_ports(props)
+            r.props = props
+    found = run(resources)["team-namespaces-bounded"]
+    assert {str(urn).rsplit("::", 1)[1] for _, urn in found} == {
+        "team-research-namespace",
+        "team-applied-namespace",
+    }
+
+
+def test_an_inline_node_pool_that_turns_private_nodes_off_fails():
+    def change(props: dict[str, Any]) -> None:
+        props["nodePools"] = [{"name": "x", "networkConfig": {"enablePrivateNodes": False}}]
+
+    found = run(_edit("gcp:container/cluster:Cluster", change, graph_of("dev")))
+    assert found["private-nodes"]
 
 
 def test_an_authoritative_project_grant_fails():
@@ -231,19 +314,33 @@ def test_an_authoritative_project_grant_fails():
     assert run(resources)["no-authoritative-project-iam"]
 
 
-def test_a_pod_range_rule_no_opening_made_fails():
-    resources = policy_resources(graph_of("network-allow"))
-    opening = next(
+def _opening(resources: list[PolicyResource]) -> PolicyResource:
+    return next(
         r
         for r in resources
         if r.resource_type == "gcp:compute/firewall:Firewall"
         and str(r.props.get("name", "")).endswith("allow-jax")
     )
-    props = dict(opening.props)
-    props["description"] = "a rule someone added"
-    opening.props = props
-    found = run(resources)["pods-reach-systems-only-where-opted-in"]
-    assert found and "TPU VMs exp" in found[0][0]
+
+
+def test_what_a_rule_says_of_itself_opens_nothing():
+    # The opening's description changes nothing: the rule names the pods range and its port.
+    resources = policy_resources(graph_of("network-allow"))
+    opening = _opening(resources)
+    opening.props = {**opening.props, "description": "a rule someone added"}
+    assert run(resources)["pods-reach-systems-only-where-opted-in"] == []
+    # A rule claiming to be an opening, admitting a range that merely holds the pods range,
+    # or every port of a protocol, opened nothing on purpose.
+    for change in (
+        {"sourceRanges": ["10.0.0.0/8", "192.168.0.0/16"]},
+        {"allows": [{"protocol": "tcp"}]},
+        {"allows": [{"protocol": "all"}]},
+    ):
+        resources = policy_resources(graph_of("network-allow"))
+        opening = _opening(resources)
+        opening.props = {**opening.props, "description": "network.allow jax: tcp:8476", **change}
+        found = run(resources)["pods-reach-systems-only-where-opted-in"]
+        assert found and "TPU VMs exp" in found[0][0], change
 
 
 def test_an_unprotected_stateful_resource_in_prod_fails():

@@ -93,6 +93,9 @@ def test_adding_a_team_creates_only_that_teams_resources():
         "team-green-member",
         "team-green-batch-user",
         "team-green-network-policy",
+        "team-green-services-quota",
+        "team-green-objects-quota",
+        "team-green-limit-range",
         "team-green-cluster-queue",
         "team-green-local-queue",
         "team-green-default-queue",
@@ -118,6 +121,9 @@ def test_removing_a_team_removes_only_its_resources():
         "team-blue-member",
         "team-blue-batch-user",
         "team-blue-network-policy",
+        "team-blue-services-quota",
+        "team-blue-objects-quota",
+        "team-blue-limit-range",
         "team-blue-cluster-queue",
         "team-blue-local-queue",
         "team-blue-default-queue",
@@ -138,13 +144,12 @@ def test_no_slices_removes_pools_and_flavors_and_leaves_the_rest_untouched():
         "queues-flavor-v6e-16",
     }
     # The queues and the cohort lose their TPU resource group (the cpu group stays, its
-    # quota with the nodes gone), and the pod security policy the TPU accelerators hostNetwork
-    # may pin; nothing else changed.
+    # quota with the nodes gone); nothing else changed (hostNetwork is pinned to a team's own
+    # slices by their label, which no policy lists).
     assert names(changed) == {
         "team-red-cluster-queue",
         "team-blue-cluster-queue",
         "queues-cohort",
-        "tenancy-ai-infra-team-pod-security",
     }
     for queue in ("team-red-cluster-queue", "team-blue-cluster-queue", "queues-cohort"):
         ((path, (old, new)),) = paths(d, queue).items()

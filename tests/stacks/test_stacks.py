@@ -58,8 +58,15 @@ def test_no_pool_runs_as_the_default_compute_service_account(stack):
     (cluster,) = graph.of_type(CLUSTER)
     configs = [(cluster.urn, cluster.inputs["nodeConfig"])]
     configs += [(p.urn, p.inputs["nodeConfig"]) for p in graph.of_type(NODE_POOL)]
+    # A team's own slices run as that team's node account (tpuSlices[].team).
+    own = {
+        p.urn: f"{prefix}-{p.inputs['nodeConfig']['labels']['ai-infra/dedicated']}-nodes@"
+        f"{project}.iam.gserviceaccount.com"
+        for p in graph.of_type(NODE_POOL)
+        if "ai-infra/dedicated" in p.inputs["nodeConfig"].get("labels", {})
+    }
     for urn, node_config in configs:
-        assert node_config["serviceAccount"] == email, urn
+        assert node_config["serviceAccount"] == own.get(urn, email), urn
         assert node_config["workloadMetadataConfig"]["mode"] == "GKE_METADATA", urn
         assert node_config["shieldedInstanceConfig"]["enableSecureBoot"] is True, urn
 

@@ -178,8 +178,8 @@ def test_a_bucket_the_team_is_not_granted_is_refused(run: Run):
 
 
 def test_a_job_the_namespace_policies_refuse_is_not_sent(run: Run, api: FakeApi):
-    # finetune may borrow pretrain's v5p slices, but a multislice job there runs on the host
-    # network, which only tpuHostNetwork teams (pretrain) may use.
+    # v5p-train is pretrain's own (tpuSlices[].team): finetune's queue lists no flavor of it,
+    # and a multislice job there runs on the host network, which only pretrain may use.
     api.writable.add("finetune")
     argv = [*PRETRAIN, "--apply"]
     argv[argv.index("pretrain")] = "finetune"
@@ -190,7 +190,7 @@ def test_a_job_the_namespace_policies_refuse_is_not_sent(run: Run, api: FakeApi)
         "FAIL ai-infra-team-pod-security refuses the JobSet/Job/Pod: hostNetwork is allowed "
         "only to Kueue-managed pods"
     )
-    assert found["Kueue admission"].startswith("ok")
+    assert found["Kueue admission"].startswith("FAIL no flavor of ClusterQueue finetune")
     assert "not submitted: a check failed" in err
     assert api.calls == []
 
@@ -262,5 +262,5 @@ def test_an_rdma_job_takes_the_mrdma_nics_from_eth2_and_leaves_the_second_gvnic(
     if gpu_direct_pods:
         assert policies.startswith("ok"), policies
     else:
-        assert policies.startswith("FAIL") and "hostPath volumes are not allowed" in policies
+        assert policies.startswith("FAIL") and "hostPath only for GKE's GPUDirect paths" in policies
     assert "not submitted: a check failed" in err
