@@ -122,6 +122,20 @@ FILESTORE_USED = Metric(
     frozenset({"project_id", "zone", "instance_name"}),
     "Filestore metrics list: nfs/server/used_bytes_percent on filestore_instance",
 )
+FILESTORE_READ = Metric(
+    "file_googleapis_com:nfs_server_read_bytes_count",
+    "cloud",
+    "filestore_instance",
+    frozenset({"project_id", "zone", "instance_name"}),
+    "Filestore metrics list: nfs/server/read_bytes_count (bytes read, a delta count)",
+)
+FILESTORE_WRITE = Metric(
+    "file_googleapis_com:nfs_server_write_bytes_count",
+    "cloud",
+    "filestore_instance",
+    frozenset({"project_id", "zone", "instance_name"}),
+    "Filestore metrics list: nfs/server/write_bytes_count (bytes written, a delta count)",
+)
 KUEUE_PENDING = Metric(
     "kueue_pending_workloads",
     "gmp",
@@ -190,6 +204,8 @@ ALL: tuple[Metric, ...] = (
     TPU_VM_TENSORCORE,
     MIG_SIZE,
     FILESTORE_USED,
+    FILESTORE_READ,
+    FILESTORE_WRITE,
     KUEUE_PENDING,
     KUEUE_ADMITTED_ACTIVE,
     KUEUE_USAGE,

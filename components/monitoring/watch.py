@@ -367,7 +367,8 @@ def storage_watches(config: StackConfig) -> list[Watch]:
         volume = volumes.get(entry.name)
         if volume is None or volume.kind != "filestore":
             continue
-        used = m.FILESTORE_USED.select(instance_name=volume.instance)
+        instance = {"instance_name": volume.instance}
+        used = m.FILESTORE_USED.select(**instance)
         label = f"Filestore {entry.name} ({volume.instance})"
         found.append(
             Watch(
@@ -377,7 +378,16 @@ def storage_watches(config: StackConfig) -> list[Watch]:
                 "platform",
                 "",
                 "ERROR",
-                (Panel(f"{label}: used %", ((used, "used %"),)),),
+                (
+                    Panel(f"{label}: used %", ((used, "used %"),)),
+                    Panel(
+                        f"{label}: throughput bytes/s",
+                        (
+                            (f"rate({m.FILESTORE_READ.select(**instance)}[5m])", "read"),
+                            (f"rate({m.FILESTORE_WRITE.select(**instance)}[5m])", "write"),
+                        ),
+                    ),
+                ),
                 (
                     Condition(
                         "full",

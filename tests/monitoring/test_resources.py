@@ -203,3 +203,39 @@ def test_a_new_slice_adds_a_panel_and_an_alert_and_touches_only_the_capacity_pag
     for r in graph:
         if r.type in (POLICY, CHANNEL) or (r.type == DASHBOARD and "capacity" not in r.name):
             assert after.named(r.name).inputs == r.inputs, r.urn
+
+
+def test_the_plan_lists_each_dashboard_and_alert_with_what_it_watches():
+    from stacks.registry import SYSTEMS, view
+    from tests.monitoring.stack import config
+
+    (system,) = [s for s in SYSTEMS if s.name == "monitoring"]
+    ((title, lines),) = system.describe(view(config()))
+    text = "\n".join(lines)
+    assert title == "Monitoring"
+    assert "ai-test: team pretrain: 3 panels for teams[0]" in text
+    assert "Team pretrain's queue (teams[0]), WARNING, to pretrain-pager:" in text
+    assert "TPU VMs sweep (v5p-8 x2) (tpuVms[0]), ERROR, to oncall:" in text
+    assert "queued resource not ACTIVE" in text
+    assert "monitoring.googleapis.com" in text
+    more = config(
+        teams=[{"name": "pretrain"}, {"name": "research"}, *({"name": f"t{i}"} for i in range(6))]
+    )
+    samples = [
+        int(
+            re.search(r"~([0-9,]+) M samples", "\n".join(system.describe(view(c))[0][1]))[
+                1
+            ].replace(",", "")
+        )
+        for c in (config(), more)
+    ]
+    assert samples[0] < samples[1], samples
+
+
+def test_monitoring_asks_for_its_api_only_when_enabled():
+    from stacks.registry import SYSTEMS, services
+    from tests.monitoring.stack import config
+
+    (system,) = [s for s in SYSTEMS if s.name == "monitoring"]
+    assert "monitoring.googleapis.com" in services(config())
+    assert system.services(config(monitoring={"enabled": False})) == ()
