@@ -16,8 +16,9 @@ Sources, and what could not be confirmed:
   93c65b2 lacks (NodePool.bestEffortProvisioning, NIC enableVpcScopedDns), so it is built from a
   later 8.x. `forcenew.json` holds every `ForceNew: true` input of the 29 types this program can
   register, read at 93c65b2 (google-beta/services/...; the dashboard's, alert policy's and
-  notification channel's one, project, read in resource_monitoring_*.go; storage's global address, service networking connection
-  and Lustre instance in compute/, servicenetworking/ and lustre/), in Pulumi's camelCase,
+  notification channel's one, project, read in resource_monitoring_*.go; storage's global
+  address, service networking connection and Lustre instance in compute/,
+  servicenetworking/ and lustre/), in Pulumi's camelCase,
   each path checked against the 10.2.0 SDK's `_pulumi_name`s (tests/plan/test_replacements.py);
   computed outputs the schema also flags (fingerprints, self links) are left out, as no
   program sets them. Between v7.45.0 and 93c65b2 only one ForceNew flag changed for these

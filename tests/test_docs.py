@@ -564,7 +564,7 @@ def _key_values(name: str, graph: Graph) -> None:
         assert network["connectMode"] == "PRIVATE_SERVICE_ACCESS"
     elif name == "monitoring":
         # The team's queue alert goes to its own pager, sooner than the default.
-        policy = [r for r in graph if r.name == "monitoring-alert-team-pretrain"][0]
+        policy = next(r for r in graph if r.name == "monitoring-alert-team-pretrain")
         (condition,) = policy.inputs["conditions"]
         assert condition["conditionPrometheusQueryLanguage"]["duration"] == "1200s"
         assert [

@@ -221,14 +221,11 @@ def test_the_plan_lists_each_dashboard_and_alert_with_what_it_watches():
     more = config(
         teams=[{"name": "pretrain"}, {"name": "research"}, *({"name": f"t{i}"} for i in range(6))]
     )
-    samples = [
-        int(
-            re.search(r"~([0-9,]+) M samples", "\n".join(system.describe(view(c))[0][1]))[
-                1
-            ].replace(",", "")
-        )
-        for c in (config(), more)
-    ]
+    samples = []
+    for c in (config(), more):
+        found = re.search(r"~([0-9,]+) M samples", "\n".join(system.describe(view(c))[0][1]))
+        assert found, "no samples line"
+        samples.append(int(found[1].replace(",", "")))
     assert samples[0] < samples[1], samples
 
 
