@@ -236,3 +236,18 @@ def test_monitoring_asks_for_its_api_only_when_enabled():
     (system,) = [s for s in SYSTEMS if s.name == "monitoring"]
     assert "monitoring.googleapis.com" in services(config())
     assert system.services(config(monitoring={"enabled": False})) == ()
+
+
+def test_a_team_leaving_takes_its_page_and_alert_and_nothing_else(graph):
+    volume = {"name": "shared", "filestore": {"capacityGib": 1024}}
+    storage = {"privateServiceRange": "10.200.0.0/20", "volumes": [volume]}
+    after = build_graph(raw(teams=[{"name": "pretrain"}], storage=storage))
+    gone = {u.rsplit("::", 1)[1] for u in set(graph.urns) - set(after.urns) if "monitoring" in u}
+    assert gone == {"monitoring-dashboard-team-research", "monitoring-alert-team-research"}
+    for name in (
+        "monitoring-alert-team-pretrain",
+        "monitoring-dashboard-team-pretrain",
+        "monitoring-alert-tpu-slice-train",
+        "monitoring-alert-volume-shared",
+    ):
+        assert after.named(name).inputs == graph.named(name).inputs, name
