@@ -36,6 +36,8 @@ BUCKET_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 FILESTORE = "gcp:filestore/instance:Instance"
 LUSTRE = "gcp:lustre/instance:Instance"
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
+ALERT_POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
+NOTIFICATION_CHANNEL = "gcp:monitoring/notificationChannel:NotificationChannel"
 
 # Project, IAM
 SERVICE = "gcp:projects/service:Service"

@@ -14,12 +14,13 @@ Sources, and what could not be confirmed:
   mirrors end at pulumi-gcp v9.35.0 (google-beta v7.45.0) and google-beta 93c65b2 (the 8.0.0
   merge, untagged), and the wheel carries no upstream version. The 10.2.0 SDK has inputs that
   93c65b2 lacks (NodePool.bestEffortProvisioning, NIC enableVpcScopedDns), so it is built from a
-  later 8.x. `forcenew.json` holds every `ForceNew: true` input of the 28 types this program can
-  register, read at 93c65b2 (google-beta/services/...; the dashboard's one, project, read in
-  resource_monitoring_dashboard.go; storage's global address, service networking connection
-  and Lustre instance in compute/, servicenetworking/ and lustre/; the Artifact Registry
-  repository IAM member's from the generated IAM schema, every field of which is ForceNew, as
-  the other IAM members' are), in Pulumi's camelCase,
+  later 8.x. `forcenew.json` holds every `ForceNew: true` input of the 30 types this program can
+  register, read at 93c65b2 (google-beta/services/...; the dashboard's, alert policy's and
+  notification channel's one, project, read in resource_monitoring_*.go; storage's global
+  address, service networking connection and Lustre instance in compute/,
+  servicenetworking/ and lustre/; the Artifact Registry repository IAM member's from the
+  generated IAM schema, every field of which is ForceNew, as the other IAM members' are), in
+  Pulumi's camelCase,
   each path checked against the 10.2.0 SDK's `_pulumi_name`s (tests/plan/test_replacements.py);
   computed outputs the schema also flags (fingerprints, self links) are left out, as no
   program sets them. Between v7.45.0 and 93c65b2 only one ForceNew flag changed for these

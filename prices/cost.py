@@ -53,6 +53,7 @@ LEFT_OUT: tuple[str, ...] = (
 BILLED_BY_USE = {
     types.BUCKET: "bytes stored (left out)",
     types.SLURM_RUNTIME_SCRIPTS: "objects in the Slurm bucket (bytes, left out)",
+    types.ALERT_POLICY: "conditions and the time series they return (left out)",
 }
 FREE_TYPES = frozenset(
     {
@@ -77,6 +78,7 @@ FREE_TYPES = frozenset(
         types.GPU_STARTUP_WAIT,
         types.TPU_STARTUP_WAIT,
         types.DASHBOARD,
+        types.NOTIFICATION_CHANNEL,
         types.GLOBAL_ADDRESS,
         types.SERVICE_NETWORKING_CONNECTION,
     }

@@ -23,6 +23,7 @@ from components.gke import (
     WorkloadIdentityConfig,
 )
 from components.gpu_clusters import GpuClusterConfig
+from components.monitoring import MonitoringConfig
 from components.network import NetworkConfig
 from components.slurm import SlurmConfig
 from components.storage import Storage, StorageConfig
@@ -82,6 +83,9 @@ class StackConfig(ConfigModel):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     """Volumes for training data and checkpoints (buckets, Filestore shares, Managed Lustre
     instances), created or attached, which teams and systems mount by name."""
+    monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
+    """Dashboards and alert policies derived from the stack, their notification channels and
+    thresholds, and Managed Service for Prometheus scrapes of Kueue and JobSet."""
 
     # What each system receives, resolved here and nowhere else.
 

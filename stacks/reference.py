@@ -43,6 +43,7 @@ REFERENCES: dict[str, tuple[str, ...]] = {
     "gpu-clusters.md": ("gpu_clusters",),
     "slurm.md": ("slurm",),
     "storage.md": ("storage",),
+    "monitoring.md": ("monitoring",),
 }
 """Which doc under docs/ holds the reference of which StackConfig fields; every field is in
 exactly one."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from components import gke, gpu_clusters, slurm, stackwide, storage, tpu_vms
+from components import gke, gpu_clusters, monitoring, slurm, stackwide, storage, tpu_vms
 from components.system import Claim, Mounted, StackView, System
 from stacks.config import StackConfig
 
@@ -20,8 +20,10 @@ SYSTEMS: tuple[System, ...] = (
     gpu_clusters.SYSTEM,
     slurm.SYSTEM,
     storage.SYSTEM,
+    monitoring.SYSTEM,
 )
-"""Stack-wide parts first; storage last, which every other system may mount."""
+"""Stack-wide parts first; storage after the systems that mount it; monitoring last, which
+watches what every other system builds."""
 
 
 def claims(config: StackConfig) -> tuple[Claim, ...]:

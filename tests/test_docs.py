@@ -111,6 +111,29 @@ INVENTORY: dict[str, dict[str, int]] = {
         "gcp:serviceaccount/account:Account": 1,
         "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
     },
+    # One slice, two teams, monitoring on: a policy per slice, team and controller, the
+    # stack's three pages and two team pages, Kueue's and JobSet's scrapes.
+    "monitoring": COMMON
+    | {
+        "gcp:container/nodePool:NodePool": 3,
+        "gcp:monitoring/alertPolicy:AlertPolicy": 5,
+        "gcp:monitoring/dashboard:Dashboard": 5,
+        "gcp:monitoring/notificationChannel:NotificationChannel": 2,
+        "gcp:projects/iAMMember:IAMMember": 3,
+        "gcp:serviceaccount/account:Account": 3,
+        "gcp:serviceaccount/iAMMember:IAMMember": 2,
+        "kubernetes:core/v1:Namespace": 4,
+        "kubernetes:core/v1:Secret": 2,
+        "kubernetes:core/v1:ServiceAccount": 4,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": 2,
+        "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": 4,
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": 2,
+        "kubernetes:monitoring.googleapis.com/v1:PodMonitoring": 2,
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy": 2,
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": 2,
+        "kubernetes:rbac.authorization.k8s.io/v1:Role": 2,
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 2,
+    },
     "storage": COMMON
     | {
         "kubernetes:core/v1:ResourceQuota": 4,
@@ -550,6 +573,14 @@ def _key_values(name: str, graph: Graph) -> None:
         assert (lustre["capacityGib"], lustre["perUnitStorageThroughput"]) == ("18000", "500")
         (network,) = _one(graph, "gcp:filestore/instance:Instance")["networks"]
         assert network["connectMode"] == "PRIVATE_SERVICE_ACCESS"
+    elif name == "monitoring":
+        # The team's queue alert goes to its own pager, sooner than the default.
+        policy = next(r for r in graph if r.name == "monitoring-alert-team-pretrain")
+        (condition,) = policy.inputs["conditions"]
+        assert condition["conditionPrometheusQueryLanguage"]["duration"] == "1200s"
+        assert [
+            u.rsplit("::", 1)[1] for u in policy.property_dependencies["notificationChannels"]
+        ] == ["monitoring-channel-pretrain-pager"]
     else:
         raise AssertionError(f"no key values pinned for example {name}")
 

@@ -119,7 +119,9 @@ def kueue_manager_config() -> dict[str, Any]:
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
+        # Per-quota gauges (usage, nominal quota) for the monitoring dashboards; Kueue reports
+        # them only when asked (apis/config/v1beta2/configuration_types.go ControllerMetrics).
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         # The chart's own values (charts/kueue/values.yaml at v0.19.2): this document replaces
