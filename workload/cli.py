@@ -74,7 +74,12 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--max-restarts", type=int, default=0)
     submit.add_argument("--ttl", help="delete the JobSet this long after it ends: 3600, 90m, 12h")
     submit.add_argument(
-        "--bucket", action="append", default=[], help="an ai-infra:buckets name the team is granted"
+        "--volume",
+        dest="volumes",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="mount at /data/NAME an ai-infra:storage volume or a bucket the team is granted",
     )
     submit.add_argument("--cpu", help="CPU each pod requests, e.g. 32")
     submit.add_argument("--memory", help="memory each pod requests, e.g. 256Gi")
@@ -140,14 +145,14 @@ def request_of(args: argparse.Namespace) -> Request:
         priority=args.priority,
         max_restarts=args.max_restarts,
         ttl_seconds=parse_ttl(args.ttl),
-        buckets=list(args.bucket),
+        volumes=list(args.volumes),
         cpu=args.cpu,
         memory=args.memory,
     )
 
 
 def _check_against_stack(stack: Stack, request: Request, target: Target) -> None:
-    from workload.mounts import bucket_problems
+    from workload.mounts import volume_problems
     from workload.render import replicas_and_pods
     from workload.render import replicated_job_name as job_name
     from workload.request import FlagError, check_name
@@ -164,8 +169,8 @@ def _check_against_stack(stack: Stack, request: Request, target: Target) -> None
             "--priority",
             f"'{request.priority}' is not a priority class of the stack ({', '.join(classes)})",
         )
-    if problems := bucket_problems(stack.config, target.team, request.buckets):
-        raise FlagError("--bucket", "; ".join(problems))
+    if problems := volume_problems(stack.config, target.team, request.volumes):
+        raise FlagError("--volume", "; ".join(problems))
 
 
 def render(
@@ -173,7 +178,7 @@ def render(
 ) -> tuple[dict[str, Any], list[checks.Check], list[str]]:
     """The JobSet, the checks it passed or failed, and what the report says about it."""
     from workload import checks
-    from workload.mounts import team_mounts
+    from workload.mounts import team_volumes
     from workload.render import jobset, networking, replicas_and_pods
     from workload.target import resolve
 
@@ -181,7 +186,7 @@ def render(
     _check_against_stack(stack, request, target)
     replicas, _ = replicas_and_pods(request, target)
     net = networking(target, replicas)
-    mounts = team_mounts(stack.config, target.team, request.buckets, host_network=net.host_network)
+    mounts = team_volumes(stack.config, target, request.volumes)
     manifest = jobset(request, target, mounts, net)
     found = [
         checks.capacity_check(request, target),
@@ -195,7 +200,7 @@ def render(
         f"{target.service_account}, queue {target.local_queue} -> ClusterQueue "
         f"{target.cluster_queue}, flavor {target.flavor}",
         f"network: {net.reason}",
-        *(f"bucket: {line}" for line in mounts.lines),
+        *(f"volume: {line}" for line in mounts.lines),
     ]
     return manifest, found, notes
 

@@ -1,6 +1,6 @@
 """The JobSet of a request on its target: one replicated job of `--slices` TPU slices (a pod per
 host) or of `--nodes` GPU nodes (a pod per node), in the team's namespace and queue, selecting
-the flavor's nodes, on the fast path the capacity was built with, with the team's buckets.
+the flavor's nodes, on the fast path the capacity was built with, with the team's data.
 
 Networking, as the capacity was built: hosts with NICs in the stack's additional node networks
 hand them to the pod as GKE multi-network Device interfaces (`networking.gke.io/interfaces`,

@@ -55,7 +55,8 @@ class Request:
     priority: str | None = None
     max_restarts: int = 0
     ttl_seconds: int | None = None
-    buckets: list[str] = field(default_factory=list)
+    volumes: list[str] = field(default_factory=list)
+    """`ai-infra:storage` volumes or team buckets, by the stack's names."""
     cpu: str | None = None
     memory: str | None = None
 

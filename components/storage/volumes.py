@@ -27,6 +27,15 @@ DRIVERS = {
 BUCKET_CAPACITY = "5Gi"
 """A bucket has no size; Kubernetes wants one on a PersistentVolume and its claim, and the
 Cloud Storage FUSE driver ignores it."""
+GCS_PV_ATTRIBUTES = {
+    # Lists the bucket once at mount time into the metadata cache the profiles keep for ever
+    # (gcs-fuse-csi-driver storageclass.yaml, both profiles).
+    "gcsfuseMetadataPrefetchOnMount": "true",
+    # A host-network pod (multislice) authenticates as its own service account only with this;
+    # the driver ignores it for other pods (node.go shouldPopulateIdentityProvider at 5fcdc04a).
+    "hostNetworkPodKSA": "true",
+}
+"""A bucket PersistentVolume's CSI attributes, the same for every pod that claims it."""
 TEAM_LABEL = "ai-infra/team"
 VOLUME_LABEL = "ai-infra/volume"
 
@@ -40,9 +49,7 @@ def csi_source(volume: Volume, endpoint: Endpoint, *, project: str, read_only: b
             driver=DRIVERS["gcs"],
             volume_handle=endpoint.remote,
             read_only=read_only,
-            # Lists the bucket once at mount time into the metadata cache the profiles keep
-            # for ever (gcs-fuse-csi-driver storageclass.yaml, both profiles).
-            volume_attributes={"gcsfuseMetadataPrefetchOnMount": "true"},
+            volume_attributes=GCS_PV_ATTRIBUTES,
         )
     if volume.kind == "filestore":
         share = endpoint.remote.lstrip("/")

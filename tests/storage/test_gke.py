@@ -10,7 +10,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from catalog.storage import GCSFUSE_FILE_CACHE, GCSFUSE_PROFILES
+from catalog.storage import GCSFUSE_FILE_CACHE, GCSFUSE_PROFILES, GKE_FILE_CACHE_MIB
 from components.storage.mounts import team_mounts
 from graph.engine import Graph, Registration, peered_address
 from plan.diff import diff
@@ -112,14 +112,18 @@ def test_buckets_get_their_profiles_settings_and_the_file_cache(graph):
     ckpt = pvs["pretrain.ckpt"].inputs["spec"]["mountOptions"]
     assert "metadata-cache:ttl-secs:-1" in data
     assert (
-        "file-cache:max-size-mb:-1" in data and "file-cache:enable-parallel-downloads:true" in data
+        f"file-cache:max-size-mb:{GKE_FILE_CACHE_MIB}" in data
+        and "file-cache:enable-parallel-downloads:true" in data
     )
+    # Bounded: the pod's cache volume is sized to it, never the node's whole disk.
+    assert not any(o.startswith("file-cache:max-size-mb:-") for o in data + ckpt)
     assert "file-cache:cache-file-for-range-read:true" not in data
     assert "file-cache:cache-file-for-range-read:true" in ckpt
     assert "file-system:rename-dir-limit:200000" in ckpt and "read_ahead_kb=1024" in ckpt
     assert "ro" in data and "ro" not in ckpt
     for path, value in (*GCSFUSE_PROFILES["checkpoint"].settings, *GCSFUSE_FILE_CACHE):
-        assert f"{path.replace('.', ':')}:{value}" in ckpt
+        if path != "file-cache.max-size-mb":
+            assert f"{path.replace('.', ':')}:{value}" in ckpt
     assert "mountOptions" not in pvs["pretrain.scratch"].inputs["spec"]
 
 

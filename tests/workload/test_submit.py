@@ -127,7 +127,7 @@ BAD_INPUT = [
     (("--image", "Not An Image"), "--image: 'Not An Image' is not a container image reference"),
     (("--env", "1BAD=x"), "--env: '1BAD' is not a name Kubernetes accepts"),
     (("--env", "NOEQUALS"), "--env: 'NOEQUALS' is not KEY=VALUE"),
-    (("--bucket", "scratch"), "--bucket: the stack has no bucket 'scratch'"),
+    (("--volume", "scratch"), "--volume: team pretrain is granted no volume or bucket 'scratch'"),
     (("--priority", "urgent"), "--priority: 'urgent' is not a priority class of the stack"),
     (("--name", "Big_Name"), "--name: 'Big_Name' is not a JobSet name"),
     (("--name", "x" * 50), "--name: '" + "x" * 50 + "' makes pod names like"),
@@ -170,11 +170,11 @@ def test_a_bucket_the_team_is_not_granted_is_refused(run: Run):
         "x",
         "--image",
         IMAGE,
-        "--bucket",
+        "--volume",
         "checkpoints",
     )
     assert code == 2
-    assert "bucket 'checkpoints' is not granted to team research (it has: datasets)" in err
+    assert "team research is granted no volume or bucket 'checkpoints' (it has: datasets)" in err
 
 
 def test_a_job_the_namespace_policies_refuse_is_not_sent(run: Run, api: FakeApi):
