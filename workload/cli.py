@@ -72,7 +72,13 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
     submit.add_argument("--priority", help="a kueue.priorityClasses name")
     submit.add_argument("--max-restarts", type=int, default=0)
-    submit.add_argument("--ttl", help="delete the JobSet this long after it ends: 3600, 90m, 12h")
+    submit.add_argument(
+        "--ttl", help="delete the JobSet this long after it ends: 3600, 90m, 12h (default 12h)"
+    )
+    submit.add_argument(
+        "--grace-period",
+        help="time a stopped pod has to save its state before it is killed: 30, 5m (default 30s)",
+    )
     submit.add_argument(
         "--volume",
         dest="volumes",
@@ -122,6 +128,7 @@ def request_of(args: argparse.Namespace) -> Request:
         check_image,
         check_quantity,
         parse_env,
+        parse_grace,
         parse_ttl,
     )
 
@@ -145,6 +152,7 @@ def request_of(args: argparse.Namespace) -> Request:
         priority=args.priority,
         max_restarts=args.max_restarts,
         ttl_seconds=parse_ttl(args.ttl),
+        grace_seconds=parse_grace(args.grace_period),
         volumes=list(args.volumes),
         cpu=args.cpu,
         memory=args.memory,

@@ -76,10 +76,11 @@ def test_storage_volumes_mount_through_the_claims_the_stack_made(run: Run, stack
     assert attributes["mountOptions"].split(",") == gke_mount_options("training")
     assert GCS_PV_ATTRIBUTES.items() <= attributes.items()
     (main,) = spec["containers"]
-    assert {(m["mountPath"], m["readOnly"]) for m in main["volumeMounts"]} == {
+    assert {(m["mountPath"], m.get("readOnly")) for m in main["volumeMounts"]} == {
         ("/data/corpus", True),
         ("/data/shared", False),
         ("/data/datasets", True),
+        ("/dev/shm", None),
     }
     template = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
     assert template["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
