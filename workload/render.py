@@ -60,6 +60,16 @@ class Networking:
     reason: str = "the pod network"
 
 
+TPU_NICS_UNCLAIMED = (
+    "; no Google document says libtpu sends DCN traffic over them, so no bandwidth is "
+    "claimed for them: multislice traffic is only known to use eth0"
+)
+"""What the report says of a TPU pod's extra NICs. GKE's multislice guide, xpk and Cluster
+Toolkit's v6e multislice sample (examples/gke-tpu-v6e/tpu-multislice.yaml, which takes its NICs
+through a DRA claim) set no libtpu flag or variable for them; dranet's v6e guide measures them
+with TCP streams bound to each NIC's address, not with libtpu."""
+
+
 def networking(target: Target, replicas: int) -> Networking:
     if target.networks:
         interfaces = [{"interfaceName": "eth0", "network": "default"}]
@@ -76,7 +86,11 @@ def networking(target: Target, replicas: int) -> Networking:
                 f"pod network on eth0, and the node's NICs in {', '.join(target.networks)} "
                 f"moved into the pod as eth{target.first_interface}.. (GKE multi-network Device "
                 "interfaces)"
-                + (f" for GKE's {target.transport.upper()} NCCL plugin" if target.transport else "")
+                + (
+                    f" for GKE's {target.transport.upper()} NCCL plugin"
+                    if target.transport
+                    else TPU_NICS_UNCLAIMED
+                )
             ),
         )
     if target.tpu and target.multi_host and replicas > 1:
