@@ -126,6 +126,7 @@ def request_of(args: argparse.Namespace) -> Request:
         FlagError,
         Request,
         check_image,
+        check_memory,
         check_quantity,
         parse_env,
         parse_grace,
@@ -135,11 +136,20 @@ def request_of(args: argparse.Namespace) -> Request:
     check_image(args.image)
     check_quantity("--cpu", args.cpu)
     check_quantity("--memory", args.memory)
+    check_memory(args.memory)
     if args.max_restarts < 0:
         raise FlagError("--max-restarts", f"{args.max_restarts} is negative")
     command = list(args.args)
     if command[:1] == ["--"]:
         command = command[1:]
+        if not command or not command[0].strip():
+            raise FlagError(
+                "COMMAND",
+                "nothing to run after '--'; give the command (-- python3 train.py), or leave "
+                "out '--' to run the image's entrypoint",
+            )
+    elif command:
+        raise FlagError("COMMAND", f"put the command after '--': -- {shlex.join(command)}")
     return Request(
         team=args.team,
         capacity=args.capacity,
@@ -248,7 +258,10 @@ def submit(args: argparse.Namespace, argv: Sequence[str], connect: Connect) -> i
     manifest, found, notes = render(stack, request, args.as_group)
     text = report(command_line(argv), manifest, found, notes)
     if args.output is not None:
-        args.output.write_text(text)
+        try:
+            args.output.write_text(text)
+        except OSError as error:
+            raise FlagError("-o", f"cannot write {args.output}: {error.strerror}") from None
     else:
         sys.stdout.write(text)
     if not all(c.ok for c in found):
@@ -378,7 +391,7 @@ def main(argv: Sequence[str] | None = None, connect: Connect | None = None) -> i
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
     from graph.files import StackError
-    from workload.cluster import Cluster, ClusterError
+    from workload.cluster import Cluster, ClusterError, KubeconfigError
     from workload.request import FlagError
 
     connect = connect or Cluster.connect
@@ -386,7 +399,7 @@ def main(argv: Sequence[str] | None = None, connect: Connect | None = None) -> i
         if args.command == "submit":
             return submit(args, argv, connect)
         return {"list": list_jobsets, "logs": logs, "delete": delete}[args.command](args, connect)
-    except (FlagError, StackError) as error:
+    except (FlagError, StackError, KubeconfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ClusterError as error:

@@ -146,3 +146,18 @@ def parse_grace(text: str | None) -> int | None:
 def check_quantity(flag: str, text: str | None) -> None:
     if text is not None and not QUANTITY.fullmatch(text):
         raise FlagError(flag, f"'{text}' is not a Kubernetes quantity such as 16, 500m or 64Gi")
+
+
+_BYTE_UNITS = ("k", "M", "G", "T", "P", "Ki", "Mi", "Gi", "Ti", "Pi")
+
+
+def check_memory(text: str | None) -> None:
+    """A memory quantity with a byte unit: Kubernetes reads a bare `512` as 512 bytes and
+    `512m` as half a byte, neither of which anyone means."""
+    if text is not None and not text.endswith(_BYTE_UNITS):
+        raise FlagError(
+            "--memory",
+            f"'{text}' has no byte unit, and Kubernetes would read it as "
+            f"{'thousandths of a byte' if text.endswith('m') else 'bytes'}; write e.g. "
+            f"{text.rstrip('m')}Gi or {text.rstrip('m')}Mi",
+        )
