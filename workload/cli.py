@@ -204,7 +204,7 @@ def render(
     _check_against_stack(stack, request, target)
     replicas, _ = replicas_and_pods(request, target)
     net = networking(target, replicas)
-    mounts = team_volumes(stack.config, target, request.volumes)
+    mounts = team_volumes(stack.config, target, request.volumes, host_network=net.host_network)
     manifest = jobset(request, target, mounts, net)
     found = [
         checks.capacity_check(request, target),

@@ -78,12 +78,14 @@ def grants(config: StackConfig, team: TeamConfig) -> dict[str, Grant]:
     """Everything `team` may mount, by the stack's names; for a valid config (the storage
     checks refuse a bucket granted both ways, so a name is never both)."""
     found: dict[str, Grant] = {}
+    volumes = config.resolved_storage.volumes
     for mount in team_mounts(config.resolved_storage, team.name):
         found[mount.volume] = Grant(
             mount.volume,
             mount.kind,
             mount.read_only,
             claim=mount.claim,
+            bucket=volumes[mount.volume].instance if mount.kind == "gcs" else None,
             options=mount.mount_options,
             origin=f"ai-infra:storage volume, claim {mount.claim}",
         )
@@ -119,7 +121,9 @@ def volume_problems(config: StackConfig, team: TeamConfig, names: list[str]) -> 
     return found
 
 
-def team_volumes(config: StackConfig, target: Target, names: list[str]) -> Mounts:
+def team_volumes(
+    config: StackConfig, target: Target, names: list[str], *, host_network: bool
+) -> Mounts:
     """The volumes, mounts and sidecar annotations of `names`; call it once `volume_problems`
     is empty."""
     granted = grants(config, target.team)
@@ -127,11 +131,12 @@ def team_volumes(config: StackConfig, target: Target, names: list[str]) -> Mount
     for name in names:
         grant = granted[name]
         volume = f"data-{name}"
-        volumes.append({"name": volume, **_source(grant)})
+        volumes.append({"name": volume, **_source(grant, host_network=host_network)})
         path = f"{MOUNT_ROOT}/{name}"
         mounts.append({"name": volume, "mountPath": path, "readOnly": grant.read_only})
         mode = "read-only" if grant.read_only else "read-write"
-        lines.append(f"{name} at {path}, {mode} ({grant.origin})")
+        how = " inline, for the host network" if host_network and grant.claim else ""
+        lines.append(f"{name} at {path}, {mode} ({grant.origin}{how})")
     buckets = sum(granted[n].kind == "gcs" for n in names)
     if not buckets:
         return Mounts(volumes, mounts, {}, lines)
@@ -140,15 +145,21 @@ def team_volumes(config: StackConfig, target: Target, names: list[str]) -> Mount
     return Mounts([*volumes, cache], mounts, dict(SIDECAR_ANNOTATIONS), lines)
 
 
-def _source(grant: Grant) -> dict[str, Any]:
-    if grant.claim is not None:
+def _source(grant: Grant, *, host_network: bool) -> dict[str, Any]:
+    """The claim; or the bucket inline with its PersistentVolume's attributes and options, for
+    a team bucket or a host-network pod: such a pod authenticates as its own service account
+    only with `hostNetworkPodKSA` (gcs-fuse-csi-driver node.go shouldPopulateIdentityProvider at
+    5fcdc04a), which the stack's PersistentVolumes do not carry (their CSI source is immutable
+    once created). The team's object role on the bucket is the same either way."""
+    if grant.claim is not None and not (host_network and grant.kind == "gcs"):
         return {"persistentVolumeClaim": {"claimName": grant.claim, "readOnly": grant.read_only}}
-    # The same attributes as a bucket's PersistentVolume, with its mount options.
     attributes = {
         "bucketName": grant.bucket,
         "mountOptions": ",".join(grant.options),
         **GCS_PV_ATTRIBUTES,
     }
+    if host_network:
+        attributes["hostNetworkPodKSA"] = "true"
     return {"csi": {"driver": DRIVER, "readOnly": grant.read_only, "volumeAttributes": attributes}}
 
 

@@ -31,11 +31,9 @@ GCS_PV_ATTRIBUTES = {
     # Lists the bucket once at mount time into the metadata cache the profiles keep for ever
     # (gcs-fuse-csi-driver storageclass.yaml, both profiles).
     "gcsfuseMetadataPrefetchOnMount": "true",
-    # A host-network pod (multislice) authenticates as its own service account only with this;
-    # the driver ignores it for other pods (node.go shouldPopulateIdentityProvider at 5fcdc04a).
-    "hostNetworkPodKSA": "true",
 }
-"""A bucket PersistentVolume's CSI attributes, the same for every pod that claims it."""
+"""A bucket PersistentVolume's CSI attributes, which workloads' inline mounts of a bucket take
+too."""
 TEAM_LABEL = "ai-infra/team"
 VOLUME_LABEL = "ai-infra/volume"
 
@@ -156,7 +154,12 @@ class TeamVolumes(Component):
                 volume_name=pv_name,
                 resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": size}),
             ),
-            opts=self.child_opts(depends_on=[args.namespace, pv]),
+            # A claim without a StorageClass cannot be resized (Kubernetes'
+            # PersistentVolumeClaimResize admission): a grown share or instance grows its
+            # PersistentVolume's capacity, and the claim bound to it keeps its request.
+            opts=self.child_opts(
+                depends_on=[args.namespace, pv], ignore_changes=["spec.resources.requests"]
+            ),
         )
 
     def _bucket_grant(

@@ -219,3 +219,32 @@ def test_the_team_mounts_say_what_a_workload_mounts():
     assert mounts["ckpt"].claim == "ckpt" and mounts["ckpt"].read_only
     assert not mounts["shared"].read_only and mounts["shared"].mount_options == ()
     assert "file-cache:cache-file-for-range-read:true" in mounts["ckpt"].mount_options
+
+
+def storage_changes(changes, kind: str) -> dict[str, Any]:
+    return {c.urn.rsplit("::", 1)[1]: c for c in changes if c.resource.type.endswith(f":{kind}")}
+
+
+def test_growing_a_lustre_instance_grows_its_volumes_not_their_claims():
+    volumes = copy.deepcopy(VOLUMES)
+    volumes[2]["lustre"]["capacityGib"] = 36000
+    changes = edit(config(storage=storage(volumes=volumes)))
+    # Kubernetes refuses to resize a claim without a StorageClass, so its request stays.
+    assert not storage_changes(changes, "PersistentVolumeClaim"), changes.changed
+    (pv,) = storage_changes(changes, "PersistentVolume").values()
+    assert pv.op.value == "update", pv
+    assert [c.rendered_path for c in pv.changes] == ["spec.capacity.storage"]
+    assert not any("cannot complete" in c.note for c in pv.changes)
+
+
+def test_a_read_write_flip_is_not_shown_as_an_update_that_succeeds():
+    volumes = copy.deepcopy(VOLUMES)
+    volumes[3]["teams"] = {"research": "read"}
+    changes = edit(config(storage=storage(volumes=volumes)))
+    pvs = storage_changes(changes, "PersistentVolume")
+    csi = [c for pv in pvs.values() for c in pv.changes if c.rendered_path.startswith("spec.csi")]
+    # The volume source is immutable once created: the API server refuses the update.
+    assert csi and all(c.note.startswith("cannot complete:") for c in csi), csi
+    # The claim's access mode is ForceNew in pulumi-kubernetes: it is replaced.
+    (claim,) = storage_changes(changes, "PersistentVolumeClaim").values()
+    assert claim.op.value == "replace", claim

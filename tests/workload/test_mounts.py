@@ -16,7 +16,7 @@ from components.gke import NodeShape
 from components.storage import GCS_PV_ATTRIBUTES, gke_mount_options
 from graph.engine import REPO_ROOT
 from tests.workload.conftest import Run
-from tests.workload.test_submit import IMAGE, checks, manifest, pod
+from tests.workload.test_submit import IMAGE, PRETRAIN, checks, manifest, pod
 from workload import checks as offline
 from workload.mounts import CACHE_VOLUME, cache_volume
 from workload.request import FlagError
@@ -26,8 +26,17 @@ KUBERNETES_VERSION = "1.33.0"
 STORAGE = {
     "privateServiceRange": "10.200.0.0/20",
     "volumes": [
-        {"name": "corpus", "bucket": "public-corpus-mirror", "teams": {"research": "read"}},
-        {"name": "shared", "filestore": {"capacityGib": 1024}, "teams": {"research": "write"}},
+        {
+            "name": "corpus",
+            "bucket": "public-corpus-mirror",
+            "teams": {"research": "read", "pretrain": "read"},
+        },
+        {
+            "name": "shared",
+            "filestore": {"capacityGib": 1024},
+            "teams": {"research": "write", "pretrain": "read"},
+            "sharedWrite": True,
+        },
     ],
 }
 
@@ -91,6 +100,24 @@ def test_storage_volumes_mount_through_the_claims_the_stack_made(run: Run, stack
         for owner in created["metadata"].get("ownerReferences", []):
             owner["uid"] = "0"  # The API server's; the rendered pod has none yet.
         kubernetes_validate.validate(created, KUBERNETES_VERSION, strict=True)
+
+
+def test_a_host_network_pod_mounts_a_granted_bucket_inline_as_its_own_account(
+    run: Run, stack_file: str
+):
+    argv = [stack_file, *PRETRAIN[1:], "--volume", "corpus", "--volume", "shared"]
+    code, out, err = run(*argv)
+    assert code == 0, err
+    spec = pod(manifest(out))
+    assert spec["hostNetwork"] is True
+    volumes = volumes_of(spec)
+    inline = volumes["data-corpus"]["csi"]
+    # The claim's PersistentVolume lacks hostNetworkPodKSA; the same bucket and options inline.
+    assert inline["volumeAttributes"]["bucketName"] == "public-corpus-mirror"
+    assert inline["volumeAttributes"]["hostNetworkPodKSA"] == "true"
+    assert inline["volumeAttributes"]["mountOptions"].split(",") == gke_mount_options("training")
+    assert inline["readOnly"] is True
+    assert volumes["data-shared"]["persistentVolumeClaim"]["claimName"] == "shared"
 
 
 def test_a_filestore_share_alone_needs_no_gcsfuse_sidecar(run: Run, stack_file: str):
