@@ -248,3 +248,12 @@ def test_a_read_write_flip_is_not_shown_as_an_update_that_succeeds():
     # The claim's access mode is ForceNew in pulumi-kubernetes: it is replaced.
     (claim,) = storage_changes(changes, "PersistentVolumeClaim").values()
     assert claim.op.value == "replace", claim
+
+
+def test_a_lustre_throughput_change_deletes_the_instance_before_recreating_its_id():
+    volumes = copy.deepcopy(VOLUMES)
+    volumes[2]["lustre"] = {"capacityGib": 18000, "throughput": 1000}
+    changes = edit(config(storage=storage(volumes=volumes)))
+    (lustre,) = [c for c in changes if c.resource.type == "gcp:lustre/instance:Instance"]
+    assert lustre.op.value == "replace" and lustre.delete_before_replace, lustre
+    assert lustre.hazards, "a replace that loses the file system's data says so"
