@@ -257,3 +257,59 @@ def test_a_lustre_throughput_change_deletes_the_instance_before_recreating_its_i
     (lustre,) = [c for c in changes if c.resource.type == "gcp:lustre/instance:Instance"]
     assert lustre.op.value == "replace" and lustre.delete_before_replace, lustre
     assert lustre.hazards, "a replace that loses the file system's data says so"
+
+
+def resized(index: int, kind: str, before: dict[str, Any], after: dict[str, Any]):
+    """The diff of one volume's spec going from `before` to `after`."""
+    old, new = copy.deepcopy(VOLUMES), copy.deepcopy(VOLUMES)
+    old[index][kind], new[index][kind] = before, after
+    was = build_graph(config(storage=storage(volumes=old)))
+    return diff(was, build_graph(config(storage=storage(volumes=new))))
+
+
+@pytest.mark.parametrize(
+    ("index", "kind", "before", "after", "why"),
+    [
+        (
+            2,
+            "lustre",
+            {"capacityGib": 36000, "throughput": 500},
+            {"capacityGib": 18000, "throughput": 500},
+            "never shrinks",
+        ),
+        (
+            2,
+            "lustre",
+            {"capacityGib": 18000, "throughput": 500},
+            {"capacityGib": 3168000, "throughput": 500},
+            "grows only up to 3,060,000 GiB",
+        ),
+        (
+            3,
+            "filestore",
+            {"capacityGib": 3000, "tier": "BASIC_SSD"},
+            {"capacityGib": 2600, "tier": "BASIC_SSD"},
+            "BASIC_SSD share never shrinks",
+        ),
+    ],
+    ids=["lustre-shrink", "lustre-past-threshold", "basic-shrink"],
+)
+def test_a_resize_the_api_refuses_is_shown_as_one_that_cannot_complete(
+    index: int, kind: str, before: dict[str, Any], after: dict[str, Any], why: str
+):
+    changes = resized(index, kind, before, after)
+    instance = f"gcp:{kind}/instance:Instance"
+    (change,) = [c for c in changes if c.resource.type == instance]
+    (capacity,) = [c for c in change.changes if "apacity" in c.rendered_path]
+    assert capacity.note.startswith("cannot complete:") and why in capacity.note, capacity
+
+
+def test_a_lustre_grow_within_its_band_is_an_update():
+    changes = resized(
+        2,
+        "lustre",
+        {"capacityGib": 18000, "throughput": 500},
+        {"capacityGib": 36000, "throughput": 500},
+    )
+    (change,) = [c for c in changes if c.resource.type == "gcp:lustre/instance:Instance"]
+    assert change.op.value == "update" and not any(c.note for c in change.changes), change
