@@ -94,6 +94,13 @@ def networking(target: Target, replicas: int) -> Networking:
             ),
         )
     if target.tpu and target.multi_host and replicas > 1:
+        if not target.team.tpu_host_network:
+            # The namespace's admission policy refuses host-network pods of such a team.
+            return Networking(
+                reason=f"the pod network: team {target.team.name} has no tpuHostNetwork, so "
+                "multislice traffic goes through pod IPs rather than the host network GKE's "
+                "multislice guide uses (set tpuHostNetwork: true on the team for that)"
+            )
         return Networking(
             host_network=True,
             reason="host network with ClusterFirstWithHostNet DNS: multislice traffic over the "

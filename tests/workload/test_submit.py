@@ -177,22 +177,22 @@ def test_a_bucket_the_team_is_not_granted_is_refused(run: Run):
     assert "team research is granted no volume or bucket 'checkpoints' (it has: datasets)" in err
 
 
-def test_a_job_the_namespace_policies_refuse_is_not_sent(run: Run, api: FakeApi):
-    # finetune may borrow pretrain's v5p slices, but a multislice job there runs on the host
-    # network, which only tpuHostNetwork teams (pretrain) may use.
+def test_a_multislice_job_of_a_team_without_host_network_runs_on_the_pod_network(
+    run: Run, api: FakeApi
+):
+    # finetune may borrow pretrain's v5p slices; only tpuHostNetwork teams (pretrain) may use
+    # the host network, so its multislice job takes the pod network and is admitted.
     api.writable.add("finetune")
     argv = [*PRETRAIN, "--apply"]
     argv[argv.index("pretrain")] = "finetune"
     code, out, err = run(*argv)
-    assert code == 1, err
+    assert code == 0, err
     found = checks(out)
-    assert found["admission policies"].startswith(
-        "FAIL ai-infra-team-pod-security refuses the JobSet/Job/Pod: hostNetwork is allowed "
-        "only to Kueue-managed pods"
-    )
+    assert found["admission policies"].startswith("ok"), found
     assert found["Kueue admission"].startswith("ok")
-    assert "not submitted: a check failed" in err
-    assert api.calls == []
+    assert "# network: the pod network: team finetune has no tpuHostNetwork" in out
+    assert "hostNetwork" not in pod(manifest(out))
+    assert len(api.calls) > 0
 
 
 @pytest.mark.parametrize("gpu_direct_pods", [False, True])
