@@ -214,6 +214,13 @@ GCSFUSE_FILE_CACHE = (
 VM (Cluster Toolkit v1.95.0 a3mega-slurm-gcsfuse-lssd-blueprint), the sidecar's cache volume
 on GKE (gcs-fuse-csi-driver sidecar_mounter_config.go: a non-zero `file-cache:max-size-mb`
 turns it on)."""
+GKE_FILE_CACHE_MIB = 16384
+"""The file cache of one bucket mount on GKE, in MiB: a bound this program chooses so a pod's
+cache volume can be sized (gcs-fuse-csi-driver docs/troubleshooting.md: the cache volume must
+be larger than the mount's cache capacity); GKE mount options replace the VM's `-1` with it."""
+GKE_CACHE_MEMORY_SHARE = 8
+"""A pod puts its file caches in RAM only when together they take at most 1/8 of the node's
+allocatable memory, leaving the rest to training; otherwise on local SSD or the boot disk."""
 GCSFUSE_FLAGS = {
     "implicit-dirs": "implicit-dirs",
     "metadata-cache.ttl-secs": "metadata-cache-ttl-secs",

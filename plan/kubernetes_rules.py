@@ -51,6 +51,38 @@ _KIND_FORCE_NEW: dict[tuple[str, str], tuple[str, ...]] = {
 """pulumi-kubernetes diff.go `forceNew`, for the kinds a platform stack plausibly has."""
 
 
+_PV_SOURCES = ("spec.csi", "spec.nfs", "spec.hostPath", "spec.local", "spec.gcePersistentDisk")
+_REFUSED_UPDATES: dict[tuple[str, str], tuple[str, ...]] = {
+    # apis/core/validation ValidatePersistentVolumeUpdate: "spec.persistentvolumesource is
+    # immutable after creation", and so is volumeMode.
+    ("core", "PersistentVolume"): (*_PV_SOURCES, "spec.volumeMode"),
+}
+"""Storage objects whose update pulumi-kubernetes sends (no forceNew) and the API server
+refuses: `pulumi up` stops at them."""
+_REFUSED = (
+    "cannot complete: the API server refuses this update ({why}); replace the object and what "
+    "binds to it (pulumi up --replace <urn>, the claim's too)"
+)
+
+
+def _refused_update(group: str, kind: str, field_path: tuple[str, ...], ctx: Context) -> str:
+    """Why Kubernetes refuses this storage change in place, or ''."""
+    if (hit := covers(_REFUSED_UPDATES.get((group, kind), ()), field_path)) is not None:
+        return _REFUSED.format(why=f"a PersistentVolume's {hit} is immutable")
+    if (group, kind) == ("core", "PersistentVolumeClaim") and covers(
+        ("spec.resources.requests",), field_path
+    ):
+        spec = unwrap(ctx.news.get("spec")) or {}
+        if isinstance(spec, dict) and unwrap(spec.get("storageClassName")) == "":
+            # plugin/pkg/admission/storage/persistentvolume/resize: only a claim of a
+            # StorageClass that allows expansion may grow; none shrinks (core validation).
+            return _REFUSED.format(
+                why="a claim without a StorageClass cannot be resized; the volume's "
+                "PersistentVolume capacity is what grows"
+            )
+    return ""
+
+
 class KubernetesObjectRules(Rules):
     """One Kubernetes object (`kubernetes:<group>/<version>:<Kind>`), custom resources too."""
 
@@ -77,6 +109,8 @@ class KubernetesObjectRules(Rules):
         field_path = field_of(path)
         if (hit := covers(self.paths, field_path)) is not None:
             return Verdict(Effect.REPLACE, f"{hit} replaces the object")
+        if refused := _refused_update(self.group, self.kind, field_path, ctx):
+            return Verdict(Effect.UPDATE, refused)
         if self._data_replaces(ctx) and covers(("data", "binaryData", "stringData"), field_path):
             return Verdict(
                 Effect.REPLACE,

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from catalog.storage import LUSTRE_TIERS
 from graph import types
 from graph.model import unwrap
 from plan.kubernetes_rules import (
@@ -359,6 +360,55 @@ def _network_ip(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | 
     return None
 
 
+def _number(value: Any) -> float | None:
+    try:
+        return float(unwrap(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def _lustre_capacity(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    """Managed Lustre "Increase the capacity": no instance shrinks, and one at or below its
+    tier's threshold grows only up to it (catalog.storage.LUSTRE_TIERS); the API refuses
+    both, and the provider sends them as updates."""
+    before, after = _number(old), _number(new)
+    throughput = _number(ctx.news.get("perUnitStorageThroughput"))
+    if before is None or after is None:
+        return None
+    if after < before:
+        return Verdict(
+            Effect.UPDATE, _STORAGE_REFUSED.format(why="a Lustre instance never shrinks")
+        )
+    tier = LUSTRE_TIERS.get(int(throughput)) if throughput is not None else None
+    threshold = tier.bands[0].high if tier is not None else None
+    if threshold is not None and before <= threshold < after:
+        return Verdict(
+            Effect.UPDATE,
+            _STORAGE_REFUSED.format(
+                why=f"an instance of {before:,.0f} GiB grows only up to {threshold:,} GiB, its "
+                "tier's threshold"
+            ),
+        )
+    return None
+
+
+def _filestore_capacity(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    """Filestore "Edit instances": a Basic instance's share can grow, never shrink."""
+    before, after = _number(old), _number(new)
+    tier = unwrap(ctx.news.get("tier"))
+    if before is None or after is None or after >= before:
+        return None
+    if isinstance(tier, str) and tier.startswith("BASIC_"):
+        return Verdict(Effect.UPDATE, _STORAGE_REFUSED.format(why=f"a {tier} share never shrinks"))
+    return None
+
+
+_STORAGE_REFUSED = (
+    "cannot complete: the API refuses it ({why}); make a new volume and copy the data, or "
+    "replace it (pulumi up --replace <urn>), which loses what it holds"
+)
+
+
 _CUSTOM: dict[str, dict[str, Custom]] = {
     types.SUBNETWORK: {"ipCidrRange": _cidr_grows},
     types.DISK: {"size": _disk_size, "provisionedIops": _disk_iops},
@@ -379,6 +429,8 @@ _CUSTOM: dict[str, dict[str, Custom]] = {
     types.BUCKET: {
         "retentionPolicy.isLocked": _became_false("a locked retention policy cannot be unlocked")
     },
+    types.LUSTRE: {"capacityGib": _lustre_capacity},
+    types.FILESTORE: {"fileShares.capacityGb": _filestore_capacity},
 }
 """CustomizeDiff rules: replaces that depend on the values, not only on the field."""
 

@@ -72,9 +72,20 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
     submit.add_argument("--priority", help="a kueue.priorityClasses name")
     submit.add_argument("--max-restarts", type=int, default=0)
-    submit.add_argument("--ttl", help="delete the JobSet this long after it ends: 3600, 90m, 12h")
     submit.add_argument(
-        "--bucket", action="append", default=[], help="an ai-infra:buckets name the team is granted"
+        "--ttl", help="delete the JobSet this long after it ends: 3600, 90m, 12h (default 12h)"
+    )
+    submit.add_argument(
+        "--grace-period",
+        help="time a stopped pod has to save its state before it is killed: 30, 5m (default 30s)",
+    )
+    submit.add_argument(
+        "--volume",
+        dest="volumes",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="mount at /data/NAME an ai-infra:storage volume or a bucket the team is granted",
     )
     submit.add_argument("--cpu", help="CPU each pod requests, e.g. 32")
     submit.add_argument("--memory", help="memory each pod requests, e.g. 256Gi")
@@ -115,19 +126,30 @@ def request_of(args: argparse.Namespace) -> Request:
         FlagError,
         Request,
         check_image,
+        check_memory,
         check_quantity,
         parse_env,
+        parse_grace,
         parse_ttl,
     )
 
     check_image(args.image)
     check_quantity("--cpu", args.cpu)
     check_quantity("--memory", args.memory)
+    check_memory(args.memory)
     if args.max_restarts < 0:
         raise FlagError("--max-restarts", f"{args.max_restarts} is negative")
     command = list(args.args)
     if command[:1] == ["--"]:
         command = command[1:]
+        if not command or not command[0].strip():
+            raise FlagError(
+                "COMMAND",
+                "nothing to run after '--'; give the command (-- python3 train.py), or leave "
+                "out '--' to run the image's entrypoint",
+            )
+    elif command:
+        raise FlagError("COMMAND", f"put the command after '--': -- {shlex.join(command)}")
     return Request(
         team=args.team,
         capacity=args.capacity,
@@ -140,14 +162,15 @@ def request_of(args: argparse.Namespace) -> Request:
         priority=args.priority,
         max_restarts=args.max_restarts,
         ttl_seconds=parse_ttl(args.ttl),
-        buckets=list(args.bucket),
+        grace_seconds=parse_grace(args.grace_period),
+        volumes=list(args.volumes),
         cpu=args.cpu,
         memory=args.memory,
     )
 
 
 def _check_against_stack(stack: Stack, request: Request, target: Target) -> None:
-    from workload.mounts import bucket_problems
+    from workload.mounts import volume_problems
     from workload.render import replicas_and_pods
     from workload.render import replicated_job_name as job_name
     from workload.request import FlagError, check_name
@@ -164,8 +187,8 @@ def _check_against_stack(stack: Stack, request: Request, target: Target) -> None
             "--priority",
             f"'{request.priority}' is not a priority class of the stack ({', '.join(classes)})",
         )
-    if problems := bucket_problems(stack.config, target.team, request.buckets):
-        raise FlagError("--bucket", "; ".join(problems))
+    if problems := volume_problems(stack.config, target.team, request.volumes):
+        raise FlagError("--volume", "; ".join(problems))
 
 
 def render(
@@ -173,7 +196,7 @@ def render(
 ) -> tuple[dict[str, Any], list[checks.Check], list[str]]:
     """The JobSet, the checks it passed or failed, and what the report says about it."""
     from workload import checks
-    from workload.mounts import team_mounts
+    from workload.mounts import team_volumes
     from workload.render import jobset, networking, replicas_and_pods
     from workload.target import resolve
 
@@ -181,7 +204,7 @@ def render(
     _check_against_stack(stack, request, target)
     replicas, _ = replicas_and_pods(request, target)
     net = networking(target, replicas)
-    mounts = team_mounts(stack.config, target.team, request.buckets, host_network=net.host_network)
+    mounts = team_volumes(stack.config, target, request.volumes, host_network=net.host_network)
     manifest = jobset(request, target, mounts, net)
     found = [
         checks.capacity_check(request, target),
@@ -195,7 +218,7 @@ def render(
         f"{target.service_account}, queue {target.local_queue} -> ClusterQueue "
         f"{target.cluster_queue}, flavor {target.flavor}",
         f"network: {net.reason}",
-        *(f"bucket: {line}" for line in mounts.lines),
+        *(f"volume: {line}" for line in mounts.lines),
     ]
     return manifest, found, notes
 
@@ -235,7 +258,10 @@ def submit(args: argparse.Namespace, argv: Sequence[str], connect: Connect) -> i
     manifest, found, notes = render(stack, request, args.as_group)
     text = report(command_line(argv), manifest, found, notes)
     if args.output is not None:
-        args.output.write_text(text)
+        try:
+            args.output.write_text(text)
+        except OSError as error:
+            raise FlagError("-o", f"cannot write {args.output}: {error.strerror}") from None
     else:
         sys.stdout.write(text)
     if not all(c.ok for c in found):
@@ -365,7 +391,7 @@ def main(argv: Sequence[str] | None = None, connect: Connect | None = None) -> i
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
     from graph.files import StackError
-    from workload.cluster import Cluster, ClusterError
+    from workload.cluster import Cluster, ClusterError, KubeconfigError
     from workload.request import FlagError
 
     connect = connect or Cluster.connect
@@ -373,7 +399,7 @@ def main(argv: Sequence[str] | None = None, connect: Connect | None = None) -> i
         if args.command == "submit":
             return submit(args, argv, connect)
         return {"list": list_jobsets, "logs": logs, "delete": delete}[args.command](args, connect)
-    except (FlagError, StackError) as error:
+    except (FlagError, StackError, KubeconfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ClusterError as error:

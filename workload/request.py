@@ -32,6 +32,10 @@ _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_TTL_SECONDS = 30 * 86400
 """A bound of this command's: a finished JobSet kept longer than 30 days is forgotten, not
 kept on purpose."""
+DEFAULT_TTL_SECONDS = 12 * 3600
+MAX_GRACE_SECONDS = 3600
+"""A bound of this command's on `--grace-period`: a checkpoint written in longer than an hour
+is better written periodically."""
 POD_SUFFIX = 6
 """`-abcde`: the random suffix Kubernetes adds to a Job's pod names; JobSet's webhook counts it
 (pkg/webhooks/jobset_webhook.go at v0.12.0)."""
@@ -54,8 +58,13 @@ class Request:
     env: dict[str, str] = field(default_factory=dict)
     priority: str | None = None
     max_restarts: int = 0
-    ttl_seconds: int | None = None
-    buckets: list[str] = field(default_factory=list)
+    ttl_seconds: int = DEFAULT_TTL_SECONDS
+    """`ttlSecondsAfterFinished`; 12 hours unless `--ttl` says otherwise, xpk's default
+    (parser/workload.py `--ttl-seconds-after-finished` at 367c8382)."""
+    grace_seconds: int | None = None
+    """`terminationGracePeriodSeconds`: time to write a checkpoint when a pod is stopped."""
+    volumes: list[str] = field(default_factory=list)
+    """`ai-infra:storage` volumes or team buckets, by the stack's names."""
     cpu: str | None = None
     memory: str | None = None
 
@@ -104,19 +113,51 @@ def parse_env(pairs: list[str]) -> dict[str, str]:
     return env
 
 
-def parse_ttl(text: str | None) -> int | None:
-    """`--ttl` as seconds: `3600`, `90m`, `12h` or `7d`."""
-    if text is None:
-        return None
+def parse_duration(flag: str, text: str, most: int, beyond: str) -> int:
+    """A flag's duration as seconds: `3600`, `90m`, `12h` or `7d`, at most `most`."""
     match = _DURATION.fullmatch(text)
     if match is None:
-        raise FlagError("--ttl", f"'{text}' is not a duration such as 3600, 90m, 12h or 7d")
+        raise FlagError(flag, f"'{text}' is not a duration such as 3600, 90m, 12h or 7d")
     seconds = int(match[1]) * _SECONDS[match[2] or "s"]
-    if seconds > MAX_TTL_SECONDS:
-        raise FlagError("--ttl", f"'{text}' is more than 30 days; delete the JobSet instead")
+    if seconds > most:
+        raise FlagError(flag, f"'{text}' is more than {beyond}")
     return seconds
+
+
+def parse_ttl(text: str | None) -> int:
+    """`--ttl` as seconds; 12 hours when not given."""
+    if text is None:
+        return DEFAULT_TTL_SECONDS
+    return parse_duration("--ttl", text, MAX_TTL_SECONDS, "30 days; delete the JobSet instead")
+
+
+def parse_grace(text: str | None) -> int | None:
+    """`--grace-period` as seconds, at most an hour."""
+    if text is None:
+        return None
+    return parse_duration(
+        "--grace-period",
+        text,
+        MAX_GRACE_SECONDS,
+        "an hour; a stopped pod holds its node (and its quota) that long",
+    )
 
 
 def check_quantity(flag: str, text: str | None) -> None:
     if text is not None and not QUANTITY.fullmatch(text):
         raise FlagError(flag, f"'{text}' is not a Kubernetes quantity such as 16, 500m or 64Gi")
+
+
+_BYTE_UNITS = ("k", "M", "G", "T", "P", "Ki", "Mi", "Gi", "Ti", "Pi")
+
+
+def check_memory(text: str | None) -> None:
+    """A memory quantity with a byte unit: Kubernetes reads a bare `512` as 512 bytes and
+    `512m` as half a byte, neither of which anyone means."""
+    if text is not None and not text.endswith(_BYTE_UNITS):
+        raise FlagError(
+            "--memory",
+            f"'{text}' has no byte unit, and Kubernetes would read it as "
+            f"{'thousandths of a byte' if text.endswith('m') else 'bytes'}; write e.g. "
+            f"{text.rstrip('m')}Gi or {text.rstrip('m')}Mi",
+        )

@@ -73,6 +73,10 @@ class Target:
     """The pod interface the first of `networks` becomes (RDMA's start at eth2)."""
     transport: Transport | None = None
     """A GPU pool's GPUDirect or RDMA transport, when its nodes have their GPU NICs."""
+    local_ssd: bool = False
+    """Whether the nodes' ephemeral storage (emptyDir) is on local SSD, as their pool says."""
+    boot_disk_gib: int | None = None
+    """The nodes' boot disk, which holds emptyDir otherwise; None where no pool says."""
 
     @property
     def namespace(self) -> str:
@@ -136,6 +140,7 @@ def resolve(stack: Stack, team_name: str, capacity: str) -> Target:
             "shape": shape,
             "pin": {SLICE_LABEL: entry.name},
             "networks": _pool_networks(stack, _pools_of_slice(stack, entry.name)),
+            **_disks(_pools_of_slice(stack, entry.name)),
             "machine_type": shape.machine_type,
             "node": tpu_node(shape),
         }
@@ -155,6 +160,7 @@ def resolve(stack: Stack, team_name: str, capacity: str) -> Target:
             "networks": networks[stack_of.pod_networks] if stack_of else networks,
             "first_interface": stack_of.first_interface if stack_of else 1,
             "transport": layout.transport if layout else None,
+            **_disks(_pool_named(stack, pool.name)),
             "machine_type": pool.machine_type,
             "node": gpu_node(pool.machine_type, pool.accelerator_count),
         }
@@ -223,6 +229,17 @@ def _pools_of_slice(stack: Stack, name: str) -> list[dict[str, Any]]:
 
 def _pool_named(stack: Stack, name: str) -> list[dict[str, Any]]:
     return [r.inputs for r in stack.graph.of_type(types.NODE_POOL) if r.inputs.get("name") == name]
+
+
+def _disks(pools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the pools' nodes keep emptyDir: local SSD when the pool gives it to ephemeral
+    storage (`ephemeralStorageLocalSsdConfig`), else the boot disk of `diskSizeGb`."""
+    if not pools:
+        return {}
+    node = pools[0].get("nodeConfig", {})
+    ssds = node.get("ephemeralStorageLocalSsdConfig", {}).get("localSsdCount", 0)
+    size = node.get("diskSizeGb")
+    return {"local_ssd": bool(ssds), "boot_disk_gib": None if size is None else int(size)}
 
 
 def _network_names(stack: Stack) -> dict[tuple[str, str], str]:

@@ -22,11 +22,12 @@ from components.storage.mounts import (
     Endpoint,
     TeamMount,
     gcsfuse_flags,
+    gke_mount_options,
     network_storage_entry,
     team_mounts,
 )
 from components.storage.system import build, build_team_volumes, describe
-from components.storage.volumes import TeamVolumes
+from components.storage.volumes import GCS_PV_ATTRIBUTES, TeamVolumes
 from components.system import Stage, Step, System
 
 SYSTEM = System(
@@ -49,6 +50,7 @@ SYSTEM = System(
 __all__ = [
     "GCSFUSE_CACHE",
     "GCSFUSE_VERSION",
+    "GCS_PV_ATTRIBUTES",
     "LIBRARY",
     "SCRATCH_PATH",
     "STORAGE_SERVICES",
@@ -69,6 +71,7 @@ __all__ = [
     "build_team_volumes",
     "describe",
     "gcsfuse_flags",
+    "gke_mount_options",
     "mount_problems",
     "mounts_lustre",
     "nested",

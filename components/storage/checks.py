@@ -8,6 +8,7 @@ services range that holds what it serves and overlaps nothing; and, for each sys
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from catalog.storage import (
@@ -20,7 +21,7 @@ from catalog.storage import (
 from components.base import Problem, duplicate_names
 from components.locations import zone_problem
 from components.storage.config import Storage, StorageMount, VolumeConfig
-from components.types import shadowed_dir
+from components.types import REGION, shadowed_dir
 
 
 def problems(
@@ -96,7 +97,48 @@ def _volume_problems(volume: VolumeConfig, storage: Storage, teams: Sequence[str
             found.append(Problem(("lustre", "zone"), said + problem))
     if volume.owner is not None and volume.owner not in teams:
         found.append(Problem(("owner",), _unknown_team(volume.owner, teams)))
+    return found + _attached_problems(volume, storage)
+
+
+def _attached_problems(volume: VolumeConfig, storage: Storage) -> list[Problem]:
+    """A bucket outside the stack named as Cloud Storage names buckets, and an existing Lustre
+    instance located by its zone."""
+    found = []
+    bucket = volume.bucket
+    problem = None
+    if bucket is not None and bucket not in storage.bucket_names:
+        problem = bucket_name_problem(bucket)
+    if problem is not None:
+        found.append(Problem(("bucket",), problem))
+    location = volume.existing_lustre.location if volume.existing_lustre else None
+    if location is not None and re.fullmatch(REGION, location):
+        found.append(
+            Problem(
+                ("existingLustre", "location"),
+                f"{location} is a region; a Managed Lustre instance lives in one zone (its "
+                f"name is projects/*/locations/ZONE/instances/*): give its zone, e.g. "
+                f"{location}-a",
+            )
+        )
     return found
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Why Cloud Storage refuses a bucket of this name, or None (Cloud Storage "Bucket naming
+    requirements": 3 to 63 characters, or up to 222 with dots and at most 63 between them;
+    not an IP address; not starting with `goog` nor containing `google`; no `..`, `-.`, `.-`)."""
+    parts = name.split(".")
+    if len(name) > 222 or (len(parts) == 1 and len(name) > 63):
+        return f"'{name}' is longer than Cloud Storage allows (63 characters, 222 with dots)"
+    if any(not part or len(part) > 63 for part in parts):
+        return f"'{name}' has an empty or longer than 63-character part between dots"
+    if any(part.startswith("-") or part.endswith("-") for part in parts):
+        return f"'{name}' has a '-' next to a dot, which Cloud Storage refuses"
+    if len(parts) == 4 and all(part.isdigit() for part in parts):
+        return f"'{name}' is an IP address, which Cloud Storage refuses as a bucket name"
+    if name.startswith("goog") or "google" in name:
+        return f"'{name}' starts with 'goog' or contains 'google', which Cloud Storage refuses"
+    return None
 
 
 def _unknown_team(team: str, teams: Sequence[str]) -> str:
@@ -273,6 +315,17 @@ def mount_problems(
                     f"{', '.join(known) or 'none'})",
                 )
             )
+        volume = storage.volumes.get(mount.volume)
+        if volume is not None and volume.kind == "gcs" and nested(mount.mount_path, HOME):
+            found.append(
+                Problem(
+                    (i, "mountPath"),
+                    f"'{mount.mount_path}' puts a bucket at or over {HOME}, where OS Login "
+                    "users' home directories (their SSH keys, shells' files) live; Cloud "
+                    "Storage FUSE cannot hold them: mount it elsewhere, e.g. /data",
+                )
+            )
+            continue
         if hidden := shadowed_dir(mount.mount_path, reserved):
             found.append(
                 Problem(
@@ -295,6 +348,9 @@ def mount_problems(
         else:
             paths[mount.mount_path] = f"storage[{i}]"
     return found
+
+
+HOME = "/home"
 
 
 def nested(path: str, other: str) -> bool:

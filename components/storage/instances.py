@@ -262,6 +262,10 @@ class StorageInstances(Component):
                 depends_on=[connection],
                 protect=ctx.protect,
                 custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m", delete="60m"),
+                # A replacement (throughput, file system) keeps the instance id, which the old
+                # instance still holds: the bridge deletes first only for a `name` input
+                # (pulumi-terraform-bridge SetAutonaming), and Lustre has `instanceId`.
+                delete_before_replace=True,
             ),
         )
 

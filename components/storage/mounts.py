@@ -12,6 +12,7 @@ from catalog.storage import (
     GCSFUSE_FLAGS,
     GCSFUSE_PROFILES,
     GKE_CHECKPOINT_READ_AHEAD_KB,
+    GKE_FILE_CACHE_MIB,
 )
 from components.storage.config import Access, Kind, Profile, Storage
 
@@ -60,11 +61,14 @@ def gcsfuse_settings(profile: Profile, *, file_cache: bool) -> list[tuple[str, s
 
 
 def gke_mount_options(profile: Profile) -> list[str]:
-    """The PersistentVolume `mountOptions` of a bucket for GKE's Cloud Storage FUSE driver,
-    which turns `a:b:value` into gcsfuse's config file (gcs-fuse-csi-driver
-    sidecar_mounter_config.go); the file cache lives in the sidecar's cache volume."""
+    """The mount options of a bucket for GKE's Cloud Storage FUSE driver, one set for a
+    PersistentVolume's `mountOptions` and an inline volume's `mountOptions` attribute; the
+    driver turns `a:b:value` into gcsfuse's config file (gcs-fuse-csi-driver
+    sidecar_mounter_config.go). The file cache is bounded to `GKE_FILE_CACHE_MIB`, and lives in
+    the cache volume the workload sizes for it (`gke-gcsfuse-cache`)."""
+    bounded = {"file-cache.max-size-mb": str(GKE_FILE_CACHE_MIB)}
     options = [
-        f"{path.replace('.', ':')}:{value}"
+        f"{path.replace('.', ':')}:{bounded.get(path, value)}"
         for path, value in gcsfuse_settings(profile, file_cache=True)
     ]
     if profile == "checkpoint":

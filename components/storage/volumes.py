@@ -27,6 +27,13 @@ DRIVERS = {
 BUCKET_CAPACITY = "5Gi"
 """A bucket has no size; Kubernetes wants one on a PersistentVolume and its claim, and the
 Cloud Storage FUSE driver ignores it."""
+GCS_PV_ATTRIBUTES = {
+    # Lists the bucket once at mount time into the metadata cache the profiles keep for ever
+    # (gcs-fuse-csi-driver storageclass.yaml, both profiles).
+    "gcsfuseMetadataPrefetchOnMount": "true",
+}
+"""A bucket PersistentVolume's CSI attributes, which workloads' inline mounts of a bucket take
+too."""
 TEAM_LABEL = "ai-infra/team"
 VOLUME_LABEL = "ai-infra/volume"
 
@@ -40,9 +47,7 @@ def csi_source(volume: Volume, endpoint: Endpoint, *, project: str, read_only: b
             driver=DRIVERS["gcs"],
             volume_handle=endpoint.remote,
             read_only=read_only,
-            # Lists the bucket once at mount time into the metadata cache the profiles keep
-            # for ever (gcs-fuse-csi-driver storageclass.yaml, both profiles).
-            volume_attributes={"gcsfuseMetadataPrefetchOnMount": "true"},
+            volume_attributes=GCS_PV_ATTRIBUTES,
         )
     if volume.kind == "filestore":
         share = endpoint.remote.lstrip("/")
@@ -149,7 +154,12 @@ class TeamVolumes(Component):
                 volume_name=pv_name,
                 resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": size}),
             ),
-            opts=self.child_opts(depends_on=[args.namespace, pv]),
+            # A claim without a StorageClass cannot be resized (Kubernetes'
+            # PersistentVolumeClaimResize admission): a grown share or instance grows its
+            # PersistentVolume's capacity, and the claim bound to it keeps its request.
+            opts=self.child_opts(
+                depends_on=[args.namespace, pv], ignore_changes=["spec.resources.requests"]
+            ),
         )
 
     def _bucket_grant(

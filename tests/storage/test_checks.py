@@ -272,6 +272,34 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "40",
     ),
     (
+        "a bucket name Cloud Storage refuses",
+        {"storage": storage(volumes=volumes(0, bucket="my-google-data"))},
+        "ai-infra:storage.volumes[0].bucket",
+        "contains 'google'",
+    ),
+    (
+        "a bucket name with a dash beside a dot",
+        {"storage": storage(volumes=volumes(0, bucket="data-.example.com"))},
+        "ai-infra:storage.volumes[0].bucket",
+        "'-' next to a dot",
+    ),
+    (
+        "a bucket name longer than 63 characters without dots",
+        {"storage": storage(volumes=volumes(0, bucket="b" * 64))},
+        "ai-infra:storage.volumes[0].bucket",
+        "longer than Cloud Storage allows",
+    ),
+    (
+        "an existing Lustre instance given a region",
+        {
+            "storage": storage(
+                volumes=volumes(5, existingLustre={"instance": "legacy", "location": "us-central1"})
+            )
+        },
+        "ai-infra:storage.volumes[5].existingLustre.location",
+        "give its zone, e.g. us-central1-a",
+    ),
+    (
         "an unknown key",
         {"storage": storage(parallelstore=[{"name": "p"}])},
         "ai-infra:storage.parallelstore",

@@ -10,7 +10,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from catalog.storage import GCSFUSE_FILE_CACHE, GCSFUSE_PROFILES
+from catalog.storage import GCSFUSE_FILE_CACHE, GCSFUSE_PROFILES, GKE_FILE_CACHE_MIB
 from components.storage.mounts import team_mounts
 from graph.engine import Graph, Registration, peered_address
 from plan.diff import diff
@@ -112,14 +112,18 @@ def test_buckets_get_their_profiles_settings_and_the_file_cache(graph):
     ckpt = pvs["pretrain.ckpt"].inputs["spec"]["mountOptions"]
     assert "metadata-cache:ttl-secs:-1" in data
     assert (
-        "file-cache:max-size-mb:-1" in data and "file-cache:enable-parallel-downloads:true" in data
+        f"file-cache:max-size-mb:{GKE_FILE_CACHE_MIB}" in data
+        and "file-cache:enable-parallel-downloads:true" in data
     )
+    # Bounded: the pod's cache volume is sized to it, never the node's whole disk.
+    assert not any(o.startswith("file-cache:max-size-mb:-") for o in data + ckpt)
     assert "file-cache:cache-file-for-range-read:true" not in data
     assert "file-cache:cache-file-for-range-read:true" in ckpt
     assert "file-system:rename-dir-limit:200000" in ckpt and "read_ahead_kb=1024" in ckpt
     assert "ro" in data and "ro" not in ckpt
     for path, value in (*GCSFUSE_PROFILES["checkpoint"].settings, *GCSFUSE_FILE_CACHE):
-        assert f"{path.replace('.', ':')}:{value}" in ckpt
+        if path != "file-cache.max-size-mb":
+            assert f"{path.replace('.', ':')}:{value}" in ckpt
     assert "mountOptions" not in pvs["pretrain.scratch"].inputs["spec"]
 
 
@@ -215,3 +219,97 @@ def test_the_team_mounts_say_what_a_workload_mounts():
     assert mounts["ckpt"].claim == "ckpt" and mounts["ckpt"].read_only
     assert not mounts["shared"].read_only and mounts["shared"].mount_options == ()
     assert "file-cache:cache-file-for-range-read:true" in mounts["ckpt"].mount_options
+
+
+def storage_changes(changes, kind: str) -> dict[str, Any]:
+    return {c.urn.rsplit("::", 1)[1]: c for c in changes if c.resource.type.endswith(f":{kind}")}
+
+
+def test_growing_a_lustre_instance_grows_its_volumes_not_their_claims():
+    volumes = copy.deepcopy(VOLUMES)
+    volumes[2]["lustre"]["capacityGib"] = 36000
+    changes = edit(config(storage=storage(volumes=volumes)))
+    # Kubernetes refuses to resize a claim without a StorageClass, so its request stays.
+    assert not storage_changes(changes, "PersistentVolumeClaim"), changes.changed
+    (pv,) = storage_changes(changes, "PersistentVolume").values()
+    assert pv.op.value == "update", pv
+    assert [c.rendered_path for c in pv.changes] == ["spec.capacity.storage"]
+    assert not any("cannot complete" in c.note for c in pv.changes)
+
+
+def test_a_read_write_flip_is_not_shown_as_an_update_that_succeeds():
+    volumes = copy.deepcopy(VOLUMES)
+    volumes[3]["teams"] = {"research": "read"}
+    changes = edit(config(storage=storage(volumes=volumes)))
+    pvs = storage_changes(changes, "PersistentVolume")
+    csi = [c for pv in pvs.values() for c in pv.changes if c.rendered_path.startswith("spec.csi")]
+    # The volume source is immutable once created: the API server refuses the update.
+    assert csi and all(c.note.startswith("cannot complete:") for c in csi), csi
+    # The claim's access mode is ForceNew in pulumi-kubernetes: it is replaced.
+    (claim,) = storage_changes(changes, "PersistentVolumeClaim").values()
+    assert claim.op.value == "replace", claim
+
+
+def test_a_lustre_throughput_change_deletes_the_instance_before_recreating_its_id():
+    volumes = copy.deepcopy(VOLUMES)
+    volumes[2]["lustre"] = {"capacityGib": 18000, "throughput": 1000}
+    changes = edit(config(storage=storage(volumes=volumes)))
+    (lustre,) = [c for c in changes if c.resource.type == "gcp:lustre/instance:Instance"]
+    assert lustre.op.value == "replace" and lustre.delete_before_replace, lustre
+    assert lustre.hazards, "a replace that loses the file system's data says so"
+
+
+def resized(index: int, kind: str, before: dict[str, Any], after: dict[str, Any]):
+    """The diff of one volume's spec going from `before` to `after`."""
+    old, new = copy.deepcopy(VOLUMES), copy.deepcopy(VOLUMES)
+    old[index][kind], new[index][kind] = before, after
+    was = build_graph(config(storage=storage(volumes=old)))
+    return diff(was, build_graph(config(storage=storage(volumes=new))))
+
+
+@pytest.mark.parametrize(
+    ("index", "kind", "before", "after", "why"),
+    [
+        (
+            2,
+            "lustre",
+            {"capacityGib": 36000, "throughput": 500},
+            {"capacityGib": 18000, "throughput": 500},
+            "never shrinks",
+        ),
+        (
+            2,
+            "lustre",
+            {"capacityGib": 18000, "throughput": 500},
+            {"capacityGib": 3168000, "throughput": 500},
+            "grows only up to 3,060,000 GiB",
+        ),
+        (
+            3,
+            "filestore",
+            {"capacityGib": 3000, "tier": "BASIC_SSD"},
+            {"capacityGib": 2600, "tier": "BASIC_SSD"},
+            "BASIC_SSD share never shrinks",
+        ),
+    ],
+    ids=["lustre-shrink", "lustre-past-threshold", "basic-shrink"],
+)
+def test_a_resize_the_api_refuses_is_shown_as_one_that_cannot_complete(
+    index: int, kind: str, before: dict[str, Any], after: dict[str, Any], why: str
+):
+    changes = resized(index, kind, before, after)
+    instance = f"gcp:{kind}/instance:Instance"
+    (change,) = [c for c in changes if c.resource.type == instance]
+    (capacity,) = [c for c in change.changes if "apacity" in c.rendered_path]
+    assert capacity.note.startswith("cannot complete:") and why in capacity.note, capacity
+
+
+def test_a_lustre_grow_within_its_band_is_an_update():
+    changes = resized(
+        2,
+        "lustre",
+        {"capacityGib": 18000, "throughput": 500},
+        {"capacityGib": 36000, "throughput": 500},
+    )
+    (change,) = [c for c in changes if c.resource.type == "gcp:lustre/instance:Instance"]
+    assert change.op.value == "update" and not any(c.note for c in change.changes), change

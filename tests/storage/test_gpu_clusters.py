@@ -141,6 +141,7 @@ def refused(entry: dict[str, Any]) -> dict[str, str]:
             "overlaps storage[0]",
         ),
         ([{"volume": "data", "mountPath": "/usr/data"}], "storage[0].mountPath", "/usr"),
+        ([{"volume": "ckpt", "mountPath": "/home"}], "storage[0].mountPath", "home directories"),
         ([{"volume": "data", "mountPath": "/opt/data"}], "storage[0].mountPath", "/opt"),
         (
             [{"volume": "data", "mountPath": f"{SCRATCH_PATH}/data"}],

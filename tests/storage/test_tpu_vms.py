@@ -102,6 +102,7 @@ def refused(tpu: dict[str, Any]) -> dict[str, str]:
             "overlaps storage[0]",
         ),
         ([{"volume": "data", "mountPath": "/etc/data"}], "storage[0].mountPath", "/etc"),
+        ([{"volume": "data", "mountPath": "/home"}], "storage[0].mountPath", "home directories"),
         ([{"volume": "shared", "mountPath": "/shared"}], "storage[0].volume", "startupScript"),
     ],
 )

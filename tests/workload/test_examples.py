@@ -76,7 +76,9 @@ def test_multislice_without_extra_nics_runs_on_the_host_network():
     spec = pod(manifest(REPO_ROOT / "examples" / "multislice-jobset.yaml"))["spec"]
     assert (spec["hostNetwork"], spec["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
     # The driver exchanges the pod's own token for the bucket mounts on the host network.
-    for volume in spec["volumes"]:
+    buckets = [v for v in spec["volumes"] if "csi" in v]
+    assert buckets
+    for volume in buckets:
         assert volume["csi"]["volumeAttributes"]["hostNetworkPodKSA"] == "true"
 
 
@@ -126,3 +128,13 @@ def test_an_a3_mega_job_takes_its_nics_sidecar_and_nccl_settings():
         'source /usr/local/nvidia/lib64/nccl-env-profile.sh && exec "$@"',
     ]
     assert main["command"][4:] == ["torchrun", "--nnodes=16", "--nproc-per-node=8", "train.py"]
+
+
+def test_tpu_extra_nics_are_reported_without_a_bandwidth_claim():
+    for name in ("v6e-multinic-jobset.yaml", "tpu7x-jobset.yaml"):
+        network = next(
+            line
+            for line in (REPO_ROOT / "examples" / name).read_text().splitlines()
+            if line.startswith("# network:")
+        )
+        assert "no bandwidth is claimed" in network and "only known to use eth0" in network

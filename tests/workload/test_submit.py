@@ -127,7 +127,7 @@ BAD_INPUT = [
     (("--image", "Not An Image"), "--image: 'Not An Image' is not a container image reference"),
     (("--env", "1BAD=x"), "--env: '1BAD' is not a name Kubernetes accepts"),
     (("--env", "NOEQUALS"), "--env: 'NOEQUALS' is not KEY=VALUE"),
-    (("--bucket", "scratch"), "--bucket: the stack has no bucket 'scratch'"),
+    (("--volume", "scratch"), "--volume: team pretrain is granted no volume or bucket 'scratch'"),
     (("--priority", "urgent"), "--priority: 'urgent' is not a priority class of the stack"),
     (("--name", "Big_Name"), "--name: 'Big_Name' is not a JobSet name"),
     (("--name", "x" * 50), "--name: '" + "x" * 50 + "' makes pod names like"),
@@ -170,26 +170,27 @@ def test_a_bucket_the_team_is_not_granted_is_refused(run: Run):
         "x",
         "--image",
         IMAGE,
-        "--bucket",
+        "--volume",
         "checkpoints",
     )
     assert code == 2
-    assert "bucket 'checkpoints' is not granted to team research (it has: datasets)" in err
+    assert "team research is granted no volume or bucket 'checkpoints' (it has: datasets)" in err
 
 
-def test_a_job_the_namespace_policies_refuse_is_not_sent(run: Run, api: FakeApi):
-    # v5p-train is pretrain's own (tpuSlices[].team): finetune's queue lists no flavor of it,
-    # and a multislice job there runs on the host network, which only pretrain may use.
+def test_a_job_on_another_teams_own_slice_is_not_sent(run: Run, api: FakeApi):
+    # v5p-train is pretrain's own (tpuSlices[].team): finetune's queue lists no flavor of it.
+    # finetune has no tpuHostNetwork, so its multislice job takes the pod network, which the
+    # namespace's policies admit, but the slice's toleration names pretrain, which they refuse;
+    # Kueue would never admit it either.
     api.writable.add("finetune")
     argv = [*PRETRAIN, "--apply"]
     argv[argv.index("pretrain")] = "finetune"
     code, out, err = run(*argv)
     assert code == 1, err
     found = checks(out)
-    assert found["admission policies"].startswith(
-        "FAIL ai-infra-team-pod-security refuses the JobSet/Job/Pod: hostNetwork is allowed "
-        "only to Kueue-managed pods"
-    )
+    assert found["admission policies"].startswith("FAIL ai-infra-team-scheduling"), found
+    assert "# network: the pod network: team finetune has no tpuHostNetwork" in out
+    assert "hostNetwork" not in pod(manifest(out))
     assert found["Kueue admission"].startswith("FAIL no flavor of ClusterQueue finetune")
     assert "not submitted: a check failed" in err
     assert api.calls == []
