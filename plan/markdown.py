@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from graph import types
+from plan.args import MARKER, marker_safe
 from plan.diff import GraphDiff, Op, ResourceChange
 
 ROWS = 40
@@ -102,7 +103,8 @@ def _why(change: Change) -> list[str]:
 def summary(change: Change) -> str:
     diff = change.changes
     lines = [
-        f"### ai-infra `{change.stack}`: {diff.summary()}",
+        MARKER.format(stack=marker_safe(change.stack)),
+        f"### ai-infra `{marker_safe(change.stack)}`: {diff.summary()}",
         "",
         f"Since `{change.base}`; exit {change.exit_code} "
         f"({_EXITS.get(change.exit_code, 'error')}).",

@@ -12,7 +12,7 @@ from typing import Any
 
 from graph import reachability, types
 from graph.model import Graph, Registration, unwrap
-from plan import summary
+from plan import args, summary
 from plan.details import details
 from plan.diff import (
     SHOWN_SECRETS,
@@ -44,8 +44,9 @@ REACHABILITY = (
     "Reachability (who reaches whom on which ports, from the registered firewall rules and "
     "NetworkPolicies and the rules GKE creates for its nodes)"
 )
-SCHEMA_VERSION = 3
-"""Of `--json`, described by schema/plan-output.schema.json. 3: camelCase keys throughout
+SCHEMA_VERSION = args.SCHEMA_VERSION
+"""`--json`'s version, described by schema/plan-output.schema.json.
+4: error `kind` `usage` (a command line it cannot run). 3: camelCase keys throughout
 (`summary.capacity`), `exitCode`, an `error` document when there is no plan, and in a diff
 `blocked`, `destructive`, `reachability` and per change `reads`, `blocked`, `hazards`,
 `destructive`; the plan's `reachability`. 2: state-shaped URNs, `summary`, per-change

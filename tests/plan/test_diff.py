@@ -136,7 +136,7 @@ def test_diff_against_a_git_ref_prints_what_preview_would(history: Path):
 
 def test_diff_as_json_for_ci(history: Path):
     document = json.loads(run(str(history), "HEAD~1", as_json=True))
-    assert document["schemaVersion"] == 3
+    assert document["schemaVersion"] == 4
     changes = document["diff"]
     assert changes["base"] == "HEAD~1"
     assert changes["summary"] == counts(create=1, update=1, replace=1, delete=4)

@@ -152,7 +152,8 @@ def test_the_markdown_summary_leads_with_what_cannot_go_through(tmp_path: Path, 
     now, base = _stack(tmp_path, SHARED, _edited(network={"subnetCidr": "10.129.0.0/21"}))
     assert main([now, "--base", base, "--markdown"], costing=PLAN_COSTING) == EXIT_REFUSED
     text = capsys.readouterr().out
-    heading, _, since, _, look, first = text.splitlines()[:6]
+    marker, heading, _, since, _, look, first = text.splitlines()[:7]
+    assert marker == "<!-- ai-infra-plan:stack=gate -->"
     assert heading.startswith("### ai-infra `gate`: ") and "to replace" in heading
     assert since.endswith("exit 3 (refused, incomplete or destructive).")
     assert look == "**Look first:**" and first.startswith("- `+-` Subnetwork network-subnet")
