@@ -132,6 +132,8 @@ def _change_lines(c: Change, r: Registration) -> list[str]:
         return [f"    {label(c, r)}: text{suffix}", *(f"      {line}" for line in body)]
     if c.replaces:
         suffix = "  (forces replacement)"
+    elif c.effect is Effect.FAILS:
+        suffix = "  (refused at apply)"
     elif c.effect is Effect.NO_OP:
         suffix = "  (not applied)"
     elif c.note:

@@ -257,10 +257,12 @@ class StorageInstances(Component):
             ),
             labels=ctx.labels,
             # Creating an instance takes up to an hour (Cluster Toolkit's managed-lustre
-            # module allows that much).
+            # module allows that much). A replacement keeps the instance id, which the bridge
+            # does not autoname, so it must delete first: created first, it gets 409.
             opts=self.child_opts(
                 depends_on=[connection],
                 protect=ctx.protect,
+                delete_before_replace=True,
                 custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m", delete="60m"),
             ),
         )
