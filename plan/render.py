@@ -46,7 +46,9 @@ REACHABILITY = (
 )
 SCHEMA_VERSION = args.SCHEMA_VERSION
 """`--json`'s version, described by schema/plan-output.schema.json.
-4: error `kind` `usage` (a command line it cannot run). 3: camelCase keys throughout
+4: error `kind` `usage` (a command line it cannot run); an amount's `perHour` and
+`perMonth` null where any part is unknown (`pricedPerHour` holds the priced part), a change
+null where an unpriced part changes; the cost's `ageUnknown`. 3: camelCase keys throughout
 (`summary.capacity`), `exitCode`, an `error` document when there is no plan, and in a diff
 `blocked`, `destructive`, `reachability` and per change `reads`, `blocked`, `hazards`,
 `destructive`; the plan's `reachability`. 2: state-shaped URNs, `summary`, per-change
