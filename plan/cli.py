@@ -181,12 +181,14 @@ class Report:
         assert self.base is not None and self.base_ref is not None
         changes, keys, moved = self.changes
         sides = self._cost_sides()
+        cost_lines: list[dict[str, Any]] = []
         if self.costing is None:
             cost: list[str] = []
         elif sides is None:
             cost = [_NO_BASE_COST.format(self.base.origin).removeprefix("Cost change: ")]
         else:
             cost = self.costing.change_totals(*sides)
+            cost_lines = self.costing.change_document(*sides)["lines"]
         return markdown.summary(
             markdown.Change(
                 stack=self.stack,
@@ -200,6 +202,8 @@ class Report:
                     **({"Notices": self.notices} if self.notices else {}),
                 },
                 exit_code=self.exit_code(fail_on_destructive),
+                cost_lines=cost_lines,
+                full_diff=self.text(),
             )
         )
 
@@ -321,7 +325,7 @@ def run_args(args: argparse.Namespace, costing: Costing | None = None) -> int:
     if args.json:
         print(json.dumps(built.json(args.fail_on_destructive), indent=2))
     elif args.markdown:
-        print(built.markdown(args.fail_on_destructive))
+        print(printable(built.markdown(args.fail_on_destructive)))
     else:
         print(built.text())
     return built.exit_code(args.fail_on_destructive)
