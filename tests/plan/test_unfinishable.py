@@ -12,8 +12,8 @@ from typing import Any
 from graph import types
 from graph.model import Registration
 from plan.cli import EXIT_CHANGES, EXIT_REFUSED, main
-from plan.diff import Op, diff
-from plan.hazards import Kind, collides
+from plan.diff import Op, ResourceChange, diff
+from plan.hazards import Hazard, Kind, collides
 from plan.verdicts import Effect
 from tests.conftest import BASE_CONFIG, build_graph
 from tests.plan.test_diff import write
@@ -99,7 +99,7 @@ SLURM: dict[str, Any] = {
 }
 
 
-def _controller_hazards(home: dict[str, Any]) -> list[Any]:
+def _controller_hazards(home: dict[str, Any]) -> tuple[list[Hazard], ResourceChange]:
     config = copy.deepcopy(SLURM)
     config["ai-infra:slurm"]["home"] = home
     gone = {k: v for k, v in config.items() if k != "ai-infra:slurm"}
