@@ -101,9 +101,14 @@ def _table(change: Change) -> list[str]:
             f"| `{c.op.symbol}` | {_cell(name)} | {_key(c, change.keys)} | {_inputs(c)} | "
             f"{_cell('; '.join(_flags(c)))} |"
         )
-    if len(shown) > ROWS:
-        rows.append(f"\n…and {len(shown) - ROWS} more (`python -m plan` prints them all).")
-    return rows
+    return rows + _more(len(shown))
+
+
+def _more(total: int) -> list[str]:
+    """The line a table ends with when it shows only its first `ROWS` of `total`."""
+    if total <= ROWS:
+        return []
+    return [f"\n…and {total - ROWS} more (`python -m plan` prints them all)."]
 
 
 def _why(change: Change) -> list[str]:
@@ -155,9 +160,7 @@ def _cost_table(lines: list[dict[str, Any]]) -> list[str]:
             f"| `{symbol[line['op']]}` | {label} | {key} | {_usd(full['before'])} | "
             f"{_usd(full['after'])} | {_signed(full['change'])} | {_signed(idle['change'])} |"
         )
-    if len(lines) > ROWS:
-        rows.append(f"\n…and {len(lines) - ROWS} more (`python -m plan` prints them all).")
-    return rows
+    return rows + _more(len(lines))
 
 
 def _full_diff(text: str) -> list[str]:
