@@ -6,10 +6,18 @@ import sys
 # it every plan recompiles them (benchmarks/README.md). It must precede their import.
 sys.dont_write_bytecode = False
 
-from plan.args import arguments  # noqa: E402
+from plan.args import EXIT_ERROR, UsageError, arguments, usage_failure  # noqa: E402
 
-# The flags first: `--help` and a wrong flag answer before the SDKs are imported.
-args = arguments(sys.argv[1:])
+# The flags first: `--help` and a wrong flag answer before the SDKs are imported. A wrong
+# flag exits 1, as no plan: never argparse's 2, which a gate reads as "changes".
+try:
+    args = arguments(sys.argv[1:])
+except UsageError as error:
+    out, err = usage_failure(sys.argv[1:], error)
+    if out:
+        print(out)
+    print(err, file=sys.stderr)
+    sys.exit(EXIT_ERROR)
 
 from plan.cli import run_args  # noqa: E402
 from prices import PLAN_COSTING  # noqa: E402

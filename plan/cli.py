@@ -27,10 +27,16 @@ from plan.args import (
     EXIT_ERROR,
     EXIT_OK,
     EXIT_REFUSED,
+    SCHEMA_VERSION,
+    UsageError,
     arguments,
+    error_comment,
+    stack_named,
+    usage_failure,
 )
 from plan.diff import GraphDiff, diff
-from plan.render import SCHEMA_VERSION, diff_json, plan_json, render, render_diff
+from plan.printable import printable
+from plan.render import diff_json, plan_json, render, render_diff
 from stacks import environment
 from stacks.config import StackConfig
 from stacks.messages import NAMESPACE, ConfigError
@@ -125,6 +131,11 @@ class Report:
         return self.config, self.graph
 
     def text(self) -> str:
+        """The plan, or with a base the diff, as text; user text's control characters shown
+        escaped (plan/printable.py)."""
+        return printable(self._text())
+
+    def _text(self) -> str:
         if self.base is None or self.base_ref is None:
             cost = self.costing.section(self.side) if self.costing is not None else []
             return render(self.graph, self.config, self.stack, cost)
@@ -170,12 +181,14 @@ class Report:
         assert self.base is not None and self.base_ref is not None
         changes, keys, moved = self.changes
         sides = self._cost_sides()
+        cost_lines: list[dict[str, Any]] = []
         if self.costing is None:
             cost: list[str] = []
         elif sides is None:
             cost = [_NO_BASE_COST.format(self.base.origin).removeprefix("Cost change: ")]
         else:
             cost = self.costing.change_totals(*sides)
+            cost_lines = self.costing.change_document(*sides)["lines"]
         return markdown.summary(
             markdown.Change(
                 stack=self.stack,
@@ -189,6 +202,8 @@ class Report:
                     **({"Notices": self.notices} if self.notices else {}),
                 },
                 exit_code=self.exit_code(fail_on_destructive),
+                cost_lines=cost_lines,
+                full_diff=self.text(),
             )
         )
 
@@ -281,23 +296,39 @@ def report(target: str, base: str | None, costing: Costing | None = None) -> Rep
 
 
 def main(argv: list[str] | None = None, costing: Costing | None = None) -> int:
-    return run_args(arguments(argv), costing)
+    """The command as `python -m plan` runs it (plan/__main__.py reads the flags before it
+    imports this module; the behaviour is the same)."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = arguments(argv)
+    except UsageError as error:
+        out, err = usage_failure(argv, error)
+        if out:
+            print(out)
+        print(err, file=sys.stderr)
+        return EXIT_ERROR
+    return run_args(args, costing)
 
 
 def run_args(args: argparse.Namespace, costing: Costing | None = None) -> int:
-    """The command for flags `plan.args` has read: the plan, or the diff, as asked."""
+    """The command for flags `plan.args` has read: the plan, or the diff, as asked. What it
+    prints as text or markdown shows user text's control characters escaped
+    (plan/printable.py); JSON escapes them itself."""
     try:
         built = report(args.stack, args.base, costing)
     except (StackError, ConfigError, bases.BaseError) as error:
         if args.json:
             print(json.dumps(error_json(error), indent=2))
+        elif args.markdown:
+            print(error_comment(stack_named([args.stack]), str(error)))
+            print(printable(str(error)), file=sys.stderr)
         else:
-            print(error, file=sys.stderr)
+            print(printable(str(error)), file=sys.stderr)
         return EXIT_ERROR
     if args.json:
         print(json.dumps(built.json(args.fail_on_destructive), indent=2))
     elif args.markdown:
-        print(built.markdown(args.fail_on_destructive))
+        print(printable(built.markdown(args.fail_on_destructive)))
     else:
         print(built.text())
     return built.exit_code(args.fail_on_destructive)
@@ -316,7 +347,8 @@ def error_json(error: Exception) -> dict[str, Any]:
         if isinstance(error, ConfigError)
         else []
     )
-    kind = {ConfigError: "config", bases.BaseError: "base"}.get(type(error), "plan")
+    kinds: dict[type, str] = {ConfigError: "config", bases.BaseError: "base", UsageError: "usage"}
+    kind = kinds.get(type(error), "plan")
     return {
         "schemaVersion": SCHEMA_VERSION,
         "exitCode": EXIT_ERROR,

@@ -24,7 +24,7 @@ from typing import Any
 
 from graph import capacity, types
 from graph.model import SECRET_SIG, Graph, Registration, integral, unwrap
-from plan.hazards import STATEFUL, Hazard, blocked, hazards, rollout
+from plan.hazards import STATEFUL, Hazard, Kind, blocked, collides, hazards, rollout
 from plan.replacements import (
     ABSENT,
     Context,
@@ -135,11 +135,13 @@ class ResourceChange:
 
     @property
     def destructive(self) -> bool:
-        """A replace or delete of a stateful or protected resource."""
+        """A replace or delete of a stateful or protected resource, or one that loses data
+        (a Slurm controller that holds /home)."""
         before = self.before
         if self.op not in (Op.REPLACE, Op.DELETE) or before is None:
             return False
-        return before.type in STATEFUL or before.protect
+        lost = any(h.kind is Kind.DATA_LOSS for h in self.hazards)
+        return before.type in STATEFUL or before.protect or lost
 
 
 @dataclass(frozen=True)
@@ -613,13 +615,17 @@ def _cannot_complete(
     replaced: set[str],
     later: Iterable[capacity.Machines],
 ) -> str:
-    """Why `pulumi up` stops at this replace or delete: the old resource still in use, or a
-    guard of the provider's that fails at apply (both exit 3, as a refusal does)."""
+    """Why `pulumi up` stops at this change: the old resource still in use, an id still held,
+    an update the API refuses, or a provider guard that fails at apply (exit 3 each)."""
     in_use = ""
     if change.op is Op.REPLACE and change.delete_before_replace:
         in_use = blocked(change.urn, before, replaced, later)
+    elif change.op is Op.REPLACE and change.after is not None and change.before is not None:
+        in_use = collides(change.after, change.before)
     guards = [f"cannot complete: {guard}" for guard in _provider_guards(change)]
-    return "; ".join(part for part in (in_use, *guards) if part)
+    fails = [c for c in change.changes if c.effect is Effect.FAILS]
+    refused = [f"cannot complete: {c.rendered_path}: {c.note}" for c in fails]
+    return "; ".join(part for part in (in_use, *refused, *guards) if part)
 
 
 def _rollout(change: ResourceChange, replaced: set[str]) -> tuple[str, ...]:

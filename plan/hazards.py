@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+import yaml
+
 from components.gke import SYSTEM_TAINT
 from graph import capacity, types
 from graph.model import Graph, Registration, unwrap
@@ -91,6 +93,35 @@ being used by '.../instances/...'", as in hashicorp/terraform#21362). A group's 
 its template names."""
 
 
+FIXED_IDS: dict[str, str] = {
+    # pulumi-gcp resources.go maps no autonamed field for google_lustre_instance (SetAutonaming
+    # covers `name` only), so the bridge replaces it create-before-delete.
+    types.LUSTRE: "instanceId",
+}
+"""Resource type -> the input that names it in GCP, for types the bridge replaces
+create-before-delete although the program names them: the new one is created under the old
+one's id while the old one still exists."""
+
+
+def collides(resource: Registration, old: Registration) -> str:
+    """Why a create-before-delete replace of `resource` cannot complete: its new instance is
+    created under the id the old one still holds, and the API answers 409 ALREADY_EXISTS;
+    empty when its id changes or its type has none fixed."""
+    field = FIXED_IDS.get(resource.type)
+    if field is None:
+        return ""
+    new_id, old_id = unwrap(resource.inputs).get(field), unwrap(old.inputs).get(field)
+    if not isinstance(new_id, str) or new_id != old_id:
+        return ""
+    return (
+        f"cannot complete: {types.short(resource.type)} {resource.name} is replaced "
+        f"create-before-delete, and its replacement is created under the same {field} "
+        f"({new_id!r}) while the old one still holds it: the API answers 409 ALREADY_EXISTS "
+        "and `pulumi up` stops with the old one in place. Replace it delete-before-replace "
+        "(the resource option deleteBeforeReplace), or give the new one another id"
+    )
+
+
 def _uses(user: Registration, used: str, before: dict[str, Registration]) -> bool:
     """Whether `user` (in the old graph) refers to `used`, itself or through its template."""
     deps = set(user.dependencies) | {u for d in user.property_dependencies.values() for u in d}
@@ -167,12 +198,73 @@ def _only_cpu_pool(pool: Registration, graph: Graph) -> bool:
     return [m.key for m in same] == [pool.urn]
 
 
+def _slurm_home_on_boot_disk(vm: Registration, graph: Graph) -> bool:
+    """Whether `vm` is a Slurm controller that serves /home from its own boot disk: its
+    cluster's config.yaml mounts no network storage at /home, so the controller exports its
+    own (docs/slurm.md "Storage that survives a change")."""
+    # slurm-gcp scripts/setup_network_storage.py resolve_network_storage: the default mounts
+    # are the controller's /home and /opt/apps, overridden only by a network_storage entry.
+    metadata = unwrap(vm.inputs).get("metadata") or {}
+    if metadata.get("slurm_instance_role") != "controller":
+        return False
+    cluster = metadata.get("slurm_cluster_name")
+    for r in graph.of_type(types.BUCKET_OBJECT):
+        if not str(unwrap(r.inputs).get("name", "")).endswith("config.yaml"):
+            continue
+        try:
+            document = yaml.safe_load(str(unwrap(r.inputs).get("content", "")))
+        except yaml.YAMLError:
+            continue
+        if not isinstance(document, dict) or document.get("slurm_cluster_name") != cluster:
+            continue
+        storage = document.get("network_storage") or []
+        return not any(isinstance(s, dict) and s.get("local_mount") == "/home" for s in storage)
+    return False
+
+
+_CONTROLLER_HOME = (
+    "/home is on the Slurm controller's boot disk (slurm.home.filestore is false), which is "
+    "deleted with the VM: every user's files in /home, and /opt/apps, are lost. Copy them off "
+    "first (or move /home to Filestore in a run of its own, with slurm.home.filestore: true, "
+    "and copy the files over before this change)"
+)
+
+
+def _tpu_slice(pool: Registration, graph: Graph) -> capacity.Machines | None:
+    """The TPU machines a GKE node pool brings up, if it is a TPU slice pool."""
+    for m in capacity.read(graph).machines:
+        if m.key == pool.urn and m.tpu is not None:
+            return m
+    return None
+
+
+def _slice_gone(pool: Registration, graph: Graph) -> Hazard | None:
+    """A TPU slice pool that goes away (deleted, or deleted before its replacement): the jobs
+    running on it lose their slice; in a protected stack, said as the production capacity it
+    is."""
+    machines = _tpu_slice(pool, graph)
+    if machines is None:
+        return None
+    protected = str(graph.config.get("ai-infra:protect", "")).lower() == "true"
+    where = "in this protected stack, " if protected else ""
+    return Hazard(
+        Kind.AVAILABILITY,
+        f"{where}a TPU slice ({machines.full} x {machines.machine_type}, {machines.chips} "
+        f"{machines.tpu.family.prefix if machines.tpu else ''} chips) goes: GKE deletes its "
+        "nodes with the pool, so the jobs running on it are stopped mid-run (JobSet restarts "
+        "them only where capacity is left), and Kueue admits nothing more to its flavor; "
+        "drain it first (let the running jobs finish, or stop admitting to its queue)",
+    )
+
+
 def hazards(
     resource: Registration, replaced: bool, delete_first: bool, before: Graph
 ) -> tuple[Hazard, ...]:
     """The data a replace or delete of `resource` (as it was) loses, and the capacity that goes
     while it runs. `delete_first`: a replace that deletes the old one before creating the new."""
     found: list[Hazard] = []
+    if resource.type == types.INSTANCE and _slurm_home_on_boot_disk(resource, before):
+        found.append(Hazard(Kind.DATA_LOSS, _CONTROLLER_HOME))
     if resource.type == types.BUCKET and unwrap(resource.inputs).get("forceDestroy") is True:
         found.append(Hazard(Kind.DATA_LOSS, _FORCE_DESTROYED))
     elif resource.type in _LOST:
@@ -194,6 +286,8 @@ def hazards(
                     "have nowhere to run until it is up again, and no workload is admitted",
                 )
             )
+        elif (gone := _slice_gone(resource, before)) is not None:
+            found.append(gone)
         elif _only_cpu_pool(resource, before):
             found.append(
                 Hazard(

@@ -110,7 +110,7 @@ class KubernetesObjectRules(Rules):
         if (hit := covers(self.paths, field_path)) is not None:
             return Verdict(Effect.REPLACE, f"{hit} replaces the object")
         if refused := _refused_update(self.group, self.kind, field_path, ctx):
-            return Verdict(Effect.UPDATE, refused)
+            return Verdict(Effect.FAILS, refused)
         if self._data_replaces(ctx) and covers(("data", "binaryData", "stringData"), field_path):
             return Verdict(
                 Effect.REPLACE,

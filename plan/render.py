@@ -12,7 +12,7 @@ from typing import Any
 
 from graph import reachability, types
 from graph.model import Graph, Registration, unwrap
-from plan import summary
+from plan import args, summary
 from plan.details import details
 from plan.diff import (
     SHOWN_SECRETS,
@@ -44,8 +44,11 @@ REACHABILITY = (
     "Reachability (who reaches whom on which ports, from the registered firewall rules and "
     "NetworkPolicies and the rules GKE creates for its nodes)"
 )
-SCHEMA_VERSION = 3
-"""Of `--json`, described by schema/plan-output.schema.json. 3: camelCase keys throughout
+SCHEMA_VERSION = args.SCHEMA_VERSION
+"""`--json`'s version, described by schema/plan-output.schema.json.
+4: error `kind` `usage` (a command line it cannot run); an amount's `perHour` and
+`perMonth` null where any part is unknown (`pricedPerHour` holds the priced part), a change
+null where an unpriced part changes; the cost's `ageUnknown`. 3: camelCase keys throughout
 (`summary.capacity`), `exitCode`, an `error` document when there is no plan, and in a diff
 `blocked`, `destructive`, `reachability` and per change `reads`, `blocked`, `hazards`,
 `destructive`; the plan's `reachability`. 2: state-shaped URNs, `summary`, per-change
@@ -131,6 +134,8 @@ def _change_lines(c: Change, r: Registration) -> list[str]:
         return [f"    {label(c, r)}: text{suffix}", *(f"      {line}" for line in body)]
     if c.replaces:
         suffix = "  (forces replacement)"
+    elif c.effect is Effect.FAILS:
+        suffix = "  (refused at apply)"
     elif c.effect is Effect.NO_OP:
         suffix = "  (not applied)"
     elif c.note:

@@ -182,7 +182,8 @@ class TerraformRules(Rules):
 
     def delete_before_replace(self, ctx: Context) -> bool:
         # The bridge deletes first when the program names an autonamed resource itself.
-        return self.always_dbr or isinstance(ctx.news.get("name"), str)
+        field = AUTONAMED.get(self.token, "name")
+        return self.always_dbr or isinstance(ctx.news.get(field), str)
 
     def decide(self, path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict:
         field_path = field_of(path)
@@ -270,7 +271,7 @@ class TerraformRules(Rules):
             return Verdict(Effect.NO_OP, _NO_UPDATE_PATH)
         if under(self.notes.fails):
             return Verdict(
-                Effect.UPDATE,
+                Effect.FAILS,
                 "not ForceNew, but the provider updates the resource under its new name, "
                 "which does not exist yet: the update will fail; rename by replacing "
                 "(pulumi up --replace <urn>)",
@@ -376,14 +377,12 @@ def _lustre_capacity(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdi
     if before is None or after is None:
         return None
     if after < before:
-        return Verdict(
-            Effect.UPDATE, _STORAGE_REFUSED.format(why="a Lustre instance never shrinks")
-        )
+        return Verdict(Effect.FAILS, _STORAGE_REFUSED.format(why="a Lustre instance never shrinks"))
     tier = LUSTRE_TIERS.get(int(throughput)) if throughput is not None else None
     threshold = tier.bands[0].high if tier is not None else None
     if threshold is not None and before <= threshold < after:
         return Verdict(
-            Effect.UPDATE,
+            Effect.FAILS,
             _STORAGE_REFUSED.format(
                 why=f"an instance of {before:,.0f} GiB grows only up to {threshold:,} GiB, its "
                 "tier's threshold"
@@ -392,15 +391,34 @@ def _lustre_capacity(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdi
     return None
 
 
-def _filestore_capacity(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
-    """Filestore "Edit instances": a Basic instance's share can grow, never shrink."""
-    before, after = _number(old), _number(new)
-    tier = unwrap(ctx.news.get("tier"))
-    if before is None or after is None or after >= before:
+_BASIC_TIERS = frozenset({"BASIC_HDD", "BASIC_SSD", "STANDARD", "PREMIUM"})
+"""Filestore's Basic tiers (STANDARD and PREMIUM are their API aliases)."""
+
+
+def _filestore_shrink(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    # capacity_gb is not ForceNew (resource_filestore_instance.go): the provider PATCHes it,
+    # and Filestore's Basic tiers scale "Up only" (Filestore "Service tiers"), so the API
+    # refuses a smaller share; the other tiers scale up or down.
+    tier = str(unwrap(ctx.news.get("tier", "")))
+    if tier not in _BASIC_TIERS:
         return None
-    if isinstance(tier, str) and tier.startswith("BASIC_"):
-        return Verdict(Effect.UPDATE, _STORAGE_REFUSED.format(why=f"a {tier} share never shrinks"))
+    if isinstance(old, int | float) and isinstance(new, int | float) and new < old:
+        return Verdict(
+            Effect.FAILS,
+            f"Filestore {tier} scales up only: the provider sends the smaller capacity and the "
+            "API refuses it; to shrink, back the share up, create a smaller instance (under "
+            "another name) from the backup, and move the mounts to it",
+        )
     return None
+
+
+def _template_labels(path: InputPath, old: Any, new: Any, ctx: Context) -> Verdict | None:
+    # resource_compute_instance_template.go (google-beta 93c65b2): `labels` is not ForceNew and
+    # the update only re-reads, but CustomizeDiff tpgresource.SetLabelsDiff derives
+    # `effective_labels` from it, and that one is ForceNew: a label change replaces.
+    return Verdict(
+        Effect.REPLACE, "effective_labels, derived from labels, is ForceNew on a template"
+    )
 
 
 _STORAGE_REFUSED = (
@@ -410,6 +428,8 @@ _STORAGE_REFUSED = (
 
 
 _CUSTOM: dict[str, dict[str, Custom]] = {
+    types.FILESTORE: {"fileShares.capacityGb": _filestore_shrink},
+    types.INSTANCE_TEMPLATE: {"labels": _template_labels},
     types.SUBNETWORK: {"ipCidrRange": _cidr_grows},
     types.DISK: {"size": _disk_size, "provisionedIops": _disk_iops},
     types.CLUSTER: {
@@ -430,7 +450,6 @@ _CUSTOM: dict[str, dict[str, Custom]] = {
         "retentionPolicy.isLocked": _became_false("a locked retention policy cannot be unlocked")
     },
     types.LUSTRE: {"capacityGib": _lustre_capacity},
-    types.FILESTORE: {"fileShares.capacityGb": _filestore_capacity},
 }
 """CustomizeDiff rules: replaces that depend on the values, not only on the field."""
 
@@ -467,6 +486,14 @@ _NOTES: dict[str, Notes] = {
         )
     ),
 }
+
+AUTONAMED: dict[str, str] = {
+    types.SERVICE_ACCOUNT: "accountId",
+    types.CUSTOM_ROLE: "roleId",
+}
+"""Types whose autonamed field is not `name` (pulumi-gcp resources.go: `account_id` and
+`role_id` carry AutoName; SetAutonaming gives every other type with a `name` its own): the
+bridge deletes first when the program sets that field."""
 
 _ASSUMED_FORCE_NEW: dict[str, tuple[ForceNew, ...]] = {
     # In the 10.2.0 SDK but not in google-beta 93c65b2: its flag is unread. Pools are created
@@ -602,7 +629,8 @@ def rules_for(token: str) -> Rules | None:
             notes=_NOTES.get(token, Notes()),
             # pulumi-gcp resources.go: project IAM members are always deleted first.
             always_dbr=token == types.PROJECT_IAM_MEMBER,
-            immutable_but=("labels",) if token == types.INSTANCE_TEMPLATE else None,
+            # Every other input of a template is ForceNew or never applied (labels: _CUSTOM).
+            immutable_but=() if token == types.INSTANCE_TEMPLATE else None,
         )
     if token == types.HELM_RELEASE:
         return HelmReleaseRules()

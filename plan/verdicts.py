@@ -32,6 +32,9 @@ class Effect(StrEnum):
     REPLACE = "replace"
     NO_OP = "no-op"
     """Preview shows an update; the provider has no update path, so nothing changes."""
+    FAILS = "fails"
+    """Preview shows an update; the provider sends it and the API refuses it, so `pulumi up`
+    stops there (a Filestore Basic share that shrinks, a rename the update path cannot make)."""
     KEPT = "kept"
     """No diff at all: the provider keeps the old value (a removed Optional+Computed input, or
     a dynamic provider's diff() that sees no change)."""

@@ -7,7 +7,8 @@ Exit codes (docs/preflight.md):
   0  nothing fails
   1  a check fails: `pulumi up` would
   2  no check ran: an invalid config, a stack file that cannot be read, or no usable
-     credentials (found out before the plan is built, in well under a second)
+     credentials (found out before the plan is built: where none can be on this machine in
+     well under a second, else by refreshing them once)
 With --json, an error that stops every check is a JSON document too.
 """
 
@@ -146,9 +147,16 @@ def _check(target: str, as_json: bool, connect: Connect) -> int:
     from stacks.messages import ConfigError
 
     try:
+        # Credentials first: building the plan takes a minute or more, finding there are none
+        # (a self-hosted runner whose metadata server has no account) a second. The project
+        # is read from the stack file alone; the plan, built next, checks it.
+        project = _project_of(target)
+        clients = connect(project) if project != "PROJECT" else None
         opened = open_stack(target)
         stack, config = opened.name, opened.config
-        findings = run(derive(config, opened.graph), Live(config.project, connect(config.project)))
+        if clients is None or config.project != project:
+            clients = connect(config.project)
+        findings = run(derive(config, opened.graph), Live(config.project, clients))
     except ConfigError as error:
         problems = [{"path": path, "message": message} for path, message in error.rendered]
         return _error(as_json, "config", str(error), problems)

@@ -28,7 +28,8 @@ from preflight.report import QUOTAS_PAGE, Finding, fail, ok, warn
 
 NAME = "quota"
 MEANING = (
-    "regional quota (TPU chips, Cloud TPU cores, GPUs, vCPUs, addresses, Filestore) covers "
+    "regional quota (TPU chips, Cloud TPU cores, GPUs, vCPUs, addresses, Filestore, Managed "
+    "Lustre) covers "
     "the plan at its largest, less what is in use"
 )
 GLOBAL = "global"
@@ -268,6 +269,18 @@ def _metrics(location: str, live: Live) -> list[compute_v1.Quota] | None:
     return None
 
 
+def _quota_warning(location: str, live: Live) -> str:
+    """The region's own reason for listing no quotas (`Region.quota_status_warning`, "populated
+    only if fetching of the quotas field fails"), or empty."""
+    if location == GLOBAL or location != region_of(location):
+        return ""
+    region = live.region(location)
+    if "quota_status_warning" not in region:
+        return ""
+    warning = region.quota_status_warning
+    return ": ".join(part for part in (warning.code, warning.message) if part)
+
+
 def _absent(need: QuotaNeed, live: Live) -> str:
     """What the project has instead, for "cannot check"; or, when Compute Engine listed no
     quotas at all where it lists one for every project, why that is."""
@@ -275,6 +288,12 @@ def _absent(need: QuotaNeed, live: Live) -> str:
     listed = _metrics(need.location, live) if metrics else None
     if listed is not None and not listed:
         where = "the project" if need.location == GLOBAL else need.location
+        warning = _quota_warning(need.location, live)
+        if warning:
+            return (
+                f"Compute Engine could not list the quotas of {where} ({warning}); run "
+                "preflight again later, or read them on the Quotas page"
+            )
         return (
             f"Compute Engine returned no quotas for {where} at all, where it lists every "
             "quota for a project whose Compute Engine API is enabled and whose billing is "

@@ -19,6 +19,9 @@ from pathlib import Path
 
 CATALOG_FILE = Path(__file__).with_name("catalog.csv")
 ANY = "*"
+AGE_UNKNOWN = "unknown"
+"""`as_of` of a row whose source carries no date of its own: the plan counts it as of unknown
+age, never as the day it was read."""
 HOURS_PER_MONTH = 730
 """A month is 730 hours, as Google's pricing calculator and Infracost reckon it, and as Google
 turns monthly prices (disks, Filestore: per GB-month) into hourly ones (Compute Engine disk
@@ -44,6 +47,8 @@ class Kind(StrEnum):
     """Per GiB of a Managed Lustre instance's provisioned capacity, by throughput tier."""
     NAT_GATEWAY = "nat_gateway"
     NAT_DATA = "nat_data"
+    NAT_IP = "nat_ip"
+    """Per hour of each external IP address a Cloud NAT gateway uses, static or ephemeral."""
     GKE_CLUSTER = "gke_cluster"
 
 
@@ -80,10 +85,22 @@ SOURCES: dict[str, Source] = {
     ),
     "skypilot": Source(
         "SkyPilot catalog vms.csv at 8427bbf (built from the Cloud Billing Catalog API by "
-        "sky/catalog/data_fetchers/fetch_gcp.py), read 2026-11-23; the snapshot carries no "
-        "date of its own, and newer public catalogs differ from it: refresh",
+        "sky/catalog/data_fetchers/fetch_gcp.py), read 2026-11-23; it carries no date of its "
+        "own (its Spot VM prices equal Cyclenerd's February 2026 snapshots): age unknown, "
+        "refresh",
         "https://github.com/skypilot-org/skypilot-catalog/blob/"
         "8427bbff988abdd050a9f51addd314ef31cb4e85/catalogs/v8/gcp/vms.csv",
+    ),
+    "skypilot-v9": Source(
+        "SkyPilot catalog v9 vms.csv at 2c3d7ea (built from the Cloud Billing Catalog API by "
+        "fetch_gcp.py), read 2026-11-28; it carries no date of its own (its Spot VM prices "
+        "equal Cyclenerd's July 2026 snapshots): age unknown, refresh",
+        "https://github.com/skypilot-org/skypilot-catalog/blob/"
+        "2c3d7ea7d76bf84cf80d382e946c1609571485fd/catalogs/v9/gcp/vms.csv",
+    ),
+    "nat-pricing": Source(
+        "Cloud NAT pricing, read 2026-11-28 (the page carries no date)",
+        "https://cloud.google.com/nat/pricing",
     ),
     "foldrun": Source(
         'A public file headed "FoldRun cost estimation engine" (Google LLC, 2026), unit '
@@ -134,8 +151,15 @@ class PriceRow:
     source: str
     """A key of `SOURCES`."""
     as_of: str
-    """The date the price was read at its source, or took effect there (YYYY-MM-DD)."""
+    """The date of the price at its source (YYYY-MM-DD): the date the source itself carries
+    (generated, verified, effective), or `unknown` where it carries none (age unknown; the
+    source's title says when it was read)."""
     note: str = ""
+
+    @property
+    def dated(self) -> date | None:
+        """The price's own date; None where its source carries none."""
+        return None if self.as_of == AGE_UNKNOWN else date.fromisoformat(self.as_of)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -177,11 +201,12 @@ def _row(line: int, raw: dict[str, str]) -> PriceRow:
     if status is Status.UNKNOWN and not raw["note"]:
         raise CatalogError(f"catalog.csv line {line}: an unknown price needs a note saying why")
     try:
-        date.fromisoformat(raw["as_of"])
+        if raw["as_of"] != AGE_UNKNOWN:
+            date.fromisoformat(raw["as_of"])
     except ValueError:
         raise CatalogError(
-            f"catalog.csv line {line}: as_of {raw['as_of']!r} is not a date (YYYY-MM-DD): every "
-            "price says when it was read"
+            f"catalog.csv line {line}: as_of {raw['as_of']!r} is not a date (YYYY-MM-DD) nor "
+            f"{AGE_UNKNOWN!r}: every price says how old it is, or that its source does not say"
         ) from None
     return PriceRow(
         kind=kind,

@@ -432,17 +432,27 @@ class _Builder:
         )
 
     def nats(self, nat_resources: list[Registration]) -> None:
-        """A gateway bills per VM it serves, up to 32; run after every VM's line."""
+        """A gateway bills per VM it serves, up to 32, and per external address it uses; run
+        after every VM's line."""
         for r in nat_resources:
             config_key = self.keys.get(r.urn, "")
             served = [line for line in self.lines if line.nat == config_key]
             idle = sum(line.vms[0] for line in served)
             full = sum(line.vms[1] for line in served)
-            quote = quotes.nat_vm(self.catalog, r.inputs.get("region", ""))
+            region = r.inputs.get("region", "")
+            ips = (nat_ips(idle), nat_ips(full))
             self.resource_line(
                 r,
-                units=f"{idle}..{full} VMs, billed for at most {NAT_VM_CAP}",
-                parts=[(quote, min(idle, NAT_VM_CAP), min(full, NAT_VM_CAP))],
+                units=f"{idle}..{full} VMs, billed for at most {NAT_VM_CAP}; "
+                f"{ips[0]}..{ips[1]} IP addresses",
+                parts=[
+                    (
+                        quotes.nat_vm(self.catalog, region),
+                        min(idle, NAT_VM_CAP),
+                        min(full, NAT_VM_CAP),
+                    ),
+                    (quotes.nat_ip(self.catalog, region), *ips),
+                ],
             )
 
     def build(self) -> None:
@@ -462,6 +472,18 @@ class _Builder:
                 self.storage(item)
         self.unpriced += [f"{u.label} ({u.why})" for u in inventory.unread]
         self.nats(nat_resources)
+
+
+NAT_PORTS_PER_IP = 64_512
+"""Source ports of one NAT address (Cloud NAT "Ports and addresses": 1024-65535)."""
+NAT_MIN_PORTS_PER_VM = 64
+"""The gateway's default minimum per VM (static port allocation; components/network.py sets
+no other): with AUTO_ONLY, Cloud NAT adds an address per 1,008 VMs."""
+
+
+def nat_ips(vms: int) -> int:
+    """The addresses an AUTO_ONLY gateway allocates for `vms` VMs at the default ports."""
+    return -(-vms * NAT_MIN_PORTS_PER_VM // NAT_PORTS_PER_IP)
 
 
 def _free(type_: str) -> bool:

@@ -105,4 +105,5 @@ def wanted() -> Iterator[Key]:
             yield (Kind.LUSTRE, tier, region, ANY_CAPACITY)
         yield (Kind.NAT_GATEWAY, NAT, region, ANY_CAPACITY)
         yield (Kind.NAT_DATA, NAT, region, ANY_CAPACITY)
+        yield (Kind.NAT_IP, NAT, region, ANY_CAPACITY)
         yield (Kind.GKE_CLUSTER, GKE_FEE, region, ANY_CAPACITY)

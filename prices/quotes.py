@@ -20,6 +20,7 @@ _PER_HOUR = {
     "vCPU-hour": 1.0,
     "GiB-hour": 1.0,
     "VM-hour": 1.0,
+    "IP-hour": 1.0,
     "cluster-hour": 1.0,
     "GB-month": 1 / HOURS_PER_MONTH,
     "GiB-month": 1 / HOURS_PER_MONTH,
@@ -159,6 +160,10 @@ def lustre(catalog: Catalog, throughput: str, region: str) -> Quote:
 
 def nat_vm(catalog: Catalog, region: str) -> Quote:
     return _lookup(catalog, Kind.NAT_GATEWAY, NAT, region, ANY_CAPACITY, "VM behind Cloud NAT")
+
+
+def nat_ip(catalog: Catalog, region: str) -> Quote:
+    return _lookup(catalog, Kind.NAT_IP, NAT, region, ANY_CAPACITY, "Cloud NAT IP address")
 
 
 def gke_cluster(catalog: Catalog, region: str) -> Quote:

@@ -234,6 +234,9 @@ def recipe(key: Key) -> Recipe | None:
         return (
             (Matcher(NETWORKING, "^Networking Cloud Nat Gateway Uptime", {"h": "VM-hour"}), 1.0),
         )
+    if kind is Kind.NAT_IP and item == NAT:
+        # One global SKU (8515-9425-D2CE) at one price for every region (nat/pricing).
+        return ((Matcher(NETWORKING, "^Networking Cloud NAT IP Usage", {"h": "IP-hour"}), 1.0),)
     if kind is Kind.NAT_DATA and item == NAT:
         return (
             (Matcher(NETWORKING, "^Networking Cloud Nat Data Processing", {"GiBy": "GiB"}), 1.0),

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import Any
 
-from prices.catalog import HOURS_PER_MONTH, SOURCES, PriceRow
+from prices.catalog import AGE_UNKNOWN, HOURS_PER_MONTH, SOURCES, PriceRow, Status
 from prices.cost import COHORT, OUTSIDE, Amount, CostReport, Line, Share
 from prices.quotes import money
 from stacks import registry
@@ -65,29 +65,48 @@ def _dates(rows: Iterable[PriceRow]) -> dict[str, set[str]]:
 def _sources(rows: Iterable[PriceRow]) -> list[str]:
     dated = _dates(rows)
     return [
-        f"    {', '.join(sorted(dates))}: {SOURCES[source].title}"
+        f"    {', '.join(sorted(d if d != AGE_UNKNOWN else 'age unknown' for d in dates))}: "
+        f"{SOURCES[source].title}"
         for source, dates in sorted(dated.items(), key=lambda kv: sorted(kv[1]))
     ]
 
 
 def oldest(rows: Iterable[PriceRow]) -> PriceRow | None:
-    """The catalog row the figures rest on that was read longest ago."""
-    return min(rows, key=lambda row: row.as_of, default=None)
+    """The dated catalog row the figures rest on whose price is oldest."""
+    return min((r for r in rows if r.dated), key=lambda row: row.as_of, default=None)
+
+
+def undated(rows: Iterable[PriceRow]) -> list[PriceRow]:
+    """The priced rows the figures rest on whose source carries no date: age unknown."""
+    found = {r.key: r for r in rows if r.dated is None and r.status is Status.PRICED}
+    return list(found.values())
 
 
 def _age(row: PriceRow, today: date) -> int:
-    return (today - date.fromisoformat(row.as_of)).days
+    assert row.dated is not None
+    return (today - row.dated).days
 
 
 def _oldest_line(rows: Iterable[PriceRow], today: date) -> list[str]:
-    row = oldest(rows)
-    if row is None:
+    rows = list(rows)
+    row, unknown = oldest(rows), undated(rows)
+    if row is None and not unknown:
         return []
-    return [
-        f"  Oldest price used: {row.as_of}, {_age(row, today)} days ago "
-        f"({row.kind.value} {row.item} in {row.region}, source {row.source}); "
-        f"`{REFRESH}` reads today's"
-    ]
+    said = (
+        []
+        if row is None
+        else [
+            f"{row.as_of}, {_age(row, today)} days ago ({row.kind.value} {row.item} in "
+            f"{row.region}, source {row.source})"
+        ]
+    )
+    if unknown:
+        sources = ", ".join(sorted({r.source for r in unknown}))
+        said.append(
+            f"{len(unknown)} price{'s' if len(unknown) > 1 else ''} of age unknown (source "
+            f"{sources}: it carries no date)"
+        )
+    return [f"  Oldest price used: {'; '.join(said)}; `{REFRESH}` reads today's"]
 
 
 def _notes(lines: Iterable[Line]) -> list[str]:
@@ -266,8 +285,11 @@ def _deferred(was: Line | None, now: Line | None) -> str:
     booked_full = _booked(was, now)[1]
     if booked_full == now.full:
         return ""
+    # A machine with no catalog price changes by an unknown amount, never by $0.
+    moved = bool(booked_full.unknown or now.full.unknown)
     return (
-        f"{_change(booked_full, now.full, 'h')} more at full scale once its running VMs are "
+        f"{_change(booked_full, now.full, 'h', moved=moved)} more at full scale once its "
+        "running VMs are "
         "recreated (the group's update policy is opportunistic)"
     )
 
@@ -328,9 +350,12 @@ def _usd(usd: float) -> float:
 
 
 def amount_json(amount: Amount) -> dict[str, Any]:
+    """An amount as JSON: `perHour` and `perMonth` null where any part is unknown (a tool
+    that sums them must not read 0), `pricedPerHour` the part that is priced."""
     return {
-        "perHour": _usd(amount.usd),
-        "perMonth": _usd(amount.usd * HOURS_PER_MONTH),
+        "perHour": _usd(amount.usd) if amount.known else None,
+        "perMonth": _usd(amount.usd * HOURS_PER_MONTH) if amount.known else None,
+        "pricedPerHour": _usd(amount.usd),
         "unknown": list(amount.unknown),
     }
 
@@ -389,16 +414,21 @@ def cost_json(report: CostReport, today: date | None = None) -> dict[str, Any]:
             "daysOld": _age(first, today or date.today()),
             "source": SOURCES[first.source].title,
         },
+        "ageUnknown": len(undated(report.rows)),
     }
 
 
-def _delta_json(before: Amount, after: Amount) -> dict[str, Any]:
+def _delta_json(before: Amount, after: Amount, moved: bool = False) -> dict[str, Any]:
+    """Before, after and the change; the change is null where the text says `unknown` or
+    `+ unknown` (an unpriced part changes), never a priced figure that leaves it out."""
+    unpriced = moved or set(before.unknown) != set(after.unknown)
+    delta = after.usd - before.usd
     return {
         "before": amount_json(before),
         "after": amount_json(after),
         "change": {
-            "perHour": _usd(after.usd - before.usd),
-            "perMonth": _usd((after.usd - before.usd) * HOURS_PER_MONTH),
+            "perHour": None if unpriced else _usd(delta),
+            "perMonth": None if unpriced else _usd(delta * HOURS_PER_MONTH),
         },
     }
 
@@ -407,13 +437,14 @@ def _line_change_json(op: str, was: Line | None, now: Line | None) -> dict[str, 
     line = now or was
     assert line is not None
     booked_idle, booked_full = _booked(was, now)
+    moved = bool(was and now and was.unpriced_units != now.unpriced_units)
     return {
         "op": {"+": "create", "~": "update", "-": "delete"}[op],
         "key": line.key,
         "label": line.label,
         "configKey": line.config_key or None,
-        "idle": _delta_json(was.idle if was else Amount(), booked_idle),
-        "full": _delta_json(was.full if was else Amount(), booked_full),
+        "idle": _delta_json(was.idle if was else Amount(), booked_idle, moved),
+        "full": _delta_json(was.full if was else Amount(), booked_full, moved),
         "deferred": _deferred(was, now) or None,
     }
 

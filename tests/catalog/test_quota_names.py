@@ -43,7 +43,12 @@ def test_compute_metrics_with_usage_come_before_cloud_quotas() -> None:
 def test_kinds_without_a_known_quota_have_no_candidates() -> None:
     assert names.gpu("nvidia-rtx-pro-6000", False) == ()
     assert names.gke_tpu("v2", False) == ()
-    assert names.filestore("ZONAL") == ()
+    assert names.filestore("NO_SUCH_TIER") == ()
+    # Zonal and Regional: their own id first, then that of the tier each replaced.
+    assert [_first((n,)) for n in names.filestore("ZONAL")] == [
+        "ZonalStorageGibPerRegion",
+        "HighScaleSSDStorageGibPerRegion",
+    ]
 
 
 def test_preemptible_cloud_tpu_ids_put_preemptible_after_the_version() -> None:

@@ -255,7 +255,7 @@ def test_the_plan_lists_the_stack_outputs_with_what_is_known(capsys):
 def test_the_plan_json_carries_the_numbers(capsys):
     assert main(["prod", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert document["schemaVersion"] == 3
+    assert document["schemaVersion"] == 4
     numbers = document["summary"]
     assert numbers["tpuChips"] == {"total": 1664, "byKind": {"v5p": 512, "v6e": 1152}}
     assert document["tpuChips"] == 1664

@@ -105,7 +105,7 @@ def test_diff_against_a_git_ref_prints_what_preview_would(history: Path):
         "Changes to stack 'edit' (Pulumi.edit.yaml) since HEAD~1:Pulumi.edit.yaml (no program "
         "there: built with this checkout's code):"
     )
-    assert lines[2:14] == [
+    assert lines[2:15] == [
         # The buckets every system shares are built before the systems.
         "+ Bucket bucket-logs-bucket  (buckets[1])  name=test-project-ai-edit-logs "
         "location=US-EAST5 publicAccessPrevention=enforced forceDestroy=False",
@@ -115,6 +115,12 @@ def test_diff_against_a_git_ref_prints_what_preview_would(history: Path):
         "+- NodePool tpu-a-pool  (tpuSlices[0])  [deleted before its replacement is created]",
         '    nodeConfig.labels["ai-infra/capacity"]: "on-demand" → "spot"',
         "    nodeConfig.spot: (none) → true  (forces replacement)",
+        # Deleted before its replacement exists: the slice is gone while it is recreated.
+        "    ! availability: a TPU slice (1 x ct6e-standard-4t, 4 v6e chips) goes: GKE "
+        "deletes its nodes with the pool, so the jobs running on it are stopped mid-run "
+        "(JobSet restarts them only where capacity is left), and Kueue admits nothing more "
+        "to its flavor; drain it first (let the running jobs finish, or stop admitting to "
+        "its queue)",
         "- Account wi-old-sa  (workloadIdentities[0])  id=ai-edit-old",
         "- IAMMember wi-old-iam.workloadIdentityUser  (workloadIdentities[0])  "
         "roles/iam.workloadIdentityUser -> serviceAccount:test-project.svc.id.goog[old/runner]",
@@ -136,7 +142,7 @@ def test_diff_against_a_git_ref_prints_what_preview_would(history: Path):
 
 def test_diff_as_json_for_ci(history: Path):
     document = json.loads(run(str(history), "HEAD~1", as_json=True))
-    assert document["schemaVersion"] == 3
+    assert document["schemaVersion"] == 4
     changes = document["diff"]
     assert changes["base"] == "HEAD~1"
     assert changes["summary"] == counts(create=1, update=1, replace=1, delete=4)

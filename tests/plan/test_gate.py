@@ -152,12 +152,42 @@ def test_the_markdown_summary_leads_with_what_cannot_go_through(tmp_path: Path, 
     now, base = _stack(tmp_path, SHARED, _edited(network={"subnetCidr": "10.129.0.0/21"}))
     assert main([now, "--base", base, "--markdown"], costing=PLAN_COSTING) == EXIT_REFUSED
     text = capsys.readouterr().out
-    heading, _, since, _, look, first = text.splitlines()[:6]
+    marker, heading, _, since, _, look, first = text.splitlines()[:7]
+    assert marker == "<!-- ai-infra-plan:stack=gate -->"
     assert heading.startswith("### ai-infra `gate`: ") and "to replace" in heading
     assert since.endswith("exit 3 (refused, incomplete or destructive).")
     assert look == "**Look first:**" and first.startswith("- `+-` Subnetwork network-subnet")
-    assert "| `+-` | Subnetwork network-subnet | `network` | ✗ cannot complete" in text
+    assert (
+        "| `+-` | Subnetwork network-subnet | `network` | `ipCidrRange` | ✗ cannot complete" in text
+    )
     assert "**Cost change** (USD at list prices):\n- idle: $" in text
+    # The full text diff, folded, fenced so that nothing in it closes the block.
+    folded = text.split("<details><summary>Full diff</summary>\n\n```\n", 1)[1]
+    assert folded.startswith("Changes to stack 'gate'") and folded.rstrip().endswith("</details>")
+
+
+def test_the_markdown_comment_tables_the_cost_of_each_changed_line(tmp_path: Path, capsys):
+    now, base = _stack(
+        tmp_path, SHARED, _edited(tpuSlices=[{"name": "t", "accelerator": "v5p-16"}])
+    )
+    assert main([now, "--base", base, "--markdown"], costing=PLAN_COSTING) == EXIT_CHANGES
+    text = capsys.readouterr().out
+    table = text.split("**Cost by line** (full scale):\n\n", 1)[1].split("\n\n", 1)[0]
+    header, _, *rows = table.splitlines()
+    assert header == "| | Line | Config key | Before | After | Change | Idle change |"
+    slices = [r for r in rows if "`tpuSlices[0]`" in r]
+    assert slices, table
+
+    def usd(cell: str) -> float:
+        return float(cell.strip().replace("$", "").replace("/h", "").replace(",", ""))
+
+    changes = []
+    for row in slices:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        before, after, change = (usd(c) for c in cells[3:6])
+        assert change == pytest.approx(after - before, abs=0.01), row
+        changes.append(change)
+    assert sum(changes) > 0
 
 
 def _camel(schema: Any) -> set[str]:

@@ -178,7 +178,14 @@ def verdict(token: str, path: tuple[Any, ...], old: Any, new: Any, **sides: Any)
             "b",
             Effect.REPLACE,
         ),
-        ("gcp:compute/instanceTemplate:InstanceTemplate", ("labels", "x"), "a", "b", Effect.UPDATE),
+        # labels is updatable, but effective_labels, derived from it, is ForceNew.
+        (
+            "gcp:compute/instanceTemplate:InstanceTemplate",
+            ("labels", "x"),
+            "a",
+            "b",
+            Effect.REPLACE,
+        ),
         (
             "gcp:compute/instanceTemplate:InstanceTemplate",
             ("advancedMachineFeatures", "turboMode"),

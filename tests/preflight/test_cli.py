@@ -94,8 +94,30 @@ def test_an_invalid_config_exits_2_before_any_read(
 ) -> None:
     bad = tmp_path / "Pulumi.bad.yaml"
     bad.write_text(yaml.safe_dump({"config": {**STACK, "gcp:zone": "us-east5-a"}}))
-    assert main([str(bad)], connect=_no_credentials) == 2
+    world = passing_world()
+    assert main([str(bad)], connect=lambda project: world.clients()) == 2
     assert "invalid stack config" in capsys.readouterr().err
+    assert world.calls == []
+
+
+def test_credentials_that_fail_stop_it_before_the_plan_is_built(
+    stack_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a metadata host named (a self-hosted runner on GCE), `missing()` cannot rule the
+    credentials out: their refresh decides, and it comes before the minute the plan takes."""
+    import graph.stack
+    from preflight.cli import STALE_CREDENTIALS, CredentialsMissing
+
+    def no_plan(target: str) -> None:
+        raise AssertionError("the plan was built before the credentials were tried")
+
+    def refused(project: str) -> Clients:
+        assert project == "ml-preflight"
+        raise CredentialsMissing(STALE_CREDENTIALS.format(reason="metadata: no account"))
+
+    monkeypatch.setattr(graph.stack, "open_stack", no_plan)
+    assert main([str(stack_file)], connect=refused) == 2
+    assert "metadata: no account" in capsys.readouterr().err
 
 
 def test_without_credentials_it_says_how_to_log_in(
@@ -169,7 +191,9 @@ def test_an_invalid_config_with_json_is_a_json_error(
 ) -> None:
     bad = tmp_path / "Pulumi.bad.yaml"
     bad.write_text(yaml.safe_dump({"config": {**STACK, "gcp:zone": "us-east5-a"}}))
-    assert main([str(bad), "--json"], connect=_no_credentials) == 2
+    world = passing_world()
+    assert main([str(bad), "--json"], connect=lambda project: world.clients()) == 2
+    assert world.calls == []
     document = json.loads(capsys.readouterr().out)
     assert document["error"]["kind"] == "config"
     assert document["error"]["problems"][0]["path"] == "gcp:zone"

@@ -8,7 +8,7 @@ import pytest
 
 from graph.engine import list_stacks, load_stack_config
 from prices.catalog import HOURS_PER_MONTH, Kind, load
-from prices.cost import COHORT, OUTSIDE, CostReport, total
+from prices.cost import COHORT, OUTSIDE, CostReport, nat_ips, total
 from tests.prices.conftest import Cost, cost_of, line
 from tests.test_docs import examples
 
@@ -231,15 +231,20 @@ def test_nat_bills_each_vm_it_serves_up_to_32(cost: Cost):
     small = cost()
     nat = line(small, "RouterNat network-nat")
     rate = usd(Kind.NAT_GATEWAY, "cloud-nat", "us-east5", "any")
+    ip = usd(Kind.NAT_IP, "cloud-nat", "us-east5", "any")
     # The CPU pool's 3 nodes and the system pool's 3 (one per zone), at 3 per zone for the
-    # CPU pool at full scale.
-    assert nat.idle.usd == pytest.approx(6 * rate)
-    assert nat.full.usd == pytest.approx(12 * rate)
+    # CPU pool at full scale; one address serves up to 1,008 VMs at 64 ports each.
+    assert nat.idle.usd == pytest.approx(6 * rate + ip)
+    assert nat.full.usd == pytest.approx(12 * rate + ip)
     big = cost(
         tpuSlices=[{"name": "t", "accelerator": "v5p-512"}],
         network={"podsCidr": "10.64.0.0/14"},
     )
-    assert line(big, "RouterNat network-nat").full.usd == pytest.approx(32 * rate)
+    assert line(big, "RouterNat network-nat").full.usd == pytest.approx(32 * rate + ip)
+
+
+def test_nat_addresses_follow_the_vms_at_the_default_ports():
+    assert [nat_ips(n) for n in (0, 1, 1008, 1009, 2016, 2017)] == [0, 1, 1, 2, 2, 3]
 
 
 def _all_reports() -> list[tuple[str, CostReport]]:
@@ -333,7 +338,8 @@ def test_a_gpu_cluster_prices_its_filestore_and_its_own_nat():
     # The cluster's own NAT serves its two VMs; the stack's NAT serves the CPU and system
     # pools only.
     rate = usd(Kind.NAT_GATEWAY, "cloud-nat", "us-central1", "any")
+    ip = usd(Kind.NAT_IP, "cloud-nat", "us-central1", "any")
     own = next(x for x in report.lines if x.label.startswith("RouterNat gpucluster-demo"))
-    assert own.full.usd == pytest.approx(2 * rate)
+    assert own.full.usd == pytest.approx(2 * rate + ip)
     stack = line(report, "RouterNat network-nat")
-    assert stack.full.usd == pytest.approx(12 * rate)
+    assert stack.full.usd == pytest.approx(12 * rate + ip)

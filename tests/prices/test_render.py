@@ -36,10 +36,12 @@ def test_the_cost_section_prints_each_line_the_totals_and_the_dates(cost: Cost):
     assert re.search(rf"per month .*{re.escape(month)}/mo", text)
     # Where the prices come from, and as of when.
     assert "2026-07-30: Cyclenerd" in text
-    assert "2026-11-23: SkyPilot catalog" in text and "undated" not in text
+    assert "age unknown: SkyPilot catalog v9" in text and "undated" not in text
     # How old the oldest price behind the figures is, and how to read today's.
     (oldest,) = [x for x in text.splitlines() if x.startswith("  Oldest price used: ")]
     assert oldest.startswith("  Oldest price used: 2026-07-30, ")
+    # v5p's price comes from a catalog that carries no date: counted apart, never as new.
+    assert "3 prices of age unknown (source gke-pricing, nat-pricing, skypilot-v9: it" in oldest
     assert "`uv run python -m prices refresh`" in oldest
     assert "Left out:" in text and "sustained-use discounts" in text
     assert text.count("a month is 730 h") == 1
@@ -57,6 +59,11 @@ def test_unknown_prices_are_listed_with_their_reason_and_marked_in_the_totals(co
     # line says what it knows (its boot disks) and that more is unknown.
     row = re.search(r"^  NodePool tpu-flex-0 .* flex-start +(\S+) +(.+?)  ", text, re.M)
     assert row and (row[1], row[2]) == ("$0.00/h", "$0.0548/h + unknown"), text
+    # In JSON an amount with an unknown part has no total, never 0 or the priced part alone.
+    flex = next(x for x in cost_json(report)["lines"] if x["label"] == "NodePool tpu-flex-0")
+    assert flex["full"]["perHour"] is None and flex["full"]["perMonth"] is None
+    assert flex["full"]["pricedPerHour"] == pytest.approx(0.0548, abs=1e-4)
+    assert flex["idle"]["perHour"] == 0.0
 
 
 def test_teams_are_shown_with_their_share(cost: Cost):
@@ -87,8 +94,8 @@ def test_the_json_carries_the_numbers_the_text_shows(cost: Cost):
     assert train["full"]["perHour"] == pytest.approx(line(report, "NodePool tpu-train-0").full.usd)
     chips = next(p for p in train["parts"] if p["what"] == "v5p chip")
     assert (chips["fullUnits"], chips["usdPerUnitHour"]) == (128, 4.2)
-    assert {s["asOf"][0] for s in document["sources"]} >= {"2026-07-30", "2026-11-23"}
-    assert chips["asOf"] == ["2026-11-23"]
+    assert {s["asOf"][0] for s in document["sources"]} >= {"2026-07-30", "unknown"}
+    assert chips["asOf"] == ["unknown"] and document["ageUnknown"] == 3
     assert document["byTeam"]["(outside team quotas)"]["full"]["perHour"] > 0
 
 
@@ -215,3 +222,23 @@ def test_a_gpu_cluster_template_change_books_the_new_price_for_new_vms_only():
     )
     (text,) = [x for x in cost_change(before, after) if "InstanceGroupManager" in x]
     assert "more at full scale once its running VMs are recreated" in text
+
+
+def test_a_deferred_change_to_an_unpriced_machine_is_unknown_never_priced():
+    def cluster(machine: str, gpu: str, gpus: int, disk: str) -> dict[str, Any]:
+        demo = {"name": "demo", "instanceCount": 2, "machineType": machine, "gpuCount": gpus}
+        demo |= {"gpuType": gpu, "diskType": disk, "provisioning": "spot"}
+        return _central(gpuClusters=[demo])
+
+    before = cost_of(cluster("a2-highgpu-2g", "nvidia-tesla-a100", 2, "pd-ssd"))
+    # No public catalog prices A3 Ultra with its bundled SSD: its row is unknown.
+    after = cost_of(cluster("a3-ultragpu-8g", "nvidia-h200-141gb", 8, "hyperdisk-balanced"))
+    assert not line(after, "InstanceGroupManager gpucluster-demo-mig").full.known
+    (text,) = [x for x in cost_change(before, after) if "InstanceGroupManager" in x]
+    # The priced part (the old machine's price goes) is shown with the unknown beside it.
+    assert re.search(r"; -\$[0-9.,]+/h \+ unknown more at full scale once its running", text)
+    document = cost_change_json(before, after)
+    (group,) = [x for x in document["lines"] if x["label"].startswith("InstanceGroupManager")]
+    assert "+ unknown more" in group["deferred"]
+    assert document["full"]["after"]["perHour"] is None
+    assert document["full"]["change"]["perHour"] is None

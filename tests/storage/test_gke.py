@@ -14,6 +14,7 @@ from catalog.storage import GCSFUSE_FILE_CACHE, GCSFUSE_PROFILES, GKE_FILE_CACHE
 from components.storage.mounts import team_mounts
 from graph.engine import Graph, Registration, peered_address
 from plan.diff import diff
+from plan.verdicts import Effect
 from stacks.loading import parse
 from tests.conftest import build_graph
 from tests.storage.stack import VOLUMES, config, storage
@@ -289,7 +290,7 @@ def resized(index: int, kind: str, before: dict[str, Any], after: dict[str, Any]
             "filestore",
             {"capacityGib": 3000, "tier": "BASIC_SSD"},
             {"capacityGib": 2600, "tier": "BASIC_SSD"},
-            "BASIC_SSD share never shrinks",
+            "BASIC_SSD scales up only",
         ),
     ],
     ids=["lustre-shrink", "lustre-past-threshold", "basic-shrink"],
@@ -301,7 +302,8 @@ def test_a_resize_the_api_refuses_is_shown_as_one_that_cannot_complete(
     instance = f"gcp:{kind}/instance:Instance"
     (change,) = [c for c in changes if c.resource.type == instance]
     (capacity,) = [c for c in change.changes if "apacity" in c.rendered_path]
-    assert capacity.note.startswith("cannot complete:") and why in capacity.note, capacity
+    # The gate reads FAILS as an edit `pulumi up` cannot finish (docs/plan.md, exit 3).
+    assert capacity.effect is Effect.FAILS and why in capacity.note, capacity
 
 
 def test_a_lustre_grow_within_its_band_is_an_update():
