@@ -316,7 +316,9 @@ def mount_problems(
                 )
             )
         volume = storage.volumes.get(mount.volume)
-        if volume is not None and volume.kind == "gcs" and nested(mount.mount_path, HOME):
+        # Under /home (read-only, or read-write where the system refuses that) it hides no
+        # one's home; at or over /home it hides them all.
+        if volume is not None and volume.kind == "gcs" and _at_or_over(mount.mount_path, HOME):
             found.append(
                 Problem(
                     (i, "mountPath"),
@@ -363,3 +365,9 @@ def mounts_lustre(mounts: Iterable[StorageMount], storage: Storage) -> bool:
     return any(
         m.volume in storage.volumes and storage.volumes[m.volume].kind == "lustre" for m in mounts
     )
+
+
+def _at_or_over(path: str, directory: str) -> bool:
+    """`path` is `directory` or one of its parents."""
+    parent = path.rstrip("/") + "/"
+    return path.rstrip("/") == directory.rstrip("/") or directory.startswith(parent)
