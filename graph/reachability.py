@@ -164,9 +164,9 @@ class _Ranges:
     def __init__(self, cidrs: Iterable[str]) -> None:
         spans: dict[int, list[tuple[int, int]]] = {4: [], 6: []}
         for cidr in cidrs:
-            net = _net(cidr)
-            if net is not None:
-                spans[net.version].append((int(net[0]), int(net[-1])))
+            span = _span(cidr)
+            if span is not None:
+                spans[span[0]].append(span[1:])
         self._starts: dict[int, list[int]] = {}
         self._ends: dict[int, list[int]] = {}
         for version, found in spans.items():
@@ -175,11 +175,11 @@ class _Ranges:
             self._ends[version] = [b for _, b in merged]
 
     def overlaps(self, cidr: str) -> bool:
-        net = _net(cidr)
-        if net is None:
+        span = _span(cidr)
+        if span is None:
             return False
-        starts, ends = self._starts[net.version], self._ends[net.version]
-        low, high = int(net[0]), int(net[-1])
+        version, low, high = span
+        starts, ends = self._starts[version], self._ends[version]
         i = bisect_right(starts, high) - 1
         return i >= 0 and ends[i] >= low
 
@@ -190,6 +190,15 @@ class _Ranges:
 @cache
 def _net(cidr: str) -> Network | None:
     return network(cidr) if cidr else None
+
+
+@cache
+def _span(cidr: str) -> tuple[int, int, int] | None:
+    """(IP version, first address, last address) of a range, as integers."""
+    net = _net(cidr)
+    if net is None:
+        return None
+    return net.version, int(net.network_address), int(net.broadcast_address)
 
 
 @dataclass(frozen=True)
