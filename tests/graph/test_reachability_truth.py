@@ -17,6 +17,7 @@ import pytest
 from graph import netpol, reachability, types
 from graph.engine import Graph
 from graph.reachability import Ports, Principal
+from tests.conftest import build_graph
 from tests.graph.test_reachability import ALL, graph_of
 
 Probe = tuple[str, int]
@@ -331,3 +332,21 @@ def test_an_unknown_address_is_shown_unknown_and_never_paired():
         for pair in reachability.matrix(graph)
         if {"Filestore late", "range not-known-yet"} & set(pair)
     ]  # type: ignore[arg-type]
+
+
+def test_host_network_pods_reach_a_share_exported_to_the_subnet():
+    """The known open path (docs/storage.md): research is granted the share, which exports to
+    the node subnet and lets GKE's node tag reach it; pretrain's host-network pods send from
+    their nodes' addresses with that tag, so they reach it on NFS too."""
+    from tests.storage.stack import config
+
+    graph = build_graph(
+        config(
+            teams=[{"name": "pretrain", "tpuHostNetwork": True}, {"name": "research"}],
+            tpuSlices=[{"name": "own", "accelerator": "v5p-16", "team": "pretrain"}],
+        )
+    )
+    shown = reachability.matrix(graph)
+    ports = shown[("team pretrain host-network pods", "Filestore ai-test-shared")]
+    assert _holds(ports, ("tcp", 2049)), ports
+    assert _differences(graph) == []
