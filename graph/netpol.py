@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Protocol
 
 from graph import types
@@ -43,8 +44,14 @@ def network(text: object) -> Network | None:
     is unknown, or absent from a new resource's properties). A range written with host bits
     (`10.1.2.3/0`) is read as the range it covers, not as none: the firewall and NetworkPolicy
     APIs are not this reader, and `no-internet-ingress` must see such a /0."""
+    return _parse(str(text))
+
+
+@cache
+def _parse(text: str) -> Network | None:
+    """Parsed once per text: the reachability model asks about the same ranges per pair."""
     try:
-        return ipaddress.ip_network(str(text), strict=False)
+        return ipaddress.ip_network(text, strict=False)
     except ValueError:
         return None
 

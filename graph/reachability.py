@@ -14,17 +14,19 @@ pack all call `matrix()`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
-from graph import types
-from graph.netpol import Graph, Pod, Recorded, network, rule_ports
+from graph import topology, types
+from graph.netpol import Graph, Network, Pod, Recorded, network, rule_ports
 
 IAP_RANGE = "35.235.240.0/20"
 """Identity-Aware Proxy's TCP forwarding range (components/network.py states it too; this
 module reads graphs only and imports no component)."""
-TEAM_LABEL = "ai-infra/team"
+TEAM_LABEL = topology.TEAM_LABEL
 FIREWALL = types.FIREWALL
 PROTOCOLS = ("tcp", "udp", "sctp", "icmp", "esp", "ah")
 _PORTED = ("tcp", "udp", "sctp")
@@ -123,8 +125,8 @@ def _merge(spans: Iterable[tuple[int, int]]) -> Intervals:
 
 @dataclass(frozen=True)
 class Principal:
-    """Who sends or receives: VMs (by network and tags), pods (by namespace), a range, or a
-    Filestore share."""
+    """Who sends or receives: VMs (by network, tags and account), pods (by namespace), a range,
+    or a Filestore share."""
 
     name: str
     kind: str
@@ -132,6 +134,7 @@ class Principal:
     network: str = ""
     """The VPC's name; empty for a range, which reaches any network it is admitted to."""
     cidr: str = ""
+    """Its addresses; empty or unreadable when unknown until deploy (never paired then)."""
     tags: frozenset[str] = frozenset()
     namespace: str | None = None
     """Pods' namespace; `*` for pods of every namespace without a policy of the program's."""
@@ -142,6 +145,60 @@ class Principal:
     system: str = ""
     """The registry name of the system whose VMs these are (`VMS`); empty for GKE, pods,
     ranges and shares."""
+    account: str = ""
+    """The VMs' service account, which rules may name instead of tags."""
+    teams: tuple[str, ...] = ()
+    """DCN hosts: the teams whose queues list the group's flavor, whose pods take a NIC here."""
+
+    @property
+    def known(self) -> bool:
+        """Whether its addresses are known (a range's, a share's); VMs and pods are always
+        placed, by tag and by their network's ranges."""
+        return self.kind in ("vm", "pods") or _net(self.cidr) is not None
+
+
+class _Ranges:
+    """A set of address ranges as sorted merged integer intervals, per IP version, so that
+    whether a range overlaps any of them is a binary search, not a scan of every source."""
+
+    def __init__(self, cidrs: Iterable[str]) -> None:
+        spans: dict[int, list[tuple[int, int]]] = {4: [], 6: []}
+        for cidr in cidrs:
+            span = _span(cidr)
+            if span is not None:
+                spans[span[0]].append(span[1:])
+        self._starts: dict[int, list[int]] = {}
+        self._ends: dict[int, list[int]] = {}
+        for version, found in spans.items():
+            merged = _merge(found)
+            self._starts[version] = [a for a, _ in merged]
+            self._ends[version] = [b for _, b in merged]
+
+    def overlaps(self, cidr: str) -> bool:
+        span = _span(cidr)
+        if span is None:
+            return False
+        version, low, high = span
+        starts, ends = self._starts[version], self._ends[version]
+        i = bisect_right(starts, high) - 1
+        return i >= 0 and ends[i] >= low
+
+    def __bool__(self) -> bool:
+        return any(self._starts.values())
+
+
+@cache
+def _net(cidr: str) -> Network | None:
+    return network(cidr) if cidr else None
+
+
+@cache
+def _span(cidr: str) -> tuple[int, int, int] | None:
+    """(IP version, first address, last address) of a range, as integers."""
+    net = _net(cidr)
+    if net is None:
+        return None
+    return net.version, int(net.network_address), int(net.broadcast_address)
 
 
 @dataclass(frozen=True)
@@ -151,134 +208,128 @@ class _Rule:
     priority: int
     allow: bool
     ports: Ports
-    sources: tuple[str, ...] = ()
+    sources: _Ranges = field(default_factory=lambda: _Ranges(()))
     source_tags: frozenset[str] = frozenset()
+    source_accounts: frozenset[str] = frozenset()
     targets: frozenset[str] = frozenset()
-    destinations: tuple[str, ...] = ()
+    target_accounts: frozenset[str] = frozenset()
+    destinations: _Ranges = field(default_factory=lambda: _Ranges(()))
 
 
-def _last(link: Any) -> str:
-    return str(link or "").rstrip("/").rsplit("/", 1)[-1]
-
-
-def _overlaps(a: str, b: str) -> bool:
-    first, second = network(a), network(b)
-    return first is not None and second is not None and first.overlaps(second)
+EVERYWHERE = ("0.0.0.0/0",)
+"""What a rule without a source (ingress) or destination (egress) range admits: Compute API
+`Firewall.sourceRanges`/`destinationRanges` ("if not specified, 0.0.0.0/0")."""
 
 
 def _rules(graph: Graph) -> list[_Rule]:
     found = []
     for r in graph.of_type(FIREWALL):
         i = r.inputs
+        if i.get("disabled") is True:
+            continue  # Compute API `Firewall.disabled`: "the rule is not enforced"
+        egress = i.get("direction") == "EGRESS"
+        sources = tuple(i.get("sourceRanges") or ())
+        by_peer = i.get("sourceTags") or i.get("sourceServiceAccounts")
+        if not egress and not sources and not by_peer:
+            sources = EVERYWHERE
+        destinations = tuple(str(d) for d in i.get("destinationRanges") or ()) or EVERYWHERE
+        common = {
+            "network": topology.last(i.get("network")),
+            "egress": egress,
+            "priority": int(i.get("priority", 1000)),
+            "sources": _Ranges(sources),
+            "source_tags": frozenset(i.get("sourceTags") or ()),
+            "source_accounts": frozenset(i.get("sourceServiceAccounts") or ()),
+            "targets": frozenset(i.get("targetTags") or ()),
+            "target_accounts": frozenset(i.get("targetServiceAccounts") or ()),
+            "destinations": _Ranges(destinations),
+        }
         for key, allow in (("allows", True), ("denies", False)):
             for entry in i.get(key) or []:
-                found.append(
-                    _Rule(
-                        network=_last(i.get("network")),
-                        egress=i.get("direction") == "EGRESS",
-                        priority=int(i.get("priority", 1000)),
-                        allow=allow,
-                        ports=Ports.of(entry["protocol"], entry.get("ports")),
-                        sources=tuple(i.get("sourceRanges") or ()),
-                        source_tags=frozenset(i.get("sourceTags") or ()),
-                        targets=frozenset(i.get("targetTags") or ()),
-                        destinations=tuple(str(d) for d in i.get("destinationRanges") or ()),
-                    )
-                )
+                ports = Ports.of(entry["protocol"], entry.get("ports"))
+                found.append(_Rule(**common, allow=allow, ports=ports))
     return found
 
 
-@dataclass
-class _Stack:
-    """What the graph says about the stack's network and cluster."""
-
-    subnets: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """Subnet name -> (VPC name, primary range)."""
-    pods: str = ""
-    vpc: str = ""
-    master: str = ""
-    gke_tags: frozenset[str] = frozenset()
+def _range_sources(graph: Graph) -> Iterator[str]:
+    for r in graph.of_type(FIREWALL):
+        yield from (str(s) for s in r.inputs.get("sourceRanges") or ())
 
 
-def _stack(graph: Graph) -> _Stack:
-    stack = _Stack()
-    for r in graph.of_type(types.SUBNETWORK):
-        vpc = _last(r.inputs.get("network"))
-        stack.subnets[str(r.inputs.get("name"))] = (vpc, str(r.inputs.get("ipCidrRange")))
-        for secondary in r.inputs.get("secondaryIpRanges") or []:
-            if secondary.get("rangeName") == "pods":
-                stack.pods, stack.vpc = secondary["ipCidrRange"], vpc
-    for r in graph.of_type(types.CLUSTER):
-        stack.master = (r.inputs.get("privateClusterConfig") or {}).get("masterIpv4CidrBlock", "")
-        stack.vpc = _last(r.inputs.get("network")) or stack.vpc
-    tags: set[str] = set()
-    for r in graph.of_type(types.NODE_POOL):
-        tags |= set((r.inputs.get("nodeConfig") or {}).get("tags") or ())
-    stack.gke_tags = frozenset(tags)
-    return stack
+def _gke(graph: Graph, stack: topology.Stack) -> list[Principal]:
+    """GKE's nodes, the control plane, each team's pods (and a host-network team's pods on
+    its own nodes), kube-dns and every other pod."""
+    node_range = topology.subnet_of(stack, "")[1]
+    unenforced = "" if stack.enforced else " (NetworkPolicies not enforced)"
+    found = [
+        Principal("GKE nodes", "vm", stack.vpc, node_range, stack.gke_tags),
+        Principal("GKE control plane", "range", cidr=stack.master),
+    ]
+    hosted = topology.host_network_teams(graph)
+    for namespace, team in topology.teams(graph).items():
+        found.append(
+            Principal(
+                f"team {team} pods{unenforced}", "pods", stack.vpc, stack.pods, namespace=namespace
+            )
+        )
+        if team in hosted:
+            found.append(_host_network(stack, team, node_range))
+    kube_dns = {"k8s-app": "kube-dns"}
+    found.append(
+        Principal(
+            "kube-dns", "pods", stack.vpc, stack.pods, namespace="kube-system", labels=kube_dns
+        )
+    )
+    found.append(Principal("other pods", "pods", stack.vpc, stack.pods, namespace="*"))
+    return found
 
 
-def _subnet_of(stack: _Stack, link: Any) -> tuple[str, str]:
-    """(VPC, range) of the subnet a self link or name points at; the stack's by default."""
-    name = _last(link)
-    for subnet, found in stack.subnets.items():
-        if subnet == name or name.endswith(subnet):
-            return found
-    return stack.vpc, next((cidr for vpc, cidr in stack.subnets.values() if vpc == stack.vpc), "")
+def _host_network(stack: topology.Stack, team: str, node_range: str) -> Principal:
+    """A host-network team's pods as the VMs they run on: the node's network namespace, so no
+    NetworkPolicy selects them (Kubernetes "Network Policies": hostNetwork traffic is treated
+    as the node IP's) and the firewall alone judges them, with their own pools' tags and
+    account (`ai-infra/dedicated=<team>`, the only nodes their pods may use)."""
+    own = [p for p in stack.pools if p.labels.get(topology.DEDICATED_LABEL) == team]
+    return Principal(
+        f"team {team} host-network pods",
+        "vm",
+        stack.vpc,
+        node_range,
+        frozenset(t for p in own for t in p.tags),
+        account=next((p.account for p in own), ""),
+    )
 
 
 def principals(graph: Graph) -> list[Principal]:
-    """Every principal the graph holds, in a stable order."""
-    stack = _stack(graph)
-    own = _subnet_of(stack, "")
+    """Every principal the graph holds, in a stable order; those whose addresses are unknown
+    until deploy are among them, and `matrix` pairs none of them."""
+    stack = topology.read(graph)
+    own = topology.subnet_of(stack, "")
     found: list[Principal] = []
     if graph.of_type(types.CLUSTER):
-        found.append(Principal("GKE nodes", "vm", stack.vpc, own[1], stack.gke_tags))
-        found.append(Principal("GKE control plane", "range", cidr=stack.master))
-        for r in graph.of_type(types.NAMESPACE):
-            labels = (r.inputs.get("metadata") or {}).get("labels") or {}
-            if TEAM_LABEL in labels:
-                team = labels[TEAM_LABEL]
-                # Host-network pods are outside every NetworkPolicy: they reach as nodes do.
-                hosted = labels.get("ai-infra/tpu-host-network") == "true"
-                name = f"team {team} pods"
-                name += " (host-network ones: as GKE nodes)" if hosted else ""
-                found.append(Principal(name, "pods", stack.vpc, stack.pods, namespace=team))
-        found.append(
-            Principal(
-                "kube-dns",
-                "pods",
-                stack.vpc,
-                stack.pods,
-                namespace="kube-system",
-                labels={"k8s-app": "kube-dns"},
-            )
-        )
-        found.append(Principal("other pods", "pods", stack.vpc, stack.pods, namespace="*"))
+        found += _gke(graph, stack)
     found.append(Principal("IAP", "range", cidr=IAP_RANGE))
     found += _vms(graph, stack)
+    found += _dcn(graph, stack)
     for r in graph.of_type(types.FILESTORE):
         network = (r.inputs.get("networks") or [{}])[0]
         reserved = _share_range((r.outputs.get("networks") or [{}])[0])
-        if reserved is None:
-            continue  # its address is unknown until GCP picks it (a preview): no pair to judge
         options = (r.inputs.get("fileShares") or {}).get("nfsExportOptions")
         exports = tuple(ip for o in options for ip in o.get("ipRanges", [])) if options else None
         found.append(
             Principal(
                 f"Filestore {r.inputs.get('name')}",
                 "share",
-                _last(network.get("network")),
-                reserved,
+                topology.last(network.get("network")),
+                reserved or "",  # unknown until GCP picks it (a preview): never paired
                 exports=exports,
             )
         )
     known = {p.cidr for p in found}
-    for rule in _rules(graph):
-        for cidr in rule.sources:
-            if cidr not in known and cidr not in (stack.pods, own[1]):
-                known.add(cidr)
-                found.append(Principal(f"range {cidr}", "range", cidr=cidr))
+    for cidr in _range_sources(graph):
+        if cidr not in known and cidr not in (stack.pods, own[1]):
+            known.add(cidr)
+            found.append(Principal(f"range {cidr}", "range", cidr=cidr))
     return found
 
 
@@ -292,23 +343,70 @@ def _share_range(share_network: Mapping[str, Any]) -> str | None:
     return f"{addresses[0]}/32" if addresses else None
 
 
-VmReader = Callable[[Recorded, "_Stack", Sequence[Principal]], Principal | None]
+def _dcn(graph: Graph, stack: topology.Stack) -> list[Principal]:
+    """The hosts on each additional node network, one principal per group of them: the same
+    tags in the same VPC (a DCN group's rule names its tag as source and target). Named with
+    the tags the VPC's rules name, and the teams whose queues list a flavor landing there."""
+    flavors = graph.of_type(types.RESOURCE_FLAVOR)
+    listed = topology.queue_teams(graph)
+    groups: dict[tuple[str, frozenset[str]], tuple[str, str, list[str]]] = {}
+    for pool in stack.pools:
+        taints = [t for t in pool.taints if t.get("effect") in ("NO_SCHEDULE", "NO_EXECUTE")]
+        names = [
+            str((f.inputs.get("metadata") or {}).get("name", ""))
+            for f in flavors
+            if topology.lands(f.inputs, pool.labels, taints)
+        ]
+        for vpc, subnet in pool.networks:
+            groups.setdefault((vpc, pool.tags), (subnet, pool.account, []))[2].extend(names)
+    for vpc, subnet, tags, account in topology.provisioner_networks(graph):
+        # The provisioner serves the flavors labelled for it (components/gke/quota.py).
+        names = [
+            str((f.inputs.get("metadata") or {}).get("name", ""))
+            for f in flavors
+            if ((f.inputs.get("spec") or {}).get("nodeLabels") or {}).get(topology.CAPACITY_LABEL)
+            == topology.PROVISIONED
+        ]
+        groups.setdefault((vpc, tags), (subnet, account, []))[2].extend(names)
+    named: dict[str, set[str]] = {}
+    for rule in _rules(graph):
+        named.setdefault(rule.network, set()).update(rule.source_tags | rule.targets)
+    found = []
+    for (vpc, tags), (subnet, account, names) in groups.items():
+        teams = tuple(dict.fromkeys(t for f in names for t in listed.get(f, ())))
+        shown = ", ".join(sorted(tags & named.get(vpc, set()))) or "untagged hosts"
+        who = ", ".join(teams) or "no team"
+        found.append(
+            Principal(
+                f"DCN {shown} on {vpc} (pods of {who})",
+                "vm",
+                vpc,
+                stack.subnets.get(subnet, (vpc, ""))[1],
+                tags,
+                account=account,
+                teams=teams,
+            )
+        )
+    return found
+
+
+VmReader = Callable[[Recorded, "topology.Stack", Sequence[Principal]], Principal | None]
 """Whether a registered resource is VMs of one system, and which: the resource, the stack's
 network as the graph shows it, and the principals found before it."""
 
 
-def _slurm(r: Recorded, stack: _Stack, found: Sequence[Principal]) -> Principal | None:
+def _slurm(r: Recorded, stack: topology.Stack, found: Sequence[Principal]) -> Principal | None:
     """The controller and login VMs (instances), the CPU nodes (their template) and the TPU
     nodes the controller creates (a nodeset's TPU config object in the cluster's bucket)."""
     labels = r.inputs.get("labels") or {}
     if r.type == types.INSTANCE and "slurm_instance_role" in labels:
         nic = (r.inputs.get("networkInterfaces") or [{}])[0]
-        vpc, cidr = _subnet_of(stack, nic.get("subnetwork"))
+        vpc, cidr = topology.subnet_of(stack, nic.get("subnetwork"))
         name = f"Slurm {labels['slurm_cluster_name']} {labels['slurm_instance_role']}"
         return Principal(name, "vm", vpc, cidr, frozenset(r.inputs.get("tags") or ()))
     if r.type == types.INSTANCE_TEMPLATE and labels.get("slurm_instance_role") == "compute":
         nic = (r.inputs.get("networkInterfaces") or [{}])[0]
-        vpc, cidr = _subnet_of(stack, nic.get("subnetwork"))
+        vpc, cidr = topology.subnet_of(stack, nic.get("subnetwork"))
         name = f"Slurm {labels['slurm_cluster_name']} CPU nodes"
         return Principal(name, "vm", vpc, cidr, frozenset(r.inputs.get("tags") or ()))
     if r.type == types.BUCKET_OBJECT:
@@ -317,31 +415,33 @@ def _slurm(r: Recorded, stack: _Stack, found: Sequence[Principal]) -> Principal 
         ours = any(p.name.startswith(f"Slurm {cluster} ") for p in found)
         if "/nodeset_tpu_configs/" in path and ours:
             # Upstream's tpu.py tags the TPU VMs it creates with the cluster's name only.
-            vpc, cidr = _subnet_of(stack, "")
+            vpc, cidr = topology.subnet_of(stack, "")
             return Principal(f"Slurm {cluster} TPU nodes", "vm", vpc, cidr, frozenset({cluster}))
     return None
 
 
-def _gpu_cluster(r: Recorded, stack: _Stack, found: Sequence[Principal]) -> Principal | None:
+def _gpu_cluster(
+    r: Recorded, stack: topology.Stack, found: Sequence[Principal]
+) -> Principal | None:
     """A GPU cluster's VMs, by its group's template."""
     labels = r.inputs.get("labels") or {}
     if r.type != types.INSTANCE_TEMPLATE or "aiinfra-cluster" not in labels:
         return None
     nic = (r.inputs.get("networkInterfaces") or [{}])[0]
-    vpc, cidr = _subnet_of(stack, nic.get("subnetwork"))
+    vpc, cidr = topology.subnet_of(stack, nic.get("subnetwork"))
     name = f"GPU cluster {labels['aiinfra-cluster']} VMs"
     return Principal(name, "vm", vpc, cidr, frozenset(r.inputs.get("tags") or ()))
 
 
-def _tpu_vms(r: Recorded, stack: _Stack, found: Sequence[Principal]) -> Principal | None:
+def _tpu_vms(r: Recorded, stack: topology.Stack, found: Sequence[Principal]) -> Principal | None:
     """A TPU VM entry's slices, by its queued resource."""
     if r.type != types.QUEUED_RESOURCE:
         return None
-    vpc, cidr = _subnet_of(stack, r.inputs.get("subnetwork"))
+    vpc, cidr = topology.subnet_of(stack, r.inputs.get("subnetwork"))
     return Principal(
         f"TPU VMs {r.inputs.get('queuedResourceId')}",
         "vm",
-        _last(r.inputs.get("network")) or vpc,
+        topology.last(r.inputs.get("network")) or vpc,
         cidr,
         frozenset(r.inputs.get("tags") or ()),
     )
@@ -356,7 +456,7 @@ VM_TYPES = (types.INSTANCE, types.INSTANCE_TEMPLATE, types.BUCKET_OBJECT, types.
 Slurm's nodeset configs, queued resources."""
 
 
-def _vms(graph: Graph, stack: _Stack) -> list[Principal]:
+def _vms(graph: Graph, stack: topology.Stack) -> list[Principal]:
     """The VMs of every system in `VMS`, one principal per group of them."""
     found: list[Principal] = []
     for type_ in VM_TYPES:
@@ -368,20 +468,20 @@ def _vms(graph: Graph, stack: _Stack) -> list[Principal]:
     return found
 
 
-def _gke_rules(stack: _Stack) -> list[_Rule]:
+def _gke_rules(stack: topology.Stack) -> list[_Rule]:
     """The ingress rules GKE creates for its nodes, at priority 1000."""
     if not stack.master:
         return []
-    own = _subnet_of(stack, "")[1]
+    own = topology.subnet_of(stack, "")[1]
     base = {"network": stack.vpc, "egress": False, "priority": 1000, "allow": True}
     tcp_udp_icmp = Ports.of("tcp", None) | Ports.of("udp", None) | Ports.of("icmp", None)
     return [
-        _Rule(**base, ports=Ports.every(), sources=(stack.pods,), targets=stack.gke_tags),
-        _Rule(**base, ports=tcp_udp_icmp, sources=(own,), targets=stack.gke_tags),
+        _Rule(**base, ports=Ports.every(), sources=_Ranges((stack.pods,)), targets=stack.gke_tags),
+        _Rule(**base, ports=tcp_udp_icmp, sources=_Ranges((own,)), targets=stack.gke_tags),
         _Rule(
             **base,
             ports=Ports.of("tcp", ["443", "10250"]),
-            sources=(stack.master,),
+            sources=_Ranges((stack.master,)),
             targets=stack.gke_tags,
         ),
     ]
@@ -399,53 +499,115 @@ def _decide(rules: Iterable[_Rule], default: Ports) -> Ports:
     return allowed | (default - decided)
 
 
-def _host(source: Principal, gke: Principal | None) -> Principal:
-    """The VM whose NIC a principal's traffic leaves by: a pod's node."""
-    return gke if source.kind == "pods" and gke is not None else source
-
-
 def _targets(rule: _Rule, vm: Principal) -> bool:
-    return not rule.targets or bool(rule.targets & vm.tags)
+    """Target tags, else target accounts, else every VM of the network (Compute API)."""
+    if rule.targets:
+        return bool(rule.targets & vm.tags)
+    if rule.target_accounts:
+        return vm.account in rule.target_accounts
+    return True
 
 
-def _firewall(
-    rules: Sequence[_Rule], source: Principal, target: Principal, gke: Principal | None
-) -> Ports:
-    """Egress at the source's VM, then ingress at the target's, in the target's network."""
-    sender = _host(source, gke)
-    receiver = _host(target, gke)
-    if source.kind != "range" and sender.network != receiver.network:
-        return Ports()
-    egress = Ports.every()
-    if sender.kind == "vm":
-        egress = _decide(
-            (
-                r
-                for r in rules
-                if r.egress
-                and r.network == sender.network
-                and _targets(r, sender)
-                and any(_overlaps(d, target.cidr) for d in r.destinations)
-            ),
-            Ports.every(),
-        )
-    if target.kind == "share":
-        return egress
-    ingress = _decide(
-        (
-            r
-            for r in rules
-            if not r.egress
-            and r.network == receiver.network
-            and _targets(r, receiver)
-            and (
-                any(_overlaps(s, source.cidr) for s in r.sources)
-                or (source.kind == "vm" and bool(r.source_tags & source.tags))
-            )
-        ),
-        Ports(),
+def _from(rule: _Rule, source: Principal) -> bool:
+    if rule.sources.overlaps(source.cidr):
+        return True
+    return source.kind == "vm" and (
+        bool(rule.source_tags & source.tags) or source.account in rule.source_accounts
     )
-    return egress & ingress
+
+
+class _Indexed:
+    """A graph's resources by type, read once (the model asks for the NetworkPolicies once
+    per pair)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self._graph = graph
+        self._by_type: dict[str, Sequence[Recorded]] = {}
+
+    def of_type(self, type_: str) -> Sequence[Recorded]:
+        if type_ not in self._by_type:
+            self._by_type[type_] = self._graph.of_type(type_)
+        return self._by_type[type_]
+
+
+class _Judge:
+    """Judges one pair at a time. Each VM's ingress and egress rules are picked once, so a
+    pair costs a search per rule of that VM, not a scan of every rule and range."""
+
+    def __init__(self, graph: Graph, found: Sequence[Principal]) -> None:
+        self.graph = _Indexed(graph)
+        self.stack = topology.read(self.graph)
+        self.gke = next((p for p in found if p.name == "GKE nodes"), None)
+        self.dcn_hosts = [p for p in found if p.teams]
+        self.teams = topology.teams(self.graph)
+        rules = [*_rules(self.graph), *_gke_rules(self.stack)]
+        self._by_network: dict[tuple[str, bool], list[_Rule]] = {}
+        for rule in rules:
+            self._by_network.setdefault((rule.network, rule.egress), []).append(rule)
+        self._picked: dict[tuple[str, bool], list[_Rule]] = {}
+        self._policies: dict[tuple[str, str, bool], Ports] = {}
+
+    def _rules_of(self, vm: Principal, egress: bool) -> list[_Rule]:
+        key = (vm.name, egress)
+        if key not in self._picked:
+            candidates = self._by_network.get((vm.network, egress), [])
+            self._picked[key] = [r for r in candidates if _targets(r, vm)]
+        return self._picked[key]
+
+    def host(self, p: Principal) -> Principal:
+        """The VM whose NIC a principal's traffic leaves by: a pod's node."""
+        return self.gke if p.kind == "pods" and self.gke is not None else p
+
+    def firewall(self, source: Principal, target: Principal) -> Ports:
+        """Egress at the source's VM, then ingress at the target's, in the target's network."""
+        sender, receiver = self.host(source), self.host(target)
+        if source.kind != "range" and sender.network != receiver.network:
+            return Ports()
+        egress = Ports.every()
+        if sender.kind == "vm":
+            rules = self._rules_of(sender, egress=True)
+            egress = _decide((r for r in rules if r.destinations.overlaps(target.cidr)), egress)
+        if target.kind == "share":
+            return egress
+        rules = self._rules_of(receiver, egress=False)
+        return egress & _decide((r for r in rules if _from(r, source)), Ports())
+
+    def policy(self, pod: Principal, peer: Principal, *, egress: bool) -> Ports:
+        """What the pod's NetworkPolicies allow with `peer` in one direction; every port when
+        the cluster enforces none."""
+        if not self.stack.enforced:
+            return Ports.every()
+        key = (pod.name, peer.name, egress)
+        if key not in self._policies:
+            self._policies[key] = _policy(self.graph, pod, peer, egress=egress)
+        return self._policies[key]
+
+    def dcn(self, source: Principal, target: Principal) -> Ports:
+        """A team's pods on the extra networks: a pod of a flavor landing on DCN hosts takes
+        their NIC whole (GKE multi-network, `NetDevice`), so it sends and receives there as
+        those hosts, outside NetworkPolicy, judged by the firewall of that network."""
+        ports = Ports()
+        if source.kind == "pods" and target.teams:
+            for host in self._hosts_of(source, target.network):
+                ports = ports | self.firewall(host, target)
+        if target.kind == "pods" and source.teams:
+            for host in self._hosts_of(target, source.network):
+                ports = ports | self.firewall(source, host)
+        return ports
+
+    def _hosts_of(self, pods: Principal, vpc: str) -> list[Principal]:
+        team = self.teams.get(pods.namespace or "")
+        return [d for d in self.dcn_hosts if d.network == vpc and team in d.teams]
+
+    def judge(self, source: Principal, target: Principal) -> Ports:
+        ports = self.firewall(source, target)
+        if target.kind == "share" and not _exports(target, source):
+            ports = Ports()
+        if source.kind == "pods":
+            ports = ports & self.policy(source, target, egress=True)
+        if target.kind == "pods":
+            ports = ports & self.policy(target, source, egress=False)
+        return ports | self.dcn(source, target)
 
 
 def _pod(p: Principal) -> Pod:
@@ -472,39 +634,40 @@ def _exports(share: Principal, source: Principal) -> bool:
     pods range: GKE does not masquerade traffic to private ranges)."""
     if share.exports is None:
         return True
-    return any(_overlaps(e, source.cidr) for e in share.exports)
+    return _Ranges(share.exports).overlaps(source.cidr)
 
 
 def matrix(graph: Graph) -> dict[tuple[str, str], Ports]:
     """(source, destination) -> the ports open from one to the other, for every pair with
-    any; a principal to itself only where it is a group of several (VMs, pods)."""
-    found_principals = principals(graph)
-    gke = next((p for p in found_principals if p.name == "GKE nodes"), None)
-    stack = _stack(graph)
-    rules = [*_rules(graph), *_gke_rules(stack)]
+    any; a principal to itself only where it is a group of several (VMs, pods). A principal
+    whose addresses are unknown is in no pair."""
+    found = [p for p in principals(graph) if p.known]
+    judge = _Judge(graph, found)
+    targets = [p for p in found if p.kind != "range"]
     result: dict[tuple[str, str], Ports] = {}
-    for source in found_principals:
+    for source in found:
         if source.kind == "share":
             continue
-        for target in found_principals:
-            if target.kind == "range":
-                continue
-            ports = _firewall(rules, source, target, gke)
-            if target.kind == "share" and not _exports(target, source):
-                ports = Ports()
-            if source.kind == "pods":
-                ports = ports & _policy(graph, source, target, egress=True)
-            if target.kind == "pods":
-                ports = ports & _policy(graph, target, source, egress=False)
+        for target in targets:
+            ports = judge.judge(source, target)
             if ports:
                 result[(source.name, target.name)] = ports
     return result
 
 
+def unknown(graph: Graph) -> list[str]:
+    """The principals whose addresses are known only after deploy."""
+    return [p.name for p in principals(graph) if not p.known]
+
+
 def lines(graph: Graph) -> list[str]:
-    """The plan's section: each pair with the ports open between them."""
+    """The plan's section: each pair with the ports open between them, then what it cannot
+    judge yet."""
     shown = [f"  {a} -> {b}: {ports}" for (a, b), ports in matrix(graph).items()]
-    return shown or ["  nothing reaches anything"]
+    shown = shown or ["  nothing reaches anything"]
+    return shown + [
+        f"  {name}: address unknown until deploy, not judged" for name in unknown(graph)
+    ]
 
 
 def as_json(graph: Graph) -> list[dict[str, str]]:

@@ -123,11 +123,16 @@ def test_each_composer_composes_only_what_its_command_needs():
 
 def test_the_policy_pack_and_the_reachability_model_need_no_sdk():
     """`pulumi preview --policy-pack policy` runs them with pulumi-policy alone installed
-    (policy/requirements.txt): the standard library and graph's own model modules."""
-    light = {"graph", "graph.types", "graph.netpol"}
-    for path in [REPO_ROOT / "graph" / "reachability.py", REPO_ROOT / "graph" / "netpol.py"]:
-        ours = {n for n in imported(path) if n.split(".")[0] in {LIBRARY, "components", "stacks"}}
-        assert {n if n == "graph" else ".".join(n.split(".")[:2]) for n in ours} <= light, path
+    (policy/requirements.txt): the standard library, graph's own model modules and the TPU
+    catalog's tables (standard library only)."""
+    light = {"graph", "graph.types", "graph.netpol", "graph.topology", "catalog", "catalog.tpu"}
+    models = ["reachability.py", "netpol.py", "topology.py"]
+    for path in [REPO_ROOT / "graph" / name for name in models] + [REPO_ROOT / "catalog/tpu.py"]:
+        roots = {LIBRARY, "components", "stacks", "catalog"}
+        ours = {n for n in imported(path) if n.split(".")[0] in roots}
+        assert {
+            n if n in ("graph", "catalog") else ".".join(n.split(".")[:2]) for n in ours
+        } <= light, path
 
 
 # Faces.
