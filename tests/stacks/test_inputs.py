@@ -99,7 +99,7 @@ def test_a_stack_file_past_the_limit_is_refused_before_it_is_parsed():
     assert "a stack file is at most" in str(error.value)
 
 
-@pytest.mark.parametrize("entries", [8_000, 30_000])
+@pytest.mark.parametrize("entries", [8_000, 20_000])
 def test_a_config_the_engine_cannot_hand_the_program_is_refused(entries):
     """Under the file limit, but more than the one environment string `pulumi up` passes."""
     lines = "".join(f"    key{i}: value{i}\n" for i in range(entries))
@@ -134,3 +134,37 @@ def test_deep_json_from_the_engine_is_refused_as_a_shape_not_a_crash():
     config["ai-infra:labels"] = "[" * 100_000 + "]" * 100_000
     with pytest.raises(ConfigError):
         parse(config, "test")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path"),
+    [
+        ({"teams": [{"name": f"t{i}"} for i in range(257)]}, "ai-infra:teams"),
+        ({"tpuVms": [vm(name=f"v{i}") for i in range(257)]}, "ai-infra:tpuVms"),
+        ({"buckets": [{"name": f"b{i}"} for i in range(257)]}, "ai-infra:buckets"),
+        (
+            {"network": {"authorizedNetworks": [{"cidr": f"10.0.{i}.0/24"} for i in range(101)]}},
+            "ai-infra:network.authorizedNetworks",
+        ),
+        (
+            {
+                "network": {
+                    "allow": [
+                        {
+                            "name": "many",
+                            "to": "tpuVms",
+                            "sources": [f"10.{i // 256}.{i % 256}.0/24" for i in range(257)],
+                            "ports": ["tcp:22"],
+                        }
+                    ]
+                }
+            },
+            "ai-infra:network.allow[0].sources",
+        ),
+    ],
+)
+def test_every_list_is_bounded_at_its_path(overrides, path):
+    with pytest.raises(ConfigError) as error:
+        parse(stack(**overrides), "test")
+    rendered = dict(error.value.rendered)
+    assert path in rendered and "at most" in rendered[path], rendered
