@@ -218,7 +218,7 @@ def go_json_number(value: int | float) -> str:
     return format(Decimal(repr(value)).normalize(), "f")
 
 
-class _CliLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+class _CliLoader(yaml.CSafeLoader):
     """libyaml's parser (yaml.v3 is a Go port of libyaml; PyYAML's pure-Python parser took
     about 10 s per MB) with yaml.v3's scalar resolution and its refusals: a key written twice
     in one mapping, and documents that expand aliases far beyond their size."""
