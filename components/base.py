@@ -66,6 +66,24 @@ def duplicate_names(names: Sequence[str], what: str) -> list[Problem]:
     return found
 
 
+MAX_ENTRIES = 256
+"""Entries of a top-level list (slices, pools, clusters, teams, buckets, TPU VM entries): a bound
+of this program's, far above any stack's, so that every check stays bounded in its input."""
+MAX_AUTHORIZED_NETWORKS = 100
+"""GKE "Quotas and limits": at most 100 authorized networks per cluster with a private
+endpoint (50 with a public one); GKE refuses more."""
+MAX_OPENINGS = 64
+"""Entries of `network.allow`, and ports of one entry: a bound of this program's."""
+MAX_SOURCES = 256
+"""Source ranges of one `network.allow` entry: a bound of this program's, under the Compute
+Engine API's 5,000 source ranges of a firewall policy rule (FirewallPolicyRuleMatcher)."""
+MAX_NETWORK_TAGS = 64
+"""Network tags of a VM: Compute Engine allows at most 64 per instance (VPC "Network tags")."""
+MAX_POLICY_MEMBERS = 1500
+"""Principals of one IAM allow policy: at most 1,500 (IAM "Quotas and limits"), a bucket's
+included."""
+
+
 class ConfigModel(BaseModel):
     """A config object: camelCase keys, unknown keys rejected, immutable once validated.
     Field docstrings become descriptions, which the README reference and the editor schema

@@ -16,6 +16,7 @@ import pulumi_gcp as gcp
 from pydantic import AfterValidator, Field, InstanceOf
 
 from components.base import (
+    MAX_POLICY_MEMBERS,
     Component,
     ConfigModel,
     PathPart,
@@ -93,7 +94,7 @@ class BucketConfig(ConfigModel):
     sets `ai-infra:protect`."""
     hierarchical_namespace: bool = False
     """Folders with atomic renames, which checkpointing libraries benefit from."""
-    members: list[BucketMember] = Field(default_factory=list)
+    members: list[BucketMember] = Field(default_factory=list, max_length=MAX_POLICY_MEMBERS)
     """Extra per-member grants, e.g. a data team's group as objectViewer."""
     owner: DnsLabel | None = None
     """The team whose data it holds (an `ai-infra:teams` name): only it may write it, through

@@ -47,6 +47,9 @@ class ClaimKind(StrEnum):
     """An IPv4 range of the stack's VPC or of a network a system creates."""
     BUCKET = "bucket"
     """A GCS bucket name a system creates."""
+    VOLUME = "volume"
+    """What a storage volume holds, `<kind>:<bucket or instance>`: one volume each, so that a
+    volume's owner and grants cannot be walked around by a second one."""
 
 
 @dataclass(frozen=True)

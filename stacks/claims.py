@@ -26,7 +26,7 @@ def problems(view: StackView) -> list[Problem]:
     found += ownership_problems(
         _pairs(view, ClaimKind.FILESTORE), ClaimKind.FILESTORE, "name", within_a_key=False
     )
-    return found + _vm_names(view) + _account_uses(view) + _tags(view)
+    return found + _vm_names(view) + _account_uses(view) + _tags(view) + _volumes(view)
 
 
 def _pairs(view: StackView, kind: ClaimKind) -> list[tuple[tuple[str | int, ...], str]]:
@@ -88,3 +88,22 @@ def _tags(view: StackView) -> list[Problem]:
         for c in claims
         if c.chosen and c.value in reserved and c.value not in c.own
     ]
+
+
+def _volumes(view: StackView) -> list[Problem]:
+    """One volume per bucket or instance: a second volume on the same data would carry an
+    owner and grants of its own past the first's (an `existingFilestore` naming the share
+    the stack creates, a bucket behind two volumes)."""
+    first: dict[str, Claim] = {}
+    found = []
+    for claim in view.claimed(ClaimKind.VOLUME):
+        if (earlier := first.setdefault(claim.value, claim)) is not claim:
+            found.append(
+                Problem(
+                    claim.path,
+                    f"'{claim.what}' is already behind {relative_path(earlier.path[:-1])}; a "
+                    "second volume on the same data would carry its own owner and grants past "
+                    "the first's: mount and grant the first volume by its name",
+                )
+            )
+    return found

@@ -9,7 +9,7 @@ from functools import cached_property
 
 from pydantic import Field
 
-from components.base import ConfigModel
+from components.base import MAX_ENTRIES, ConfigModel
 from components.buckets import BucketConfig
 from components.context import StackContext
 from components.gke import (
@@ -57,15 +57,17 @@ class StackConfig(ConfigModel):
     ranges must be disjoint."""
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     """The GKE cluster and its CPU pool; `enabled: false` builds no GKE."""
-    tpu_slices: list[TpuSliceConfig] = Field(default_factory=list)
+    tpu_slices: list[TpuSliceConfig] = Field(default_factory=list, max_length=MAX_ENTRIES)
     """TPU slices, each one or more GKE node pools."""
-    gpu_pools: list[GpuPoolConfig] = Field(default_factory=list)
+    gpu_pools: list[GpuPoolConfig] = Field(default_factory=list, max_length=MAX_ENTRIES)
     """GPU node pools."""
-    gpu_clusters: list[GpuClusterConfig] = Field(default_factory=list)
+    gpu_clusters: list[GpuClusterConfig] = Field(default_factory=list, max_length=MAX_ENTRIES)
     """GPU clusters as managed instance groups, as Google's cluster provisioning tool made."""
-    buckets: list[BucketConfig] = Field(default_factory=list)
+    buckets: list[BucketConfig] = Field(default_factory=list, max_length=MAX_ENTRIES)
     """GCS buckets. Uniform bucket-level access and public access prevention are always on."""
-    workload_identities: list[WorkloadIdentityConfig] = Field(default_factory=list)
+    workload_identities: list[WorkloadIdentityConfig] = Field(
+        default_factory=list, max_length=MAX_ENTRIES
+    )
     """Google service accounts for Kubernetes workloads. Each one's Kubernetes service account
     is created in the cluster and annotated with the Google service account."""
     tpu_provisioner: TpuProvisionerConfig = Field(default_factory=TpuProvisionerConfig)
@@ -73,10 +75,10 @@ class StackConfig(ConfigModel):
     demand."""
     kueue: KueueConfig = Field(default_factory=KueueConfig)
     """Cluster-wide queueing policy."""
-    teams: list[TeamConfig] = Field(default_factory=list)
+    teams: list[TeamConfig] = Field(default_factory=list, max_length=MAX_ENTRIES)
     """Teams onboarded onto the cluster: each gets a namespace, a ClusterQueue and LocalQueue
     with its share of the slices, a Google service account and the access it lists."""
-    tpu_vms: list[TpuVmConfig] = Field(default_factory=list)
+    tpu_vms: list[TpuVmConfig] = Field(default_factory=list, max_length=MAX_ENTRIES)
     """TPU VM slices outside GKE, each a Cloud TPU queued resource of one or more slices."""
     slurm: SlurmConfig | None = None
     """A Slurm-GCP v6 cluster with CPU and Cloud TPU nodesets."""

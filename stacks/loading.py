@@ -7,6 +7,7 @@ Nothing may be registered before it returns.
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import math
 import re
@@ -23,6 +24,7 @@ from pydantic.alias_generators import to_camel
 from components.base import PathPart, Problem
 from stacks.checks import problems
 from stacks.config import StackConfig, stack_keys
+from stacks.inputs import control_problems, oversize_config, oversize_file
 from stacks.messages import GCP_KEYS, NAMESPACE, ConfigError, problem_of
 
 OTHER_NAMESPACES = frozenset({"gcp", "pulumi", "kubernetes"})
@@ -63,6 +65,8 @@ def parse(raw: Mapping[str, Any], stack: str) -> StackConfig:
             found.append(Problem((name,), hint))
             continue
         data[name] = _decode(value)
+    if controls := control_problems(data, ()):
+        raise ConfigError(found + controls)
     try:
         config = StackConfig.model_validate(data)
     except ValidationError as error:
@@ -90,7 +94,7 @@ def _decode(value: Any) -> Any:
         return value
     try:
         return json.loads(value)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return value
 
 
@@ -214,8 +218,9 @@ def go_json_number(value: int | float) -> str:
     return format(Decimal(repr(value)).normalize(), "f")
 
 
-class _CliLoader(yaml.SafeLoader):
-    """PyYAML's parser with yaml.v3's scalar resolution and its refusals: a key written twice
+class _CliLoader(yaml.CSafeLoader):
+    """libyaml's parser (yaml.v3 is a Go port of libyaml; PyYAML's pure-Python parser took
+    about 10 s per MB) with yaml.v3's scalar resolution and its refusals: a key written twice
     in one mapping, and documents that expand aliases far beyond their size."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
@@ -294,6 +299,9 @@ _CliLoader.add_multi_constructor("", _construct_tagged)
 
 
 _ALIAS_LOW, _ALIAS_HIGH = 400_000, 4_000_000
+MAX_DEPTH = 64
+"""Levels of nesting a stack file may have: the deepest key reads about ten, and the reader
+after this check recurses once per level."""
 
 
 def _allowed_alias_ratio(decoded: int) -> float:
@@ -338,11 +346,34 @@ def _check_aliasing(root: yaml.Node) -> None:
             todo += [(item, inside) for item in node.value]
 
 
+def _check_depth(text: str) -> None:
+    """Refuse nesting deeper than `MAX_DEPTH` from the parser's events, before anything
+    composes the document: libyaml's composer and every reader after it recurse once per
+    level, and 10^5 levels crash the interpreter."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_CliLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ConfigError(
+                    [
+                        Problem(
+                            ("(stack file)",),
+                            f"nests values more than {MAX_DEPTH} levels deep, far beyond any "
+                            "config key's shape; write the values the keys take",
+                        )
+                    ]
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def load_yaml(text: str) -> Any:
     """Parse a stack file as yaml.v3 does; a syntax error, a repeated key or an explicit tag of
     the wrong kind is a `ConfigError`."""
     loader = _CliLoader(text)
     try:
+        _check_depth(text)
         root = loader.get_single_node()
         if root is None:
             return None
@@ -450,7 +481,17 @@ def engine_value(key: str, value: Any) -> str:
 def read_stack_text(text: str) -> StackFile:
     """What `pulumi up` hands the program for a stack file's text, or the `ConfigError` the
     Pulumi CLI's refusal of the file becomes."""
-    document = load_yaml(text)
+    if too_large := oversize_file(text):
+        raise ConfigError([too_large])
+    # The collector would walk the whole heap (the SDKs are loaded) again and again while the
+    # document's many small objects are made; it had half of a large file's time.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        document = load_yaml(text)
+    finally:
+        if collecting:
+            gc.enable()
     if document is None:
         return StackFile({})
     if not isinstance(document, dict):
@@ -498,6 +539,8 @@ def read_stack_text(text: str) -> StackFile:
             values[name] = engine_value(name, value)
         except ConfigError as error:
             found += error.problems
+    if not found and (too_large := oversize_config(json.dumps(values, separators=(",", ":")))):
+        found.append(too_large)
     if found:
         raise ConfigError(found)
     return StackFile(values, tuple(warnings))

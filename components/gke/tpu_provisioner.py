@@ -39,7 +39,6 @@ from components.gke.workload_identity import (
 )
 from components.identity import account_grant, custom_role_grant, project_grant
 from components.placement import workload_policy
-from components.types import is_digest_pinned
 
 NAMESPACE = PROVISIONER_NAMESPACE
 KUBERNETES_SERVICE_ACCOUNT = PROVISIONER_KSA
@@ -195,11 +194,6 @@ class TpuProvisioner(Component):
         config = gke.tpu_provisioner
         if config.image is None:
             raise ValueError("tpuProvisioner.image is required; the GKE checks refuse it unset")
-        if not is_digest_pinned(config.image):
-            pulumi.log.warn(
-                f"ai-infra:tpuProvisioner.image '{config.image}' is a mutable tag: a push "
-                "changes what the next pod runs. Pin it by digest (...@sha256:<digest>)."
-            )
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE),

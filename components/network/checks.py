@@ -271,4 +271,42 @@ def allow_problems(config: NetworkConfig, tags: SystemTags, *, gke: bool) -> lis
                     "name IPv4 ranges instead",
                 )
             )
+    return found + _union_problems(config)
+
+
+REACHES: dict[str, tuple[str, ...]] = {
+    "slurmController": ("slurm", "slurmController"),
+    "slurmLogin": ("slurm", "slurmLogin"),
+    "slurm": ("slurm",),
+    "gpuClusters": ("gpuClusters",),
+    "tpuVms": ("tpuVms",),
+}
+"""Each group of VMs -> the `to` values whose rules admit traffic to it (`slurm` opens every
+VM of the cluster, its controller and logins included)."""
+
+
+def _union_problems(config: NetworkConfig) -> list[Problem]:
+    """Rules that together admit the internet to one group of VMs, each alone not: VPC
+    firewall rules add up, so two entries opening halves of the address space open all of it.
+    Near-linear: one union per group of VMs."""
+    found = []
+    said: set[tuple[int, ...]] = set()
+    for group, reached_by in REACHES.items():
+        entries = [
+            (i, a)
+            for i, a in enumerate(config.allow)
+            if a.to in reached_by and not covers_internet(s for s in a.sources if s != PODS)
+        ]
+        if len(entries) < 2 or tuple(i for i, _ in entries) in said:
+            continue
+        said.add(tuple(i for i, _ in entries))
+        if covers_internet(s for _, a in entries for s in a.sources if s != PODS):
+            names = ", ".join(f"allow[{i}] ({a.name})" for i, a in entries)
+            found.append(
+                Problem(
+                    ("allow",),
+                    f"{names} together admit every internet address to the {group} VMs (VPC "
+                    "firewall rules add up); name the ranges that need them",
+                )
+            )
     return found

@@ -13,6 +13,9 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StringConstraints
 
 from components.base import (
+    MAX_AUTHORIZED_NETWORKS,
+    MAX_OPENINGS,
+    MAX_SOURCES,
     ConfigModel,
     described,
 )
@@ -128,10 +131,10 @@ class PortOpening(ConfigModel):
     """Whose VMs: `slurm` (every VM of the Slurm cluster, the TPU VMs it creates included),
     `slurmController`, `slurmLogin`, `gpuClusters` (those on the stack's network) or
     `tpuVms` (those on the stack's network)."""
-    sources: list[OpeningSource] = Field(min_length=1)
+    sources: list[OpeningSource] = Field(min_length=1, max_length=MAX_SOURCES)
     """Who: `pods` (the GKE cluster's pods range: every pod of every team, so prefer a
     service with its own authentication) and IPv4 ranges; never 0.0.0.0/0."""
-    ports: list[PortSpec] = Field(min_length=1)
+    ports: list[PortSpec] = Field(min_length=1, max_length=MAX_OPENINGS)
     """What: `tcp:6820`, `udp:5000-5100`; at least one, and only these."""
 
 
@@ -171,7 +174,9 @@ class NetworkConfig(ConfigModel):
     existing_vpc: GceName | None = None
     """Name of a VPC in the project to reuse instead of creating `<prefix>-vpc`; the subnet,
     router, NAT and firewall rules are still created in it."""
-    authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
+    authorized_networks: list[AuthorizedNetwork] = Field(
+        default_factory=list, max_length=MAX_AUTHORIZED_NETWORKS
+    )
     """Ranges allowed to reach the public control-plane endpoint (where `pulumi up` runs).
     Empty means only addresses inside the VPC reach it."""
     mtu: Mtu | None = None
@@ -186,7 +191,7 @@ class NetworkConfig(ConfigModel):
     multi-networking. v6e and tpu7x
     slices attach to every one unless they list their own, and so do the TPU provisioner's
     pools when every shape of its quota is v6e or tpu7x (unless it names its own)."""
-    allow: list[PortOpening] = Field(default_factory=list)
+    allow: list[PortOpening] = Field(default_factory=list, max_length=MAX_OPENINGS)
     """Ports of the Slurm cluster, GPU clusters or TPU VMs opened to the GKE cluster's pods or
     to other ranges, each named; by default no pod reaches any of them."""
 

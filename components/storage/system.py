@@ -148,13 +148,28 @@ def warnings(view: StackView) -> list[Problem]:
 
 
 def claims(config: StackConfig) -> list[Claim]:
-    """The Filestore instances of the volumes it creates."""
+    """The Filestore instances of the volumes it creates, and what each volume holds (a
+    bucket, a created or an existing instance)."""
     ctx = config.context
-    return [
+    buckets = config.bucket_names()
+    found = [
         Claim(ClaimKind.FILESTORE, ctx.name(v.name), ("storage", "volumes", i))
         for i, v in enumerate(config.storage.volumes)
         if v.filestore is not None
     ]
+    for i, v in enumerate(config.storage.volumes):
+        existing = v.existing_filestore or v.existing_lustre
+        if v.bucket is not None:
+            key, held = "bucket", buckets.get(v.bucket, v.bucket)
+        elif existing is not None:
+            key = "existingFilestore" if v.existing_filestore else "existingLustre"
+            held = existing.instance
+        else:
+            key, held = ("filestore" if v.filestore else "lustre"), ctx.name(v.name)
+        found.append(
+            Claim(ClaimKind.VOLUME, f"{v.kind}:{held}", ("storage", "volumes", i, key), held)
+        )
+    return found
 
 
 def services(config: StackConfig) -> tuple[str, ...]:

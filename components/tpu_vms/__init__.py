@@ -16,6 +16,7 @@ SYSTEM = System(
     title="TPU VMs",
     keys=("tpuVms",),
     problems=system.problems,
+    warnings=system.warnings,
     claims=system.claims,
     mounts=system.mounts,
     builds=(Step(Stage.MACHINES, "tpu_vms", system.build_step),),

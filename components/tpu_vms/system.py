@@ -146,6 +146,23 @@ def _boot_disk(entry: TpuVmConfig) -> str:
     return ", ".join(parts)
 
 
+def warnings(view: StackView) -> list[Problem]:
+    """Public IPs on a network the stack does not manage: its firewall decides who reaches
+    sshd, and a project's `default` VPC admits SSH from every address (its
+    `default-allow-ssh` rule), so nothing here can judge it."""
+    return [
+        Problem(
+            ("tpuVms", i, "enablePublicIps"),
+            f"gives the VMs external IPs on {entry.network.network}, whose firewall the stack "
+            "does not manage: if it admits SSH from 0.0.0.0/0, as a default VPC's "
+            "default-allow-ssh does, every address reaches sshd; check that network's ingress "
+            "rules, or turn enablePublicIps off",
+        )
+        for i, entry in enumerate(view.config.tpu_vms)
+        if entry.enable_public_ips and entry.network is not None
+    ]
+
+
 def problems(view: StackView) -> list[Problem]:
     """The entries' own problems, an account the program makes for another, and the stack
     subnet's addresses once the pools, the entries and the network are valid."""

@@ -273,3 +273,60 @@ def test_ranges_that_together_admit_the_internet_are_refused_where_they_are_writ
     assert [p.path for p in found] == [("allow", 0, "sources")]
     narrow = NetworkConfig.model_validate({"allow": [opening | {"sources": ["0.0.0.0/1"]}]})
     assert network.allow_problems(narrow, {"tpuVms": ["vm"]}, gke=True) == []
+
+
+TAGS = {k: ["vm"] for k in ("slurm", "slurmController", "slurmLogin", "gpuClusters", "tpuVms")}
+
+
+def _opening(name: str, to: str, *sources: str) -> dict[str, object]:
+    return {"name": name, "to": to, "sources": list(sources), "ports": ["tcp:22"]}
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        # two entries, halves of IPv4, to the same VMs
+        [_opening("a", "tpuVms", "0.0.0.0/1"), _opening("b", "tpuVms", "128.0.0.0/1")],
+        # every public block, spread over three entries
+        [
+            _opening("a", "gpuClusters", "0.0.0.0/2", "64.0.0.0/2"),
+            _opening("b", "gpuClusters", "128.0.0.0/2"),
+            _opening("c", "gpuClusters", "192.0.0.0/3", "224.0.0.0/3"),
+        ],
+        # `slurm` opens the controller too: it adds up with a controller entry
+        [_opening("a", "slurm", "0.0.0.0/1"), _opening("b", "slurmController", "128.0.0.0/1")],
+        # the private blocks need not be named: the public ones suffice
+        [
+            _opening("a", "slurmLogin", "1.0.0.0/8", "2.0.0.0/7", "4.0.0.0/6", "8.0.0.0/7"),
+            _opening(
+                "b",
+                "slurmLogin",
+                "11.0.0.0/8",
+                "12.0.0.0/6",
+                "16.0.0.0/4",
+                "32.0.0.0/3",
+                "64.0.0.0/2",
+                "128.0.0.0/1",
+            ),
+        ],
+    ],
+)
+def test_entries_that_together_admit_the_internet_to_one_group_are_refused(entries):
+    """VPC firewall rules add up: what one group of VMs admits is the union of every rule
+    that targets it, not each rule alone."""
+    config = NetworkConfig.model_validate({"allow": entries})
+    found = network.allow_problems(config, TAGS, gke=True)
+    assert [p.path for p in found] == [("allow",)], found
+    assert "together admit every internet address" in found[0].message
+
+
+def test_entries_to_different_groups_do_not_add_up():
+    entries = [_opening("a", "tpuVms", "0.0.0.0/1"), _opening("b", "gpuClusters", "128.0.0.0/1")]
+    config = NetworkConfig.model_validate({"allow": entries})
+    assert network.allow_problems(config, TAGS, gke=True) == []
+    logins = [
+        _opening("a", "slurmLogin", "0.0.0.0/1"),
+        _opening("b", "slurmController", "128.0.0.0/1"),
+    ]
+    config = NetworkConfig.model_validate({"allow": logins})
+    assert network.allow_problems(config, TAGS, gke=True) == []

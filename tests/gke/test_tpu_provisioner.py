@@ -106,6 +106,21 @@ def test_only_a_digest_pins_an_image():
     assert not is_digest_pinned("controller")
 
 
+@pytest.mark.parametrize("image", [TAGGED, "controller", "us-docker.pkg.dev/p/i/c:latest"])
+def test_a_tagged_image_is_warned_about_in_the_plan(image):
+    """docs/tpu-provisioner.md promises that the program and the plan warn about a tag: the
+    warning is the stack's, so the plan lists it and `pulumi up` logs it."""
+    config = parse(with_config(**enabled(image=image, quota={"v5p-32": 4})), "test")
+    found = [
+        w for w in environment.warnings(config) if w.startswith("ai-infra:tpuProvisioner.image")
+    ]
+    assert len(found) == 1 and "mutable tag" in found[0] and image in found[0]
+    assert not any(
+        w.startswith("ai-infra:tpuProvisioner.image")
+        for w in environment.warnings(parse(with_config(**enabled(quota={"v5p-32": 4})), "test"))
+    )
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [

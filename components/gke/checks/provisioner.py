@@ -20,6 +20,7 @@ from components.gke.config import (
     TpuProvisionerConfig,
 )
 from components.identity import service_account_email
+from components.types import is_digest_pinned
 
 _ACCELERATOR = re.compile(r"[a-z0-9]{1,16}-[0-9]{1,5}")
 """An accelerator type's form, checked before the catalog reads it as a quota key, so a key
@@ -308,8 +309,18 @@ def _provisioner_quota_problems(config: GkeConfig, *, zone_ok: bool) -> list[Pro
 
 def provisioned_warnings(config: GkeConfig) -> list[Problem]:
     """Provisioner capacity that no team's quota takes stays with the cohort, which no team's
-    provisioner queue borrows from: the provisioner never creates it."""
+    provisioner queue borrows from: the provisioner never creates it. An image named by a tag
+    runs whatever the tag points at when a pod next starts."""
     found = []
+    image = config.tpu_provisioner.image
+    if config.tpu_provisioner.enabled and image is not None and not is_digest_pinned(image):
+        found.append(
+            Problem(
+                ("tpuProvisioner", "image"),
+                f"'{image}' is a mutable tag: a push changes what the next pod runs; pin it by "
+                "digest (...@sha256:<digest>)",
+            )
+        )
     for flavor in config.provisioned_flavors:
         held = config.allocation.cohort[flavor.name]
         if not held:

@@ -10,7 +10,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from catalog import tpu as tpu_catalog
-from components.base import ConfigModel, matching
+from components.base import MAX_NETWORK_TAGS, ConfigModel, matching
 from components.gke.config.cluster import MAX_PROVISIONED_SLICES_PER_SHAPE
 from components.network import MAX_NODE_NETWORKS
 from components.types import (
@@ -106,7 +106,7 @@ class TpuProvisionerConfig(ConfigModel):
     """Service account of the nodes it creates (`GCP_NODE_SERVICE_ACCOUNT`); defaults to the
     cluster's node service account. Another account gets the roles the cluster's node account
     has; it must not be one the program creates for anything else."""
-    node_tags: list[NetworkTag] = Field(default_factory=list)
+    node_tags: list[NetworkTag] = Field(default_factory=list, max_length=MAX_NETWORK_TAGS)
     """Network tags on the nodes it creates (`GCP_NODE_TAGS`)."""
     pod_to_node_labels: list[KubernetesLabelKey] = Field(default_factory=list)
     """Pod label keys copied onto the node pools it creates (`GCP_POD_TO_NODE_LABELS`)."""
