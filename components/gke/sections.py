@@ -34,6 +34,10 @@ def _slice_network(config: GkeConfig, entry: TpuSliceConfig) -> str:
     ]
     family = entry.shape.family
     dcn = f"DCN {family.dcn_gbps_per_chip} Gb/s per chip; " if family.dcn_gbps_per_chip else ""
+    if len(nics) > 1:
+        # No Google document says libtpu sends DCN traffic over the extra NICs (issue 38's
+        # search; docs/workloads.md): the figure is the family's, claimed for eth0's path only.
+        dcn += "libtpu's use of eth1.. undocumented, no bandwidth claimed for them; "
     return f"nics: {', '.join(nics)}; {dcn}host maintenance {entry.host_maintenance_interval}"
 
 

@@ -410,7 +410,8 @@ def test_the_plan_shows_each_slices_nics_mtus_and_host_maintenance(capsys):
     }
     v6e = (
         "nics: eth0 ai-prod-vpc mtu 8896, eth1 ai-prod-dcn-1-vpc mtu 8896, "
-        "eth2 ai-prod-dcn-2-vpc mtu 8896; DCN 100 Gb/s per chip; host maintenance AS_NEEDED"
+        "eth2 ai-prod-dcn-2-vpc mtu 8896; DCN 100 Gb/s per chip; libtpu's use of eth1.. "
+        "undocumented, no bandwidth claimed for them; host maintenance AS_NEEDED"
     )
     assert nics == {
         "v5p-train": "nics: eth0 ai-prod-vpc mtu 8896; DCN 50 Gb/s per chip; host maintenance "
