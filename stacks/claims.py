@@ -93,17 +93,20 @@ def _tags(view: StackView) -> list[Problem]:
 def _volumes(view: StackView) -> list[Problem]:
     """One volume per bucket or instance: a second volume on the same data would carry an
     owner and grants of its own past the first's (an `existingFilestore` naming the share
-    the stack creates, a bucket behind two volumes)."""
+    the stack creates, a bucket behind two volumes that grant it differently). Two bucket
+    volumes that grant alike (`own`, the storage entry's grants) are two mount profiles."""
     first: dict[str, Claim] = {}
     found = []
     for claim in view.claimed(ClaimKind.VOLUME):
-        if (earlier := first.setdefault(claim.value, claim)) is not claim:
+        earlier = first.setdefault(claim.value, claim)
+        if earlier is not claim and not (claim.own and claim.own == earlier.own):
             found.append(
                 Problem(
                     claim.path,
                     f"'{claim.what}' is already behind {relative_path(earlier.path[:-1])}; a "
                     "second volume on the same data would carry its own owner and grants past "
-                    "the first's: mount and grant the first volume by its name",
+                    "the first's: grant it as the first does, or mount the first volume by "
+                    "its name",
                 )
             )
     return found

@@ -166,8 +166,18 @@ def claims(config: StackConfig) -> list[Claim]:
             held = existing.instance
         else:
             key, held = ("filestore" if v.filestore else "lustre"), ctx.name(v.name)
+        # A bucket may stand behind two volumes that grant it alike (another gcsfuse profile,
+        # as Toolkit's A3 Ultra and A4 blueprints mount one bucket at /gcs and
+        # /gcs-checkpoints); `own` carries the grants `stacks/claims.py` compares.
+        grants = (v.owner, tuple(sorted(v.teams.items())), v.shared_write)
         found.append(
-            Claim(ClaimKind.VOLUME, f"{v.kind}:{held}", ("storage", "volumes", i, key), held)
+            Claim(
+                ClaimKind.VOLUME,
+                f"{v.kind}:{held}",
+                ("storage", "volumes", i, key),
+                held,
+                own=frozenset({repr(grants)}) if v.bucket is not None else frozenset(),
+            )
         )
     return found
 

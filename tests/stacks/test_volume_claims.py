@@ -58,8 +58,37 @@ def test_a_second_volume_on_the_same_data_is_refused(extra, path, first):
 
 def test_a_bucket_of_another_project_is_one_volume_too():
     other = {"name": "ext", "bucket": "someone-elses-bucket"}
-    found = refused({"storage": plus(other, {**other, "name": "ext2"})})
+    alias = {**other, "name": "ext2", "teams": {"research": "write"}}
+    found = refused({"storage": plus(other, alias)})
     assert "storage.volumes[6]" in found["ai-infra:storage.volumes[7].bucket"]
+
+
+@pytest.mark.parametrize(
+    "grants",
+    [{}, {"teams": {"research": "read"}}, {"owner": "research", "teams": {"research": "write"}}],
+)
+def test_a_second_profile_on_a_bucket_granted_alike_stays_accepted(grants):
+    # Toolkit's A3 Ultra and A4 blueprints mount one bucket twice, for training and for
+    # checkpoints; with the same owner and grants the second volume widens nothing.
+    first = {"name": "ext", "bucket": "someone-elses-bucket", **grants}
+    second = {**first, "name": "ext-ckpt", "profile": "checkpoint"}
+    parse(config(storage=plus(first, second)), "t")
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        {"teams": {"research": "write"}},
+        {"owner": "research"},
+        {"teams": {"research": "read", "pretrain": "read"}},
+    ],
+)
+def test_a_second_profile_that_grants_otherwise_is_refused(second):
+    first = {"name": "ext", "bucket": "someone-elses-bucket", "teams": {"research": "read"}}
+    alias = {"name": "ext-ckpt", "bucket": "someone-elses-bucket", **second}
+    alias = {**alias, "teams": second.get("teams", {})}
+    found = refused({"storage": plus(first, alias)})
+    assert "second volume" in found["ai-infra:storage.volumes[7].bucket"]
 
 
 def test_distinct_data_stays_accepted():
