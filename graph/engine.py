@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import pickle
 import runpy
 import zlib
 from collections.abc import Callable, Mapping
@@ -298,11 +299,19 @@ def record_program(
             exported: Any = massage(getattr(root, "outputs", {}), [])
             root.register_outputs(exported)
 
+    # pulumi.dynamic's serialize_provider wraps pickle._Pickler._batch_setitems (and replaces
+    # save_dict) on every call and never restores them, so each dynamic resource adds a frame
+    # to every later pickling in this process; a process that records many programs (the tests,
+    # a plan with --base, the benchmarks) would end in RecursionError. Each run starts clean.
+    batch_setitems, save_dict = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict  # type: ignore[attr-defined]
     try:
         _sync_await(run_pulumi_func(body))
         error = None
     except Exception as raised:
         error = raised
+    finally:
+        pickle._Pickler._batch_setitems = batch_setitems  # type: ignore[attr-defined]
+        pickle._Pickler.save_dict = save_dict  # type: ignore[attr-defined]
     order = {urn: i for i, (_, urn) in enumerate(constructed)}
     monitor.graph.resources.sort(key=lambda r: order.get(r.urn, len(order)))
     return monitor.graph, error

@@ -39,3 +39,22 @@ def test_the_queued_resource_provider_answers_at_its_old_path():
     new = importlib.import_module("components.tpu_vms.provider")
     assert old.QueuedResourceProvider is new.QueuedResourceProvider
     assert old._default_client is new._default_client
+
+
+def test_recording_a_program_leaves_the_pickler_as_it_found_it():
+    """pulumi.dynamic wraps pickle's `_batch_setitems` once per serialized provider and never
+    restores it; the engine puts it back after each run, so a process that records many
+    programs never pickles through a growing chain of wrappers (it ended in RecursionError
+    after some hundreds of dynamic resources)."""
+    import pickle
+
+    from graph.engine import record_program
+    from tests.tpu_vms.test_vms import stack, vm
+
+    before = pickle._Pickler._batch_setitems  # type: ignore[attr-defined]
+    config = stack(**{"ai-infra:tpuVms": [vm()]})
+    for _ in range(3):
+        graph, error = record_program(config)
+        assert error is None, error
+        assert any(r.type.startswith("pulumi-python:dynamic") for r in graph.resources)
+        assert pickle._Pickler._batch_setitems is before  # type: ignore[attr-defined]
