@@ -21,6 +21,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from components.text import first_hidden, one_line
+
 GUEST_NAMESPACE = "ai-infra"
 READY_KEY = "startup"
 READY_PATH = f"{GUEST_NAMESPACE}/{READY_KEY}"
@@ -55,19 +57,19 @@ METADATA_URL = "http://metadata.google.internal/computeMetadata/v1"
 
 
 def _printable(value: str) -> str:
-    for offset, char in enumerate(value):
-        if (ord(char) < 32 and char not in "\t\n") or 0x7F <= ord(char) < 0xA0:
-            raise ValueError(
-                f"has the control character U+{ord(char):04X} at offset {offset}; only tab and "
-                "newline may appear (a terminal escape would hide lines from whoever reviews "
-                "the plan, and a carriage return breaks bash): remove it"
-            )
+    if (char := first_hidden(value)) is not None:
+        raise ValueError(
+            f"has the character {one_line(char)} at offset {value.index(char)}; only tab and "
+            "newline may appear (a terminal escape or an invisible character would hide what "
+            "whoever reviews the plan reads, and a carriage return breaks bash): remove it"
+        )
     return value
 
 
 ScriptText = Annotated[str, AfterValidator(_printable)]
-"""User text that becomes part of a VM's startup script or metadata: no control characters
-(C0 but tab and newline, DEL, C1), so what the plan prints is what runs."""
+"""User text that becomes part of a VM's startup script or metadata: nothing of
+`components.text.HIDDEN`, so what the plan prints is what runs. The stack loader refuses those
+first (`stacks/inputs.py`); this holds for a model built from anything else."""
 
 
 @dataclass(frozen=True)

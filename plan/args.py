@@ -26,8 +26,8 @@ import re
 from pathlib import Path
 from typing import NoReturn
 
+from components.text import printable
 from graph.files import list_stacks
-from plan.printable import printable
 
 EXIT_OK = 0
 """The plan was made; with `--base`, nothing changes."""

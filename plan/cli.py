@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from components.network import DEFAULT_MTU
+from components.text import printable
 from graph import reachability, types
 from graph.engine import Graph
 from graph.stack import StackError, open_stack, read
@@ -35,7 +36,6 @@ from plan.args import (
     usage_failure,
 )
 from plan.diff import GraphDiff, diff
-from plan.printable import printable
 from plan.render import diff_json, plan_json, render, render_diff
 from stacks import environment
 from stacks.config import StackConfig
@@ -132,7 +132,7 @@ class Report:
 
     def text(self) -> str:
         """The plan, or with a base the diff, as text; user text's control characters shown
-        escaped (plan/printable.py)."""
+        escaped (components/text.py)."""
         return printable(self._text())
 
     def _text(self) -> str:
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None, costing: Costing | None = None) -> int:
 def run_args(args: argparse.Namespace, costing: Costing | None = None) -> int:
     """The command for flags `plan.args` has read: the plan, or the diff, as asked. What it
     prints as text or markdown shows user text's control characters escaped
-    (plan/printable.py); JSON escapes them itself."""
+    (components/text.py); JSON escapes them itself."""
     try:
         built = report(args.stack, args.base, costing)
     except (StackError, ConfigError, bases.BaseError) as error:

@@ -1,15 +1,16 @@
-"""What every input must be before any model reads it: text without the control characters a
-terminal acts on, and a config no larger than the Pulumi engine can hand the program. Per-list
-bounds live on the models, at their paths; this module holds what is true of all text.
+"""What every input must be before any model reads it: text without the characters that do not
+read as they are (`components.text.HIDDEN`), and a config no larger than the Pulumi engine can
+hand the program. Per-list bounds live on the models, at their paths; this module holds what is
+true of all text.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from components.base import PathPart, Problem
+from components.text import first_hidden, one_line
 
 CONFIG_LIMIT = 131072
 """Bytes of `PULUMI_CONFIG=<json>`: the Python language host hands the program its config in
@@ -21,19 +22,6 @@ FILE_LIMIT = 4 * CONFIG_LIMIT
 `CONFIG_LIMIT`, four times over."""
 MAX_REPORTED = 20
 """Control-character problems listed one by one; the rest are counted."""
-
-_CONTROL = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
-"""C0 controls but tab and newline, DEL, C1 controls, and the Unicode line separators and
-bidirectional marks: an ESC sequence moves the cursor or clears a line, a carriage return
-overwrites it, a bidi override reorders it, so a reviewer of the plan would not see what the
-text says (the Trojan Source attack, CVE-2021-42574)."""
-
-
-def shown(text: str) -> str:
-    """`text` with each control character as its escape, safe to print."""
-    return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), text)
 
 
 def control_problems(value: Any, path: tuple[PathPart, ...]) -> list[Problem]:
@@ -51,12 +39,12 @@ def _controls(value: Any, path: tuple[PathPart, ...]) -> Iterator[Problem]:
     while todo:
         item, where = todo.pop()
         if isinstance(item, str):
-            if match := _CONTROL.search(item):
-                yield Problem(where, _message(match[0], "holds"))
+            if char := first_hidden(item):
+                yield Problem(where, _message(char, "holds"))
         elif isinstance(item, Mapping):
             for key, part in item.items():
-                if isinstance(key, str) and (match := _CONTROL.search(key)):
-                    yield Problem(where, f"has the key '{shown(key)}', which " + _message(match[0]))
+                if isinstance(key, str) and (char := first_hidden(key)):
+                    yield Problem(where, f"has the key '{one_line(key)}', which " + _message(char))
                 else:
                     todo.append((part, (*where, key)))
         elif isinstance(item, list | tuple):
@@ -65,9 +53,10 @@ def _controls(value: Any, path: tuple[PathPart, ...]) -> Iterator[Problem]:
 
 def _message(char: str, verb: str = "holds") -> str:
     return (
-        f"{verb} the control character {shown(char)}, which a terminal acts on where the plan "
-        "prints this text (it can hide or rewrite lines a reviewer reads); remove it (text may "
-        "hold newlines and tabs, nothing else below U+0020)"
+        f"{verb} the character {one_line(char)}, which a terminal acts on or draws as nothing "
+        "where the plan prints this text (it can hide, reorder or rewrite what a reviewer reads); "
+        "remove it (text may hold newlines and tabs, no other control, bidi or invisible "
+        "character: components/text.py)"
     )
 
 

@@ -15,16 +15,11 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from components.base import ConfigModel, PathPart, Problem
+from components.text import one_line
 
 NAMESPACE = "ai-infra"
 GCP_KEYS = {"project": "gcp:project", "region": "gcp:region", "zone": "gcp:zone"}
 """Stack config fields that Pulumi's gcp provider's own keys set."""
-
-
-def _printable(text: str) -> str:
-    return "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
-    )
 
 
 class ConfigError(pulumi.RunError):
@@ -33,7 +28,7 @@ class ConfigError(pulumi.RunError):
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
         # Values are quoted into messages as written; a newline in one must not split a line.
-        self.rendered = [(_printable(render_path(p.path)), _printable(p.message)) for p in problems]
+        self.rendered = [(one_line(render_path(p.path)), one_line(p.message)) for p in problems]
         lines = "\n".join(f"  {path}: {message}" for path, message in self.rendered)
         super().__init__(f"invalid stack config ({len(problems)} problem(s)):\n{lines}")
 

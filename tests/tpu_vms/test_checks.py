@@ -480,13 +480,13 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "an escape in the startup script",
         {"tpuVms": [vm(startupScript="#!/bin/bash\necho hi\x1b]0;x\x07")]},
         "tpuVms[0].startupScript",
-        "control character \\x1b",
+        "the character \\x1b",
     ),
     (
         "a C1 control in metadata",
         {"tpuVms": [vm(metadata={"note": "a\x9bb"})]},
         "tpuVms[0].metadata.note",
-        "control character \\x9b",
+        "the character \\x9b",
     ),
     # Every list is bounded at its path.
     (
