@@ -7,19 +7,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pulumi
-
 from catalog import gpu as gpu_catalog
 from components.base import PathPart, Problem, Source, under
-from components.buckets import BucketsHandle
 from components.context import StackContext
+from components.footing import Footing, entry_mounts, footing
 from components.gpu_clusters.checks import account_id, group_name, warnings
 from components.gpu_clusters.checks import problems as entry_problems
 from components.gpu_clusters.cluster import GpuCluster, GpuClusterArgs, network_tag
 from components.gpu_clusters.config import GpuClusterConfig
 from components.logins import describe_logins
-from components.network import NetworkHandle
-from components.storage import SCRATCH_PATH, StorageHandle
+from components.storage import SCRATCH_PATH
 from components.system import Claim, ClaimKind, Handles, Mounted, Section, StackView
 
 if TYPE_CHECKING:
@@ -27,22 +24,20 @@ if TYPE_CHECKING:
 
 
 def build(
-    entries: list[GpuClusterConfig],
-    *,
-    context: StackContext,
-    network: NetworkHandle,
-    buckets: BucketsHandle,
-    storage: StorageHandle,
-    services: pulumi.ResourceOptions,
-    source: Source,
+    entries: list[GpuClusterConfig], footing: Footing, source: Source
 ) -> dict[str, GpuCluster]:
+    f = footing
     return {
         entry.name: GpuCluster(
             source(f"gpucluster-{entry.name}", "gpuClusters", i),
             GpuClusterArgs(
-                context=context, config=entry, network=network, buckets=buckets, storage=storage
+                context=f.context,
+                config=entry,
+                network=f.network,
+                buckets=f.buckets,
+                storage=f.storage,
             ),
-            services,
+            f.services,
         )
         for i, entry in enumerate(entries)
     }
@@ -175,25 +170,16 @@ def claims(config: StackConfig) -> list[Claim]:
 
 
 def mounts(config: StackConfig) -> list[Mounted]:
-    ctx = config.context
-    return [
-        Mounted(f"GPU cluster {cluster.name}", mount, tuple(network_tags([cluster], ctx)))
-        for cluster in config.gpu_clusters
-        for mount in cluster.storage
-    ]
+    return entry_mounts(
+        config.gpu_clusters,
+        lambda cluster: f"GPU cluster {cluster.name}",
+        lambda cluster: cluster.storage,
+        lambda cluster: network_tags([cluster], config.context),
+    )
 
 
 def build_step(view: StackView, handles: Handles, source: Source) -> dict[str, GpuCluster]:
-    stack = handles["stack"]
-    return build(
-        view.config.gpu_clusters,
-        context=view.config.context,
-        network=stack.network,
-        buckets=stack.buckets,
-        storage=handles["storage"],
-        services=stack.after_services,
-        source=source,
-    )
+    return build(view.config.gpu_clusters, footing(view, handles), source)
 
 
 def sections(view: StackView) -> list[Section]:

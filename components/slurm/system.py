@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pulumi
-
 from catalog import tpu as tpu_catalog
 from components.base import PathPart, Problem, Source, under
-from components.buckets import BucketsHandle
 from components.context import StackContext
-from components.network import NetworkHandle, system_tag
+from components.footing import Footing, entry_mounts, footing
+from components.network import system_tag
 from components.slurm.checks import bucket_grant_problems, gpu_subnets, stack_range_problems
 from components.slurm.checks import problems as cluster_problems
 from components.slurm.cluster import SlurmCluster, SlurmClusterArgs
@@ -22,7 +20,6 @@ from components.slurm.config import SlurmConfig, account_id
 from components.slurm.fields import ACCOUNT_ROLES
 from components.slurm.running import edit_notices as cluster_edit_notices
 from components.slurm.summary import describe
-from components.storage import StorageHandle
 from components.system import Claim, ClaimKind, Handles, Mounted, Section, StackView
 
 if TYPE_CHECKING:
@@ -37,22 +34,18 @@ NODE_ACCOUNT_USE = (
 a team, a workload identity, a TPU VM entry, a GPU cluster)."""
 
 
-def build(
-    config: SlurmConfig,
-    *,
-    context: StackContext,
-    network: NetworkHandle,
-    storage: StorageHandle,
-    buckets: BucketsHandle,
-    services: pulumi.ResourceOptions,
-    source: Source,
-) -> SlurmCluster:
+def build(config: SlurmConfig, footing: Footing, source: Source) -> SlurmCluster:
+    f = footing
     return SlurmCluster(
         source("slurm", "slurm"),
         SlurmClusterArgs(
-            context=context, network=network, storage=storage, buckets=buckets, config=config
+            context=f.context,
+            network=f.network,
+            storage=f.storage,
+            buckets=f.buckets,
+            config=config,
         ),
-        services,
+        f.services,
     )
 
 
@@ -159,32 +152,19 @@ def mounts(config: StackConfig) -> list[Mounted]:
     cluster = config.slurm
     if cluster is None:
         return []
-    tags = tuple(network_tags(cluster)["slurm"])
-    found = [
-        Mounted(f"Slurm {cluster.cluster_name} (every VM)", mount, tags)
-        for mount in cluster.storage
-    ]
-    for group in cluster.login_groups:
-        found += [Mounted(f"Slurm login group {group.name}", m, tags) for m in group.storage]
-    for nodeset in [*cluster.cpu_nodesets, *cluster.tpu_nodesets]:
-        found += [Mounted(f"Slurm nodeset {nodeset.name}", m, tags) for m in nodeset.storage]
-    return found
+    tags = network_tags(cluster)["slurm"]
+    groups = [(f"Slurm {cluster.cluster_name} (every VM)", cluster.storage)]
+    groups += [(f"Slurm login group {g.name}", g.storage) for g in cluster.login_groups]
+    nodesets = [*cluster.cpu_nodesets, *cluster.tpu_nodesets]
+    groups += [(f"Slurm nodeset {n.name}", n.storage) for n in nodesets]
+    return entry_mounts(groups, lambda g: g[0], lambda g: g[1], lambda _: tags)
 
 
 def build_step(view: StackView, handles: Handles, source: Source) -> SlurmCluster | None:
     config = view.config
     if config.slurm is None:
         return None
-    stack = handles["stack"]
-    return build(
-        config.slurm,
-        context=config.context,
-        network=stack.network,
-        storage=handles["storage"],
-        buckets=stack.buckets,
-        services=stack.after_services,
-        source=source,
-    )
+    return build(config.slurm, footing(view, handles), source)
 
 
 def sections(view: StackView) -> list[Section]:

@@ -7,15 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pulumi
-
 from components import gke
 from components.base import PathPart, Problem, Source, under
-from components.buckets import BucketsHandle
 from components.context import StackContext
+from components.footing import Footing, entry_mounts, footing
 from components.logins import describe_logins
-from components.network import NetworkHandle
-from components.storage import StorageHandle
 from components.system import Claim, ClaimKind, Handles, Mounted, Section, StackView
 from components.tpu_vms.checks import problems as entry_problems
 from components.tpu_vms.checks import stack_problems, subnet_problems
@@ -26,25 +22,20 @@ if TYPE_CHECKING:
     from stacks.config import StackConfig
 
 
-def build(
-    entries: list[TpuVmConfig],
-    *,
-    context: StackContext,
-    network: NetworkHandle,
-    buckets: BucketsHandle,
-    storage: StorageHandle,
-    services: pulumi.ResourceOptions,
-    source: Source,
-) -> dict[str, TpuVms]:
+def build(entries: list[TpuVmConfig], footing: Footing, source: Source) -> dict[str, TpuVms]:
     """One queued resource per entry. TPU VMs boot into the stack's subnet and egress through
     its NAT, so each waits for the network; nothing here needs the GKE cluster."""
     return {
         entry.name: TpuVms(
             source(f"tpuvm-{entry.name}", "tpuVms", i),
             TpuVmsArgs(
-                context=context, network=network, buckets=buckets, storage=storage, config=entry
+                context=footing.context,
+                network=footing.network,
+                buckets=footing.buckets,
+                storage=footing.storage,
+                config=entry,
             ),
-            services,
+            footing.services,
         )
         for i, entry in enumerate(entries)
     }
@@ -217,25 +208,16 @@ def claims(config: StackConfig) -> list[Claim]:
 
 
 def mounts(config: StackConfig) -> list[Mounted]:
-    ctx = config.context
-    return [
-        Mounted(f"TPU VMs {entry.name}", mount, tuple(network_tags([entry], ctx)))
-        for entry in config.tpu_vms
-        for mount in entry.storage
-    ]
+    return entry_mounts(
+        config.tpu_vms,
+        lambda entry: f"TPU VMs {entry.name}",
+        lambda entry: entry.storage,
+        lambda entry: network_tags([entry], config.context),
+    )
 
 
 def build_step(view: StackView, handles: Handles, source: Source) -> dict[str, TpuVms]:
-    stack = handles["stack"]
-    return build(
-        view.config.tpu_vms,
-        context=view.config.context,
-        network=stack.network,
-        buckets=stack.buckets,
-        storage=handles["storage"],
-        services=stack.after_services,
-        source=source,
-    )
+    return build(view.config.tpu_vms, footing(view, handles), source)
 
 
 def sections(view: StackView) -> list[Section]:
