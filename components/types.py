@@ -17,6 +17,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from catalog import iam as iam_catalog
 from components.base import anchored, described, matching
 
 
@@ -126,7 +127,13 @@ _ROLE = re.compile(
 )
 
 
-@described("IAM role", {"pattern": anchored(_ROLE), "not": {"enum": sorted(BASIC_ROLES)}})
+@described(
+    "IAM role",
+    {
+        "pattern": anchored(_ROLE),
+        "not": {"enum": sorted(BASIC_ROLES | set(iam_catalog.ESCALATING_ROLES))},
+    },
+)
 def _role(value: str) -> str:
     # Compared without case or surrounding space, so `roles/Owner` or `roles/owner\n` cannot
     # slip a basic role past the check.
@@ -135,10 +142,22 @@ def _role(value: str) -> str:
             f"'{value}' is a basic role and grants far more than a workload needs; grant "
             "predefined roles instead (e.g. roles/storage.objectUser, roles/logging.logWriter)"
         )
+    if iam_catalog.SERVICE_AGENT_ROLE.fullmatch(value):
+        raise ValueError(
+            f"'{value}' is a service agent role, which Google grants to its services' own "
+            "agents and no other principal (cloud.google.com/iam/docs/service-agents); grant "
+            "the narrow roles the work calls instead"
+        )
     if not _ROLE.fullmatch(value):
         raise ValueError(
             f"'{value}' is not an IAM role; use a predefined role, written as IAM writes it "
             "(roles/storage.objectUser), or a custom role projects/PROJECT/roles/NAME"
+        )
+    if permission := iam_catalog.ESCALATING_ROLES.get(value):
+        raise ValueError(
+            f"'{value}' holds {permission}, which lets whoever runs as this account (anyone "
+            "logged in to its VMs, any pod of its namespace) take further roles, up to the "
+            "project's owner; grant the narrow roles the work calls instead"
         )
     return value
 

@@ -49,6 +49,30 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "ai-infra:teams[0].roles[0]",
         "basic role",
     ),
+    (
+        "a team account that can set the project's IAM policy",
+        {"teams": [{"name": "a", "roles": ["roles/resourcemanager.projectIamAdmin"]}]},
+        "ai-infra:teams[0].roles[0]",
+        "narrow roles",
+    ),
+    (
+        "a workload identity that mints tokens for every account",
+        {"workloadIdentities": [identity(roles=["roles/iam.serviceAccountTokenCreator"])]},
+        "ai-infra:workloadIdentities[0].roles[0]",
+        "narrow roles",
+    ),
+    (
+        "a TPU VM account that acts as every account of the project",
+        {"tpuVms": [{**TPU_VM, "roles": ["roles/iam.serviceAccountUser"]}]},
+        "ai-infra:tpuVms[0].roles[0]",
+        "narrow roles",
+    ),
+    (
+        "a service agent's role on a team account",
+        {"teams": [{"name": "a", "roles": ["roles/container.serviceAgent"]}]},
+        "ai-infra:teams[0].roles[0]",
+        "service agent role",
+    ),
     ("name with a newline", {"teams": [{"name": "vision\n"}]}, "ai-infra:teams[0].name", "letters"),
     (
         "identity claims a team's Kubernetes service account",
