@@ -21,6 +21,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from components.identity import OS_LOGIN_METADATA
 from components.text import first_hidden, one_line
 
 GUEST_NAMESPACE = "ai-infra"
@@ -33,6 +34,27 @@ with `compute.instances.getGuestAttributes`; Cloud TPU serves a TPU VM's per wor
 `GetGuestAttributes`)."""
 GUEST_ATTRIBUTES_METADATA = {"enable-guest-attributes": "TRUE"}
 """Compute Engine accepts guest attributes only from VMs with this metadata key set."""
+GUEST_RESERVED_METADATA = frozenset(
+    {
+        *OS_LOGIN_METADATA,  # OS Login's 2FA and security-key switches only tighten it
+        *GUEST_ATTRIBUTES_METADATA,
+        "ssh-keys",
+        "sshkeys",
+        "serial-port-enable",
+        "startup-script",
+        "startup-script-url",
+        "shutdown-script-url",
+        # cloud-init's GCE datasource reads these and the ssh keys (cloudinit/sources/
+        # DataSourceGCE.py): its users and keys would log in outside OS Login.
+        "user-data",
+        "user-data-encoding",
+    }
+)
+"""Metadata keys (compared in lower case) no entry's `metadata` may set on any VM: OS Login's
+own (the program sets it), the SSH keys it would bypass, the interactive serial console, the
+guest attributes the boot signal needs, and what runs as root without the plan showing it (the
+startup script is each system's own field; a script or cloud-config fetched from a URL or
+base64-encoded is not what the plan prints)."""
 RUNNING = "running"
 DONE = "done"
 FAILED = "failed: "

@@ -497,8 +497,9 @@ def _metadata_problems(config: GpuClusterConfig) -> list[Problem]:
     return [
         Problem(
             ("metadata", key),
-            "is set by the program (OS Login, startup script, driver, Jupyter proxy); "
-            "remove it, or use the cluster's own field for it",
+            "is set by the program (OS Login, startup script, driver, Jupyter proxy) or runs "
+            "outside what the plan shows (cloud-init user data, a script URL); remove it, or "
+            "use the cluster's own field for it",
         )
         for key in config.metadata
         if key.lower() in RESERVED_METADATA

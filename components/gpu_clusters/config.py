@@ -14,7 +14,7 @@ from catalog import gpu as gpu_catalog
 from components.base import ConfigModel
 from components.logins import MAX_LOGINS, Login
 from components.network import consecutive_ranges
-from components.startup import ScriptText
+from components.startup import GUEST_RESERVED_METADATA, ScriptText
 from components.storage import StorageMount
 from components.types import (
     Cidr,
@@ -46,21 +46,9 @@ _NO_GVNIC = re.compile(r".*debian-10.*")
 """Images without a gVNIC driver: the provisioning tool's instance template refused gVNIC on
 anything but Debian 11 or newer ("GVNIC is only supported in debian 11 image")."""
 
-RESERVED_METADATA = frozenset(
-    {
-        "enable-oslogin",
-        "block-project-ssh-keys",
-        "ssh-keys",
-        "serial-port-enable",
-        "startup-script",
-        "startup-script-url",
-        "install-nvidia-driver",
-        "proxy-mode",
-        "enable-guest-attributes",
-    }
-)
-"""Metadata keys the program sets for security or function; a cluster's `metadata` may not
-override them."""
+RESERVED_METADATA = GUEST_RESERVED_METADATA | {"install-nvidia-driver", "proxy-mode"}
+"""Metadata keys a cluster's `metadata` may not set: those of every VM (`components.startup`)
+and the Deep Learning VM's driver and Jupyter proxy switches, which the program sets."""
 MAX_INSTANCES = 1000
 """A zonal managed instance group "can have up to 1000 VM instances" (Compute Engine API,
 instanceGroupManagers.insert); compact placement may allow fewer (`gpu_catalog.compact_limit`)."""
@@ -172,7 +160,7 @@ class GpuClusterConfig(ConfigModel):
     NCCL gIB plugin for RDMA."""
     metadata: dict[MetadataKey, ScriptText] = Field(default_factory=dict)
     """Extra instance metadata; cannot override enable-oslogin, startup-script and the other
-    keys the program sets."""
+    keys the program sets, nor set SSH keys, script URLs or cloud-init `user-data`."""
     labels: Labels = Field(default_factory=dict)
     """Extra labels on the VMs, disks and Filestore instances (beside the stack's and
     `aiinfra-cluster=<name>`)."""

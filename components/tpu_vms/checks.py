@@ -242,9 +242,10 @@ def _disk_and_metadata_problems(config: TpuVmConfig, zone: str, storage: Storage
             found.append(
                 Problem(
                     ("metadata", key),
-                    "is set by the program (the startup script's readiness signal needs guest "
-                    "attributes): TPU VMs take SSH through OS Login only, with "
-                    "project SSH keys blocked and no serial console; remove it",
+                    "is set by the program or runs outside what the plan shows (the startup "
+                    "script's readiness signal needs guest attributes; TPU VMs take SSH through "
+                    "OS Login only, with project SSH keys blocked, no serial console and no "
+                    "cloud-init user data or script URL); remove it",
                 )
             )
     if config.startup_script is not None and HEREDOC in config.startup_script.splitlines():

@@ -260,8 +260,8 @@ class TpuVmConfig(ConfigModel):
     metadata: dict[MetadataKey, ScriptText] = Field(default_factory=dict)
     """Metadata on every TPU VM; at most 512 KiB with `startupScript`. The program sets
     `enable-oslogin` and `block-project-ssh-keys` to TRUE, so SSH goes through OS Login;
-    those keys, `ssh-keys`, `sshKeys`, `serial-port-enable` and `startup-script` (use
-    `startupScript`) are refused here."""
+    those keys, SSH keys, `serial-port-enable`, `startup-script` (use `startupScript`), script
+    URLs and cloud-init `user-data` are refused here (`components.startup`)."""
     startup_script: ScriptText | None = None
     """Run as root at every boot of every TPU VM, as a step of the startup script the program
     renders (metadata `startup-script`); it keeps its own `#!` line, and runs under bash

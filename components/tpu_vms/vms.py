@@ -24,7 +24,7 @@ from components.logins import (
     viewer_role_id,
 )
 from components.network import ALL_INTERNAL, NetworkHandle, firewall_rule, system_tag
-from components.startup import GUEST_ATTRIBUTES_METADATA
+from components.startup import GUEST_ATTRIBUTES_METADATA, GUEST_RESERVED_METADATA
 from components.storage import Storage, StorageHandle, VolumeMount, gcsfuse_flags
 from components.tpu_vms import boot
 from components.tpu_vms.config import TpuVmConfig
@@ -37,19 +37,9 @@ NODE_ROLES: tuple[str, ...] = ("roles/logging.logWriter", "roles/monitoring.metr
 come only from an entry's `buckets` and `roles`."""
 STARTUP_SCRIPT_KEY = "startup-script"
 """The metadata key TPU VMs run at boot, as Compute Engine VMs do."""
-RESERVED_METADATA = frozenset(
-    {
-        *OS_LOGIN_METADATA,
-        *GUEST_ATTRIBUTES_METADATA,
-        "ssh-keys",
-        "sshkeys",
-        "serial-port-enable",
-        STARTUP_SCRIPT_KEY,
-    }
-)
-"""Metadata keys (compared in lower case) an entry's `metadata` may not set: OS Login's, the
-SSH keys it would bypass, the interactive serial console, and the startup script, which is
-`startupScript`."""
+RESERVED_METADATA = GUEST_RESERVED_METADATA
+"""Metadata keys (compared in lower case) an entry's `metadata` may not set: those of every
+VM (`components.startup`); the startup script is `startupScript`."""
 METADATA_BYTES_MAX = 512 * 1024
 """Compute Engine's limit on all metadata of one VM (compute/docs/metadata/overview)."""
 
