@@ -340,17 +340,19 @@ def disk_zone(path: str) -> str:
     return match["zone"]
 
 
-_MOUNT_PATH = re.compile(r"/[A-Za-z0-9._/-]+")
+_MOUNT_PATH = re.compile(r"/[A-Za-z0-9._-][A-Za-z0-9._/-]*")
+"""One leading '/': POSIX leaves a path that starts with exactly two slashes to the system
+(posixpath.normpath keeps `//etc`), and Linux reads it as `/etc`."""
 
 
 @described("absolute path", {"pattern": anchored(_MOUNT_PATH)})
 def _mount_path(value: str) -> str:
-    # normpath folds '..', '.', '//' and a trailing '/': a path equal to its normal form
-    # climbs nowhere.
+    # normpath folds '..', '.', '//' inside and a trailing '/': a path equal to its normal
+    # form climbs nowhere.
     if not _MOUNT_PATH.fullmatch(value) or posixpath.normpath(value) != value:
         raise ValueError(
             f"'{value}' is not an absolute, normalised path of letters, digits, '.', '_', '-' "
-            "and '/' (no '..', no trailing '/'); write e.g. /gcs/data"
+            "and '/' (one leading '/', no '..', no trailing '/'); write e.g. /gcs/data"
         )
     return value
 

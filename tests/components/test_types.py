@@ -103,12 +103,14 @@ def test_every_service_account_is_user_managed(key):
 
 
 @pytest.mark.parametrize("key", MOUNT_PATHS)
-@pytest.mark.parametrize("path", ["/gcs/../etc", "/gcs/data/", "gcs/data", "/gcs//data"])
+@pytest.mark.parametrize(
+    "path", ["/gcs/../etc", "/gcs/data/", "gcs/data", "/gcs//data", "//etc", "//gcs/data"]
+)
 def test_every_mount_path_is_absolute_and_normalised(key, path):
     assert refusal(key, "/gcs/data") is None
     assert refusal(key, path) == (
         f"'{path}' is not an absolute, normalised path of letters, digits, '.', '_', '-' and "
-        "'/' (no '..', no trailing '/'); write e.g. /gcs/data"
+        "'/' (one leading '/', no '..', no trailing '/'); write e.g. /gcs/data"
     )
 
 
