@@ -87,8 +87,10 @@ class BucketConfig(ConfigModel):
         default=7, ge=0, le=90
     )
     """Days deleted objects stay recoverable; 0 turns soft delete off, otherwise 7 to 90."""
-    delete_after_days: int | None = Field(default=None, ge=1)
-    """Lifecycle rule deleting objects this many days old (e.g. scratch checkpoints)."""
+    delete_after_days: int | None = Field(default=None, ge=1, le=36500)
+    """Lifecycle rule deleting objects this many days old (e.g. scratch checkpoints); at most
+    36,500 (a program bound: a century, where the lifecycle `age` the JSON API takes as an
+    integer would otherwise overflow on its way there)."""
     force_destroy: bool = False
     """Let `pulumi destroy` delete a bucket that still holds objects. Refused when the stack
     sets `ai-infra:protect`."""

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
+from stacks.loading import parse
+from stacks.messages import ConfigError
+from tests.conftest import with_config
+
 BUCKETS = [
     {
         "name": "data",
@@ -35,3 +41,10 @@ def test_protected_stack_protects_buckets(build):
     graph = build(buckets=BUCKETS, protect=True)
     for bucket in graph.of_type("gcp:storage/bucket:Bucket"):
         assert bucket.protect and bucket.inputs["forceDestroy"] is False, bucket.urn
+
+
+def test_a_lifecycle_age_past_a_century_is_refused_at_its_path():
+    with pytest.raises(ConfigError) as error:
+        parse(with_config(buckets=[{"name": "b", "deleteAfterDays": 10**30}]), "test")
+    assert "at most 36500" in dict(error.value.rendered)["ai-infra:buckets[0].deleteAfterDays"]
+    assert parse(with_config(buckets=[{"name": "b", "deleteAfterDays": 36500}]), "test")
