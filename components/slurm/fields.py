@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, StringConstraints
+from pydantic import AfterValidator, StringConstraints
 
-from components.base import ConfigModel, anchored, described, matching
+from components.base import ConfigModel, matching
 from components.slurm import scripts
 from components.storage import StorageMount
 from components.types import (
@@ -100,27 +100,6 @@ Scope = Annotated[
         "an OAuth scope such as https://www.googleapis.com/auth/cloud-platform",
     ),
 ]
-
-
-def at_most(limit: int, what: str) -> BeforeValidator:
-    """A map's size, checked before its entries: pydantic checks a dict's `max_length` only
-    after validating every entry, so a map of 10^5 bad keys would give 10^5 problems."""
-
-    @described(
-        "",
-        {
-            "type": "object",
-            "maxProperties": limit,
-            "propertyNames": {"pattern": anchored(CONF_KEY)},
-            "additionalProperties": {"type": "string", "pattern": anchored(CONF_VALUE)},
-        },
-    )
-    def check(value: object) -> object:
-        if isinstance(value, dict) and len(value) > limit:
-            raise ValueError(f"holds {len(value)} entries; at most {limit} ({what})")
-        return value
-
-    return BeforeValidator(check)
 
 
 CONF_KEY = r"[A-Za-z]{2,40}"

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, Field
 
 from catalog import tpu as tpu_catalog
 from catalog.gpu import GpuNicLayout, fixed_gpus, nic_layout
-from components.base import ConfigModel
+from components.base import ConfigModel, at_most
 from components.context import StackContext
 from components.network import consecutive_ranges
 from components.slurm import scripts
@@ -29,7 +29,6 @@ from components.slurm.fields import (
     Scope,
     ScriptText,
     Topology,
-    at_most,
     not_reserved,
     pattern_of,
     tagged_image,

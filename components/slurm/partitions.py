@@ -8,14 +8,13 @@ from typing import Annotated
 
 from pydantic import Field
 
-from components.base import ConfigModel
+from components.base import ConfigModel, at_most
 from components.slurm.fields import (
     ConfKey,
     ConfValue,
     JobScript,
     NodesetName,
     PartitionName,
-    at_most,
 )
 from components.slurm.slurm_conf import PARTITION_OPTIONS, partition_option
 
