@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from catalog.storage import FILESTORE_SHARE, LUSTRE_FILESYSTEM_MAX
-from components.base import ConfigModel, matching
+from components.base import MAX_ENTRIES, ConfigModel, at_most, matching
 from components.context import StackContext
 from components.types import REGION, ZONE, Cidr, DnsLabel, GceName, MountPath, Zone
 
@@ -117,7 +117,9 @@ class VolumeConfig(ConfigModel):
     owner: DnsLabel | None = None
     """The team whose data it holds (an `ai-infra:teams` name). Another team gets `write` only
     with `sharedWrite`."""
-    teams: dict[DnsLabel, Access] = Field(default_factory=dict)
+    teams: Annotated[
+        dict[DnsLabel, Access], at_most(MAX_ENTRIES, "one per ai-infra:teams entry")
+    ] = Field(default_factory=dict)
     """`ai-infra:teams` name -> `read` or `write`: each team gets a PersistentVolume and a claim
     `<name>` in its namespace, read-only or read-write, and for a bucket the object role its
     Workload Identity needs (objectViewer, objectUser) and nothing wider."""

@@ -212,7 +212,9 @@ class ClusterConfig(ConfigModel):
     TPU slices and GPU pools set their own."""
     maintenance_start_time: TimeOfDay = "03:00"
     """Daily four-hour maintenance window start, UTC, HH:MM."""
-    maintenance_exclusions: list[MaintenanceExclusion] = Field(default_factory=list)
+    maintenance_exclusions: list[MaintenanceExclusion] = Field(
+        default_factory=list, max_length=MAX_EXCLUSIONS
+    )
     """Periods in which GKE must not upgrade the cluster, e.g. a training campaign: at most 20,
     names unique, periods not overlapping."""
     rbac_security_group: SecurityGroup | None = None
