@@ -48,6 +48,9 @@ BucketRef = Annotated[
         "is not a bucket: the name of an ai-infra:buckets entry, or a GCS bucket's full name",
     ),
 ]
+MAX_VOLUMES = 64
+"""Volumes of a stack: a bound of this program's, so that the checks across volumes and their
+mounts stay small."""
 
 
 class FilestoreVolume(ConfigModel):
@@ -156,7 +159,7 @@ class StorageConfig(ConfigModel):
     """The range private services access allocates in the stack's VPC, from which Google gives
     each Filestore share a /26 (Basic: /29) and each Lustre instance a /23; needed when the
     stack creates either, disjoint from every other range of the stack, e.g. 10.200.0.0/20."""
-    volumes: list[VolumeConfig] = Field(default_factory=list, max_length=64)
+    volumes: list[VolumeConfig] = Field(default_factory=list, max_length=MAX_VOLUMES)
     """Buckets, Filestore shares and Lustre instances, created or attached."""
 
 

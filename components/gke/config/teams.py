@@ -23,6 +23,7 @@ from components.base import (
     matching,
 )
 from components.buckets import BucketAccess
+from components.gke.config.cluster import MAX_IMAGE_REPOSITORIES
 from components.types import (
     ArtifactRepository,
     DnsLabel,
@@ -234,7 +235,9 @@ class TeamConfig(ConfigModel):
     """The `kueue.priorityClasses` its jobs may name (`kueue.x-k8s.io/priority-class`); unset,
     every one. A job naming another, or a pod naming a PriorityClass (system ones included),
     is refused."""
-    image_repositories: list[ArtifactRepository] = Field(default_factory=list, max_length=100)
+    image_repositories: list[ArtifactRepository] = Field(
+        default_factory=list, max_length=MAX_IMAGE_REPOSITORIES
+    )
     """Artifact Registry repositories holding the team's private images
     (`LOCATION-docker.pkg.dev/PROJECT/REPOSITORY`): the nodes' account reads them, and no other
     team's pod may name an image of them."""
