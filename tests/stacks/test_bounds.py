@@ -4,6 +4,8 @@ a few paths are checked for the refusal (path and message) and for accepting the
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import types
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -12,6 +14,7 @@ import annotated_types
 import pytest
 from pydantic.fields import FieldInfo
 
+import components
 from components.base import (
     MAX_ENTRIES,
     MAX_KUEUE_FLAVORS,
@@ -46,6 +49,10 @@ def _bound(metadata: list[Any]) -> int | None:
     return None
 
 
+REACHED: set[type] = set()
+"""Every config model the walk followed."""
+
+
 def _collections(
     annotation: Any, metadata: list[Any], path: str, seen: frozenset[type]
 ) -> Iterator[tuple[str, int | None]]:
@@ -68,6 +75,7 @@ def _collections(
     elif isinstance(annotation, type) and issubclass(annotation, ConfigModel):
         if annotation in seen:
             return
+        REACHED.add(annotation)
         for name, info in annotation.model_fields.items():
             key = info.alias or name
             yield from _collections(
@@ -89,6 +97,20 @@ def test_the_walk_reaches_every_system():
     assert {"labels", "network", "cluster", "teams", "tpuVms", "slurm", "storage"} <= heads
     assert {"gpuClusters", "workloadIdentities", "tpuProvisioner", "kueue", "monitoring"} <= heads
     assert len(FOUND) > 70, len(FOUND)
+
+
+def _subclasses(model: type) -> Iterator[type]:
+    for sub in model.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def test_the_walk_reaches_every_config_model_of_the_program():
+    # A model the stack config does not reach would escape the bound check below.
+    for module in pkgutil.walk_packages(components.__path__, "components."):
+        importlib.import_module(module.name)
+    missed = sorted(m.__qualname__ for m in _subclasses(ConfigModel) if m not in REACHED)
+    assert not missed, missed
 
 
 def test_every_list_and_map_of_the_stack_config_is_bounded_at_its_path():
