@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pulumi
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 from pydantic.alias_generators import to_camel
 
 PathPart = str | int
@@ -82,6 +88,23 @@ MAX_NETWORK_TAGS = 64
 MAX_POLICY_MEMBERS = 1500
 """Principals of one IAM allow policy: at most 1,500 (IAM "Quotas and limits"), a bucket's
 included."""
+MAX_LABELS = 64
+"""Labels of one resource: GCP allows at most 64 (Resource Manager "Requirements for labels";
+Compute Engine, Cloud TPU and GCS follow it)."""
+MAX_METADATA_ENTRIES = 128
+"""Metadata entries of a VM: a bound of this program's. Compute Engine bounds metadata by size
+(keys under 128 bytes, values at most 256 KiB, all of it under 512 KB: `Metadata.items`), not by
+count."""
+MAX_ROLES = 64
+"""Project roles of one service account: a bound of this program's, not an IAM limit; an
+account holding more is no longer least privilege. Raise it deliberately."""
+MAX_KUEUE_FLAVORS = 64
+"""Flavors of one ClusterQueue resource group: Kueue v0.19.2's ClusterQueue CRD sets
+`spec.resourceGroups[].flavors` maxItems 64, and every slice, pool or provisioned shape a
+quota names is one flavor."""
+MAX_PRIORITY_CLASSES = 64
+"""Kueue WorkloadPriorityClasses of a stack: a bound of this program's (Kubernetes sets none);
+each is an object of the cluster and a name the admission policy compares."""
 
 
 class ConfigModel(BaseModel):
@@ -181,3 +204,17 @@ class Component(pulumi.ComponentResource):
         """Options for a child: parented here and waiting on what this component waits on."""
         deps = [*self._inherited_depends_on, *depends_on]
         return pulumi.ResourceOptions(parent=self, depends_on=deps or None, **kwargs)
+
+
+def at_most(limit: int, why: str) -> WrapValidator:
+    """A map's size, checked before its entries: pydantic checks a dict's `max_length` only
+    after validating every entry, so a map of 10^5 bad keys would give 10^5 problems (a list's
+    `Field(max_length=...)` is checked first). `why` names the limit's source."""
+
+    @described("", {"maxProperties": limit})
+    def bounded(value: object, handler: ValidatorFunctionWrapHandler) -> object:
+        if isinstance(value, dict) and len(value) > limit:
+            raise ValueError(f"holds {len(value)} entries; at most {limit} ({why}), remove some")
+        return handler(value)
+
+    return WrapValidator(bounded)

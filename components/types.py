@@ -18,7 +18,7 @@ from typing import Annotated
 from pydantic import AfterValidator
 
 from catalog import iam as iam_catalog
-from components.base import anchored, described, matching
+from components.base import MAX_LABELS, anchored, at_most, described, matching
 
 
 @described("", {"not": {"pattern": "google"}})
@@ -300,7 +300,11 @@ def _labels(labels: dict[str, str]) -> dict[str, str]:
     return labels
 
 
-Labels = Annotated[dict[str, str], AfterValidator(_labels)]
+Labels = Annotated[
+    dict[str, str],
+    at_most(MAX_LABELS, "GCP allows 64 labels per resource"),
+    AfterValidator(_labels),
+]
 """GCP labels. Which keys the program owns, and how many fit beside the stack's, are
 problems of the stack (`components.context.label_problems`)."""
 

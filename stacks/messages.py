@@ -105,6 +105,12 @@ def _message(error: ErrorDetails) -> str:
             "less_than": f"less than {ctx.get('lt')}",
         }[kind]
         return f"must be {bound}{shown}"
+    if kind == "too_long":
+        # A list's bound (`Field(max_length=...)`), checked before its entries; maps are
+        # bounded by `components.base.at_most`, which says why in its own words.
+        ctx = error.get("ctx") or {}
+        held, limit = ctx.get("actual_length"), ctx.get("max_length")
+        return f"holds {held} entries; at most {limit}, remove some"
     if kind == "string_too_long":
         return f"must be at most {(error.get('ctx') or {}).get('max_length')} characters{shown}"
     return error["msg"].removeprefix("Value error, ")

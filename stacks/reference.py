@@ -95,6 +95,13 @@ class _Generator(GenerateJsonSchema):
             refined["maxLength"] = min(generated["maxLength"], shape.schema["maxLength"])
         return refined
 
+    def function_wrap_schema(
+        self, schema: core_schema.WrapValidatorFunctionSchema
+    ) -> JsonSchemaValue:
+        generated = super().function_wrap_schema(schema)
+        shape = _shape_of(schema["function"]["function"])
+        return {**generated, **shape.schema} if shape else generated
+
     def function_before_schema(
         self, schema: core_schema.BeforeValidatorFunctionSchema
     ) -> JsonSchemaValue:
@@ -144,18 +151,35 @@ def _constraints(metadata: list[Any]) -> str:
     return ""
 
 
+def _entries(metadata: list[Any]) -> str:
+    """How many entries a list (`Field(max_length=...)`) or map (`base.at_most`) holds."""
+    limit = next((m.max_length for m in metadata if isinstance(m, annotated_types.MaxLen)), None)
+    for function in _validators_in(metadata):
+        shape = _shape_of(function)
+        if shape is not None and "maxProperties" in shape.schema:
+            limit = shape.schema["maxProperties"]
+    return "" if limit is None else f" (at most {limit})"
+
+
 def type_text(annotation: Any, metadata: list[Any] | None = None) -> str:
     """A field's type as a reader of the stack file thinks of it."""
     metadata = list(metadata or [])
     origin = get_origin(annotation)
     if origin is Annotated:
         inner, *extra = get_args(annotation)
-        return type_text(inner, [*extra, *metadata])
+        flat = [m for e in extra for m in (e.metadata if isinstance(e, FieldInfo) else [e])]
+        return type_text(inner, [*flat, *metadata])
+    if origin in (list, dict):
+        counted = _entries(metadata)
+        metadata = [m for m in metadata if not isinstance(m, annotated_types.MaxLen)]
+    else:
+        counted = ""
     constraints = _constraints(metadata)
     for function in _validators_in(metadata):
         shape = _shape_of(function)
         if shape is not None and shape.name:
-            return f"{shape.name}, {constraints}" if constraints else shape.name
+            named = f"{shape.name}, {constraints}" if constraints else shape.name
+            return named + counted
     if origin in (Union, pytypes.UnionType):
         options = [a for a in get_args(annotation) if a is not type(None)]
         if len(options) == 1:
@@ -165,10 +189,10 @@ def type_text(annotation: Any, metadata: list[Any] | None = None) -> str:
         return " \\| ".join(f"`{value}`" for value in get_args(annotation))
     if origin is list:
         (item,) = get_args(annotation)
-        return f"list of {_plural(type_text(item))}"
+        return f"list of {_plural(type_text(item))}{counted}"
     if origin is dict:
         key, value = get_args(annotation)
-        return f"map: {type_text(key)} → {type_text(value)}"
+        return f"map: {type_text(key)} → {type_text(value)}{counted}"
     if isinstance(annotation, type) and issubclass(annotation, base.ConfigModel):
         return "object"
     names = {bool: "bool", int: "int", float: "number", str: "string"}

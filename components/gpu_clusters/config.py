@@ -6,12 +6,12 @@ AI infra cluster provisioning tool made by default.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from catalog import gpu as gpu_catalog
-from components.base import ConfigModel
+from components.base import MAX_METADATA_ENTRIES, ConfigModel, at_most
 from components.logins import MAX_LOGINS, Login
 from components.network import consecutive_ranges
 from components.startup import GUEST_RESERVED_METADATA, ScriptText
@@ -158,7 +158,10 @@ class GpuClusterConfig(ConfigModel):
     Google's GPUDirect-TCPX / TCPXO receive daemon and NCCL plugin (the image must be one
     prepared for them, not a Deep Learning VM image), on a3-ultragpu-8g and a4-highgpu-8g the
     NCCL gIB plugin for RDMA."""
-    metadata: dict[MetadataKey, ScriptText] = Field(default_factory=dict)
+    metadata: Annotated[
+        dict[MetadataKey, ScriptText],
+        at_most(MAX_METADATA_ENTRIES, "a bound of this program's, not Compute Engine's"),
+    ] = Field(default_factory=dict)
     """Extra instance metadata; cannot override enable-oslogin, startup-script and the other
     keys the program sets, nor set SSH keys, script URLs or cloud-init `user-data`."""
     labels: Labels = Field(default_factory=dict)

@@ -14,8 +14,12 @@ from components.base import ConfigModel, matching
 from components.types import DnsLabel
 
 MAX_CHANNELS = 16
+"""Notification channels of a stack: a bound of this program's."""
 MAX_CHANNELS_PER_ROUTE = 8
+"""Channels one route (stack-wide or a team's) notifies: a bound of this program's; each is
+listed on every alert policy of the route."""
 MAX_TEAM_ROUTES = 64
+"""Teams with a route of their own: a bound of this program's."""
 
 Email = Annotated[
     str,

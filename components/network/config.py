@@ -184,7 +184,9 @@ class NetworkConfig(ConfigModel):
     jumbo frames multislice DCN traffic is meant to run on; set 1460 for Google's default. A
     running VM keeps the MTU it booted with until it is stopped and started. Not with
     `existingVpc`, whose MTU is its own."""
-    additional_node_networks: list[NodeNetworkConfig] = Field(default_factory=list)
+    additional_node_networks: list[NodeNetworkConfig] = Field(
+        default_factory=list, max_length=MAX_NODE_NETWORKS
+    )
     """VPCs for a second (third, ...) NIC on TPU hosts, at most 7: each gets a subnet, a
     firewall rule per group of slices that may talk (the slices of one Kueue flavor, or the
     TPU provisioner's pools) admitting that group from itself only, and the cluster

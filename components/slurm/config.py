@@ -15,6 +15,10 @@ from components.buckets import BucketConfig
 from components.context import StackContext
 from components.slurm import scripts
 from components.slurm.fields import (
+    MAX_LOGIN_GROUPS,
+    MAX_MOUNTS,
+    MAX_NODESETS,
+    MAX_SCHEDULER_PARAMETERS,
     SCRIPT_TIMEOUT_MAX,
     ClusterName,
     JobScript,
@@ -82,7 +86,7 @@ class LoginGroupConfig(ConfigModel):
     """Shell Slurm-GCP's setup runs as root on each of the group's VMs."""
     startup_scripts_timeout: int = Field(default=300, ge=0, le=SCRIPT_TIMEOUT_MAX)
     """Seconds the startup script may run (0: no limit)."""
-    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
+    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """File systems to mount on the group's VMs, beside the cluster's."""
     image: NodeImage = Field(default_factory=lambda: NodeImage(family=scripts.IMAGE_FAMILY))
     """Boot image of the group's VMs: one built from SchedMD's image family the pinned
@@ -91,7 +95,7 @@ class LoginGroupConfig(ConfigModel):
     """Let the image update its OS packages by itself; `false` turns the automatic updates
     of Google's HPC images (and SchedMD's, built on them) off, so that nodes of one job run
     the same packages (metadata `google_disable_automatic_updates`)."""
-    storage: list[StorageMount] = Field(default_factory=list, max_length=16)
+    storage: list[StorageMount] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """`ai-infra:storage` volumes to mount on the group's VMs, beside the cluster's."""
 
 
@@ -162,7 +166,7 @@ class CloudParameters(ConfigModel):
             ]
         ]
         | None
-    ) = Field(default=None, max_length=40)
+    ) = Field(default=None, max_length=MAX_SCHEDULER_PARAMETERS)
     """`SchedulerParameters`, e.g. `[bf_continue, bf_window=2880]` (default bf_continue,
     salloc_wait_nodes, ignore_prefer_validation). With multi-host TPU nodesets the program
     adds `max_switch_wait`, so that jobs wait for whole slices, and refuses one here."""
@@ -208,23 +212,23 @@ class SlurmConfig(ConfigModel):
     controller: ControllerConfig = Field(default_factory=ControllerConfig)
     """The controller VM `<clusterName>-controller` and its state disk."""
     login_groups: list[LoginGroupConfig] = Field(
-        default_factory=lambda: [LoginGroupConfig()], max_length=8
+        default_factory=lambda: [LoginGroupConfig()], max_length=MAX_LOGIN_GROUPS
     )
     """Login VM groups; by default one group `login` of one `n2-standard-2`."""
-    cpu_nodesets: list[CpuNodesetConfig] = Field(default_factory=list, max_length=32)
+    cpu_nodesets: list[CpuNodesetConfig] = Field(default_factory=list, max_length=MAX_NODESETS)
     """Compute Engine nodesets; a multi-host TPU nodeset needs at least one."""
-    tpu_nodesets: list[TpuNodesetConfig] = Field(default_factory=list, max_length=32)
+    tpu_nodesets: list[TpuNodesetConfig] = Field(default_factory=list, max_length=MAX_NODESETS)
     """TPU nodesets; Slurm-GCP v6 supports v2, v3 and v4."""
-    partitions: list[PartitionConfig] = Field(default_factory=list, max_length=32)
+    partitions: list[PartitionConfig] = Field(default_factory=list, max_length=MAX_NODESETS)
     """Partitions over the nodesets; at most one `default`."""
     debug_partition: bool = False
     """Add Toolkit's example `debug` partition: nodeset `debug` of up to 4 dynamic
     n2-standard-2 VMs, shared (not exclusive), the default unless another partition is."""
     home: HomeConfig = Field(default_factory=HomeConfig)
     """Where `/home` lives (default a Filestore share)."""
-    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
+    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """File systems every VM of the cluster mounts: controller, login and every nodeset."""
-    storage: list[StorageMount] = Field(default_factory=list, max_length=16)
+    storage: list[StorageMount] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """`ai-infra:storage` volumes every login VM and node mounts, by name: Slurm-GCP's
     `network_storage` entries are generated from them (the controller mounts the file systems
     too; it counts an entry without a server, a bucket, as its own export and skips it)."""
@@ -234,9 +238,9 @@ class SlurmConfig(ConfigModel):
     """slurm.conf timeouts (Toolkit's `slurm_conf_tpl` settings), e.g. the long-prolog ones
     `{messageTimeout: 600, batchStartTimeout: 600, prologEpilogTimeout: 600,
     credentialExpire: 600}`."""
-    prolog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)
+    prolog_scripts: list[JobScript] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """Scripts slurmd runs before each job on its nodes (`Prolog`)."""
-    epilog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)
+    epilog_scripts: list[JobScript] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """Scripts slurmd runs after each job on its nodes (`Epilog`)."""
     scripts_mirror: ScriptsMirror | None = None
     """Where `pulumi up` reads the pinned Slurm-GCP scripts instead of GitHub: a Cloud

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, StringConstraints
+from pydantic import AfterValidator, StringConstraints
 
-from components.base import ConfigModel, anchored, described, matching
+from components.base import ConfigModel, matching
 from components.slurm import scripts
 from components.storage import StorageMount
 from components.types import (
@@ -38,6 +38,29 @@ SLURM_RELEASE = "25.11.4"
 rendered slurm.conf and cloud.conf."""
 MAX_NODES_PER_NODESET = 1024
 """A bound of this program's, so that a typo in a count is refused before anything is made."""
+MAX_NODESETS = 32
+"""Nodesets of each kind, partitions, and the nodesets of one partition: a bound of this
+program's (Slurm sets none), so that the cross-checks of nodesets stay small."""
+MAX_LOGIN_GROUPS = 8
+"""Login groups of a cluster: a bound of this program's."""
+MAX_MOUNTS = 16
+"""`networkStorage` and `storage` of the cluster, a login group or a nodeset: a bound of this
+program's; Slurm-GCP mounts each in turn while a VM boots."""
+MAX_JOB_SCRIPTS = 16
+"""Prolog or epilog scripts of the cluster or a partition: a bound of this program's; slurmd
+runs each in turn around every job."""
+MAX_DATA_DISKS = 16
+"""Data disks of a TPU nodeset's VMs: a bound of this program's."""
+MAX_ADDITIONAL_DISKS = 8
+"""Additional disks of a CPU nodeset's VMs: a bound of this program's, under Compute Engine's
+127 besides the boot disk."""
+MAX_SCOPES = 20
+"""OAuth scopes of a nodeset's VMs: a bound of this program's; cloud-platform covers all."""
+MAX_ZONES = 8
+"""Zones a nodeset may place VMs in: a bound of this program's, above the zones of any
+region."""
+MAX_SCHEDULER_PARAMETERS = 40
+"""`SchedulerParameters` entries: a bound of this program's."""
 ACCOUNT_ROLES = ("ctl", "tpu", "lgn", "cpu")
 """The cluster's accounts: controller, TPU nodes, login nodes, CPU nodes (the last made only
 when a CPU nodeset runs as it)."""
@@ -100,27 +123,6 @@ Scope = Annotated[
         "an OAuth scope such as https://www.googleapis.com/auth/cloud-platform",
     ),
 ]
-
-
-def at_most(limit: int, what: str) -> BeforeValidator:
-    """A map's size, checked before its entries: pydantic checks a dict's `max_length` only
-    after validating every entry, so a map of 10^5 bad keys would give 10^5 problems."""
-
-    @described(
-        "",
-        {
-            "type": "object",
-            "maxProperties": limit,
-            "propertyNames": {"pattern": anchored(CONF_KEY)},
-            "additionalProperties": {"type": "string", "pattern": anchored(CONF_VALUE)},
-        },
-    )
-    def check(value: object) -> object:
-        if isinstance(value, dict) and len(value) > limit:
-            raise ValueError(f"holds {len(value)} entries; at most {limit} ({what})")
-        return value
-
-    return BeforeValidator(check)
 
 
 CONF_KEY = r"[A-Za-z]{2,40}"

@@ -12,13 +12,18 @@ from pydantic import AfterValidator, Field
 
 from catalog import tpu as tpu_catalog
 from catalog.gpu import GpuNicLayout, fixed_gpus, nic_layout
-from components.base import ConfigModel
+from components.base import ConfigModel, at_most
 from components.context import StackContext
 from components.network import consecutive_ranges
 from components.slurm import scripts
 from components.slurm.fields import (
     DEFAULT_SCOPES,
+    MAX_ADDITIONAL_DISKS,
+    MAX_DATA_DISKS,
+    MAX_MOUNTS,
     MAX_NODES_PER_NODESET,
+    MAX_SCOPES,
+    MAX_ZONES,
     SCHEDMD_IMAGE_PROJECT,
     ConfKey,
     ConfValue,
@@ -29,7 +34,6 @@ from components.slurm.fields import (
     Scope,
     ScriptText,
     Topology,
-    at_most,
     not_reserved,
     pattern_of,
     tagged_image,
@@ -158,19 +162,19 @@ class TpuNodesetConfig(ConfigModel):
     """Slurm nodes kept up at all times (a multiple of the workers per slice)."""
     node_count_dynamic_max: int = Field(default=0, ge=0, le=MAX_NODES_PER_NODESET)
     """Slurm nodes created on demand at most (a multiple of the workers per slice)."""
-    data_disks: list[DiskPath] = Field(default_factory=list, max_length=16)
+    data_disks: list[DiskPath] = Field(default_factory=list, max_length=MAX_DATA_DISKS)
     """Existing Balanced Persistent Disks to attach to each TPU VM, in the nodeset's zone:
     read-write on a nodeset of one TPU VM, read-only (the only mode several VMs may share)
     on a nodeset that may hold more."""
-    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
+    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """File systems to mount in each TPU VM's slurmd container, beside the cluster's."""
-    storage: list[StorageMount] = Field(default_factory=list, max_length=16)
+    storage: list[StorageMount] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """`ai-infra:storage` volumes to mount in each TPU VM's slurmd container, beside the
     cluster's."""
     service_account_email: ServiceAccountEmail | None = None
     """Defaults to the cluster's dedicated TPU node account."""
     service_account_scopes: list[Scope] = Field(
-        default_factory=lambda: list(DEFAULT_SCOPES), min_length=1, max_length=20
+        default_factory=lambda: list(DEFAULT_SCOPES), min_length=1, max_length=MAX_SCOPES
     )
     """OAuth scopes of the TPU VMs' account; `cloud-platform` leaves access to IAM."""
     startup_script: ScriptText = ""
@@ -363,7 +367,7 @@ class CpuNodesetConfig(ConfigModel):
     `schedmd-slurm-public/slurm-gcp-6-12-hpc-rocky-linux-8`."""
     spot: bool = False
     """Spot VMs: cheaper, but Compute Engine may reclaim them at any time."""
-    zones: list[Zone] = Field(default_factory=list, max_length=8)
+    zones: list[Zone] = Field(default_factory=list, max_length=MAX_ZONES)
     """Zones the controller may create nodes in (`zone_policy_allow`); defaults to
     `gcp:zone`. All in `gcp:region`."""
     zone_target_shape: Literal["ANY", "ANY_SINGLE_ZONE", "BALANCED"] = "ANY_SINGLE_ZONE"
@@ -383,7 +387,9 @@ class CpuNodesetConfig(ConfigModel):
     dws_flex: DwsFlexConfig | None = None
     """Flex-start capacity (Toolkit's `dws_flex`), for dynamic nodes in one zone, not with
     `spot` or `reservation`."""
-    additional_disks: list[AdditionalDisk] = Field(default_factory=list, max_length=8)
+    additional_disks: list[AdditionalDisk] = Field(
+        default_factory=list, max_length=MAX_ADDITIONAL_DISKS
+    )
     """Persistent disks each node gets beside its boot disk (Toolkit's `additional_disks`)."""
     threads_per_core: Literal[1, 2] = 1
     """Hardware threads per core: 1, as Toolkit's nodeset sets it (one Slurm CPU per core),
@@ -408,7 +414,7 @@ class CpuNodesetConfig(ConfigModel):
     service_account_email: ServiceAccountEmail | None = None
     """Defaults to the cluster's dedicated CPU node account `<prefix>-slurm-cpu`."""
     service_account_scopes: list[Scope] = Field(
-        default_factory=lambda: list(DEFAULT_SCOPES), min_length=1, max_length=20
+        default_factory=lambda: list(DEFAULT_SCOPES), min_length=1, max_length=MAX_SCOPES
     )
     """OAuth scopes of the nodes' account; `cloud-platform` leaves access to IAM."""
     enable_public_ips: bool = False
@@ -425,13 +431,13 @@ class CpuNodesetConfig(ConfigModel):
     kernel modules (NVIDIA drivers on GPU nodes, Lustre's client)."""
     startup_script: ScriptText = ""
     """Shell Slurm-GCP's setup runs as root on each node before slurmd starts (within 300 s)."""
-    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=16)
+    network_storage: list[NetworkStorage] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """File systems to mount on each node, beside the cluster's."""
     allow_automatic_updates: bool = True
     """Let the image update its OS packages by itself; `false` turns the automatic updates
     of Google's HPC images (and SchedMD's, built on them) off, so that nodes of one job run
     the same packages (metadata `google_disable_automatic_updates`)."""
-    storage: list[StorageMount] = Field(default_factory=list, max_length=16)
+    storage: list[StorageMount] = Field(default_factory=list, max_length=MAX_MOUNTS)
     """`ai-infra:storage` volumes to mount on each node, beside the cluster's."""
 
     @property

@@ -8,14 +8,15 @@ from typing import Annotated
 
 from pydantic import Field
 
-from components.base import ConfigModel
+from components.base import ConfigModel, at_most
 from components.slurm.fields import (
+    MAX_JOB_SCRIPTS,
+    MAX_NODESETS,
     ConfKey,
     ConfValue,
     JobScript,
     NodesetName,
     PartitionName,
-    at_most,
 )
 from components.slurm.slurm_conf import PARTITION_OPTIONS, partition_option
 
@@ -30,7 +31,7 @@ class PartitionConfig(ConfigModel):
 
     name: PartitionName
     """The partition's name, `sbatch -p <name>`."""
-    nodesets: list[NodesetName] = Field(min_length=1, max_length=32)
+    nodesets: list[NodesetName] = Field(min_length=1, max_length=MAX_NODESETS)
     """Nodesets (by name) whose nodes the partition schedules: all CPU or all TPU."""
     exclusive: bool = True
     """Each job gets nodes of its own (`OverSubscribe=EXCLUSIVE`), which Slurm-GCP powers
@@ -40,10 +41,10 @@ class PartitionConfig(ConfigModel):
     holds one job's workers; on any TPU partition a job has whole nodes."""
     default: bool = False
     """The partition jobs go to without `-p`."""
-    prolog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)
+    prolog_scripts: list[JobScript] = Field(default_factory=list, max_length=MAX_JOB_SCRIPTS)
     """Scripts slurmd runs before each job of this partition only, after the cluster's
     `prologScripts` (Toolkit's external prolog's `partition-<name>-prolog_slurmd.d`)."""
-    epilog_scripts: list[JobScript] = Field(default_factory=list, max_length=16)
+    epilog_scripts: list[JobScript] = Field(default_factory=list, max_length=MAX_JOB_SCRIPTS)
     """Scripts slurmd runs after each job of this partition only, after the cluster's
     `epilogScripts` (e.g. the GPU health check Toolkit's A3 blueprints run after jobs)."""
     partition_conf: Annotated[

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from catalog.storage import FILESTORE_SHARE, LUSTRE_FILESYSTEM_MAX
-from components.base import ConfigModel, matching
+from components.base import MAX_ENTRIES, ConfigModel, at_most, matching
 from components.context import StackContext
 from components.types import REGION, ZONE, Cidr, DnsLabel, GceName, MountPath, Zone
 
@@ -48,6 +48,9 @@ BucketRef = Annotated[
         "is not a bucket: the name of an ai-infra:buckets entry, or a GCS bucket's full name",
     ),
 ]
+MAX_VOLUMES = 64
+"""Volumes of a stack: a bound of this program's, so that the checks across volumes and their
+mounts stay small."""
 
 
 class FilestoreVolume(ConfigModel):
@@ -117,7 +120,9 @@ class VolumeConfig(ConfigModel):
     owner: DnsLabel | None = None
     """The team whose data it holds (an `ai-infra:teams` name). Another team gets `write` only
     with `sharedWrite`."""
-    teams: dict[DnsLabel, Access] = Field(default_factory=dict)
+    teams: Annotated[
+        dict[DnsLabel, Access], at_most(MAX_ENTRIES, "one per ai-infra:teams entry")
+    ] = Field(default_factory=dict)
     """`ai-infra:teams` name -> `read` or `write`: each team gets a PersistentVolume and a claim
     `<name>` in its namespace, read-only or read-write, and for a bucket the object role its
     Workload Identity needs (objectViewer, objectUser) and nothing wider."""
@@ -154,7 +159,7 @@ class StorageConfig(ConfigModel):
     """The range private services access allocates in the stack's VPC, from which Google gives
     each Filestore share a /26 (Basic: /29) and each Lustre instance a /23; needed when the
     stack creates either, disjoint from every other range of the stack, e.g. 10.200.0.0/20."""
-    volumes: list[VolumeConfig] = Field(default_factory=list, max_length=64)
+    volumes: list[VolumeConfig] = Field(default_factory=list, max_length=MAX_VOLUMES)
     """Buckets, Filestore shares and Lustre instances, created or attached."""
 
 

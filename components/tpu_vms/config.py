@@ -11,7 +11,16 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from catalog import tpu as tpu_catalog
-from components.base import ConfigModel, anchored, described, matching
+from components.base import (
+    MAX_ENTRIES,
+    MAX_METADATA_ENTRIES,
+    MAX_ROLES,
+    ConfigModel,
+    anchored,
+    at_most,
+    described,
+    matching,
+)
 from components.buckets import BucketAccess
 from components.logins import MAX_LOGINS, Login
 from components.network import MAX_NODE_NETWORKS
@@ -33,9 +42,6 @@ from components.types import (
     Zone,
 )
 
-MAX_ROLES = 64
-"""A guard, not an API limit, on `roles`: an account holding more is no longer least
-privilege; raise it deliberately."""
 MAX_TAGS = 63
 """A VM takes at most 64 network tags (Compute Engine, "Add network tags"), one of which is the
 program's own."""
@@ -239,7 +245,9 @@ class TpuVmConfig(ConfigModel):
     compute service account is refused."""
     roles: list[IamRole] = Field(default_factory=list, max_length=MAX_ROLES)
     """Extra project roles for the dedicated account; basic roles are refused."""
-    buckets: dict[str, BucketAccess] = Field(default_factory=dict)
+    buckets: Annotated[
+        dict[str, BucketAccess], at_most(MAX_ENTRIES, "one per ai-infra:buckets entry")
+    ] = Field(default_factory=dict)
     """`ai-infra:buckets` names -> read | write | admin, for the dedicated account."""
     logins: list[Login] = Field(default_factory=list, max_length=MAX_LOGINS)
     """Who may log in to these TPU VMs: each member gets OS Login (`roles/compute.osAdminLogin`
@@ -257,7 +265,10 @@ class TpuVmConfig(ConfigModel):
     boot_disk: BootDisk | None = None
     """Boot disk encryption and Confidential mode; setting it sends the request through the
     v2alpha1 API."""
-    metadata: dict[MetadataKey, ScriptText] = Field(default_factory=dict)
+    metadata: Annotated[
+        dict[MetadataKey, ScriptText],
+        at_most(MAX_METADATA_ENTRIES, "a bound of this program's, not Compute Engine's"),
+    ] = Field(default_factory=dict)
     """Metadata on every TPU VM; at most 512 KiB with `startupScript`. The program sets
     `enable-oslogin` and `block-project-ssh-keys` to TRUE, so SSH goes through OS Login;
     those keys, SSH keys, `serial-port-enable`, `startup-script` (use `startupScript`), script

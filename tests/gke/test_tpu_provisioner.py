@@ -911,7 +911,7 @@ def test_the_longest_go_duration_is_accepted():
 def test_more_additional_networks_than_a_vm_has_interfaces_are_refused():
     networks = [{"network": f"n{i}", "subnetwork": f"s{i}"} for i in range(8)]
     found = problems(**enabled(additionalNodeNetworks=networks))
-    assert "at most 7 items" in found["ai-infra:tpuProvisioner.additionalNodeNetworks"]
+    assert "holds 8 entries; at most 7" in found["ai-infra:tpuProvisioner.additionalNodeNetworks"]
 
 
 def test_each_additional_network_is_a_vpc_of_its_own_and_not_the_clusters():

@@ -19,6 +19,9 @@ from components.types import (
 
 MAX_NODES_PER_POOL = 1000
 """GKE's limit of nodes per node pool per zone (GKE quotas and limits)."""
+MAX_IMAGE_REPOSITORIES = 100
+"""Artifact Registry repositories of the cluster or of a team: a bound of this program's; each
+is a read grant of the nodes' account and a prefix the admission policy compares."""
 MAX_EXCLUSIONS = 20
 """GKE allows 20 maintenance exclusions per cluster (terraform-provider-google schema)."""
 NO_UPGRADES_MAX = timedelta(days=30)
@@ -212,13 +215,17 @@ class ClusterConfig(ConfigModel):
     TPU slices and GPU pools set their own."""
     maintenance_start_time: TimeOfDay = "03:00"
     """Daily four-hour maintenance window start, UTC, HH:MM."""
-    maintenance_exclusions: list[MaintenanceExclusion] = Field(default_factory=list)
+    maintenance_exclusions: list[MaintenanceExclusion] = Field(
+        default_factory=list, max_length=MAX_EXCLUSIONS
+    )
     """Periods in which GKE must not upgrade the cluster, e.g. a training campaign: at most 20,
     names unique, periods not overlapping."""
     rbac_security_group: SecurityGroup | None = None
     """`gke-security-groups@<domain>`: enables Google Groups for RBAC. Required when teams
     list `groups`, which must be members of it."""
-    image_repositories: list[ArtifactRepository] = Field(default_factory=list, max_length=100)
+    image_repositories: list[ArtifactRepository] = Field(
+        default_factory=list, max_length=MAX_IMAGE_REPOSITORIES
+    )
     """Artifact Registry repositories (`LOCATION-docker.pkg.dev/PROJECT/REPOSITORY`) whose
     private images every team may run, e.g. a platform base image. The nodes' account reads
     these and the teams' own `imageRepositories`, no other repository of the project; public

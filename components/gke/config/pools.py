@@ -21,6 +21,7 @@ from components.gke.config.cluster import (
     Provisioning,
 )
 from components.gke.gpu_direct import fast_path as gpu_fast_path
+from components.network import MAX_NODE_NETWORKS
 from components.types import (
     Cidr,
     DnsLabel,
@@ -77,7 +78,9 @@ class TpuSliceConfig(ConfigModel):
     topology: str | None = None
     """Only where a size has several topologies, e.g. v5p-512: `4x8x8` (the default, closest
     to a cube) or `4x4x16`. Unset means the size's default."""
-    additional_node_networks: list[DnsLabel] | None = None
+    additional_node_networks: (
+        Annotated[list[DnsLabel], Field(max_length=MAX_NODE_NETWORKS)] | None
+    ) = None
     """`network.additionalNodeNetworks` names whose NIC every host of the slice gets, in NIC
     order (eth1, eth2, ...); v6e and tpu7x only. Unset: all of them for v6e and tpu7x, none
     for other families; `[]` opts the slice out. A change replaces the slice's pools."""

@@ -10,7 +10,14 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from catalog import tpu as tpu_catalog
-from components.base import MAX_NETWORK_TAGS, ConfigModel, matching
+from components.base import (
+    MAX_KUEUE_FLAVORS,
+    MAX_LABELS,
+    MAX_NETWORK_TAGS,
+    ConfigModel,
+    at_most,
+    matching,
+)
 from components.gke.config.cluster import MAX_PROVISIONED_SLICES_PER_SHAPE
 from components.network import MAX_NODE_NETWORKS
 from components.types import (
@@ -108,7 +115,10 @@ class TpuProvisionerConfig(ConfigModel):
     has; it must not be one the program creates for anything else."""
     node_tags: list[NetworkTag] = Field(default_factory=list, max_length=MAX_NETWORK_TAGS)
     """Network tags on the nodes it creates (`GCP_NODE_TAGS`)."""
-    pod_to_node_labels: list[KubernetesLabelKey] = Field(default_factory=list)
+    # GKE documents no bound on node labels: the GCP label count is this program's.
+    pod_to_node_labels: list[KubernetesLabelKey] = Field(
+        default_factory=list, max_length=MAX_LABELS
+    )
     """Pod label keys copied onto the node pools it creates (`GCP_POD_TO_NODE_LABELS`)."""
     force_on_demand: bool = True
     """Create on-demand pools even when a pod selects Spot or a reservation
@@ -144,7 +154,9 @@ class TpuProvisionerConfig(ConfigModel):
     controller names them per project and region, not per cluster: of several stacks running
     it in one project and region, exactly one creates them and the others set false and use
     those (which must outlive them)."""
-    quota: dict[str, SliceCount] = Field(default_factory=dict)
+    quota: Annotated[
+        dict[str, SliceCount], at_most(MAX_KUEUE_FLAVORS, "one Kueue flavor each, 64 per queue")
+    ] = Field(default_factory=dict)
     """Accelerator type -> the most slices of it the provisioner may create, e.g.
     `{v5p-32: 4}`, in the type's default topology. Each becomes Kueue quota on that shape's
     flavor, shared with fixed slices of the shape; teams name it in their quota as

@@ -6,12 +6,24 @@ access, Pod Security, opt-ins and bounds.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field
 
-from components.base import ConfigModel, anchored, described, matching
+from components.base import (
+    MAX_ENTRIES,
+    MAX_KUEUE_FLAVORS,
+    MAX_POLICY_MEMBERS,
+    MAX_PRIORITY_CLASSES,
+    MAX_ROLES,
+    ConfigModel,
+    anchored,
+    at_most,
+    described,
+    matching,
+)
 from components.buckets import BucketAccess
+from components.gke.config.cluster import MAX_IMAGE_REPOSITORIES
 from components.types import (
     ArtifactRepository,
     DnsLabel,
@@ -29,9 +41,11 @@ class WorkloadIdentityConfig(ConfigModel):
     service_account: DnsLabel
     """The Kubernetes service account that may act as the Google service account, bound as
     `serviceAccount:PROJECT.svc.id.goog[NAMESPACE/SERVICE_ACCOUNT]`."""
-    roles: list[IamRole] = Field(default_factory=list)
+    roles: list[IamRole] = Field(default_factory=list, max_length=MAX_ROLES)
     """Project roles, e.g. roles/tpu.viewer. Basic roles are refused."""
-    buckets: dict[str, BucketAccess] = Field(default_factory=dict)
+    buckets: Annotated[
+        dict[str, BucketAccess], at_most(MAX_ENTRIES, "one per ai-infra:buckets entry")
+    ] = Field(default_factory=dict)
     """`ai-infra:buckets` name -> `read`, `write` or `admin` (roles/storage.objectViewer,
     objectUser, objectAdmin on that bucket)."""
     create_namespace: bool = True
@@ -44,9 +58,10 @@ class KueueConfig(ConfigModel):
     cohort: DnsLabel = "ai-infra"
     """Cohort of every team ClusterQueue: idle quota is borrowed inside it, and it holds the
     quota no team receives."""
-    priority_classes: dict[DnsLabel, Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]] = Field(
-        default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000}
-    )
+    priority_classes: Annotated[
+        dict[DnsLabel, Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]],
+        at_most(MAX_PRIORITY_CLASSES, "a bound of this program's, not Kubernetes'"),
+    ] = Field(default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000})
     """WorkloadPriorityClass name -> value; higher preempts lower within a queue. Jobs pick
     one with the `kueue.x-k8s.io/priority-class` label."""
 
@@ -153,9 +168,10 @@ class TeamLimits(ConfigModel):
     """Memory its services' pods request, in total."""
     pods: int = Field(default=20, ge=0, le=10_000)
     """Pods of its services at once."""
-    storage: dict[DiskStorageClass, Quantity] = Field(
-        default_factory=lambda: {"standard-rwo": "500Gi"}
-    )
+    storage: Annotated[
+        dict[DiskStorageClass, Quantity],
+        at_most(len(get_args(DiskStorageClass)), "one per GKE disk StorageClass"),
+    ] = Field(default_factory=lambda: {"standard-rwo": "500Gi"})
     """StorageClass -> what the team's own claims of it request in total; a claim of a
     class not listed is refused. Claims of `ai-infra:storage` volumes take no class and are
     not counted."""
@@ -170,7 +186,10 @@ class TeamConfig(ConfigModel):
 
     name: DnsLabel
     """Namespace, ClusterQueue and LocalQueue name; Google service account `<prefix>-<name>`."""
-    quota: dict[str, QuotaShare] = Field(default_factory=dict)
+    # Kueue v0.19.2 ClusterQueue CRD: spec.resourceGroups[].flavors maxItems 64.
+    quota: Annotated[
+        dict[str, QuotaShare], at_most(MAX_KUEUE_FLAVORS, "one Kueue flavor each, 64 per queue")
+    ] = Field(default_factory=dict)
     """Slice or GPU pool name -> this team's share of it: chips/GPUs (`64`), a fraction
     (`0.25`) or a percentage (`"25%"`), best a whole number of slices. Entries a team does not
     name are split evenly, in whole slices, among the teams that do not name them; the rest
@@ -183,12 +202,15 @@ class TeamConfig(ConfigModel):
     memory: Quantity | None = None
     """Nominal memory quota of the `cpu` flavor; unset, the allocatable memory of the nodes
     behind the team's TPU and GPU quota, as for `cpu`."""
-    roles: list[IamRole] = Field(default_factory=list)
+    roles: list[IamRole] = Field(default_factory=list, max_length=MAX_ROLES)
     """Extra project roles for the team's Google service account; basic roles are refused."""
-    buckets: dict[str, BucketAccess] = Field(default_factory=dict)
+    buckets: Annotated[
+        dict[str, BucketAccess], at_most(MAX_ENTRIES, "one per ai-infra:buckets entry")
+    ] = Field(default_factory=dict)
     """`ai-infra:buckets` name -> `read`, `write` or `admin` for the team's Google service
     account."""
-    groups: list[GroupEmail] = Field(default_factory=list)
+    # Each group is a principal of the project's allow policy (roles/container.clusterViewer).
+    groups: list[GroupEmail] = Field(default_factory=list, max_length=MAX_POLICY_MEMBERS)
     """Google groups (emails) that get `edit` and Kueue's `kueue-batch-user-role` (JobSets and
     Jobs, their LocalQueues' pending workloads) in the team namespace, and
     `roles/container.clusterViewer` on the project; needs `cluster.rbacSecurityGroup`."""
@@ -207,11 +229,15 @@ class TeamConfig(ConfigModel):
     images. Every other baseline check still holds (an admission policy enforces them instead
     of Pod Security Admission, which cannot make that exception). Not with
     `podSecurity: restricted`."""
-    priority_classes: list[DnsLabel] | None = None
+    priority_classes: Annotated[list[DnsLabel], Field(max_length=MAX_PRIORITY_CLASSES)] | None = (
+        None
+    )
     """The `kueue.priorityClasses` its jobs may name (`kueue.x-k8s.io/priority-class`); unset,
     every one. A job naming another, or a pod naming a PriorityClass (system ones included),
     is refused."""
-    image_repositories: list[ArtifactRepository] = Field(default_factory=list, max_length=100)
+    image_repositories: list[ArtifactRepository] = Field(
+        default_factory=list, max_length=MAX_IMAGE_REPOSITORIES
+    )
     """Artifact Registry repositories holding the team's private images
     (`LOCATION-docker.pkg.dev/PROJECT/REPOSITORY`): the nodes' account reads them, and no other
     team's pod may name an image of them."""
