@@ -5,6 +5,7 @@ metadata in bytes, labels, mounts, and names that another system derives.
 
 from __future__ import annotations
 
+import bisect
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -119,6 +120,8 @@ def _login_reach_problems(
     the zone, the Slurm cluster, GKE's nodes, TPU VM hosts) would have its VMs reached by
     these logins, or reach this cluster's with its own."""
     found = []
+    # Names in order, so the clusters a name starts are one run of them, found by bisection.
+    names = sorted((c.name, i) for i, c in enumerate(clusters))
     for i, config in enumerate(clusters):
         stem = f"{group_name(ctx, config.name)}-"
         foreign = dict(FOREIGN_VMS)
@@ -144,10 +147,23 @@ def _login_reach_problems(
                 f"{other.name}'s in the same zone; rename one of the two clusters so neither "
                 "name starts with the other's followed by '-'",
             )
-            for other in clusters
-            if other.name.startswith(f"{config.name}-") and ctx.zone_of(other.zone) == zone
+            for other in _named_under(f"{config.name}-", names, clusters)
+            if ctx.zone_of(other.zone) == zone
         ]
     return found
+
+
+def _named_under(
+    start: str, names: list[tuple[str, int]], clusters: list[GpuClusterConfig]
+) -> list[GpuClusterConfig]:
+    """The clusters whose names begin with `start`, in list order (`names`: (name, index),
+    sorted)."""
+    at = bisect.bisect_left(names, (start, -1))
+    under_start = []
+    while at < len(names) and names[at][0].startswith(start):
+        under_start.append(names[at][1])
+        at += 1
+    return [clusters[k] for k in sorted(under_start)]
 
 
 def _entry_problems(
