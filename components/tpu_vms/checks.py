@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import re
+from collections import ChainMap
 from collections.abc import Iterable, Sequence
 
 from catalog import tpu as tpu_catalog
@@ -426,10 +427,13 @@ def stack_problems(
         for path, account in accounts
     }
     for i, entry in enumerate(entries):
-        own = dict(machines)
+        # The entry's own account before the program's, without copying theirs per entry.
+        own: dict[str, str] = {}
         if entry.service_account is not None:
             own[entry.service_account.lower()] = "the TPU VMs' own service account"
-        found += [p.under(i) for p in machine_account_problems(entry.logins, own)]
+        found += [
+            p.under(i) for p in machine_account_problems(entry.logins, ChainMap(own, machines))
+        ]
     if slurm_cluster is not None and f"{slurm_cluster}-".startswith(TPU_HOST_PREFIX):
         found += [
             Problem(
