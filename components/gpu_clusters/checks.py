@@ -660,28 +660,38 @@ def _bucket_problems(
     return found
 
 
-def warnings(config: GpuClusterConfig) -> list[str]:
-    """What is allowed but ill-advised, for `pulumi up` and the plan to print."""
+def warnings(config: GpuClusterConfig) -> list[Problem]:
+    """What is allowed but ill-advised, at paths under the entry: the stack lists them in the
+    plan and `pulumi up` logs them."""
     found = []
     if config.ssh_among_vms and not config.logins:
         found.append(
-            f"sshAmongVms: {FORGED_HOST_KEY}; this cluster lists no logins, so who may log in "
-            "is granted outside the stack: keep it to principals with sudo "
-            "(roles/compute.osAdminLogin), or turn sshAmongVms off"
+            Problem(
+                ("sshAmongVms",),
+                f"{FORGED_HOST_KEY}; this cluster lists no logins, so who may log in is granted "
+                "outside the stack: keep it to principals with sudo "
+                "(roles/compute.osAdminLogin), or turn sshAmongVms off",
+            )
         )
     family = config.resolved_image_family
     if family in END_OF_LIFE_FAMILIES:
-        found.append(END_OF_LIFE_FAMILIES[family])
+        found.append(Problem(("imageFamily",), END_OF_LIFE_FAMILIES[family]))
     layout = gpu_catalog.nic_layout(config.machine_type)
     if layout is not None and config.instance_count > 1:
         if config.network != "multi-nic":
             found.append(
-                f"{config.machine_type} VMs talk to each other over one NIC here; set network: "
-                f"multi-nic for its {layout.gpu_nics} GPU NICs"
+                Problem(
+                    ("network",),
+                    f"{config.machine_type} VMs talk to each other over one NIC here; set "
+                    f"network: multi-nic for its {layout.gpu_nics} GPU NICs",
+                )
             )
         elif not config.gpu_direct:
             found.append(
-                f"NCCL uses the {layout.gpu_nics} GPU NICs as plain sockets, a fraction of their "
-                "bandwidth, without gpuDirect"
+                Problem(
+                    ("gpuDirect",),
+                    f"NCCL uses the {layout.gpu_nics} GPU NICs as plain sockets, a fraction of "
+                    "their bandwidth, without gpuDirect",
+                )
             )
     return found
