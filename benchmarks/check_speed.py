@@ -78,6 +78,25 @@ def gpu_clusters(n: int) -> dict[str, Any]:
     return _stack(GPU_REGION, gpuClusters=entries)
 
 
+def gpu_pools(n: int) -> dict[str, Any]:
+    """A3 High pools on their fast path, each with four GPU subnets of its own (/25s side by
+    side), which every later pool's are held against."""
+    entries = [
+        {
+            "name": f"p{i}",
+            "machineType": "a3-highgpu-8g",
+            "acceleratorType": "nvidia-h100-80gb",
+            "acceleratorCount": 8,
+            "maxNodes": 1,
+            "provisioning": "spot",
+            "diskType": "pd-balanced",
+            "gpuSubnetCidr": f"10.{140 + i // 128}.{i % 128 * 2}.0/25",
+        }
+        for i in range(n)
+    ]
+    return _stack(GPU_REGION, gpuPools=entries, network={"podsCidr": "10.0.0.0/12"})
+
+
 def storage_volumes(n: int) -> dict[str, Any]:
     """Bucket volumes, each owned by one of four teams, which the others read."""
     teams = [f"t{k}" for k in range(4)]
@@ -140,6 +159,8 @@ CASES = {
     "tpuVms": Case(tpu_vms, MAX_ENTRIES),
     "tpuVms[].storage": Case(tpu_vm_mounts, 64),
     "gpuClusters": Case(gpu_clusters, MAX_ENTRIES),
+    # Kueue's 64 flavors of a resource group bound the distinct GPU pools (one flavor each).
+    "gpuPools": Case(gpu_pools, 64),
     "storage.volumes": Case(storage_volumes, 64),
     "teams": Case(teams, MAX_ENTRIES),
     "tpuSlices": Case(tpu_slices, MAX_ENTRIES),
