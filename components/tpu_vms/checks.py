@@ -362,7 +362,7 @@ def problems(
     that each entry's service account id has no other owner."""
     region = ctx.region
     found = duplicate_names([e.name for e in entries], "tpuVms")
-    known_buckets = list(buckets)
+    known_buckets = set(buckets)
     for i, entry in enumerate(entries):
         zone = ctx.zone_of(entry.zone)
         own: list[Problem] = []
