@@ -40,10 +40,12 @@ def problems(
     found = [
         p.under("volumes") for p in duplicate_names([v.name for v in config.volumes], "volumes")
     ]
+    # Made once, so that each grant is a lookup, not a pass over every team's list.
+    own_buckets = {team: set(named) for team, named in team_buckets.items()}
     for i, volume in enumerate(config.volumes):
         found += [p.under("volumes", i) for p in _volume_problems(volume, storage, teams)]
         found += [
-            p.under("volumes", i) for p in _grant_problems(volume, teams, team_buckets, storage)
+            p.under("volumes", i) for p in _grant_problems(volume, teams, own_buckets, storage)
         ]
         if volume.kind == "gcs" and volume.teams and not gcs_fuse_driver:
             found.append(
@@ -152,7 +154,7 @@ def _unknown_team(team: str, teams: Sequence[str]) -> str:
 def _grant_problems(
     volume: VolumeConfig,
     teams: Sequence[str],
-    team_buckets: Mapping[str, Iterable[str]],
+    team_buckets: Mapping[str, set[str]],
     storage: Storage,
 ) -> list[Problem]:
     """Grants to teams that exist, once per bucket, and no team writing what is not its own
@@ -163,7 +165,7 @@ def _grant_problems(
             found.append(Problem(("teams", team), _unknown_team(team, teams)))
     if volume.bucket is not None and volume.bucket in storage.bucket_names:
         for team in volume.teams:
-            if volume.bucket in set(team_buckets.get(team, ())):
+            if volume.bucket in team_buckets.get(team, set()):
                 found.append(
                     Problem(
                         ("teams", team),
