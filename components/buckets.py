@@ -7,7 +7,7 @@ through a `BucketsHandle`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -251,16 +251,20 @@ def _bucket_writer_problems(i: int, bucket: BucketConfig, writers: list[Writer])
     return found
 
 
-def unknown_buckets(named: Iterable[str], buckets: Iterable[str]) -> list[Problem]:
-    """`buckets.<name>` problems for bucket access that names no `ai-infra:buckets` entry."""
-    known = sorted(buckets)
+def unknown_buckets(named: Iterable[str], buckets: Collection[str]) -> list[Problem]:
+    """`buckets.<name>` problems for bucket access that names no `ai-infra:buckets` entry.
+    Callers that check many entries pass a set, made once: each name is looked up, and the
+    known names are listed only when one is missing."""
+    missing = [bucket for bucket in named if bucket not in buckets]
+    if not missing:
+        return []
+    known = ", ".join(sorted(buckets)) or "none"
     return [
         Problem(
             ("buckets", bucket),
-            f"no bucket named '{bucket}' in ai-infra:buckets; known: {', '.join(known) or 'none'}",
+            f"no bucket named '{bucket}' in ai-infra:buckets; known: {known}",
         )
-        for bucket in named
-        if bucket not in known
+        for bucket in missing
     ]
 
 

@@ -119,3 +119,30 @@ def ingress_sources(
     if source_tags or source_service_accounts:
         return []
     return [EVERYWHERE]
+
+
+class Blocks:
+    """CIDR blocks added in order, for "the first one this block overlaps" in a block's
+    prefix length, however many there are: two CIDR blocks overlap only when one holds the
+    other, so the answer is an exact block above it or the first block at or under it."""
+
+    def __init__(self) -> None:
+        self._at: dict[Network, tuple[int, str]] = {}
+        self._first_under: dict[Network, tuple[int, str]] = {}
+
+    def add(self, block: Network, key: str) -> None:
+        entry = (len(self._at), key)
+        self._at.setdefault(block, entry)
+        for prefix in range(block.prefixlen + 1):
+            self._first_under.setdefault(block.supernet(new_prefix=prefix), entry)
+
+    def first_overlap(self, block: Network) -> str | None:
+        """The key of the first block added that overlaps `block`, if any."""
+        found = [
+            self._at[above]
+            for above in (block.supernet(new_prefix=p) for p in range(block.prefixlen))
+            if above in self._at
+        ]
+        if block in self._first_under:
+            found.append(self._first_under[block])
+        return min(found)[1] if found else None

@@ -15,6 +15,7 @@ SYSTEM = System(
     title="GPU clusters",
     keys=("gpuClusters",),
     problems=system.problems,
+    warnings=system.warnings,
     claims=system.claims,
     mounts=system.mounts,
     builds=(Step(Stage.MACHINES, "gpu_clusters", system.build_step),),

@@ -5,6 +5,7 @@ metadata in bytes, labels, mounts, and names that another system derives.
 
 from __future__ import annotations
 
+import bisect
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -119,6 +120,8 @@ def _login_reach_problems(
     the zone, the Slurm cluster, GKE's nodes, TPU VM hosts) would have its VMs reached by
     these logins, or reach this cluster's with its own."""
     found = []
+    # Names in order, so the clusters a name starts are one run of them, found by bisection.
+    names = sorted((c.name, i) for i, c in enumerate(clusters))
     for i, config in enumerate(clusters):
         stem = f"{group_name(ctx, config.name)}-"
         foreign = dict(FOREIGN_VMS)
@@ -144,10 +147,23 @@ def _login_reach_problems(
                 f"{other.name}'s in the same zone; rename one of the two clusters so neither "
                 "name starts with the other's followed by '-'",
             )
-            for other in clusters
-            if other.name.startswith(f"{config.name}-") and ctx.zone_of(other.zone) == zone
+            for other in _named_under(f"{config.name}-", names, clusters)
+            if ctx.zone_of(other.zone) == zone
         ]
     return found
+
+
+def _named_under(
+    start: str, names: list[tuple[str, int]], clusters: list[GpuClusterConfig]
+) -> list[GpuClusterConfig]:
+    """The clusters whose names begin with `start`, in list order (`names`: (name, index),
+    sorted)."""
+    at = bisect.bisect_left(names, (start, -1))
+    under_start = []
+    while at < len(names) and names[at][0].startswith(start):
+        under_start.append(names[at][1])
+        at += 1
+    return [clusters[k] for k in sorted(under_start)]
 
 
 def _entry_problems(
@@ -645,28 +661,38 @@ def _bucket_problems(
     return found
 
 
-def warnings(config: GpuClusterConfig) -> list[str]:
-    """What is allowed but ill-advised, for `pulumi up` and the plan to print."""
+def warnings(config: GpuClusterConfig) -> list[Problem]:
+    """What is allowed but ill-advised, at paths under the entry: the stack lists them in the
+    plan and `pulumi up` logs them."""
     found = []
     if config.ssh_among_vms and not config.logins:
         found.append(
-            f"sshAmongVms: {FORGED_HOST_KEY}; this cluster lists no logins, so who may log in "
-            "is granted outside the stack: keep it to principals with sudo "
-            "(roles/compute.osAdminLogin), or turn sshAmongVms off"
+            Problem(
+                ("sshAmongVms",),
+                f"{FORGED_HOST_KEY}; this cluster lists no logins, so who may log in is granted "
+                "outside the stack: keep it to principals with sudo "
+                "(roles/compute.osAdminLogin), or turn sshAmongVms off",
+            )
         )
     family = config.resolved_image_family
     if family in END_OF_LIFE_FAMILIES:
-        found.append(END_OF_LIFE_FAMILIES[family])
+        found.append(Problem(("imageFamily",), END_OF_LIFE_FAMILIES[family]))
     layout = gpu_catalog.nic_layout(config.machine_type)
     if layout is not None and config.instance_count > 1:
         if config.network != "multi-nic":
             found.append(
-                f"{config.machine_type} VMs talk to each other over one NIC here; set network: "
-                f"multi-nic for its {layout.gpu_nics} GPU NICs"
+                Problem(
+                    ("network",),
+                    f"{config.machine_type} VMs talk to each other over one NIC here; set "
+                    f"network: multi-nic for its {layout.gpu_nics} GPU NICs",
+                )
             )
         elif not config.gpu_direct:
             found.append(
-                f"NCCL uses the {layout.gpu_nics} GPU NICs as plain sockets, a fraction of their "
-                "bandwidth, without gpuDirect"
+                Problem(
+                    ("gpuDirect",),
+                    f"NCCL uses the {layout.gpu_nics} GPU NICs as plain sockets, a fraction of "
+                    "their bandwidth, without gpuDirect",
+                )
             )
     return found

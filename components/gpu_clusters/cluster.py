@@ -16,7 +16,7 @@ from components.base import Component, WiringModel
 from components.buckets import BucketsHandle, grant_named_access
 from components.context import StackContext
 from components.gpu_clusters import boot, metadata, monitoring, networks, template
-from components.gpu_clusters.checks import account_id, group_name, warnings
+from components.gpu_clusters.checks import account_id, group_name
 from components.gpu_clusters.config import CLUSTER_LABEL, GpuClusterConfig
 from components.gpu_clusters.networks import network_tag
 from components.gpu_clusters.provider import FlexCapacity, StartupWait
@@ -96,9 +96,6 @@ class GpuCluster(Component):
         zone = ctx.zone_of(config.zone)
         base = group_name(ctx, config.name)
         labels = {**ctx.labels, **config.labels, CLUSTER_LABEL: config.name}
-        for warning in warnings(config):
-            pulumi.log.warn(f"gpuClusters {config.name}: {warning}", self)
-
         identity = self._identity(name, args, base, zone)
         self._logins(name, args, base, zone, identity)
         nics, network_names = networks.networks(self, name, args, base, zone)

@@ -11,8 +11,9 @@ from catalog import gpu as gpu_catalog
 from components.base import PathPart, Problem, Source, under
 from components.context import StackContext
 from components.footing import Footing, entry_mounts, footing
-from components.gpu_clusters.checks import account_id, group_name, warnings
+from components.gpu_clusters.checks import account_id, group_name
 from components.gpu_clusters.checks import problems as entry_problems
+from components.gpu_clusters.checks import warnings as cluster_warnings
 from components.gpu_clusters.cluster import GpuCluster, GpuClusterArgs, network_tag
 from components.gpu_clusters.config import GpuClusterConfig
 from components.logins import describe_logins
@@ -115,8 +116,17 @@ def describe(
             ready = "  startup: not waited for (startupTimeoutMinutes: 0)"
         lines.append(f"  {ready}")
         lines += describe_logins(c.logins, f"on its VMs {group_name(context, c.name)}-* only")
-        lines += [f"    warning: {warning}" for warning in warnings(c)]
     return [("GPU clusters", lines or ["  none"])]
+
+
+def warnings(view: StackView) -> list[Problem]:
+    """Each cluster's warnings (`checks.warnings`) at its entry's path; the plan lists them
+    and `pulumi up` logs them."""
+    return [
+        p.under("gpuClusters", i)
+        for i, c in enumerate(view.config.gpu_clusters)
+        for p in cluster_warnings(c)
+    ]
 
 
 def problems(view: StackView) -> list[Problem]:

@@ -15,7 +15,7 @@ from components.base import (
 )
 from components.network.config import MAX_NODE_NETWORKS, PODS, NetworkConfig
 from components.network.firewall import SystemTags
-from components.ranges import covers_internet
+from components.ranges import Blocks, covers_internet
 
 
 def pods_per_node_prefix(max_pods_per_node: int) -> int:
@@ -122,7 +122,10 @@ def _node_network_problems(config: NetworkConfig, ranges: dict[str, str]) -> lis
             )
         )
     widest, narrowest = PREFIX_LIMITS["subnetCidr"]
-    taken = dict(ranges)
+    taken = Blocks()
+    written = dict(ranges)
+    for key, other in ranges.items():
+        taken.add(ipaddress.IPv4Network(other), key)
     for i, network in enumerate(networks):
         path = ("additionalNodeNetworks", i, "subnetCidr")
         cidr = ipaddress.IPv4Network(network.subnet_cidr)
@@ -134,17 +137,16 @@ def _node_network_problems(config: NetworkConfig, ranges: dict[str, str]) -> lis
                     f"{network.subnet_cidr}",
                 )
             )
-        for key, other in taken.items():
-            if cidr.overlaps(ipaddress.IPv4Network(other)):
-                found.append(
-                    Problem(
-                        path,
-                        f"{network.subnet_cidr} overlaps {key} {other}; GKE needs every network "
-                        "of a cluster disjoint: pick a free range",
-                    )
+        if (key := taken.first_overlap(cidr)) is not None:
+            found.append(
+                Problem(
+                    path,
+                    f"{network.subnet_cidr} overlaps {key} {written[key]}; GKE needs every network "
+                    "of a cluster disjoint: pick a free range",
                 )
-                break
-        taken[f"additionalNodeNetworks[{i}]"] = network.subnet_cidr
+            )
+        written[f"additionalNodeNetworks[{i}]"] = network.subnet_cidr
+        taken.add(cidr, f"additionalNodeNetworks[{i}]")
     return found
 
 
@@ -152,8 +154,9 @@ def name_problems(config: NetworkConfig, prefix: str) -> list[Problem]:
     """An `existingVpc` named like a VPC the program creates for a node network, whose
     creation would fail on a name already taken."""
     found = []
+    resolved = config.node_networks(prefix)
     for i, network in enumerate(config.additional_node_networks):
-        if config.existing_vpc == config.node_networks(prefix)[network.name].vpc:
+        if config.existing_vpc == resolved[network.name].vpc:
             found.append(
                 Problem(
                     ("additionalNodeNetworks", i, "name"),

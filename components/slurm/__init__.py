@@ -28,6 +28,7 @@ SYSTEM = System(
     title="Slurm",
     keys=("slurm",),
     problems=system.problems,
+    warnings=system.warnings,
     claims=system.claims,
     mounts=system.mounts,
     builds=(Step(Stage.MACHINES, "slurm", system.build_step),),

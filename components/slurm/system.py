@@ -12,7 +12,7 @@ from catalog import tpu as tpu_catalog
 from components.base import PathPart, Problem, Source, under
 from components.context import StackContext
 from components.footing import Footing, entry_mounts, footing
-from components.network import system_tag
+from components.network import subnet_name, system_tag
 from components.slurm.checks import bucket_grant_problems, gpu_subnets, stack_range_problems
 from components.slurm.checks import problems as cluster_problems
 from components.slurm.cluster import SlurmCluster, SlurmClusterArgs
@@ -104,6 +104,28 @@ def problems(view: StackView) -> list[Problem]:
     found += under("slurm", stack_range_problems(config.slurm, ranges))
     # At the storage volumes' paths: the grants name the cluster's bucket.
     return found + bucket_grant_problems(config.slurm, config.resolved_storage)
+
+
+def warnings(view: StackView) -> list[Problem]:
+    """TPU nodesets with public IPs in a subnet the stack does not manage: that network's
+    firewall decides who reaches sshd on the TPU VMs (a project's `default` VPC admits SSH
+    from every address by its `default-allow-ssh` rule), so nothing here can judge it. CPU
+    nodesets are always in the stack's subnet, whose ingress `network.allow` judges."""
+    cluster = view.config.slurm
+    if cluster is None:
+        return []
+    stack_subnet = subnet_name(view.config.context.prefix)
+    return [
+        Problem(
+            ("slurm", "tpuNodesets", i, "enablePublicIps"),
+            f"gives the TPU VMs external IPs in subnetwork {n.subnetwork}, whose network's "
+            "firewall the stack does not manage: if it admits SSH from 0.0.0.0/0, as a "
+            "default VPC's default-allow-ssh does, every address reaches sshd; check that "
+            "network's ingress rules, or use the stack's subnet without public IPs",
+        )
+        for i, n in enumerate(cluster.tpu_nodesets)
+        if n.enable_public_ips and n.subnetwork not in (None, stack_subnet)
+    ]
 
 
 def claims(config: StackConfig) -> list[Claim]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from catalog.storage import (
     FILESTORE_BLOCK_PREFIX,
@@ -39,10 +40,12 @@ def problems(
     found = [
         p.under("volumes") for p in duplicate_names([v.name for v in config.volumes], "volumes")
     ]
+    # Made once, so that each grant is a lookup, not a pass over every team's list.
+    own_buckets = {team: set(named) for team, named in team_buckets.items()}
     for i, volume in enumerate(config.volumes):
         found += [p.under("volumes", i) for p in _volume_problems(volume, storage, teams)]
         found += [
-            p.under("volumes", i) for p in _grant_problems(volume, teams, team_buckets, storage)
+            p.under("volumes", i) for p in _grant_problems(volume, teams, own_buckets, storage)
         ]
         if volume.kind == "gcs" and volume.teams and not gcs_fuse_driver:
             found.append(
@@ -151,7 +154,7 @@ def _unknown_team(team: str, teams: Sequence[str]) -> str:
 def _grant_problems(
     volume: VolumeConfig,
     teams: Sequence[str],
-    team_buckets: Mapping[str, Iterable[str]],
+    team_buckets: Mapping[str, set[str]],
     storage: Storage,
 ) -> list[Problem]:
     """Grants to teams that exist, once per bucket, and no team writing what is not its own
@@ -162,7 +165,7 @@ def _grant_problems(
             found.append(Problem(("teams", team), _unknown_team(team, teams)))
     if volume.bucket is not None and volume.bucket in storage.bucket_names:
         for team in volume.teams:
-            if volume.bucket in set(team_buckets.get(team, ())):
+            if volume.bucket in team_buckets.get(team, set()):
                 found.append(
                     Problem(
                         ("teams", team),
@@ -305,7 +308,7 @@ def mount_problems(
     is written)."""
     known = sorted(storage.volumes)
     found = []
-    paths = dict(taken or {})
+    paths = MountedPaths(taken or {})
     for i, mount in enumerate(mounts):
         if mount.volume not in storage.volumes:
             found.append(
@@ -337,19 +340,70 @@ def mount_problems(
                 )
             )
             continue
-        for other, where in paths.items():
-            if nested(mount.mount_path, other):
-                found.append(
-                    Problem(
-                        (i, "mountPath"),
-                        f"'{mount.mount_path}' overlaps {where} at '{other}'; every mount needs "
-                        "its own, unnested path",
-                    )
+        if overlap := paths.first_nested(mount.mount_path):
+            other, where = overlap
+            found.append(
+                Problem(
+                    (i, "mountPath"),
+                    f"'{mount.mount_path}' overlaps {where} at '{other}'; every mount needs "
+                    "its own, unnested path",
                 )
-                break
+            )
         else:
-            paths[mount.mount_path] = f"storage[{i}]"
+            paths.add(mount.mount_path, f"storage[{i}]")
     return found
+
+
+@dataclass
+class _Node:
+    children: dict[str, _Node] = field(default_factory=dict)
+    here: tuple[int, str, str] | None = None
+    """The path that ends at this node: (order added, path, where it is written)."""
+    first: tuple[int, str, str] | None = None
+    """The first path added at or under this node."""
+
+
+class MountedPaths:
+    """Mount paths (path -> where it is written) in a trie of their '/'-separated parts, so
+    that the first path added at, above or under a path (as `nested` judges) is found in that
+    path's length, however many paths there are."""
+
+    def __init__(self, paths: Mapping[str, str] = {}) -> None:
+        self._root = _Node()
+        self._count = 0
+        for path, where in paths.items():
+            self.add(path, where)
+
+    def add(self, path: str, where: str) -> None:
+        entry = (self._count, path, where)
+        self._count += 1
+        node = self._root
+        for part in path.split("/"):
+            node = node.children.setdefault(part, _Node())
+            if node.first is None:
+                node.first = entry
+        if node.here is None:
+            node.here = entry
+
+    def first_nested(self, path: str) -> tuple[str, str] | None:
+        """(path, where) of the first path added that is `path`, above it or under it."""
+        found: list[tuple[int, str, str]] = []
+        node: _Node | None = self._root
+        parts = path.split("/")
+        for part in parts[:-1]:
+            node = node.children.get(part)
+            if node is None:
+                break
+            if node.here is not None:
+                found.append(node.here)
+        else:
+            node = node.children.get(parts[-1])
+            if node is not None and node.first is not None:
+                found.append(node.first)
+        if not found:
+            return None
+        _, other, where = min(found)
+        return other, where
 
 
 HOME = "/home"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import re
+from collections import ChainMap
 from collections.abc import Iterable, Sequence
 
 from catalog import tpu as tpu_catalog
@@ -289,24 +290,35 @@ def _label_problems(config: TpuVmConfig, ctx: StackContext) -> list[Problem]:
 
 def _overlapping_prefixes(entries: list[TpuVmConfig]) -> list[Problem]:
     """MaxText's multihost_runner takes the VM named `--TPU_PREFIX`, or else every VM matching
-    `<prefix>-[0-9]+`: no entry's VMs may answer another entry's prefix."""
+    `<prefix>-[0-9]+`: no entry's VMs may answer another entry's prefix. A name answers two
+    prefixes at most (itself and its stem), so one index of them serves every entry."""
+    answers: dict[str, dict[int, str]] = {}
+    for j, entry in enumerate(entries):
+        for name in entry.node_names:
+            for prefix in (name, _stem(name)):
+                if prefix is not None:
+                    answers.setdefault(prefix, {}).setdefault(j, name)
     found = []
     for i, entry in enumerate(entries):
-        pattern = re.compile(re.escape(entry.prefix) + r"(-[0-9]+)?")
-        for j, other in enumerate(entries):
-            if i == j:
-                continue
-            clash = [n for n in other.node_names if pattern.fullmatch(n)]
-            if clash:
-                found.append(
-                    Problem(
-                        (i, "nodePrefix" if entry.node_prefix else "name"),
-                        f"TPU VM {clash[0]} of tpuVms[{j}] would also answer "
-                        f"--TPU_PREFIX={entry.prefix}; give the entries distinct prefixes",
-                    )
+        clash = next(((j, n) for j, n in answers.get(entry.prefix, {}).items() if j != i), None)
+        if clash is not None:
+            found.append(
+                Problem(
+                    (i, "nodePrefix" if entry.node_prefix else "name"),
+                    f"TPU VM {clash[1]} of tpuVms[{clash[0]}] would also answer "
+                    f"--TPU_PREFIX={entry.prefix}; give the entries distinct prefixes",
                 )
-                break
+            )
     return found
+
+
+_NUMBERED = re.compile(r"(.*)-[0-9]+")
+
+
+def _stem(name: str) -> str | None:
+    """The prefix `<prefix>-[0-9]+` names `name` under, if it is so numbered."""
+    numbered = _NUMBERED.fullmatch(name)
+    return numbered[1] if numbered else None
 
 
 IMAGE_DIRS = ("/opt", "/snap")
@@ -351,7 +363,7 @@ def problems(
     that each entry's service account id has no other owner."""
     region = ctx.region
     found = duplicate_names([e.name for e in entries], "tpuVms")
-    known_buckets = list(buckets)
+    known_buckets = set(buckets)
     for i, entry in enumerate(entries):
         zone = ctx.zone_of(entry.zone)
         own: list[Problem] = []
@@ -416,10 +428,13 @@ def stack_problems(
         for path, account in accounts
     }
     for i, entry in enumerate(entries):
-        own = dict(machines)
+        # The entry's own account before the program's, without copying theirs per entry.
+        own: dict[str, str] = {}
         if entry.service_account is not None:
             own[entry.service_account.lower()] = "the TPU VMs' own service account"
-        found += [p.under(i) for p in machine_account_problems(entry.logins, own)]
+        found += [
+            p.under(i) for p in machine_account_problems(entry.logins, ChainMap(own, machines))
+        ]
     if slurm_cluster is not None and f"{slurm_cluster}-".startswith(TPU_HOST_PREFIX):
         found += [
             Problem(
@@ -443,9 +458,12 @@ def stack_problems(
                     "serviceAccount for a dedicated one",
                 )
             )
+        stems: dict[str, str] = {}
+        for name in entry.node_names:
+            if (stem := _stem(name)) is not None:
+                stems.setdefault(stem, name)
         for prefix in slurm_nodesets:
-            pattern = re.compile(re.escape(prefix) + r"-[0-9]+")
-            clash = next((n for n in entry.node_names if pattern.fullmatch(n)), None)
+            clash = stems.get(prefix)
             if clash is not None:
                 found.append(
                     Problem(

@@ -13,6 +13,7 @@ from components.ranges import (
     EVERYWHERE,
     INTERNET_V6,
     NOT_INTERNET_V4,
+    Blocks,
     covers_internet,
     ingress_sources,
     within,
@@ -133,3 +134,27 @@ def test_within_reads_ranges_as_the_apis_do():
     assert not within("10.0.0.0/8", "10.64.0.0/14")
     assert not within("::/0", "10.64.0.0/14")
     assert not within("(known after pulumi up)", "10.64.0.0/14")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_first_block_overlapped_is_the_pairwise_answer(seed):
+    """`Blocks` against `IPv4Network.overlaps`, block by block, in the order added."""
+    draw = random.Random(seed)
+    blocks = [
+        ipaddress.IPv4Network((draw.randrange(0, 2**8) << 24, 32)).supernet(
+            new_prefix=draw.randint(1, 8)
+        )
+        if draw.random() < 0.1
+        else ipaddress.IPv4Network((10 << 24 | draw.randrange(0, 2**12) << 12, 32)).supernet(
+            new_prefix=draw.randint(8, 20)
+        )
+        for _ in range(60)
+    ]
+    index = Blocks()
+    answers = []
+    for k, block in enumerate(blocks):
+        expected = next((f"b{j}" for j in range(k) if block.overlaps(blocks[j])), None)
+        assert index.first_overlap(block) == expected, (k, block)
+        answers.append(expected)
+        index.add(block, f"b{k}")
+    assert None in answers and set(answers) != {None}, "the draw should hold both"

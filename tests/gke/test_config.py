@@ -81,6 +81,26 @@ def test_identity_bucket_reference_must_exist():
     assert "no bucket named 'data'" in found["ai-infra:workloadIdentities[0].buckets.data"]
 
 
+def test_every_unknown_bucket_is_refused_where_named_with_the_known_ones_listed():
+    found = problems(
+        buckets=[{"name": "zeta"}, {"name": "alpha"}],
+        teams=[
+            {"name": "a", "buckets": {"alpha": "read", "beta": "write"}},
+            {"name": "b", "buckets": {"zeta": "read"}},
+        ],
+        workloadIdentities=[
+            {"name": "train", "namespace": "ns", "serviceAccount": "ksa", "buckets": {"x": "read"}}
+        ],
+    )
+    unknown = {k: v for k, v in found.items() if "no bucket named" in v}
+    assert unknown == {
+        "ai-infra:teams[0].buckets.beta": "no bucket named 'beta' in ai-infra:buckets; known: "
+        "alpha, zeta",
+        "ai-infra:workloadIdentities[0].buckets.x": "no bucket named 'x' in ai-infra:buckets; "
+        "known: alpha, zeta",
+    }
+
+
 def test_maintenance_exclusions_are_validated():
     found = problems(cluster={"maintenanceExclusions": [{"name": "a", "start": "next tuesday"}]})
     assert "RFC 3339" in found["ai-infra:cluster.maintenanceExclusions[0].start"]

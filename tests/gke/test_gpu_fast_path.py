@@ -206,3 +206,22 @@ def test_turning_the_fast_path_off_replaces_the_pool_and_removes_its_networks():
     assert changes["gpu-a3-pool"] is Op.REPLACE
     deleted = {name for name, op in changes.items() if op is Op.DELETE}
     assert {"gpu-a3-gpu0-vpc", "gpu-a3-gpu0-subnet", "gpu-direct-nccl-tcpx-installer"} <= deleted
+
+
+def test_a_gpu_subnet_names_the_first_range_it_overlaps():
+    found = problems(
+        stack(
+            pool("tcpx", name="a", gpuSubnetCidr="10.140.0.0/24"),
+            pool("tcpx", name="b", gpuSubnetCidr="10.150.0.0/24"),
+            # Its first subnet is b's second: b's is the first range it meets.
+            pool("tcpx", name="c", gpuSubnetCidr="10.150.1.0/24"),
+            # Inside the pods range, which comes before every pool's.
+            pool("tcpx", name="d", gpuSubnetCidr="192.168.64.0/24"),
+        )
+    )
+    assert {k: v for k, v in found.items() if "pick a free range for" in v} == {
+        "ai-infra:gpuPools[2].gpuSubnetCidr": "GPU subnet 10.150.1.0/24 overlaps gpuPools[1] "
+        "GPU subnet 1 10.150.1.0/24; pick a free range for the pool's GPU subnets",
+        "ai-infra:gpuPools[3].gpuSubnetCidr": "GPU subnet 192.168.64.0/24 overlaps "
+        "network.podsCidr 192.168.64.0/20; pick a free range for the pool's GPU subnets",
+    }

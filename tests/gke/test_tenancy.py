@@ -12,6 +12,7 @@ import pytest
 from components.gke.admission import SERVICES_PRIORITY_CLASS
 from graph import types
 from graph.engine import Graph, record_program
+from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.conftest import build_graph, with_config
 
@@ -340,3 +341,44 @@ def test_a_bucket_shared_as_said_is_accepted(overrides):
     graph, error = record_program(with_config(**overrides))
     assert error is None, error
     assert graph.resources
+
+
+def test_repeats_are_refused_at_each_later_listing_only():
+    base = "us-docker.pkg.dev/test-project/base"
+    raw = with_config(
+        cluster={"imageRepositories": [base, REPO, base, base]},
+        kueue={"priorityClasses": {"low": 100, "normal": 200}},
+        teams=[
+            {"name": "a", "imageRepositories": [base], "priorityClasses": ["low", "x", "x", "low"]}
+        ],
+    )
+    with pytest.raises(ConfigError) as error:
+        parse(raw, "test")
+    found = {k: v for k, v in error.value.rendered if "imageRepositories" in k or "priority" in k}
+    assert found == {
+        "ai-infra:cluster.imageRepositories[2]": f"'{base}' is listed twice",
+        "ai-infra:cluster.imageRepositories[3]": f"'{base}' is listed twice",
+        "ai-infra:teams[0].imageRepositories[0]": f"'{base}' is in cluster.imageRepositories, "
+        "which every team may run from; list it in one place",
+        "ai-infra:teams[0].priorityClasses[1]": "'x' is not one of kueue.priorityClasses (low, "
+        "normal); add it there or fix the name",
+        "ai-infra:teams[0].priorityClasses[2]": "'x' is not one of kueue.priorityClasses (low, "
+        "normal); add it there or fix the name",
+        "ai-infra:teams[0].priorityClasses[3]": "'low' is listed twice",
+    }
+
+
+def test_a_share_of_a_teams_own_slice_names_that_slices_chips():
+    raw = with_config(
+        **{"gcp:region": "us-central2", "gcp:zone": "us-central2-b"},
+        tpuSlices=[
+            {"name": "own", "accelerator": "v4-8", "team": "a"},
+            {"name": "big", "accelerator": "v4-16", "team": "a"},
+        ],
+        teams=[{"name": "a", "quota": {"own": 2, "big": 8}}],
+    )
+    with pytest.raises(ConfigError) as error:
+        parse(raw, "test")
+    found = dict(error.value.rendered)
+    assert "all 4 chips of it" in found["ai-infra:teams[0].quota.own"]
+    assert "ai-infra:teams[0].quota.big" not in found, found

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from components.gpu_clusters.checks import warnings
 from components.gpu_clusters.config import DEFAULT_IMAGE_FAMILY, RESERVED_METADATA
 from graph.engine import record_program
+from stacks import environment
 from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.conftest import with_config
@@ -396,9 +396,10 @@ def test_the_end_of_life_image_is_accepted_with_a_warning():
         ),
         "test",
     )
-    (warning,) = warnings(config.gpu_clusters[0])
+    (warning,) = environment.warnings(config)
+    assert warning.startswith("ai-infra:gpuClusters[0].imageFamily: ")
     assert "end of life" in warning and DEFAULT_IMAGE_FAMILY in warning
-    assert warnings(parse(with_config(gpuClusters=[{"name": "a"}]), "test").gpu_clusters[0]) == []
+    assert environment.warnings(parse(with_config(gpuClusters=[{"name": "a"}]), "test")) == []
 
 
 def _slurm(**gpu_entry: Any) -> dict[str, Any]:

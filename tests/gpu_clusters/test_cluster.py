@@ -11,7 +11,6 @@ import pytest
 
 from catalog import gpu as gpu_catalog
 from catalog.gpu import TOPOLOGY_DISTANCES
-from components.gpu_clusters.checks import warnings
 from components.gpu_clusters.config import DEFAULT_IMAGE_FAMILY
 from graph.engine import record_program
 from plan.details import details
@@ -642,16 +641,16 @@ def test_rdma_clusters_install_the_gib_plugin_and_a3_high_its_gpudirect_stack():
 
 def test_a3_without_its_gpu_nics_or_gpudirect_is_accepted_with_a_warning():
     config = parse(with_config(gpuClusters=[{"name": "a", **A3_HIGH, "instanceCount": 2}]), "test")
-    (warning,) = warnings(config.gpu_clusters[0])
-    assert "multi-nic" in warning
+    (warning,) = environment.warnings(config)
+    assert warning.startswith("ai-infra:gpuClusters[0].network: ") and "multi-nic" in warning
     config = parse(
         with_config(
             gpuClusters=[{"name": "a", **A3_HIGH, "instanceCount": 2, "network": "multi-nic"}]
         ),
         "test",
     )
-    (warning,) = warnings(config.gpu_clusters[0])
-    assert "gpuDirect" in warning
+    (warning,) = environment.warnings(config)
+    assert warning.startswith("ai-infra:gpuClusters[0].gpuDirect: ") and "plain sockets" in warning
 
 
 TOOL_VARIABLES = (

@@ -159,3 +159,22 @@ def test_a_cluster_whose_vm_names_nest_with_another_systems_is_refused(overrides
     rendered = dict(error.value.rendered)
     message = rendered.get("ai-infra:gpuClusters[0].name", "")
     assert owner in message and "choose another name" in message, rendered
+
+
+def test_every_cluster_a_login_reaches_is_named_in_list_order_and_only_in_its_zone():
+    entries = [
+        {"name": "t", "logins": LOGINS[:1]},
+        {"name": "t-b", "logins": LOGINS[:1]},
+        {"name": "tx"},  # not t-*
+        {"name": "t-a", "zone": "us-east5-b"},  # another zone: its VMs are out of reach
+        {"name": "t-a-1"},
+        {"name": "t-b-x"},
+    ]
+    with pytest.raises(ConfigError) as error:
+        parse(with_config(gpuClusters=entries), "test")
+    reached = [
+        (p.path[1], p.message.split("gpuClusters ")[1].split("'s")[0])
+        for p in error.value.problems
+        if p.path[-1:] == ("logins",)
+    ]
+    assert reached == [(0, "t-b"), (0, "t-a-1"), (0, "t-b-x"), (1, "t-b-x")]

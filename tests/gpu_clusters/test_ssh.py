@@ -307,6 +307,8 @@ def test_a_cluster_whose_logins_are_granted_elsewhere_is_warned_in_the_plan(tmp_
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert plan_main.main([str(path)]) == 0
-    section = out.getvalue()[out.getvalue().index("GPU clusters:") :].split("\n\n")[0]
-    assert "warning: sshAmongVms: host-based SSH trusts each VM's host keys" in section
+    section = out.getvalue()[out.getvalue().index("Warnings:") :].split("\n\n")[0]
+    assert (
+        "ai-infra:gpuClusters[0].sshAmongVms: host-based SSH trusts each VM's host keys" in section
+    )
     assert "this cluster lists no logins" in section

@@ -1450,3 +1450,27 @@ def test_every_job_script_s_object_names_the_folder_slurm_runs():
     for name in names:
         match = re.match(r"^slurm-(?P<path>\S+)-script-(?P<name>\S+)", name)
         assert match is not None and match["path"] in ("prolog", "epilog"), name
+
+
+def test_a_gpu_range_names_the_first_nodeset_whose_range_it_overlaps():
+    nodesets = [
+        {"name": "a", **A3M, "gpuNetworks": {"subnetCidr": "10.200.0.0/20"}},
+        {"name": "b", **A3M, "gpuNetworks": {"subnetCidr": "10.210.0.0/20"}},
+        {"name": "c", **A3M, "gpuNetworks": {"subnetCidr": "10.210.0.0/20"}},
+    ]
+    raw = stack(
+        cpuNodesets=nodesets,
+        partitions=[
+            {"name": "tpu", "nodesets": ["v4"]},
+            {"name": "gpu", "nodesets": ["a", "b", "c"]},
+        ],
+    )
+    with pytest.raises(ConfigError) as error:
+        parse(raw, "test")
+    rendered = dict(error.value.rendered)
+    overlaps = {k: v for k, v in rendered.items() if "give each nodeset ranges" in v}
+    assert list(overlaps) == ["ai-infra:slurm.cpuNodesets[2].gpuNetworks.subnetCidr"], rendered
+    assert (
+        "overlaps cpuNodesets[1]'s"
+        in overlaps["ai-infra:slurm.cpuNodesets[2].gpuNetworks.subnetCidr"]
+    )

@@ -366,3 +366,20 @@ def test_checkpoints_on_a_flat_bucket_are_warned_of_not_refused():
         for w in found
     ), found
     assert not [w for w in warnings(parse(config(), "test")) if "storage" in w]
+
+
+def test_a_team_granted_a_bucket_twice_is_refused_at_the_volumes_grant():
+    teams = [
+        {"name": "pretrain", "buckets": {"datasets": "read"}},
+        {"name": "research", "buckets": {"checkpoints": "read"}},
+    ]
+    found = refused({"teams": teams})
+    twice = {k: v for k, v in found.items() if "also lists bucket" in v}
+    assert twice == {
+        "ai-infra:storage.volumes[0].teams.pretrain": "team pretrain also lists bucket "
+        "'datasets' in its own buckets; grant it in one place: remove it there, this grant "
+        "gives the access and the volume",
+        "ai-infra:storage.volumes[1].teams.research": "team research also lists bucket "
+        "'checkpoints' in its own buckets; grant it in one place: remove it there, this grant "
+        "gives the access and the volume",
+    }

@@ -21,6 +21,7 @@ from components.gke.config import (
 )
 from components.gke.gpu_direct import GPU_DIRECT_MACHINES
 from components.gke.gpu_direct import network_names as gpu_network_names
+from components.ranges import Blocks
 
 
 def slice_problems(config: GkeConfig) -> list[Problem]:
@@ -183,6 +184,9 @@ def gpu_direct_problems(config: GkeConfig) -> list[Problem]:
             for n in net.additional_node_networks
         },
     }
+    blocks = Blocks()
+    for where, cidr in taken.items():
+        blocks.add(ipaddress.IPv4Network(cidr), where)
     for i, pool in enumerate(config.gpu_pools):
         own = []
         layout = pool.fast_path
@@ -209,11 +213,11 @@ def gpu_direct_problems(config: GkeConfig) -> list[Problem]:
             )
         else:
             subnet_problems = _gpu_subnet_problems(pool)
-            own += subnet_problems or _gpu_overlap_problems(pool, taken)
+            own += subnet_problems or _gpu_overlap_problems(pool, taken, blocks)
             if not subnet_problems:
-                taken |= {
-                    f"gpuPools[{i}] GPU subnet {k}": c for k, c in enumerate(pool.gpu_subnets())
-                }
+                for k, cidr in enumerate(pool.gpu_subnets()):
+                    taken[f"gpuPools[{i}] GPU subnet {k}"] = cidr
+                    blocks.add(ipaddress.IPv4Network(cidr), f"gpuPools[{i}] GPU subnet {k}")
         longest = f"{config.context.prefix}-{pool.name}-gpu{layout.nics}-internal"
         if len(longest) > 63:
             own.append(
@@ -235,20 +239,22 @@ def gpu_direct_problems(config: GkeConfig) -> list[Problem]:
     return found
 
 
-def _gpu_overlap_problems(pool: GpuPoolConfig, taken: Mapping[str, str]) -> list[Problem]:
+def _gpu_overlap_problems(
+    pool: GpuPoolConfig, taken: Mapping[str, str], blocks: Blocks
+) -> list[Problem]:
     """A node has a NIC in each GPU subnet beside the cluster's own ranges, so none may overlap
     them, the node networks' or another pool's GPU subnets (GKE "Set up multi-network
-    support for Pods": pod networks of one cluster must not overlap)."""
+    support for Pods": pod networks of one cluster must not overlap). `blocks` holds
+    `taken`'s ranges in its order."""
     for cidr in pool.gpu_subnets():
-        for where, other in taken.items():
-            if ipaddress.IPv4Network(cidr).overlaps(ipaddress.IPv4Network(other)):
-                return [
-                    Problem(
-                        ("gpuSubnetCidr",),
-                        f"GPU subnet {cidr} overlaps {where} {other}; pick a free range for "
-                        "the pool's GPU subnets",
-                    )
-                ]
+        if (where := blocks.first_overlap(ipaddress.IPv4Network(cidr))) is not None:
+            return [
+                Problem(
+                    ("gpuSubnetCidr",),
+                    f"GPU subnet {cidr} overlaps {where} {taken[where]}; pick a free range for "
+                    "the pool's GPU subnets",
+                )
+            ]
     return []
 
 

@@ -59,7 +59,7 @@ def identity_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Prob
     bucket names, and who creates each namespace."""
     identities = config.workload_identities
     found = duplicate_names([i.name for i in identities], "workloadIdentities")
-    team_names, known_buckets = {t.name for t in config.teams}, list(buckets)
+    team_names, known_buckets = {t.name for t in config.teams}, set(buckets)
     created: dict[str, int] = {}
     for i, identity in enumerate(identities):
         entry: list[Problem] = account_id_problems(config.context.name(identity.name))
@@ -107,7 +107,7 @@ def team_problems(config: GkeConfig, *, buckets: Iterable[str]) -> list[Problem]
     teams = config.teams
     sources = config.quota_sources()
     found = duplicate_names([t.name for t in teams], "teams")
-    known_buckets = list(buckets)
+    known_buckets = set(buckets)
     claimed: dict[str, int] = {}
     fractions: dict[str, float] = {}
     groups: dict[str, tuple[int, str]] = {}  # slug -> (team index, group) first listing it

@@ -61,6 +61,9 @@ def dedication_problems(config: GkeConfig) -> list[Problem]:
         owners[entry.name] = entry.team
         for problem in account_id_problems(config.team_node_account_id(entry.team), "team"):
             found.append(problem.under("tpuSlices", i))
+    chips_of: dict[str, int] = {}
+    for entry in config.tpu_slices:
+        chips_of.setdefault(entry.name, entry.chips)
     for j, team in enumerate(config.teams):
         for key, share in team.quota.items():
             owner = owners.get(key)
@@ -75,7 +78,7 @@ def dedication_problems(config: GkeConfig) -> list[Problem]:
                     )
                 )
                 continue
-            chips = next(s.chips for s in config.tpu_slices if s.name == key)
+            chips = chips_of[key]
             if explicit_units(share, chips) != chips:
                 found.append(
                     Problem(
@@ -108,12 +111,12 @@ def host_network_problems(config: GkeConfig) -> list[Problem]:
 def image_repository_problems(config: GkeConfig) -> list[Problem]:
     """Each repository listed once: by one team, whose images no other team may run, or in
     `cluster.imageRepositories`, which every team may."""
-    shared = config.cluster.image_repositories
-    found = [
-        Problem(("cluster", "imageRepositories", k), f"'{repo}' is listed twice")
-        for k, repo in enumerate(shared)
-        if repo in shared[:k]
-    ]
+    found = []
+    shared: set[str] = set()
+    for k, repo in enumerate(config.cluster.image_repositories):
+        if repo in shared:
+            found.append(Problem(("cluster", "imageRepositories", k), f"'{repo}' is listed twice"))
+        shared.add(repo)
     owner: dict[str, str] = {}
     for i, team in enumerate(config.teams):
         for k, repo in enumerate(team.image_repositories):
@@ -144,12 +147,14 @@ def image_repository_problems(config: GkeConfig) -> list[Problem]:
 def priority_class_problems(config: GkeConfig) -> list[Problem]:
     """A team's priority classes are the stack's `kueue.priorityClasses`, each once."""
     known = list(config.kueue.priority_classes)
+    classes = set(known)
     found = []
     for i, team in enumerate(config.teams):
         listed = team.priority_classes or []
+        earlier: set[str] = set()
         for k, name in enumerate(listed):
             path = ("teams", i, "priorityClasses", k)
-            if name not in known:
+            if name not in classes:
                 found.append(
                     Problem(
                         path,
@@ -157,6 +162,7 @@ def priority_class_problems(config: GkeConfig) -> list[Problem]:
                         "add it there or fix the name",
                     )
                 )
-            elif name in listed[:k]:
+            elif name in earlier:
                 found.append(Problem(path, f"'{name}' is listed twice"))
+            earlier.add(name)
     return found

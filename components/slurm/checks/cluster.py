@@ -13,6 +13,7 @@ from components.context import StackContext
 from components.identity import service_account_email
 from components.locations import zone_problem
 from components.network import subnet_name
+from components.ranges import Blocks
 from components.slurm.checks.cpu_nodesets import cpu_nodeset_problems, image_problems
 from components.slurm.checks.storage import (
     bucket_write_problems,
@@ -314,7 +315,7 @@ def _placement_name_problems(config: SlurmConfig) -> list[Problem]:
 def _gpu_network_name_problems(config: SlurmConfig, ctx: StackContext) -> list[Problem]:
     """Each nodeset's GPU networks fit Compute Engine's 63 characters and own their ranges."""
     found = []
-    taken: dict[ipaddress.IPv4Network, str] = {}
+    taken = Blocks()
     for i, nodeset in enumerate(config.cpu_nodesets):
         if nodeset.nic_layout is None:
             continue
@@ -339,8 +340,7 @@ def _gpu_network_name_problems(config: SlurmConfig, ctx: StackContext) -> list[P
         except ValueError:
             continue
         for cidr in map(ipaddress.IPv4Network, cidrs):
-            clash = next((owner for net, owner in taken.items() if net.overlaps(cidr)), None)
-            if clash is not None:
+            if (clash := taken.first_overlap(cidr)) is not None:
                 found.append(
                     Problem(
                         ("cpuNodesets", i, "gpuNetworks", "subnetCidr"),
@@ -348,7 +348,7 @@ def _gpu_network_name_problems(config: SlurmConfig, ctx: StackContext) -> list[P
                     )
                 )
                 break
-            taken[cidr] = f"cpuNodesets[{i}]"
+            taken.add(cidr, f"cpuNodesets[{i}]")
     return found
 
 
