@@ -13,7 +13,7 @@ from components.base import (
     Problem,
     duplicate_names,
 )
-from components.network.config import MAX_NODE_NETWORKS, PODS, NetworkConfig
+from components.network.config import PODS, NetworkConfig
 from components.network.firewall import SystemTags
 from components.ranges import Blocks, covers_internet
 
@@ -105,22 +105,14 @@ def _authorized_problems(config: NetworkConfig) -> list[Problem]:
 
 
 def _node_network_problems(config: NetworkConfig, ranges: dict[str, str]) -> list[Problem]:
-    """The additional node networks: how many, their names, and subnets that GKE takes and
-    that overlap no other range of the network (GKE: the networks of one cluster must not
-    overlap, "Set up multi-network support for Pods")."""
+    """The additional node networks (how many is the model's bound): their names, and subnets
+    that GKE takes and that overlap no other range of the network (GKE: the networks of one
+    cluster must not overlap, "Set up multi-network support for Pods")."""
     networks = config.additional_node_networks
     found = [
         p.under("additionalNodeNetworks")
         for p in duplicate_names([n.name for n in networks], "additionalNodeNetworks")
     ]
-    if len(networks) > MAX_NODE_NETWORKS:
-        found.append(
-            Problem(
-                ("additionalNodeNetworks",),
-                f"{len(networks)} networks, but a node takes at most {MAX_NODE_NETWORKS} "
-                "besides its default NIC (8 NICs per VM); drop some",
-            )
-        )
     widest, narrowest = PREFIX_LIMITS["subnetCidr"]
     taken = Blocks()
     written = dict(ranges)
