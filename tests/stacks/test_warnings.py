@@ -23,8 +23,16 @@ from tests.gke.test_tpu_provisioner import IMAGE, enabled
 from tests.gpu_clusters.test_cluster import A3_HIGH
 from tests.slurm.test_config import NODESET
 from tests.slurm.test_config import stack as slurm_stack
+from tests.tpu_vms.test_vms import stack as tpu_vm_stack
+from tests.tpu_vms.test_vms import vm
 
 DOCS = Path(__file__).parents[2] / "docs"
+
+
+def tpu_vm_config(**fields: Any) -> dict[str, Any]:
+    return tpu_vm_stack(tpuVms=[vm(**fields)])
+
+
 V5P = {"tpuSlices": [{"name": "train", "accelerator": "v5p-32"}]}
 T4 = {"name": "t4", "machineType": "n1-standard-8", "acceleratorType": "nvidia-tesla-t4"}
 EOL = {"imageFamily": "pytorch-1-12-gpu-debian-10", "imageProject": "ml-images"}
@@ -141,6 +149,19 @@ PROMISES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         slurm_stack(home={"filestore": False}, tpuNodesets=[{**NODESET, **OTHER_SUBNET}]),
         slurm_stack(home={"filestore": False}, tpuNodesets=[{**NODESET, "enablePublicIps": True}]),
         "ai-infra:slurm.tpuNodesets[0].enablePublicIps",
+    ),
+    (
+        "tpu-vms.md",
+        "so the plan lists, and `pulumi up` logs, a warning\nat `tpuVms[i].enablePublicIps`",
+        tpu_vm_config(
+            enablePublicIps=True,
+            network={
+                "network": "projects/test-project/global/networks/default",
+                "subnetwork": "projects/test-project/regions/us-central2/subnetworks/default",
+            },
+        ),
+        tpu_vm_config(enablePublicIps=True),
+        "ai-infra:tpuVms[0].enablePublicIps",
     ),
 ]
 
