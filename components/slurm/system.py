@@ -150,6 +150,22 @@ def claims(config: StackConfig) -> list[Claim]:
         Claim(ClaimKind.ACCOUNT_USE, email, path, NODE_ACCOUNT_USE, chosen=True)
         for path, email in node_accounts(cluster)
     ]
+    # components/slurm/cluster.py's rules, and components/nfs.py's pair for /home's share.
+    rules = [
+        "internal",
+        "iap-ssh",
+        *(["home-deny", "home-clients"] if cluster.home.filestore else []),
+    ]
+    found += [
+        Claim(
+            ClaimKind.FIREWALL,
+            ctx.name("slurm", cluster.cluster_name, rule),
+            ("slurm", "clusterName"),
+            f"Slurm cluster {cluster.cluster_name}",
+            chosen=True,
+        )
+        for rule in rules
+    ]
     bucket = cluster.bucket_name(ctx.project, ctx.prefix)
     return [*found, Claim(ClaimKind.BUCKET, bucket, ("slurm",))]
 
