@@ -15,6 +15,7 @@ import pytest
 from graph.engine import engine_config, record_program
 from stacks.loading import parse
 from stacks.messages import ConfigError
+from tests.conftest import with_mega_pool
 from tests.stacks.collisions import candidates, collisions, judge, set_path
 
 TEAMS = [{"name": "pretrain"}, {"name": "research"}]
@@ -167,3 +168,20 @@ def test_no_generated_name_validation_accepts_collides():
         graph, error = record_program(config)
         assert error is None, (path, value, error)
         assert collisions(graph) == [], (path, value)
+
+
+def _mega_pool(pool: str, opening: str) -> dict[str, Any]:
+    allow = [{"name": opening, "to": "tpuVms", "sources": ["pods"], "ports": ["tcp:8265"]}]
+    tpu_vms = [{"name": "exp", "accelerator": "v6e-8", "zone": "us-east5-b"}]
+    config = with_mega_pool(tpuVms=tpu_vms, network={"allow": allow})
+    config["ai-infra:gpuPools"][0]["name"] = pool
+    return config
+
+
+def test_a_gke_gpu_pools_nic_rule_spelt_by_an_opening_is_refused_at_the_pool():
+    # The pool's first GPU NIC's VPC rule is `<prefix>-<pool>-gpu0-internal`.
+    found = refusal(_mega_pool("allow-m", "m-gpu0-internal"))
+    message = found["ai-infra:gpuPools[0].name"]
+    assert "'ai-test-allow-m-gpu0-internal'" in message and "network.allow[0]" in message
+    graph, error = record_program(_mega_pool("allow-m", "m-gpu0"))
+    assert error is None and collisions(graph) == []
