@@ -22,10 +22,46 @@ from tests.stacks.collisions import candidates, judge, set_path
 from tests.stacks.test_name_collisions import SEED
 from tests.test_docs import examples
 
+SLURM = {
+    "clusterName": "hpc",
+    "loginGroups": [{"name": "login", "count": 2}],
+    "cpuNodesets": [
+        {"name": "c2", "machineType": "c2-standard-60", "nodeCountDynamicMax": 20},
+        {
+            "name": "t4",
+            "machineType": "n1-standard-8",
+            "gpu": {"type": "nvidia-tesla-t4", "count": 1},
+            "nodeCountDynamicMax": 4,
+        },
+    ],
+    "partitions": [
+        {"name": "compute", "nodesets": ["c2"], "default": True},
+        {"name": "gpu", "nodesets": ["t4"]},
+    ],
+}
+T4_POOL = {
+    "name": "t4",
+    "machineType": "n1-standard-8",
+    "acceleratorType": "nvidia-tesla-t4",
+    "acceleratorCount": 1,
+    "maxNodes": 2,
+}
+EVERYTHING = {
+    **SEED,
+    "ai-infra:slurm": SLURM,
+    "ai-infra:gpuPools": [T4_POOL],
+    "ai-infra:tpuSlices": [{"name": "s5e", "accelerator": "v5litepod-8"}],
+    "ai-infra:workloadIdentities": [
+        {"name": "trainer", "namespace": "serving", "serviceAccount": "trainer"}
+    ],
+    "ai-infra:buckets": [{"name": "datasets"}],
+}
+"""The tests' seed with every other system beside it, for names joined across systems."""
+
 
 def seeds() -> dict[str, dict[str, Any]]:
     """Every seed by name, as Python values by config key."""
-    found: dict[str, dict[str, Any]] = {"tests": SEED}
+    found: dict[str, dict[str, Any]] = {"tests": SEED, "everything": EVERYTHING}
     for stack in list_stacks():
         raw = load_stack_config(stack)
         found[stack] = {

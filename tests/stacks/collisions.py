@@ -132,6 +132,15 @@ def set_path(config: dict[str, Any], path: Path, value: str) -> dict[str, Any]:
     return changed
 
 
+def _settable(config: dict[str, Any], path: Path) -> bool:
+    """A field the config can be edited at: not inside an entry only the defaults hold."""
+    try:
+        set_path(config, path, "x")
+    except (KeyError, IndexError, TypeError):
+        return False
+    return True
+
+
 def _occurrences(value: str, name: str) -> Iterator[tuple[str, str]]:
     """(before, after) around each occurrence of `value` in `name` between hyphens or ends."""
     for match in re.finditer(re.escape(value), name):
@@ -150,7 +159,7 @@ def candidates(
     the spliced ones first, then (with `equal`) every name set to every other name."""
     validated = parse(engine_config(config), stack)
     graph = record_program(config, stack)[0]
-    fields = list(name_fields(validated))
+    fields = [(path, value) for path, value in name_fields(validated) if _settable(config, path)]
     named: dict[str, list[str]] = {}
     for r in graph:
         key = cloud_key(r)
