@@ -15,10 +15,8 @@ import json
 import time
 from typing import Any
 
-from graph.engine import engine_config, list_stacks, load_stack_config
-from stacks.loading import parse
-from stacks.messages import ConfigError
-from tests.stacks.collisions import candidates, judge, set_path
+from graph.engine import list_stacks, load_stack_config
+from tests.stacks.collisions import accepted, candidates, judge
 from tests.stacks.test_name_collisions import SEED
 from tests.test_docs import examples
 
@@ -76,23 +74,15 @@ def sweep(name: str, seed: dict[str, Any], runs: int) -> int:
     """The collisions found from one seed."""
     start = time.perf_counter()
     edits = candidates(seed)
-    accepted = []
-    for path, value in edits:
-        config = set_path(seed, path, value)
-        try:
-            parse(engine_config(config), "test")
-        except ConfigError:
-            continue
-        accepted.append((path, value, config))
+    built = accepted(seed, edits)
     hits = 0
-    for path, value, config in accepted[:runs]:
+    for path, value, config in built[:runs]:
         outcome = judge(config)
         for line in [*outcome.collisions, *([outcome.error] if outcome.error else [])]:
             hits += 1
             print(f"  {'.'.join(map(str, path))} = {value!r}: {line}")
-    built = min(runs, len(accepted))
     print(
-        f"{name}: {len(edits)} edits, {len(accepted)} accepted, {built} built, {hits} "
+        f"{name}: {len(edits)} edits, {len(built)} accepted, {min(runs, len(built))} built, {hits} "
         f"collisions, {time.perf_counter() - start:.0f} s",
         flush=True,
     )

@@ -185,3 +185,19 @@ def candidates(
             if other != value:
                 found.setdefault((path, other), None)
     return list(found)
+
+
+Accepted = tuple[Path, str, dict[str, Any]]
+
+
+def accepted(config: dict[str, Any], edits: list[tuple[Path, str]]) -> list[Accepted]:
+    """The edits of `config` validation accepts, each with the edited config."""
+    found = []
+    for path, value in edits:
+        edited = set_path(config, path, value)
+        try:
+            parse(engine_config(edited), "test")
+        except ConfigError:
+            continue
+        found.append((path, value, edited))
+    return found

@@ -16,7 +16,7 @@ from graph.engine import engine_config, record_program
 from stacks.loading import parse
 from stacks.messages import ConfigError
 from tests.conftest import with_mega_pool
-from tests.stacks.collisions import candidates, collisions, judge, set_path
+from tests.stacks.collisions import accepted, candidates, collisions, judge, set_path
 
 TEAMS = [{"name": "pretrain"}, {"name": "research"}]
 SEED: dict[str, Any] = {
@@ -153,18 +153,11 @@ RUNS = 6
 
 
 def test_no_generated_name_validation_accepts_collides():
-    accepted = []
-    for path, value in candidates(SEED):
-        config = set_path(SEED, path, value)
-        try:
-            parse(engine_config(config), "test")
-        except ConfigError:
-            continue
-        accepted.append((path, value, config))
-    assert accepted, "the search produced no accepted neighbour to build"
+    neighbours = accepted(SEED, candidates(SEED))
+    assert neighbours, "the search produced no accepted neighbour to build"
     # The accepted ones spread over the fields, a bounded few built.
-    step = max(1, len(accepted) // RUNS)
-    for path, value, config in accepted[::step][:RUNS]:
+    step = max(1, len(neighbours) // RUNS)
+    for path, value, config in neighbours[::step][:RUNS]:
         graph, error = record_program(config)
         assert error is None, (path, value, error)
         assert collisions(graph) == [], (path, value)
