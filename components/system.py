@@ -47,6 +47,10 @@ class ClaimKind(StrEnum):
     """An IPv4 range of the stack's VPC or of a network a system creates."""
     BUCKET = "bucket"
     """A GCS bucket name a system creates."""
+    FIREWALL = "firewall rule"
+    """A VPC firewall rule's name, unique in the project whatever its network (Compute Engine
+    `firewalls.insert`: the name is the rule's id in `projects/<p>/global/firewalls`): one
+    owner each. `chosen` where a config name gives it; the fixed rules are not."""
     VOLUME = "volume"
     """What a storage volume holds, `<kind>:<bucket or instance>`: one volume each, so that a
     volume's owner and grants cannot be walked around by a second one."""

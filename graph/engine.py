@@ -29,11 +29,12 @@ from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 from components.identity import service_account_email
 from graph import types
-from graph.files import REPO_ROOT, list_stacks, stack_file
+from graph.files import REPO_ROOT, StackError, list_stacks, stack_file
 from graph.model import Graph, Registration
 
 __all__ = [
     "REPO_ROOT",
+    "DuplicateUrnError",
     "Graph",
     "Registration",
     "list_stacks",
@@ -254,14 +255,40 @@ def engine_config(config: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+class DuplicateUrnError(StackError):
+    """Two registrations with one URN: Pulumi's mock monitor keeps the last, but `pulumi up`
+    fails the whole update with "Duplicate resource URN" (pulumi/pulumi step_generator.go)."""
+
+
+def duplicate_urns(graph: Graph) -> DuplicateUrnError | None:
+    """The error of a graph that registers a URN twice, naming each registration by its
+    parent, or None."""
+    by_urn: dict[str, list[Registration]] = {}
+    for r in graph.resources:
+        by_urn.setdefault(r.urn, []).append(r)
+    twice = {urn: found for urn, found in by_urn.items() if len(found) > 1}
+    if not twice:
+        return None
+    lines = [
+        f"{urn}: registered {len(found)} times, under "
+        + " and ".join(sorted(r.parent.rsplit("::", 1)[-1] or "the stack" for r in found))
+        for urn, found in sorted(twice.items())
+    ]
+    return DuplicateUrnError(
+        "the program registers two resources with one URN, which `pulumi up` refuses "
+        "(Duplicate resource URN):\n  " + "\n  ".join(lines)
+    )
+
+
 def record_program(
     config: Mapping[str, Any],
     stack: str = "test",
     program: Callable[[], Any] | None = None,
 ) -> tuple[Graph, BaseException | None]:
     """Run `program` (default: the repository's `__main__.py`) under the mock engine and
-    return what it registered, with the exception it raised, if any. A bad config must raise
-    before registering anything; tests check that on the returned graph."""
+    return what it registered, with the exception it raised, if any, or else a
+    `DuplicateUrnError` for a URN registered twice. A bad config must raise before registering
+    anything; tests check that on the returned graph."""
     project_id = str(config.get("gcp:project", "mock-project"))
     mocks = _RecordingMocks(project_id)
     monitor = _RecordingMonitor(mocks)
@@ -314,7 +341,7 @@ def record_program(
         pickle._Pickler.save_dict = save_dict  # type: ignore[attr-defined]
     order = {urn: i for i, (_, urn) in enumerate(constructed)}
     monitor.graph.resources.sort(key=lambda r: order.get(r.urn, len(order)))
-    return monitor.graph, error
+    return monitor.graph, error or duplicate_urns(monitor.graph)
 
 
 def run_program(

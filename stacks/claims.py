@@ -1,7 +1,8 @@
 """The one check of what spans systems: every system's claims (`components.system.Claim`) held
 against each other. An account, a Kubernetes account and a Filestore name have one owner each;
 no VM is named like those a Slurm nodeset's controller creates and deletes; no entry runs as an
-account another system makes for itself; no tag a user lists is another system's.
+account another system makes for itself; no tag a user lists is another system's; no
+firewall rule name is derived twice.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ def problems(view: StackView) -> list[Problem]:
     found += ownership_problems(
         _pairs(view, ClaimKind.FILESTORE), ClaimKind.FILESTORE, "name", within_a_key=False
     )
-    return found + _vm_names(view) + _account_uses(view) + _tags(view) + _volumes(view)
+    found += _vm_names(view) + _account_uses(view) + _tags(view) + _volumes(view)
+    # A share named like another's has its rules named alike: the instance says it first.
+    said = {p.path for p in found}
+    return found + [p for p in _firewalls(view) if p.path not in said]
 
 
 def _pairs(view: StackView, kind: ClaimKind) -> list[tuple[tuple[str | int, ...], str]]:
@@ -110,3 +114,39 @@ def _volumes(view: StackView) -> list[Problem]:
                 )
             )
     return found
+
+
+def _firewalls(view: StackView) -> list[Problem]:
+    """One owner per firewall rule name: a name a config entry gives (`<prefix>-allow-<name>`,
+    `<prefix>-<cluster>-gpu-vm-internal`) that another system's rule, or the stack's own
+    (`<prefix>-allow-internal`), already has would either register one URN twice or fail at
+    `pulumi up` on a name taken. Reported at the name that can be changed: a chosen one over
+    a fixed one, else the later. Two entries of one list with one name are left to that
+    list's duplicate check."""
+    first: dict[str, Claim] = {}
+    found = []
+    for claim in view.claimed(ClaimKind.FIREWALL):
+        earlier = first.setdefault(claim.value, claim)
+        if earlier is claim or _same_list(earlier.path, claim.path):
+            continue
+        blamed, owner = (earlier, claim) if not claim.chosen else (claim, earlier)
+        found.append(
+            Problem(
+                blamed.path,
+                f"gives the firewall rule '{claim.value}', which is already the rule of "
+                f"{owner.what} ({relative_path(owner.path)}); a project has one "
+                "rule of a name, so choose another name",
+            )
+        )
+    return found
+
+
+def _same_list(a: tuple[str | int, ...], b: tuple[str | int, ...]) -> bool:
+    """Two paths into entries of one list (`allow[0].name`, `allow[2].name`)."""
+    return (
+        len(a) == len(b)
+        and a != b
+        and all(
+            x == y or (isinstance(x, int) and isinstance(y, int)) for x, y in zip(a, b, strict=True)
+        )
+    )

@@ -90,6 +90,18 @@ def claims(config: StackConfig) -> list[Claim]:
             Claim(ClaimKind.RANGE, cidr, ("gpuPools", i), f"gpuPools[{i}] GPU subnet {k}")
             for k, cidr in enumerate(cidrs)
         ]
+        # Each GPU NIC's VPC admits its subnet (components/gke/gpu_pools.py; every subnet's
+        # index, a superset of the gVNIC VPCs an RDMA layout makes).
+        found += [
+            Claim(
+                ClaimKind.FIREWALL,
+                f"{config.prefix}-{pool.name}-gpu{k}-internal",
+                ("gpuPools", i, "name"),
+                f"GPU pool {pool.name}",
+                chosen=True,
+            )
+            for k in range(len(cidrs))
+        ]
     return found
 
 

@@ -176,7 +176,33 @@ def claims(config: StackConfig) -> list[Claim]:
             )
             for k in range(len(cluster.nfs_shares))
         ]
+        found += _firewalls(ctx, cluster, i)
     return found
+
+
+def _firewalls(ctx: StackContext, cluster: GpuClusterConfig, i: int) -> list[Claim]:
+    """Its VMs' rule on the stack's network, or its own networks' IAP SSH and internal rules
+    (components/gpu_clusters/networks.py; every NIC's, a superset of the VPCs it creates), and
+    each share's pair (components/nfs.py)."""
+    base = group_name(ctx, cluster.name)
+    if cluster.network == "default":
+        rules = [f"{network_tag(base)}-internal"]
+    else:
+        try:
+            vpcs = range(len(cluster.nic_cidrs()))
+        except ValueError:
+            vpcs = range(0)  # the cluster's own problem
+        rules = [f"{base}-iap-ssh", *(f"{base}-internal{k}" for k in vpcs)]
+    rules += [
+        f"{base}-nfs{k}-{side}"
+        for k in range(len(cluster.nfs_shares))
+        for side in ("deny", "clients")
+    ]
+    what = f"GPU cluster {cluster.name}"
+    return [
+        Claim(ClaimKind.FIREWALL, rule, ("gpuClusters", i, "name"), what, chosen=True)
+        for rule in rules
+    ]
 
 
 def mounts(config: StackConfig) -> list[Mounted]:

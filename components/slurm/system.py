@@ -20,6 +20,7 @@ from components.slurm.config import SlurmConfig, account_id
 from components.slurm.fields import ACCOUNT_ROLES
 from components.slurm.running import edit_notices as cluster_edit_notices
 from components.slurm.summary import describe
+from components.slurm.templates import gpu_network_base
 from components.system import Claim, ClaimKind, Handles, Mounted, Section, StackView
 
 if TYPE_CHECKING:
@@ -165,6 +166,39 @@ def claims(config: StackConfig) -> list[Claim]:
         Claim(ClaimKind.ACCOUNT_USE, email, path, NODE_ACCOUNT_USE, chosen=True)
         for path, email in node_accounts(cluster)
     ]
+    # components/slurm/cluster.py's rules, and components/nfs.py's pair for /home's share.
+    rules = [
+        "internal",
+        "iap-ssh",
+        *(["home-deny", "home-clients"] if cluster.home.filestore else []),
+    ]
+    found += [
+        Claim(
+            ClaimKind.FIREWALL,
+            ctx.name("slurm", cluster.cluster_name, rule),
+            ("slurm", "clusterName"),
+            f"Slurm cluster {cluster.cluster_name}",
+            chosen=True,
+        )
+        for rule in rules
+    ]
+    # A GPU nodeset's own NICs' VPCs admit their subnets (components/slurm/templates.py).
+    for i, nodeset in enumerate(cluster.cpu_nodesets):
+        try:
+            nics = range(1, len(nodeset.gpu_network_cidrs()) + 1)
+        except ValueError:
+            continue  # the nodeset's own problem
+        base = gpu_network_base(ctx, cluster, nodeset)
+        found += [
+            Claim(
+                ClaimKind.FIREWALL,
+                f"{base}-net{k}",
+                ("slurm", "cpuNodesets", i, "name"),
+                f"Slurm nodeset {nodeset.name}",
+                chosen=True,
+            )
+            for k in nics
+        ]
     bucket = cluster.bucket_name(ctx.project, ctx.prefix)
     return [*found, Claim(ClaimKind.BUCKET, bucket, ("slurm",))]
 

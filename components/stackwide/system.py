@@ -107,6 +107,30 @@ def claims(config: StackConfig) -> list[Claim]:
         )
         for i, n in enumerate(net.additional_node_networks)
     ]
+    return found + _firewalls(config)
+
+
+def _firewalls(config: StackConfig) -> list[Claim]:
+    """The network's firewall rules: its fixed ones (GKE's only with GKE) and one per
+    `network.allow` entry, named by the entry (components/network/stack_network.py)."""
+    ctx, net = config.context, config.network
+    fixed = ["allow-iap-ssh"]
+    if config.cluster.enabled:
+        fixed += ["allow-internal", "deny-to-gke", "allow-webhooks"]
+    found = [
+        Claim(ClaimKind.FIREWALL, ctx.name(rule), ("network",), f"the stack network's {rule}")
+        for rule in fixed
+    ]
+    found += [
+        Claim(
+            ClaimKind.FIREWALL,
+            ctx.name("allow", opening.name),
+            ("network", "allow", i, "name"),
+            f"network.allow {opening.name}",
+            chosen=True,
+        )
+        for i, opening in enumerate(net.allow)
+    ]
     return found
 
 

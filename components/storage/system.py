@@ -157,6 +157,7 @@ def claims(config: StackConfig) -> list[Claim]:
         for i, v in enumerate(config.storage.volumes)
         if v.filestore is not None
     ]
+    found += _firewalls(config)
     for i, v in enumerate(config.storage.volumes):
         existing = v.existing_filestore or v.existing_lustre
         if v.bucket is not None:
@@ -179,6 +180,32 @@ def claims(config: StackConfig) -> list[Claim]:
                 own=frozenset({repr(grants)}) if v.bucket is not None else frozenset(),
             )
         )
+    return found
+
+
+def _firewalls(config: StackConfig) -> list[Claim]:
+    """The Lustre clients' rule (whenever the stack has Lustre: a client may come with any
+    edit) and each created Filestore share's pair of rules
+    (components/nfs.py `<instance>-deny`, `<instance>-clients`)."""
+    ctx = config.context
+    volumes = config.storage.volumes
+    found = []
+    if any(v.lustre is not None for v in volumes):
+        found.append(
+            Claim(ClaimKind.FIREWALL, ctx.name("allow-lustre"), ("storage",), "storage's Lustre")
+        )
+    found += [
+        Claim(
+            ClaimKind.FIREWALL,
+            f"{ctx.name(v.name)}-{side}",
+            ("storage", "volumes", i, "name"),
+            f"storage volume {v.name}",
+            chosen=True,
+        )
+        for i, v in enumerate(volumes)
+        if v.filestore is not None
+        for side in ("deny", "clients")
+    ]
     return found
 
 

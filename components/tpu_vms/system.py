@@ -204,6 +204,17 @@ def claims(config: StackConfig) -> list[Claim]:
         ]
         where = ("tpuVms", i, "nodePrefix" if entry.node_prefix else "name")
         found += [Claim(ClaimKind.VM_NAME, name, where, "TPU VM") for name in entry.node_names]
+        # Its VMs' rule on the stack's network (components/tpu_vms/vms.py).
+        found += [
+            Claim(
+                ClaimKind.FIREWALL,
+                f"{tag}-internal",
+                ("tpuVms", i, "name"),
+                f"tpuVms {entry.name}",
+                chosen=True,
+            )
+            for tag in sorted(own)
+        ]
     return found
 
 
