@@ -39,41 +39,52 @@ def _pairs(view: StackView, kind: ClaimKind) -> list[tuple[tuple[str | int, ...]
 
 def _vm_names(view: StackView) -> list[Problem]:
     """A VM named `<prefix>-<n>` where a controller creates and deletes VMs so named, once per
-    entry."""
-    patterns = [c for c in view.claimed(ClaimKind.VM_NAME) if c.pattern]
+    entry. A name can be `<prefix>-<n>` of one prefix only (the part before its last '-'), so
+    each name is one lookup."""
+    owners: dict[str, tuple[int, Claim]] = {}
+    for rank, claim in enumerate(c for c in view.claimed(ClaimKind.VM_NAME) if c.pattern):
+        owners.setdefault(claim.value, (rank, claim))
     names: dict[tuple[str | int, ...], list[Claim]] = {}
     for claim in view.claimed(ClaimKind.VM_NAME):
         if not claim.pattern:
             names.setdefault(claim.path, []).append(claim)
     found = []
     for path, claimed in names.items():
-        for owner in patterns:
-            pattern = re.compile(re.escape(owner.value) + r"-[0-9]+")
-            clash = next((c for c in claimed if pattern.fullmatch(c.value)), None)
-            if clash is not None:
-                found.append(
-                    Problem(
-                        path,
-                        f"{clash.what} {clash.value} is a name of {owner.what}; choose another "
-                        "prefix",
-                    )
+        # The first owner (in claim order) any name of the entry falls under, and the first
+        # of its names that does.
+        clashes = [(owner, c) for c in claimed if (owner := _owner_of(c.value, owners))]
+        if clashes:
+            (_, owner), clash = min(clashes, key=lambda pair: pair[0][0])
+            found.append(
+                Problem(
+                    path,
+                    f"{clash.what} {clash.value} is a name of {owner.what}; choose another prefix",
                 )
-                break
+            )
     return found
+
+
+_NUMBERED = re.compile(r"(?P<stem>.+)-[0-9]+")
+
+
+def _owner_of(name: str, owners: dict[str, tuple[int, Claim]]) -> tuple[int, Claim] | None:
+    match = _NUMBERED.fullmatch(name)
+    return owners.get(match["stem"]) if match else None
 
 
 def _account_uses(view: StackView) -> list[Problem]:
     """An account an entry runs as that another system creates for itself."""
     project = view.config.project
+    owners: dict[str, list[Claim]] = {}
+    for claim in view.claimed(ClaimKind.ACCOUNT):
+        owners.setdefault(service_account_email(claim.value, project), []).append(claim)
     found = []
     for use in view.claimed(ClaimKind.ACCOUNT_USE):
-        owners = {
-            service_account_email(c.value, project): c.path
-            for c in view.claimed(ClaimKind.ACCOUNT)
-            if c.system != use.system
-        }
-        if use.value in owners:
-            found.append(Problem(use.path, use.what.format(owner=relative_path(owners[use.value]))))
+        # The last other system's claim of the email, as a dict built over all claims kept.
+        other = [c for c in owners.get(use.value, []) if c.system != use.system]
+        if other:
+            owner = relative_path(other[-1].path)
+            found.append(Problem(use.path, use.what.format(owner=owner)))
     return found
 
 
