@@ -90,7 +90,7 @@ def _printable(value: str) -> str:
 
 ScriptText = Annotated[str, AfterValidator(_printable)]
 """User text that becomes part of a VM's startup script or metadata: nothing of
-`components.text.HIDDEN`, so what the plan prints is what runs. The stack loader refuses those
+`components.text.is_hidden`, so what the plan prints is what runs. The stack loader refuses those
 first (`stacks/inputs.py`); this holds for a model built from anything else."""
 
 

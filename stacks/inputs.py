@@ -1,5 +1,5 @@
 """What every input must be before any model reads it: text without the characters that do not
-read as they are (`components.text.HIDDEN`), and a config no larger than the Pulumi engine can
+read as they are (`components.text.is_hidden`), and a config no larger than the Pulumi engine can
 hand the program. Per-list bounds live on the models, at their paths; this module holds what is
 true of all text.
 """

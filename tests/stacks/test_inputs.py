@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.text import HIDDEN, one_line, printable
+from components.text import is_hidden, one_line, printable
 from graph.engine import record_program
 from stacks.inputs import CONFIG_LIMIT, FILE_LIMIT, MAX_REPORTED, control_problems
 from stacks.loading import MAX_DEPTH, parse, read_stack_text
@@ -32,6 +32,7 @@ HOSTILE = [
     "pr\u200bod",  # zero-width space: reads as `prod`
     "\ufeffecho",  # byte order mark
     "soft\u00adhyphen",
+    "ok\U000e0072\U000e006d",  # tag characters: invisible ASCII ('rm')
 ]
 
 
@@ -98,14 +99,14 @@ def test_one_line_escapes_what_it_refuses():
 
 def test_the_loader_refuses_exactly_what_the_plan_escapes():
     """One class of characters: what a stack file may not hold is what the plan would show
-    escaped, over the whole Basic Multilingual Plane and the C1 block."""
-    for code in range(0x10000):
+    escaped, over the whole Basic Multilingual Plane and the tag characters."""
+    for code in [*range(0x10000), *range(0xE0000, 0xE0080)]:
         char = chr(code)
         if 0xD800 <= code < 0xE000:
             continue  # surrogates: not text that YAML or JSON decode to
         refused = bool(control_problems({"x": f"a{char}b"}, ()))
         escaped = printable(char) != char
-        assert refused == escaped == (char in HIDDEN), (hex(code), refused, escaped)
+        assert refused == escaped == is_hidden(char), (hex(code), refused, escaped)
     assert not control_problems({"x": "tab\there\nnext line"}, ())
 
 
