@@ -80,7 +80,7 @@ def _account_uses(view: StackView) -> list[Problem]:
         owners.setdefault(service_account_email(claim.value, project), []).append(claim)
     found = []
     for use in view.claimed(ClaimKind.ACCOUNT_USE):
-        # The last other system's claim of the email, as a dict built over all claims kept.
+        # Named by another system's claim of the email; the last, as ever.
         other = [c for c in owners.get(use.value, []) if c.system != use.system]
         if other:
             owner = relative_path(other[-1].path)
